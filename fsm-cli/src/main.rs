@@ -1,0 +1,347 @@
+//! `fsm`: check state-machine specs, validate transitions, list actions, draw diagrams.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use fsm_core::render::{self, Format};
+use fsm_core::spec::{Report, SpecFile, Target};
+use fsm_core::{Lint, Machine, Severity, StateId, Step};
+
+/// Check state-machine specs, validate transitions and draw diagrams.
+#[derive(Parser)]
+#[command(name = "fsm", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check specs and print every finding, like rustc.
+    ///
+    /// Exits 0 when every spec is clean, 1 when a spec has findings, 2 when a spec
+    /// cannot be read or is not a well-formed spec file.
+    Check {
+        /// Spec files, or directories searched for `*.toml` files.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Also write every clean spec's diagrams, in every format, into this directory.
+        #[arg(long, value_name = "DIR")]
+        diagrams: Option<PathBuf>,
+    },
+    /// Is FROM → TO one step of the table? Prints `allowed` (exit 0) or
+    /// `refused: <why>` (exit 1); an unknown state exits 2.
+    Validate {
+        /// The spec file.
+        spec: PathBuf,
+        /// The state the object is in (case-insensitive).
+        from: String,
+        /// The state it should move to (case-insensitive).
+        to: String,
+    },
+    /// List the actions that may start in a state.
+    Actions {
+        /// The spec file.
+        spec: PathBuf,
+        /// The state (case-insensitive).
+        state: String,
+    },
+    /// Draw a spec's diagram.
+    Diagram {
+        /// The spec file.
+        spec: PathBuf,
+        /// mermaid, dot or plantuml.
+        #[arg(long, short, default_value = "mermaid")]
+        format: Format,
+        /// Write to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Print the spec's table as the seed documents print it.
+    Show {
+        /// The spec file.
+        spec: PathBuf,
+    },
+}
+
+/// A failure that ends the command with exit code 2 (unusable input), after its
+/// message has been printed.
+struct Unusable;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { paths, diagrams } => check(&paths, diagrams.as_deref()),
+        Command::Validate { spec, from, to } => validate(&spec, &from, &to),
+        Command::Actions { spec, state } => actions(&spec, &state),
+        Command::Diagram {
+            spec,
+            format,
+            output,
+        } => diagram(&spec, format, output.as_deref()),
+        Command::Show { spec } => load(&spec).map(|m| {
+            print!("{}", render::table(&m));
+            ExitCode::SUCCESS
+        }),
+    };
+    result.unwrap_or(ExitCode::from(2))
+}
+
+fn color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+fn rendered(report: &Report) -> String {
+    if color() {
+        report.render_styled()
+    } else {
+        report.render()
+    }
+}
+
+/// Loads a spec for the commands that need a usable machine.
+fn load(path: &Path) -> Result<Machine, Unusable> {
+    let file = SpecFile::read(path).map_err(|e| {
+        eprintln!("error: {e}");
+        Unusable
+    })?;
+    let report = file.check();
+    eprint!("{}", rendered(&report));
+    report.machine.ok_or_else(|| {
+        eprintln!(
+            "error: {} has errors; run `fsm check` on it",
+            path.display()
+        );
+        Unusable
+    })
+}
+
+/// Every spec file named by `paths`: files as given, directories searched for
+/// `*.toml`, in sorted order.
+fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unusable> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.path());
+        for entry in entries {
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                walk(&path, out)?;
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            walk(path, &mut out).map_err(|e| {
+                eprintln!("error: cannot read directory {}: {e}", path.display());
+                Unusable
+            })?;
+        } else {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn check(paths: &[PathBuf], diagrams: Option<&Path>) -> Result<ExitCode, Unusable> {
+    let files = spec_files(paths)?;
+    let (mut errors, mut warnings, mut unusable) = (0, 0, false);
+    for path in &files {
+        let file = match SpecFile::read(path) {
+            Ok(file) => file,
+            Err(e) => {
+                eprintln!("error: {e}");
+                unusable = true;
+                continue;
+            }
+        };
+        let report = file.check();
+        eprint!("{}", rendered(&report));
+        for d in &report.diagnostics {
+            match d.severity() {
+                Severity::Error => errors += 1,
+                Severity::Warning => warnings += 1,
+            }
+            unusable |= matches!(d.lint, Lint::Syntax | Lint::Schema);
+        }
+        if let (Some(dir), Some(machine)) = (diagrams, &report.machine) {
+            write_diagrams(dir, path, machine)?;
+        }
+    }
+    println!(
+        "checked {} spec{}: {errors} error{}, {warnings} warning{}",
+        files.len(),
+        plural(files.len()),
+        plural(errors),
+        plural(warnings)
+    );
+    if let Some(dir) = diagrams {
+        println!("diagrams written to {}", dir.display());
+    }
+    Ok(if unusable {
+        ExitCode::from(2)
+    } else if errors + warnings > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Writes `DIR/<parent folder>/<spec name>.<ext>` in every format.
+fn write_diagrams(dir: &Path, spec: &Path, machine: &Machine) -> Result<(), Unusable> {
+    let group = spec
+        .parent()
+        .and_then(Path::file_name)
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let stem = spec
+        .file_stem()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| machine.name().into());
+    let out_dir = dir.join(group);
+    std::fs::create_dir_all(&out_dir).map_err(|e| {
+        eprintln!("error: cannot create {}: {e}", out_dir.display());
+        Unusable
+    })?;
+    for format in Format::ALL {
+        let path = out_dir.join(&stem).with_extension(format.extension());
+        write_file(&path, &render::diagram(machine, format))?;
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), Unusable> {
+    std::fs::write(path, text).map_err(|e| {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        Unusable
+    })
+}
+
+/// Resolves a state name given on the command line, ignoring case.
+fn state(machine: &Machine, name: &str) -> Result<StateId, Unusable> {
+    machine.find_state(name).ok_or_else(|| {
+        let hint = machine
+            .suggest_state(name)
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        eprintln!("error: `{name}` is not a state of {}{hint}", machine.name());
+        Unusable
+    })
+}
+
+fn validate(spec: &Path, from: &str, to: &str) -> Result<ExitCode, Unusable> {
+    let machine = load(spec)?;
+    let (from, to) = (state(&machine, from)?, state(&machine, to)?);
+    match machine.validate_transition(from, to) {
+        Ok(step) => {
+            let action = machine.action(step.action());
+            let what = match step {
+                Step::Start(_) => "starts",
+                Step::Finish(_) => "finishes",
+                Step::Whole(_) => "runs",
+            };
+            let mut line = format!(
+                "allowed: {} {what} action `{}`",
+                arrow(&machine, from, to),
+                action.name
+            );
+            if !action.roles.is_empty() && step != Step::Finish(step.action()) {
+                line.push_str(&format!("; roles: {}", action.roles.join(", ")));
+            }
+            if !action.guards.is_empty() && step != Step::Finish(step.action()) {
+                let guards: Vec<&str> = action
+                    .guards
+                    .iter()
+                    .map(|&g| &*machine.guard(g).name)
+                    .collect();
+                line.push_str(&format!("; guards: {}", guards.join(", ")));
+            }
+            println!("{line}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why) => {
+            println!("refused: {why}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn arrow(machine: &Machine, from: StateId, to: StateId) -> String {
+    format!("{} -> {}", machine.state(from).name, machine.state(to).name)
+}
+
+fn actions(spec: &Path, name: &str) -> Result<ExitCode, Unusable> {
+    let machine = load(spec)?;
+    let id = state(&machine, name)?;
+    let state = machine.state(id);
+    let mut out = std::io::stdout().lock();
+    if state.is_transition() {
+        let running: Vec<String> = machine
+            .actions_via(id)
+            .map(|a| format!("`{}`", machine.action(a).name))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{} is a transition state: {} is running, no action can start",
+            state.name,
+            running.join(" or ")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ids: Vec<_> = machine.actions_from(id).collect();
+    if ids.is_empty() {
+        let _ = writeln!(out, "no action starts in {}", state.name);
+    }
+    for a in ids {
+        let action = machine.action(a);
+        let mut line = format!("{}:", action.name);
+        if let Some(via) = action.via {
+            line.push_str(&format!(" via {}", machine.state(via).name));
+        }
+        match (
+            action.changes_state(),
+            &action.target,
+            action.target_from(id),
+        ) {
+            (false, _, _) => line.push_str(" keeps the state"),
+            (true, Target::Origin, _) => line.push_str(&format!(" back to {}", state.name)),
+            (true, _, Some(t)) => line.push_str(&format!(" to {}", machine.state(t).name)),
+            (true, _, None) => {}
+        }
+        if !action.roles.is_empty() {
+            line.push_str(&format!("; roles: {}", action.roles.join(", ")));
+        }
+        if !action.guards.is_empty() {
+            let guards: Vec<&str> = action
+                .guards
+                .iter()
+                .map(|&g| &*machine.guard(g).name)
+                .collect();
+            line.push_str(&format!("; guards: {}", guards.join(", ")));
+        }
+        if action.hidden {
+            line.push_str("; hidden");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn diagram(spec: &Path, format: Format, output: Option<&Path>) -> Result<ExitCode, Unusable> {
+    let machine = load(spec)?;
+    let text = render::diagram(&machine, format);
+    match output {
+        Some(path) => write_file(path, &text)?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
