@@ -57,6 +57,9 @@ impl Resolved {
 pub(super) struct Checker<'d> {
     def: &'d MachineDef,
     states: HashMap<&'d str, usize>,
+    /// States that repeat an earlier name: reported once, then left out of the graph
+    /// checks so one mistake gives one finding.
+    duplicate: Vec<bool>,
     out: Vec<Diagnostic>,
 }
 
@@ -66,9 +69,11 @@ impl<'d> Checker<'d> {
         for (i, s) in def.states.iter().enumerate() {
             states.entry(s.name.as_str()).or_insert(i);
         }
+        let duplicate = vec![false; def.states.len()];
         Checker {
             def,
             states,
+            duplicate,
             out: Vec::new(),
         }
     }
@@ -131,6 +136,7 @@ impl<'d> Checker<'d> {
                 .iter()
                 .position(|t| t.name.eq_ignore_ascii_case(&s.name))
             {
+                self.duplicate[i] = true;
                 self.push(
                     Diagnostic::new(
                         Lint::DuplicateState,
@@ -474,7 +480,8 @@ impl<'d> Checker<'d> {
                 }
             }
             for (i, s) in def.states.iter().enumerate() {
-                if !seen[i] {
+                let orphan = s.kind == StateKind::Transition && entered_by[i].is_empty();
+                if !seen[i] && !self.duplicate[i] && !orphan {
                     self.push(
                         Diagnostic::new(
                             Lint::Unreachable,
@@ -490,6 +497,9 @@ impl<'d> Checker<'d> {
             }
         }
         for (i, s) in def.states.iter().enumerate() {
+            if self.duplicate[i] {
+                continue;
+            }
             match s.kind {
                 StateKind::Transition if entered_by[i].is_empty() => self.push(
                     Diagnostic::new(

@@ -327,20 +327,20 @@ impl RawSpec {
                 map.insert(Site::ActionVia(a), via.span());
                 action.via = Some(via.into_inner());
             }
+            if let (Some(to), Some(origin)) = (&raw.to, &raw.to_origin) {
+                // Report the conflict, then go on with `to` so nothing cascades from it.
+                diagnostics.push(
+                    Diagnostic::new(
+                        Lint::ConflictingTarget,
+                        Site::Text(origin.span()),
+                        format!("action `{}` has both `to` and `to_origin`", action.name),
+                    )
+                    .with_label("remove this or `to`")
+                    .with_related(Site::Text(to.span()), "the target is given here"),
+                );
+            }
             action.to = match (raw.to, raw.to_origin) {
-                (Some(to), Some(origin)) => {
-                    diagnostics.push(
-                        Diagnostic::new(
-                            Lint::ConflictingTarget,
-                            Site::Text(origin.span()),
-                            format!("action `{}` has both `to` and `to_origin`", action.name),
-                        )
-                        .with_label("remove this or `to`")
-                        .with_related(Site::Text(to.span()), "the target is given here"),
-                    );
-                    TargetDef::Unset
-                }
-                (Some(to), None) => {
+                (Some(to), _) => {
                     map.insert(Site::ActionTo(a), to.span());
                     match to.into_inner() {
                         RawTarget::State(s) => TargetDef::State(s),
