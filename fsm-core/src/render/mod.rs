@@ -11,7 +11,7 @@ mod table;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::spec::{ActionId, Machine, StateId};
+use crate::spec::{ActionId, Machine, StateId, Target};
 
 pub use self::table::table;
 
@@ -153,10 +153,27 @@ pub fn edges(machine: &Machine) -> Vec<Edge> {
 }
 
 /// The text on an edge: the action, then its guards in brackets and its roles in
-/// parentheses on the edge that starts it; `(hidden)` for hidden actions.
+/// parentheses on the edge that starts it; `(hidden)` for hidden actions. A finishing
+/// edge whose target depends on the origin says which origins it is for, and
+/// `(back)` when the action returns to where it started.
 pub fn edge_label(machine: &Machine, edge: &Edge) -> String {
     let action = machine.action(edge.action);
     let mut label = action.name.to_string();
+    if edge.kind == EdgeKind::Finish {
+        match &action.target {
+            Target::Origin => label.push_str(" (back)"),
+            Target::PerOrigin(_) => {
+                let origins: Vec<&str> = action
+                    .origins
+                    .iter()
+                    .filter(|&&o| action.target_from(o) == Some(edge.to))
+                    .map(|&o| &*machine.state(o).name)
+                    .collect();
+                label.push_str(&format!(" (from {})", origins.join(" / ")));
+            }
+            Target::State(_) => {}
+        }
+    }
     if edge.kind != EdgeKind::Finish {
         if !action.guards.is_empty() {
             let guards: Vec<&str> = action

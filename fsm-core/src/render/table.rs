@@ -39,6 +39,12 @@ pub fn table(m: &Machine) -> String {
             let Some(t) = action.target_from(o) else {
                 continue;
             };
+            // An action that changes no state has one row, whatever its origins.
+            let t = if action.changes_state() {
+                t
+            } else {
+                StateId(usize::MAX)
+            };
             match groups.iter_mut().find(|(target, _)| *target == t) {
                 Some((_, origins)) => origins.push(o),
                 None => groups.push((t, vec![o])),

@@ -1,0 +1,290 @@
+//! The `fsm` command as users run it: outputs and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn specs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs")
+}
+
+fn spec(path: &str) -> String {
+    specs().join(path).display().to_string()
+}
+
+fn fsm(args: &[&str]) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = Command::new(env!("CARGO_BIN_EXE_fsm"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run fsm");
+    (
+        status.code().expect("exit code"),
+        String::from_utf8(stdout).unwrap(),
+        String::from_utf8(stderr).unwrap(),
+    )
+}
+
+/// A scratch directory of this test's own.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn check_every_shipped_spec_and_write_diagrams() {
+    let out = scratch("diagrams");
+    let (code, stdout, stderr) = fsm(&[
+        "check",
+        &specs().display().to_string(),
+        "--diagrams",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with("checked 15 specs: 0 errors, 0 warnings"),
+        "{stdout}"
+    );
+    for group in [
+        "ovc/vm",
+        "ovc/disk",
+        "sabakan/machine",
+        "mizar/vpc",
+        "kusionstack/podopslifecycle",
+    ] {
+        for ext in ["mmd", "dot", "puml"] {
+            let file = out.join(format!("{group}.{ext}"));
+            assert!(
+                std::fs::metadata(&file).is_ok_and(|m| m.len() > 0),
+                "{} missing",
+                file.display()
+            );
+        }
+    }
+    let mermaid = std::fs::read_to_string(out.join("ovc/vm.mmd")).unwrap();
+    assert!(mermaid.contains("RUNNING --> PAUSING: pause"));
+}
+
+#[test]
+fn check_reports_findings_with_file_line_and_column() {
+    let dir = scratch("findings");
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[machine]\nname = \"t\"\ninitial = \"A\"\n[states]\nA = \"a\"\nB = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"C\" }\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = fsm(&["check", &bad.display().to_string()]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("1 error, 1 warning"), "{stdout}");
+    assert!(
+        stderr.contains("error[unknown-state]: unknown state `C` in the target of action `go`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{}:8:25", bad.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("warning[unreachable]: state `B` cannot be reached"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_exits_2_on_malformed_or_missing_input() {
+    let dir = scratch("malformed");
+    let bad = dir.join("broken.toml");
+    std::fs::write(&bad, "[machine\nname = 1\n").unwrap();
+    let (code, _, stderr) = fsm(&["check", &bad.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("error[syntax]"), "{stderr}");
+    assert!(stderr.contains("broken.toml:1:9"), "{stderr}");
+
+    let (code, _, stderr) = fsm(&["check", &dir.join("absent.toml").display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("cannot read spec") && stderr.contains("absent.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn validate_allows_each_kind_of_step() {
+    let vm = spec("ovc/vm.toml");
+    for (from, to, expect) in [
+        (
+            "RUNNING",
+            "PAUSING",
+            "allowed: RUNNING -> PAUSING starts action `pause`",
+        ),
+        (
+            "PAUSING",
+            "PAUSED",
+            "allowed: PAUSING -> PAUSED finishes action `pause`",
+        ),
+        (
+            "running",
+            "Paused",
+            "allowed: RUNNING -> PAUSED runs action `pause`",
+        ),
+        (
+            "HALTED",
+            "HALTED",
+            "allowed: HALTED -> HALTED runs action `add_disk`",
+        ),
+    ] {
+        let (code, stdout, stderr) = fsm(&["validate", &vm, from, to]);
+        assert_eq!(code, 0, "{from} -> {to}: {stdout}{stderr}");
+        assert_eq!(stdout.trim(), expect);
+    }
+    let (code, stdout, _) = fsm(&[
+        "validate",
+        &spec("sabakan/machine.toml"),
+        "Retiring",
+        "Retired",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.trim(),
+        "allowed: Retiring -> Retired runs action `complete_retirement`; roles: controller; guards: keys_deleted"
+    );
+}
+
+#[test]
+fn validate_refuses_with_the_reason() {
+    let vm = spec("ovc/vm.toml");
+    let cases = [
+        (
+            "DEPLOYING",
+            "HALTED",
+            "refused: DEPLOYING is a transition state: deploy is running and can only end in RUNNING, not HALTED",
+        ),
+        (
+            "DESTROYED",
+            "RUNNING",
+            "refused: DESTROYED is terminal: no action leaves it",
+        ),
+        (
+            "VIRTUAL",
+            "PAUSED",
+            "refused: no action moves VIRTUAL to PAUSED; from VIRTUAL the table allows: deploy -> DEPLOYING, deploy -> RUNNING",
+        ),
+    ];
+    for (from, to, expect) in cases {
+        let (code, stdout, _) = fsm(&["validate", &vm, from, to]);
+        assert_eq!(code, 1, "{from} -> {to}");
+        assert_eq!(stdout.trim(), expect);
+    }
+    let (code, stdout, _) = fsm(&[
+        "validate",
+        &spec("sabakan/machine.toml"),
+        "Unhealthy",
+        "Healthy",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stdout.trim(),
+        "refused: no action moves Unhealthy to Healthy; from Unhealthy the table allows: retire -> Retiring"
+    );
+}
+
+#[test]
+fn validate_unknown_state_suggests_a_name() {
+    let (code, stdout, stderr) = fsm(&["validate", &spec("ovc/vm.toml"), "RUNNIG", "PAUSED"]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert_eq!(
+        stderr.trim(),
+        "error: `RUNNIG` is not a state of vm; did you mean `RUNNING`?"
+    );
+}
+
+#[test]
+fn actions_lists_what_may_start() {
+    let (code, stdout, _) = fsm(&["actions", &spec("ovc/disk.toml"), "assigned"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        "detach: via DETACHING to CREATED\ndelete: via DELETING to TOBEDELETED\ndestroy: via DESTROYING to DESTROYED\n"
+    );
+    let (_, stdout, _) = fsm(&["actions", &spec("ovc/vm.toml"), "HALTED"]);
+    assert!(
+        stdout.contains("add_disk: via ADDING_DISK back to HALTED\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("migrate: keeps the state; hidden\n"),
+        "{stdout}"
+    );
+    let (_, stdout, _) = fsm(&["actions", &spec("ovc/vm.toml"), "STOPPING"]);
+    assert_eq!(
+        stdout,
+        "STOPPING is a transition state: `stop` is running, no action can start\n"
+    );
+    let (_, stdout, _) = fsm(&["actions", &spec("sabakan/machine.toml"), "Retired"]);
+    assert!(
+        stdout.contains("remove: keeps the state; roles: admin\n"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("add_key"),
+        "no key can be added to a Retired machine: {stdout}"
+    );
+}
+
+#[test]
+fn diagram_writes_the_chosen_format() {
+    let dir = scratch("diagram");
+    let file = dir.join("vm.dot");
+    let (code, _, stderr) = fsm(&[
+        "diagram",
+        &spec("ovc/vm.toml"),
+        "--format",
+        "dot",
+        "-o",
+        &file.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let dot = std::fs::read_to_string(&file).unwrap();
+    assert!(dot.starts_with("digraph \"vm\" {"), "{dot}");
+    let (code, stdout, _) = fsm(&["diagram", &spec("ovc/vm.toml"), "-f", "plantuml"]);
+    assert_eq!(code, 0);
+    assert!(stdout.starts_with("@startuml vm\n") && stdout.ends_with("@enduml\n"));
+    let (code, _, stderr) = fsm(&["diagram", &spec("ovc/vm.toml"), "-f", "svg"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown diagram format `svg`"), "{stderr}");
+}
+
+#[test]
+fn show_prints_the_seed_table() {
+    let (code, stdout, _) = fsm(&["show", &spec("ovc/vm.toml")]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("|Action|Initial State|Transition State|Desired State|\n"));
+    assert!(stdout.contains("|stop|RUNNING / PAUSED|STOPPING|HALTED|\n"));
+    assert!(stdout.contains("|add_disk|PAUSED|ADDING_DISK|PAUSED|\n"));
+    assert!(
+        stdout.contains("|migrate (hidden)|RUNNING / PAUSED / HALTED|—|(unchanged)|\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn commands_on_an_invalid_spec_exit_2_with_its_findings() {
+    let dir = scratch("invalid");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[machine]\nname = \"t\"\n[states]\nA = \"a\"\n").unwrap();
+    let (code, stdout, stderr) = fsm(&["validate", &bad.display().to_string(), "A", "A"]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("error[missing-initial]"), "{stderr}");
+    assert!(
+        stderr.contains("has errors; run `fsm check` on it"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,145 @@
+//! Every shipped spec drawn in every format, as snapshots; DOT output is also parsed
+//! by Graphviz when `dot` is installed (CI installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use fsm_core::Machine;
+use fsm_core::render::{self, EdgeKind, Format};
+
+fn specs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
+    let mut out = Vec::new();
+    for group in std::fs::read_dir(&root).unwrap() {
+        let group = group.unwrap().path();
+        if group.is_dir() {
+            for spec in std::fs::read_dir(&group).unwrap() {
+                let spec = spec.unwrap().path();
+                if spec.extension().is_some_and(|e| e == "toml") {
+                    out.push(spec);
+                }
+            }
+        }
+    }
+    out.sort();
+    assert_eq!(out.len(), 15, "every seed table has its spec");
+    out
+}
+
+fn snapshot_name(spec: &Path, suffix: &str) -> String {
+    let group = spec
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let stem = spec.file_stem().unwrap().to_string_lossy();
+    format!("{group}_{stem}_{suffix}")
+}
+
+#[test]
+fn every_spec_in_every_format() {
+    for spec in specs() {
+        let machine = Machine::from_spec_file(&spec).unwrap_or_else(|e| panic!("{e}"));
+        for format in Format::ALL {
+            insta::assert_snapshot!(
+                snapshot_name(&spec, format.name()),
+                render::diagram(&machine, format)
+            );
+        }
+        insta::assert_snapshot!(snapshot_name(&spec, "table"), render::table(&machine));
+    }
+}
+
+/// Every move the table allows is drawn, and every arrow drawn is an allowed move or
+/// an action that keeps the state.
+#[test]
+fn arrows_are_exactly_the_allowed_steps() {
+    for spec in specs() {
+        let m = Machine::from_spec_file(&spec).unwrap();
+        let edges = render::edges(&m);
+        for e in &edges {
+            if e.kind == EdgeKind::InPlace {
+                assert!(!m.action(e.action).changes_state());
+            } else {
+                assert!(
+                    m.validate_transition(e.from, e.to).is_ok(),
+                    "{}: {e:?}",
+                    spec.display()
+                );
+            }
+        }
+        for from in m.state_ids() {
+            for to in m.state_ids() {
+                let Ok(step) = m.validate_transition(from, to) else {
+                    continue;
+                };
+                let drawn = edges.iter().any(|e| e.from == from && e.to == to)
+                    || matches!(step, fsm_core::Step::Whole(a) if m.action(a).via.is_some());
+                assert!(
+                    drawn,
+                    "{}: {} -> {} is allowed but not drawn",
+                    spec.display(),
+                    m.state(from).name,
+                    m.state(to).name
+                );
+            }
+        }
+    }
+}
+
+/// Runs `tool args` on `input`, or `None` when the tool is not installed (which CI,
+/// which installs it, does not accept).
+fn run_tool(tool: &str, args: &[&str], input: &str) -> Option<(bool, String)> {
+    use std::io::Write;
+    let Ok(mut child) = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI must install {tool}");
+        eprintln!("skipped: `{tool}` is not installed");
+        return None;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((out.status.success(), text))
+}
+
+#[test]
+fn dot_output_parses_with_graphviz() {
+    for spec in specs() {
+        let m = Machine::from_spec_file(&spec).unwrap();
+        let Some((ok, out)) = run_tool("dot", &["-Tsvg"], &render::diagram(&m, Format::Dot)) else {
+            return;
+        };
+        assert!(ok && out.contains("<svg"), "{}: {out}", spec.display());
+    }
+}
+
+#[test]
+fn plantuml_output_parses_with_plantuml() {
+    for spec in specs() {
+        let m = Machine::from_spec_file(&spec).unwrap();
+        let Some((ok, out)) = run_tool(
+            "plantuml",
+            &["-syntax"],
+            &render::diagram(&m, Format::PlantUml),
+        ) else {
+            return;
+        };
+        assert!(ok && out.starts_with("STATE"), "{}: {out}", spec.display());
+    }
+}
