@@ -288,3 +288,34 @@ fn commands_on_an_invalid_spec_exit_2_with_its_findings() {
         "{stderr}"
     );
 }
+
+/// The README shows real output: the misspelled-state example is regenerated here.
+#[test]
+fn readme_error_example_is_real_output() {
+    let dir = scratch("readme");
+    let vm = std::fs::read_to_string(specs().join("ovc/vm.toml")).unwrap();
+    let mangled = vm.replacen(
+        r#"stop = { from = ["RUNNING", "PAUSED"]"#,
+        r#"stop = { from = ["RUNNIN", "PAUSED"]"#,
+        1,
+    );
+    assert_ne!(vm, mangled);
+    std::fs::write(dir.join("vm.toml"), mangled).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsm"))
+        .current_dir(&dir)
+        .args(["check", "vm.toml"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    assert!(
+        readme.contains(&format!(
+            "```text\n{}```",
+            stderr.trim_end_matches('\n').to_owned() + "\n"
+        )),
+        "README differs from:\n{stderr}"
+    );
+}

@@ -143,3 +143,43 @@ fn plantuml_output_parses_with_plantuml() {
         assert!(ok && out.starts_with("STATE"), "{}: {out}", spec.display());
     }
 }
+
+fn readme(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+/// The code blocks of a Markdown text in the given language.
+fn blocks<'a>(text: &'a str, lang: &str) -> Vec<&'a str> {
+    let fence = format!("```{lang}\n");
+    text.match_indices(&fence)
+        .map(|(at, _)| {
+            let body = &text[at + fence.len()..];
+            &body[..body.find("```").unwrap()]
+        })
+        .collect()
+}
+
+#[test]
+fn readme_diagram_is_the_rendered_vm() {
+    let vm =
+        Machine::from_spec_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"))
+            .unwrap();
+    let readme = readme("../README.md");
+    assert_eq!(
+        blocks(&readme, "mermaid"),
+        [render::diagram(&vm, Format::Mermaid)]
+    );
+}
+
+#[test]
+fn spec_examples_in_the_docs_check_clean() {
+    for doc in ["../README.md", "../specs/README.md"] {
+        let text = readme(doc);
+        let examples = blocks(&text, "toml");
+        assert!(!examples.is_empty(), "{doc} has a spec example");
+        for example in examples {
+            let report = fsm_core::SpecFile::new(doc, example).check();
+            assert!(report.diagnostics.is_empty(), "{doc}:\n{}", report.render());
+        }
+    }
+}

@@ -192,3 +192,124 @@ fn image_matches_its_seed_table() {
 fn node_matches_its_seed_table() {
     check_object("ovc/node.toml", NODE_TABLE);
 }
+
+/// sabakan-machine-lifecycle.md gives sentences, not a table; each becomes pairs.
+#[test]
+fn sabakan_matches_its_transition_constraints() {
+    let m = spec("sabakan/machine.toml");
+    let mut allowed = BTreeSet::new();
+    let mut allow = |from: &[&str], to: &[&str]| {
+        for f in from {
+            for t in to {
+                allowed.insert((f.to_string(), t.to_string()));
+            }
+        }
+    };
+    // "Uninitialized, Healthy, Unhealthy, or Unreachable machine can transition to Retiring."
+    allow(
+        &["Uninitialized", "Healthy", "Unhealthy", "Unreachable"],
+        &["Retiring"],
+    );
+    // "A Retiring machine can transition only to Retired."
+    allow(&["Retiring"], &["Retired"]);
+    // "A Healthy machine can transition to Unhealthy, Unreachable, Retiring, and Updating."
+    allow(
+        &["Healthy"],
+        &["Unhealthy", "Unreachable", "Retiring", "Updating"],
+    );
+    // "A Unreachable machine can transition to Healthy."
+    allow(&["Unreachable"], &["Healthy"]);
+    // "Retired machines can transition only to Uninitialized."
+    allow(&["Retired"], &["Uninitialized"]);
+    // "Updating machines can transition only to Uninitialized after restarting."
+    allow(&["Updating"], &["Uninitialized"]);
+    // Controllers "prepare Uninitialized machines to become Healthy".
+    allow(&["Uninitialized"], &["Healthy"]);
+    for from in m.state_ids() {
+        for to in m.state_ids() {
+            let pair = (m.state(from).name.to_string(), m.state(to).name.to_string());
+            assert_eq!(
+                m.validate_transition(from, to).is_ok(),
+                allowed.contains(&pair),
+                "{pair:?}"
+            );
+        }
+    }
+    // "Unhealthy machine cannot return to Healthy directly."
+    let s = |n| m.state_id(n).unwrap();
+    assert!(m.validate_transition(s("Unhealthy"), s("Healthy")).is_err());
+
+    // Operations that change no state, and the only states that allow them.
+    let allowed_in = |action: &str| -> BTreeSet<String> {
+        let a = m.find_action(action).unwrap();
+        m.state_ids()
+            .filter(|&st| m.plan(a, st).is_ok())
+            .map(|st| m.state(st).name.to_string())
+            .collect()
+    };
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    // "Disk encryption keys of a machine can be deleted if the machine is in Retiring state."
+    assert_eq!(allowed_in("delete_keys"), set(&["Retiring"]));
+    // "Only Retired machines can be removed from sabakan."
+    assert_eq!(allowed_in("remove"), set(&["Retired"]));
+    // "No new disk encryption keys can be added to Retired machines."
+    assert!(!allowed_in("add_key").contains("Retired"));
+    // Admins alone move machines to Retiring and from Retired to Uninitialized.
+    for action in ["retire", "reinitialize"] {
+        let a = m.action(m.find_action(action).unwrap());
+        assert_eq!(&a.roles[..], ["admin"], "{action}");
+    }
+    // "A Retiring machine can transition to Retired only when its disk encryption keys
+    // have been deleted."
+    let retire = m.action(m.find_action("complete_retirement").unwrap());
+    assert_eq!(
+        retire
+            .guards
+            .iter()
+            .map(|&g| &*m.guard(g).name)
+            .collect::<Vec<_>>(),
+        ["keys_deleted"]
+    );
+}
+
+#[test]
+fn plan_resolves_back_to_origin_and_per_origin_targets() {
+    let vm = spec("ovc/vm.toml");
+    let s = |n| vm.state_id(n).unwrap();
+    let add_disk = vm.find_action("add_disk").unwrap();
+    for origin in ["RUNNING", "PAUSED", "HALTED"] {
+        let plan = vm.plan(add_disk, s(origin)).unwrap();
+        assert_eq!((plan.via, plan.target), (Some(s("ADDING_DISK")), s(origin)));
+    }
+    let err = vm
+        .plan(vm.find_action("pause").unwrap(), s("PAUSING"))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot execute action pause at this time: PAUSING is a transition state"
+    );
+    let err = vm
+        .plan(vm.find_action("pause").unwrap(), s("HALTED"))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "action pause cannot start from HALTED; it starts from RUNNING"
+    );
+
+    let disk = spec("ovc/disk.toml");
+    let d = |n| disk.state_id(n).unwrap();
+    let delete = disk.find_action("delete").unwrap();
+    assert_eq!(
+        disk.plan(delete, d("CREATED")).unwrap().target,
+        d("DELETED")
+    );
+    assert_eq!(
+        disk.plan(delete, d("ASSIGNED")).unwrap().target,
+        d("TOBEDELETED")
+    );
+    assert_eq!(
+        disk.successors(d("DELETING")),
+        vec![d("DELETED"), d("TOBEDELETED")],
+        "a transition state leads only to the targets of its action"
+    );
+}

@@ -58,7 +58,7 @@ impl SpecFile {
             Err(d) => Report {
                 file: self,
                 machine: None,
-                diagnostics: vec![d],
+                diagnostics: vec![*d],
                 map: SourceMap::default(),
             },
             Ok(Parsed {

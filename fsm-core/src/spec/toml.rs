@@ -56,7 +56,7 @@ pub struct Parsed {
 ///
 /// The error is a syntax error or a value of the wrong shape, with the byte range at
 /// fault; checking what the definition means is [`crate::analysis::check`]'s job.
-pub fn parse(text: &str) -> Result<Parsed, Diagnostic> {
+pub fn parse(text: &str) -> Result<Parsed, Box<Diagnostic>> {
     let raw: RawSpec = toml::from_str(text).map_err(|e| {
         // Text that is valid TOML failed on a value of the wrong shape.
         let lint = if toml::from_str::<toml::Table>(text).is_ok() {
@@ -65,7 +65,11 @@ pub fn parse(text: &str) -> Result<Parsed, Diagnostic> {
             Lint::Syntax
         };
         let span = e.span().unwrap_or(0..0);
-        Diagnostic::new(lint, Site::Text(span), e.message().trim_end().to_owned())
+        Box::new(Diagnostic::new(
+            lint,
+            Site::Text(span),
+            e.message().trim_end().to_owned(),
+        ))
     })?;
     Ok(raw.lower())
 }
