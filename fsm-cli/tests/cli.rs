@@ -12,11 +12,17 @@ fn spec(path: &str) -> String {
 }
 
 fn fsm(args: &[&str]) -> (i32, String, String) {
+    fsm_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
+
+/// Runs `fsm` in `dir`: exit code, standard output, standard error.
+fn fsm_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     let Output {
         status,
         stdout,
         stderr,
     } = Command::new(env!("CARGO_BIN_EXE_fsm"))
+        .current_dir(dir)
         .args(args)
         .env("NO_COLOR", "1")
         .output()
@@ -301,13 +307,7 @@ fn readme_error_example_is_real_output() {
     );
     assert_ne!(vm, mangled);
     std::fs::write(dir.join("vm.toml"), mangled).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_fsm"))
-        .current_dir(&dir)
-        .args(["check", "vm.toml"])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
+    let (_, _, stderr) = fsm_in(&dir, &["check", "vm.toml"]);
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
             .unwrap();
