@@ -6,6 +6,8 @@
 //! - [`analysis`]: every check a machine must pass, with findings that point at the
 //!   place at fault.
 //! - [`render`]: Mermaid, Graphviz DOT and PlantUML diagrams, and the seed-style table.
+//! - [`typed`]: the [`typed::StateMachine`] trait `#[derive(StateMachine)]` implements,
+//!   and marker types that check moves at compile time.
 //!
 //! ```
 //! use fsm_core::{Machine, TransitionError};
@@ -21,6 +23,10 @@
 pub mod analysis;
 pub mod render;
 pub mod spec;
+pub mod typed;
+
+#[doc(hidden)]
+pub use spec::__private;
 
 pub use analysis::{Diagnostic, Lint, Severity};
 pub use spec::{

@@ -14,6 +14,9 @@ pub use self::machine::{
 };
 pub use self::toml::{Parsed, SourceMap, parse};
 
+#[doc(hidden)]
+pub use self::machine::__private;
+
 use crate::analysis::{self, Diagnostic, Location};
 
 /// A spec file: its path (as given, for messages) and its text.

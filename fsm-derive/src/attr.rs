@@ -1,0 +1,182 @@
+//! The syntax of `#[fsm(...)]` attributes: a list of items, each a flag, a
+//! `key = value` or a `key(items)`. Every token keeps its span, so the checks can
+//! point at the one at fault.
+
+use proc_macro2::Span;
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Ident, LitBool, LitStr, Token, bracketed, parenthesized};
+
+/// The name of an item: an identifier or, for names that are not identifiers
+/// (`vpc-operator`), a string.
+#[derive(Clone)]
+pub enum Key {
+    Ident(Ident),
+    Str(LitStr),
+}
+
+impl Key {
+    pub fn name(&self) -> String {
+        match self {
+            Key::Ident(i) => i.unraw().to_string(),
+            Key::Str(s) => s.value(),
+        }
+    }
+
+    pub fn span(&self) -> Span {
+        match self {
+            Key::Ident(i) => i.span(),
+            Key::Str(s) => s.span(),
+        }
+    }
+}
+
+impl Parse for Key {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            input.parse().map(Key::Str)
+        } else {
+            Ident::parse_any(input).map(Key::Ident)
+        }
+    }
+}
+
+/// A value: a string, a bool, a name, or a list (`[A, B]` or `A | B`).
+#[derive(Clone)]
+pub enum Value {
+    Str(LitStr),
+    Bool(LitBool),
+    Name(Ident),
+    List(Vec<Value>),
+}
+
+impl Value {
+    /// The value as a name: a string's contents or an identifier.
+    pub fn as_name(&self) -> Option<(String, Span)> {
+        match self {
+            Value::Str(s) => Some((s.value(), s.span())),
+            Value::Name(i) => Some((i.unraw().to_string(), i.span())),
+            _ => None,
+        }
+    }
+
+    /// The value as a list of names; a single name is a list of one.
+    pub fn as_names(&self) -> Option<Vec<(String, Span)>> {
+        match self {
+            Value::List(items) => items.iter().map(Value::as_name).collect(),
+            other => other.as_name().map(|n| vec![n]),
+        }
+    }
+}
+
+fn primary(input: ParseStream) -> syn::Result<Value> {
+    if input.peek(LitStr) {
+        input.parse().map(Value::Str)
+    } else if input.peek(LitBool) {
+        input.parse().map(Value::Bool)
+    } else if input.peek(syn::token::Bracket) {
+        let content;
+        bracketed!(content in input);
+        let items = Punctuated::<Value, Token![,]>::parse_terminated(&content)?;
+        Ok(Value::List(items.into_iter().collect()))
+    } else if input.peek(Ident::peek_any) {
+        Ident::parse_any(input).map(Value::Name)
+    } else {
+        Err(input.error("expected a string, `true`/`false`, a name or a `[...]` list"))
+    }
+}
+
+impl Parse for Value {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let first = primary(input)?;
+        if !input.peek(Token![|]) {
+            return Ok(first);
+        }
+        let mut items = vec![first];
+        while input.parse::<Option<Token![|]>>()?.is_some() {
+            items.push(primary(input)?);
+        }
+        Ok(Value::List(items))
+    }
+}
+
+/// What follows an item's key.
+#[derive(Clone)]
+pub enum Body {
+    Flag,
+    Value(Value),
+    Args(Vec<Item>),
+}
+
+/// One item of an attribute.
+#[derive(Clone)]
+pub struct Item {
+    pub key: Key,
+    pub body: Body,
+}
+
+impl Item {
+    pub fn name(&self) -> String {
+        self.key.name()
+    }
+
+    pub fn span(&self) -> Span {
+        self.key.span()
+    }
+}
+
+impl Parse for Item {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let key: Key = input.parse()?;
+        let body = if input.parse::<Option<Token![=]>>()?.is_some() {
+            Body::Value(input.parse()?)
+        } else if input.peek(syn::token::Paren) {
+            let content;
+            parenthesized!(content in input);
+            Body::Args(Items::parse(&content)?.0)
+        } else {
+            Body::Flag
+        };
+        Ok(Item { key, body })
+    }
+}
+
+/// A comma-separated list of items: the inside of `#[fsm(...)]`.
+pub struct Items(pub Vec<Item>);
+
+impl Parse for Items {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let items = Punctuated::<Item, Token![,]>::parse_terminated(input)?;
+        Ok(Items(items.into_iter().collect()))
+    }
+}
+
+/// Every item of every `#[fsm(...)]` among `attrs`.
+pub fn fsm_items(attrs: &[syn::Attribute]) -> syn::Result<Vec<Item>> {
+    let mut out = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("fsm")) {
+        out.extend(attr.parse_args::<Items>()?.0);
+    }
+    Ok(out)
+}
+
+/// The text of `///` doc comments, joined, trimmed.
+pub fn doc(attrs: &[syn::Attribute]) -> Option<String> {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value().trim().to_owned()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let text = lines.join(" ").trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}

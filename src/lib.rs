@@ -1,0 +1,120 @@
+//! Declarative state-transition tables for infrastructure objects.
+//!
+//! Write an object's lifecycle once, as a table (in a TOML spec file or in attributes
+//! on an enum), and get a checked model, a generated API, diagrams and property-test
+//! strategies from it. Everything in [`fsm_core`] is re-exported here.
+//!
+//! # `#[derive(StateMachine)]`
+//!
+//! The table inline, on the enum and its variants:
+//!
+//! ```
+//! use fsm::StateMachine;
+//!
+//! /// A virtual machine.
+//! #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+//! #[fsm(initial = Halted)]
+//! #[fsm(roles(admin = "A cloud administrator"))]
+//! #[fsm(guards(drained = "No workload is left on the VM"))]
+//! #[fsm(action(start, from = Halted, via = Starting, to = Running))]
+//! #[fsm(action(stop, from = Running, via = Stopping, to = Halted, guards = drained))]
+//! #[fsm(action(resize, from = [Running, Halted], via = Resizing, to_origin))]
+//! #[fsm(action(destroy, from = Halted, to = Destroyed, roles = admin))]
+//! pub enum Vm {
+//!     /// Powered off.
+//!     Halted,
+//!     #[fsm(transition)]
+//!     Starting,
+//!     Running,
+//!     #[fsm(transition)]
+//!     Stopping,
+//!     #[fsm(transition)]
+//!     Resizing,
+//!     #[fsm(terminal)]
+//!     Destroyed,
+//! }
+//!
+//! # fn main() {
+//! assert!(Vm::validate_transition(Vm::Halted, Vm::Starting).is_ok());
+//! let refused = Vm::validate_transition(Vm::Starting, Vm::Halted).unwrap_err();
+//! assert_eq!(
+//!     refused.to_string(),
+//!     "Starting is a transition state: start is running and can only end in Running, not Halted"
+//! );
+//!
+//! // Usable in const context.
+//! const CAN_PAUSE: bool = Vm::can_transition(Vm::Running, Vm::Stopping);
+//! assert!(CAN_PAUSE);
+//!
+//! // `resize` returns where it started.
+//! let plan = VmAction::Resize.plan(Vm::Running).unwrap();
+//! assert_eq!((plan.via, plan.target), (Some(Vm::Resizing), Vm::Running));
+//!
+//! // A move the table allows, checked by the type system.
+//! let (from, to) = fsm::typed::checked_move::<vm::Running, vm::Stopping>();
+//! assert_eq!((from, to), (Vm::Running, Vm::Stopping));
+//!
+//! assert!(Vm::mermaid().contains("Halted --> Starting: start"));
+//! # }
+//! ```
+//!
+//! Or from a spec file, whose path is relative to the crate's `Cargo.toml`; the
+//! variants must match the spec's states one to one (`ADDING_DISK` matches
+//! `AddingDisk`, ignoring case, `_` and `-`), and editing the file rebuilds the crate:
+//!
+//! ```ignore
+//! #[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+//! #[fsm(spec = "specs/ovc/vm.toml")]
+//! pub enum VmState { Virtual, Deploying, Running, /* ... every state of the spec */ }
+//! ```
+//!
+//! Either way the table goes through the same analysis as `fsm check`, and every
+//! error is a compile error at the token at fault (for a spec file, the message gives
+//! its file, line and column), all of them in one build.
+//!
+//! ## Attributes
+//!
+//! On the enum, `#[fsm(...)]` takes:
+//!
+//! | attribute | meaning |
+//! |---|---|
+//! | `spec = "path.toml"` | read the table from a spec file (then only `name` may appear on variants) |
+//! | `name = "vm"`, `description = "..."` | the machine's name (default: the enum's, in snake_case) and description (default: its doc comment) |
+//! | `initial = Variant` | the initial state |
+//! | `single_mutator` | one actor alone may leave each state |
+//! | `allow = ["lint", ...]` | warnings accepted (warnings never fail the build) |
+//! | `roles(name = "who", "with-dash" = "who")` | declared roles |
+//! | `guards(name = "what must hold")` | declared guards |
+//! | `action(name, from = A \| [A, B], via = T, to = B, to_origin, to(A = X, B = Y), roles = r, guards = [g], hidden, description = "...")` | an action |
+//! | `actions = Name` | the generated action enum's name (default: `{Enum}Action`) |
+//! | `markers = name` | the generated marker module's name (default: the enum's name in snake_case) |
+//! | `crate = "path"` | where the `fsm` crate is, if renamed |
+//!
+//! On a variant: `transition`, `terminal`, `persisted = false`, `owner = role`,
+//! `name = "RUNNING"` (the state's name when it differs from the variant's),
+//! `description = "..."` (default: the doc comment).
+//!
+//! ## What is generated
+//!
+//! On the enum (`Vm` above): `ALL`, `name`, `id`, `initial`, `is_static`,
+//! `is_transition`, `is_terminal`, `const fn can_transition`, `const fn step` (the
+//! [`Step`] that allows a move), `const fn validate_transition`, `successors`,
+//! `actions_from`, `from_name`, `machine()` (the checked [`Machine`] as a `static`),
+//! `mermaid()`, `dot()`, `plantuml()`, and an implementation of
+//! [`typed::StateMachine`].
+//!
+//! An action enum (`VmAction`) with `ALL`, `name`, `origins`, `via`, `target_from`,
+//! `changes_state`, `is_hidden`, `roles`, `guards` and `plan`.
+//!
+//! A module of marker types (`vm::Running`, ...) implementing [`typed::MoveTo`] for
+//! exactly the allowed moves, so [`typed::checked_move`] compiles only for those.
+//!
+//! The table part is plain `match`es and `const` slices, no allocation; serde and
+//! strum derives work on the same enum (`#[serde(rename_all = "SCREAMING_SNAKE_CASE")]`
+//! makes OVC states serialize as the spec spells them).
+
+pub use fsm_core::*;
+pub use fsm_derive::StateMachine;
+
+#[cfg(feature = "proptest")]
+pub mod strategy;
