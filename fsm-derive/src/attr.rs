@@ -8,37 +8,38 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Ident, LitBool, LitStr, Token, bracketed, parenthesized};
 
-/// The name of an item: an identifier or, for names that are not identifiers
-/// (`vpc-operator`), a string.
+/// The name of an item: an identifier, identifiers joined by dashes
+/// (`vpc-operator`), or a string.
 #[derive(Clone)]
-pub enum Key {
-    Ident(Ident),
-    Str(LitStr),
+pub struct Key {
+    name: String,
+    span: Span,
 }
 
 impl Key {
     pub fn name(&self) -> String {
-        match self {
-            Key::Ident(i) => i.unraw().to_string(),
-            Key::Str(s) => s.value(),
-        }
+        self.name.clone()
     }
 
     pub fn span(&self) -> Span {
-        match self {
-            Key::Ident(i) => i.span(),
-            Key::Str(s) => s.span(),
-        }
+        self.span
     }
 }
 
 impl Parse for Key {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         if input.peek(LitStr) {
-            input.parse().map(Key::Str)
-        } else {
-            Ident::parse_any(input).map(Key::Ident)
+            let s: LitStr = input.parse()?;
+            return Ok(Key { name: s.value(), span: s.span() });
         }
+        let first = Ident::parse_any(input)?;
+        let mut name = first.unraw().to_string();
+        while input.peek(Token![-]) && input.peek2(Ident::peek_any) {
+            input.parse::<Token![-]>()?;
+            name.push('-');
+            name.push_str(&Ident::parse_any(input)?.unraw().to_string());
+        }
+        Ok(Key { name, span: first.span() })
     }
 }
 

@@ -1,0 +1,153 @@
+//! The seed machines as derived enums: every OVC object and sabakan's machine read
+//! from their spec files, and Mizar's VPC written inline.
+
+#![allow(dead_code)]
+
+use fsm::StateMachine;
+use serde::{Deserialize, Serialize};
+
+/// An OpenvCloud virtual machine. Serde and strum derives sit beside the table;
+/// states serialize as the spec spells them.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(strum::EnumIter, strum::IntoStaticStr)]
+#[fsm(spec = "specs/ovc/vm.toml")]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+pub enum VmState {
+    Virtual,
+    Deploying,
+    Running,
+    Pausing,
+    Paused,
+    Resuming,
+    Stopping,
+    Halted,
+    Rebooting,
+    Resetting,
+    AddingDisk,
+    AttachingDisk,
+    DetachingDisk,
+    Deleting,
+    Deleted,
+    Destroying,
+    Destroyed,
+}
+
+/// An OpenvCloud cloudspace.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/ovc/cloudspace.toml")]
+pub enum CloudspaceState {
+    Virtual,
+    Deploying,
+    Deployed,
+    Disabling,
+    Disabled,
+    Enabling,
+    Deleting,
+    Deleted,
+    Destroying,
+    Destroyed,
+    Restoring,
+    Pausing,
+    Paused,
+    Resuming,
+    Resetting,
+}
+
+/// An OpenvCloud account.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/ovc/account.toml")]
+pub enum AccountState {
+    Confirmed,
+    Disabling,
+    Disabled,
+    Enabling,
+    Destroying,
+    Destroyed,
+    Deleting,
+    Deleted,
+}
+
+/// An OpenvCloud disk.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/ovc/disk.toml")]
+pub enum DiskState {
+    Modeled,
+    Creating,
+    Created,
+    Assigning,
+    Assigned,
+    Attaching,
+    Detaching,
+    Deleting,
+    Deleted,
+    /// The seed's `TOBEDELETED`, named here explicitly.
+    #[fsm(name = "TOBEDELETED")]
+    ToBeDeleted,
+    Destroying,
+    Destroyed,
+}
+
+/// An OpenvCloud image.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/ovc/image.toml")]
+pub enum ImageState {
+    Virtual,
+    Creating,
+    Created,
+    Disabling,
+    Disabled,
+    Deleting,
+    Deleted,
+    Destroying,
+    Destroyed,
+}
+
+/// An OpenvCloud physical node.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/ovc/node.toml")]
+pub enum NodeState {
+    Enabled,
+    PuttingInMaintenance,
+    Maintenance,
+    Enabling,
+    Decommissioning,
+    Decommissioned,
+}
+
+/// A machine registered in sabakan.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/sabakan/machine.toml", actions = MachineAction, markers = machine_state)]
+pub enum MachineState {
+    Uninitialized,
+    Healthy,
+    Unhealthy,
+    Unreachable,
+    Updating,
+    Retiring,
+    Retired,
+}
+
+/// Mizar VPC object, with the table inline; it must equal `specs/mizar/vpc.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(name = "vpc", description = "Mizar VPC object", initial = Init, single_mutator)]
+#[fsm(roles(vpc-operator = "The VPC Operator"))]
+#[fsm(guards(
+    dividers_provisioned = "The VPC's Divider has been provisioned by the Bouncer Operator",
+    no_networks = "All of the VPC's children Networks have been deleted",
+))]
+#[fsm(action(provision, from = Init, to = Provisioned, roles = "vpc-operator", guards = dividers_provisioned))]
+#[fsm(action(delete, from = Provisioned, via = Deleting, to = Deleted, roles = "vpc-operator", guards = no_networks))]
+pub enum VpcState {
+    /// Created by a user or by the VPC Operator (default VPC)
+    #[fsm(owner = "vpc-operator")]
+    Init,
+    #[fsm(owner = "vpc-operator")]
+    Provisioned,
+    /// The Divider Operator is deleting the VPC's Dividers
+    #[fsm(transition, persisted = false)]
+    Deleting,
+    /// Removed from the API server
+    #[fsm(terminal, persisted = false)]
+    Deleted,
+}

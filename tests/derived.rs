@@ -1,0 +1,231 @@
+//! Every derived seed machine agrees with its spec file, as `fsm validate` reads it,
+//! on every pair of states, every plan and every message.
+
+#[path = "../examples/machines/mod.rs"]
+mod machines;
+
+use std::path::Path;
+
+use fsm::typed::{Refusal, StateMachine};
+use fsm::{Machine, Step};
+use machines::*;
+
+fn spec(path: &str) -> Machine {
+    Machine::from_spec_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("specs").join(path)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn agrees<S: StateMachine>(path: &str) {
+    let m = spec(path);
+    assert_eq!(S::machine(), &m, "{path}: the derived machine is the spec's");
+    assert_eq!(S::ALL.len(), m.states().len());
+    for (i, s) in S::ALL.iter().enumerate() {
+        assert_eq!(s.id().0, i);
+        assert_eq!(s.name(), m.states()[i].name);
+        assert_eq!(S::from_name(&s.name().to_lowercase()), Some(*s));
+        assert_eq!(s.is_transition(), m.states()[i].is_transition());
+        assert_eq!(s.is_terminal(), m.states()[i].terminal);
+    }
+    assert_eq!(S::initial().id(), m.initial());
+    for &from in S::ALL {
+        let successors: Vec<_> = from.successors().iter().map(|s| s.id()).collect();
+        assert_eq!(successors, m.successors(from.id()), "{path}: successors of {}", from.name());
+        let actions: Vec<_> = from.actions_from().iter().map(|&a| S::action_id(a)).collect();
+        assert_eq!(actions, m.actions_from(from.id()).collect::<Vec<_>>());
+        for &to in S::ALL {
+            let core = m.validate_transition(from.id(), to.id());
+            let derived = S::step(from, to);
+            assert_eq!(S::can_transition(from, to), core.is_ok());
+            match (derived, core) {
+                (Ok(step), Ok(core_step)) => {
+                    let mapped = match step {
+                        Step::Start(a) => Step::Start(S::action_id(a)),
+                        Step::Finish(a) => Step::Finish(S::action_id(a)),
+                        Step::Whole(a) => Step::Whole(S::action_id(a)),
+                    };
+                    assert_eq!(mapped, core_step, "{path}: {} -> {}", from.name(), to.name());
+                }
+                (Err(e), Err(core_err)) => {
+                    assert_eq!(e.to_string(), core_err.to_string());
+                    let refusal = match core_err {
+                        fsm::TransitionError::Busy { .. } => Refusal::Busy,
+                        fsm::TransitionError::Terminal { .. } => Refusal::Terminal,
+                        fsm::TransitionError::NoRule { .. } => Refusal::NoRule,
+                    };
+                    assert_eq!(e.refusal, refusal);
+                    assert_eq!((e.from, e.to), (from, to));
+                }
+                (derived, core) => panic!("{path}: {} -> {}: derived {derived:?}, spec {core:?}", from.name(), to.name()),
+            }
+        }
+    }
+}
+
+#[test]
+fn ovc_vm() {
+    agrees::<VmState>("ovc/vm.toml");
+}
+
+#[test]
+fn ovc_cloudspace() {
+    agrees::<CloudspaceState>("ovc/cloudspace.toml");
+}
+
+#[test]
+fn ovc_account() {
+    agrees::<AccountState>("ovc/account.toml");
+}
+
+#[test]
+fn ovc_disk() {
+    agrees::<DiskState>("ovc/disk.toml");
+}
+
+#[test]
+fn ovc_image() {
+    agrees::<ImageState>("ovc/image.toml");
+}
+
+#[test]
+fn ovc_node() {
+    agrees::<NodeState>("ovc/node.toml");
+}
+
+#[test]
+fn sabakan_machine() {
+    agrees::<MachineState>("sabakan/machine.toml");
+}
+
+#[test]
+fn mizar_vpc_written_inline_equals_its_spec() {
+    agrees::<VpcState>("mizar/vpc.toml");
+}
+
+#[test]
+fn plans_agree_with_the_spec() {
+    let m = spec("ovc/disk.toml");
+    for action in DiskStateAction::ALL {
+        assert_eq!(action.name(), m.action(action.id()).name);
+        for state in DiskState::ALL {
+            let core = m.plan(action.id(), state.id());
+            match (action.plan(state), core) {
+                (Ok(p), Ok(c)) => {
+                    assert_eq!((p.origin.id(), p.via.map(DiskState::id), p.target.id()), (c.origin, c.via, c.target));
+                }
+                (Err(e), Err(c)) => {
+                    assert_eq!(e.to_string(), c.to_string());
+                    assert_eq!(e.is_busy(), state.is_transition());
+                }
+                (p, c) => panic!("{action:?} from {state:?}: derived {p:?}, spec {c:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn action_tables_agree_with_the_spec() {
+    let m = spec("sabakan/machine.toml");
+    for a in MachineAction::ALL {
+        let core = m.action(a.id());
+        assert_eq!(a.roles(), core.roles.iter().map(|r| &**r).collect::<Vec<_>>());
+        let guards: Vec<&str> = core.guards.iter().map(|&g| &*m.guard(g).name).collect();
+        assert_eq!(a.guards(), guards);
+        assert_eq!(a.changes_state(), core.changes_state());
+        assert_eq!(a.origins().iter().map(|s| s.id()).collect::<Vec<_>>(), core.origins.to_vec());
+    }
+    assert!(VmStateAction::Migrate.is_hidden() && !VmStateAction::Migrate.changes_state());
+}
+
+#[test]
+fn const_context() {
+    const PAUSE: bool = VmState::can_transition(VmState::Running, VmState::Pausing);
+    const RESUME_FROM_HALTED: bool = VmState::can_transition(VmState::Halted, VmState::Resuming);
+    const STEP: Result<Step<VmStateAction>, fsm::typed::TransitionError<VmState>> =
+        VmState::step(VmState::Pausing, VmState::Paused);
+    assert!(PAUSE && !RESUME_FROM_HALTED);
+    assert_eq!(STEP.unwrap(), Step::Finish(VmStateAction::Pause));
+}
+
+#[test]
+fn serde_and_strum_spell_states_as_the_spec() {
+    for state in VmState::ALL {
+        let json = serde_json::to_string(&state).unwrap();
+        assert_eq!(json, format!("\"{}\"", state.name()));
+        assert_eq!(serde_json::from_str::<VmState>(&json).unwrap(), state);
+        let strum_name: &'static str = state.into();
+        assert_eq!(strum_name, state.name());
+    }
+    use strum::IntoEnumIterator;
+    assert_eq!(VmState::iter().collect::<Vec<_>>(), VmState::ALL);
+}
+
+#[test]
+fn diagrams_of_a_derived_enum_are_the_spec_diagrams() {
+    let m = spec("ovc/vm.toml");
+    assert_eq!(VmState::mermaid(), fsm::render::diagram(&m, fsm::render::Format::Mermaid));
+    assert_eq!(VmState::dot(), fsm::render::diagram(&m, fsm::render::Format::Dot));
+    assert_eq!(VmState::plantuml(), fsm::render::diagram(&m, fsm::render::Format::PlantUml));
+}
+
+#[cfg(feature = "proptest")]
+mod properties {
+    use super::*;
+    use fsm::strategy;
+    use proptest::prelude::*;
+
+    fn walks_take_allowed_moves<S: StateMachine>(walk: &[S]) -> Result<(), TestCaseError> {
+        prop_assert_eq!(walk[0], S::initial());
+        for pair in walk.windows(2) {
+            prop_assert!(S::step(pair[0], pair[1]).is_ok(), "{:?} -> {:?}", pair[0], pair[1]);
+        }
+        Ok(())
+    }
+
+    macro_rules! machine_properties {
+        ($($module:ident: $state:ty),* $(,)?) => {$(
+            mod $module {
+                use super::*;
+                proptest! {
+                    #[test]
+                    fn random_walks_take_only_allowed_moves(walk in strategy::walk::<$state>(40)) {
+                        walks_take_allowed_moves(&walk)?;
+                    }
+
+                    #[test]
+                    fn every_forbidden_move_is_refused((from, to) in strategy::forbidden_move::<$state>()) {
+                        let err = <$state>::validate_transition(from, to).unwrap_err();
+                        prop_assert_eq!((err.from, err.to), (from, to));
+                        prop_assert!(!<$state>::can_transition(from, to));
+                        prop_assert!(!err.to_string().is_empty());
+                    }
+
+                    #[test]
+                    fn every_allowed_move_is_a_step((from, to) in strategy::allowed_move::<$state>()) {
+                        let step = <$state>::step(from, to).unwrap();
+                        let action = step.action();
+                        match step {
+                            Step::Start(_) => prop_assert_eq!(action.via(), Some(to)),
+                            Step::Finish(_) => prop_assert_eq!(action.via(), Some(from)),
+                            Step::Whole(_) => prop_assert_eq!(action.target_from(from), Some(to)),
+                        }
+                    }
+
+                    #[test]
+                    fn any_state_round_trips_by_name(state in strategy::any_state::<$state>()) {
+                        prop_assert_eq!(<$state>::from_name(state.name()), Some(state));
+                    }
+                }
+            }
+        )*};
+    }
+
+    machine_properties! {
+        vm: VmState,
+        cloudspace: CloudspaceState,
+        account: AccountState,
+        disk: DiskState,
+        image: ImageState,
+        node: NodeState,
+        sabakan: MachineState,
+        vpc: VpcState,
+    }
+}
