@@ -6,7 +6,9 @@
 mod machines;
 
 use fsm::typed::checked_move;
-use machines::{DiskState, DiskStateAction, MachineAction, MachineState, VmState, VmStateAction, VpcState};
+use machines::{
+    DiskState, DiskStateAction, MachineAction, MachineState, VmState, VmStateAction, VpcState,
+};
 
 fn main() {
     // OVC: a user asks to pause a running VM; the API first checks the move.
@@ -19,9 +21,17 @@ fn main() {
     if let Err(e) = VmState::validate_transition(VmState::Deploying, VmState::Halted) {
         println!("vm: refused: {e}");
     }
-    let plan = VmStateAction::AddDisk.plan(VmState::Paused).expect("add_disk starts from PAUSED");
-    println!("vm: add_disk from PAUSED shows {:?} and returns to {:?}", plan.via, plan.target);
-    println!("vm: serialized as {}", serde_json::to_string(&VmState::AddingDisk).expect("serializes"));
+    let plan = VmStateAction::AddDisk
+        .plan(VmState::Paused)
+        .expect("add_disk starts from PAUSED");
+    println!(
+        "vm: add_disk from PAUSED shows {:?} and returns to {:?}",
+        plan.via, plan.target
+    );
+    println!(
+        "vm: serialized as {}",
+        serde_json::to_string(&VmState::AddingDisk).expect("serializes")
+    );
 
     // A move the type system checks: this line would not compile for HALTED -> PAUSED.
     let (from, to) = checked_move::<vm_state::Running, vm_state::Pausing>();
@@ -29,8 +39,14 @@ fn main() {
 
     // Disk DELETING leads to DELETED or TOBEDELETED, depending on where it started.
     for origin in [DiskState::Created, DiskState::Assigned] {
-        let plan = DiskStateAction::Delete.plan(origin).expect("delete starts here");
-        println!("disk: delete from {} ends in {}", origin.name(), plan.target.name());
+        let plan = DiskStateAction::Delete
+            .plan(origin)
+            .expect("delete starts here");
+        println!(
+            "disk: delete from {} ends in {}",
+            origin.name(),
+            plan.target.name()
+        );
     }
 
     // sabakan: who may retire a machine, and what must hold first.
@@ -42,7 +58,10 @@ fn main() {
         retire.roles(),
         retire.guards()
     );
-    println!("sabakan: actions while Retired: {:?}", MachineState::Retired.actions_from());
+    println!(
+        "sabakan: actions while Retired: {:?}",
+        MachineState::Retired.actions_from()
+    );
 
     // Mizar: the VPC table, drawn.
     println!("vpc diagram:\n{}", VpcState::mermaid());

@@ -58,7 +58,8 @@
 //! # }
 //! ```
 //!
-//! Or from a spec file, whose path is relative to the crate's `Cargo.toml`; the
+//! Or from a spec file, whose path is relative to the crate's `Cargo.toml` (or to
+//! the directory in the `FSM_SPEC_DIR` environment variable, when set); the
 //! variants must match the spec's states one to one (`ADDING_DISK` matches
 //! `AddingDisk`, ignoring case, `_` and `-`), and editing the file rebuilds the crate:
 //!

@@ -11,12 +11,21 @@ use fsm::{Machine, Step};
 use machines::*;
 
 fn spec(path: &str) -> Machine {
-    Machine::from_spec_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("specs").join(path)).unwrap_or_else(|e| panic!("{e}"))
+    Machine::from_spec_file(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("specs")
+            .join(path),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn agrees<S: StateMachine>(path: &str) {
     let m = spec(path);
-    assert_eq!(S::machine(), &m, "{path}: the derived machine is the spec's");
+    assert_eq!(
+        S::machine(),
+        &m,
+        "{path}: the derived machine is the spec's"
+    );
     assert_eq!(S::ALL.len(), m.states().len());
     for (i, s) in S::ALL.iter().enumerate() {
         assert_eq!(s.id().0, i);
@@ -28,8 +37,17 @@ fn agrees<S: StateMachine>(path: &str) {
     assert_eq!(S::initial().id(), m.initial());
     for &from in S::ALL {
         let successors: Vec<_> = from.successors().iter().map(|s| s.id()).collect();
-        assert_eq!(successors, m.successors(from.id()), "{path}: successors of {}", from.name());
-        let actions: Vec<_> = from.actions_from().iter().map(|&a| S::action_id(a)).collect();
+        assert_eq!(
+            successors,
+            m.successors(from.id()),
+            "{path}: successors of {}",
+            from.name()
+        );
+        let actions: Vec<_> = from
+            .actions_from()
+            .iter()
+            .map(|&a| S::action_id(a))
+            .collect();
         assert_eq!(actions, m.actions_from(from.id()).collect::<Vec<_>>());
         for &to in S::ALL {
             let core = m.validate_transition(from.id(), to.id());
@@ -42,7 +60,13 @@ fn agrees<S: StateMachine>(path: &str) {
                         Step::Finish(a) => Step::Finish(S::action_id(a)),
                         Step::Whole(a) => Step::Whole(S::action_id(a)),
                     };
-                    assert_eq!(mapped, core_step, "{path}: {} -> {}", from.name(), to.name());
+                    assert_eq!(
+                        mapped,
+                        core_step,
+                        "{path}: {} -> {}",
+                        from.name(),
+                        to.name()
+                    );
                 }
                 (Err(e), Err(core_err)) => {
                     assert_eq!(e.to_string(), core_err.to_string());
@@ -54,7 +78,11 @@ fn agrees<S: StateMachine>(path: &str) {
                     assert_eq!(e.refusal, refusal);
                     assert_eq!((e.from, e.to), (from, to));
                 }
-                (derived, core) => panic!("{path}: {} -> {}: derived {derived:?}, spec {core:?}", from.name(), to.name()),
+                (derived, core) => panic!(
+                    "{path}: {} -> {}: derived {derived:?}, spec {core:?}",
+                    from.name(),
+                    to.name()
+                ),
             }
         }
     }
@@ -109,7 +137,10 @@ fn plans_agree_with_the_spec() {
             let core = m.plan(action.id(), state.id());
             match (action.plan(state), core) {
                 (Ok(p), Ok(c)) => {
-                    assert_eq!((p.origin.id(), p.via.map(DiskState::id), p.target.id()), (c.origin, c.via, c.target));
+                    assert_eq!(
+                        (p.origin.id(), p.via.map(DiskState::id), p.target.id()),
+                        (c.origin, c.via, c.target)
+                    );
                 }
                 (Err(e), Err(c)) => {
                     assert_eq!(e.to_string(), c.to_string());
@@ -126,11 +157,17 @@ fn action_tables_agree_with_the_spec() {
     let m = spec("sabakan/machine.toml");
     for a in MachineAction::ALL {
         let core = m.action(a.id());
-        assert_eq!(a.roles(), core.roles.iter().map(|r| &**r).collect::<Vec<_>>());
+        assert_eq!(
+            a.roles(),
+            core.roles.iter().map(|r| &**r).collect::<Vec<_>>()
+        );
         let guards: Vec<&str> = core.guards.iter().map(|&g| &*m.guard(g).name).collect();
         assert_eq!(a.guards(), guards);
         assert_eq!(a.changes_state(), core.changes_state());
-        assert_eq!(a.origins().iter().map(|s| s.id()).collect::<Vec<_>>(), core.origins.to_vec());
+        assert_eq!(
+            a.origins().iter().map(|s| s.id()).collect::<Vec<_>>(),
+            core.origins.to_vec()
+        );
     }
     assert!(VmStateAction::Migrate.is_hidden() && !VmStateAction::Migrate.changes_state());
 }
@@ -161,9 +198,18 @@ fn serde_and_strum_spell_states_as_the_spec() {
 #[test]
 fn diagrams_of_a_derived_enum_are_the_spec_diagrams() {
     let m = spec("ovc/vm.toml");
-    assert_eq!(VmState::mermaid(), fsm::render::diagram(&m, fsm::render::Format::Mermaid));
-    assert_eq!(VmState::dot(), fsm::render::diagram(&m, fsm::render::Format::Dot));
-    assert_eq!(VmState::plantuml(), fsm::render::diagram(&m, fsm::render::Format::PlantUml));
+    assert_eq!(
+        VmState::mermaid(),
+        fsm::render::diagram(&m, fsm::render::Format::Mermaid)
+    );
+    assert_eq!(
+        VmState::dot(),
+        fsm::render::diagram(&m, fsm::render::Format::Dot)
+    );
+    assert_eq!(
+        VmState::plantuml(),
+        fsm::render::diagram(&m, fsm::render::Format::PlantUml)
+    );
 }
 
 #[cfg(feature = "proptest")]
@@ -175,7 +221,12 @@ mod properties {
     fn walks_take_allowed_moves<S: StateMachine>(walk: &[S]) -> Result<(), TestCaseError> {
         prop_assert_eq!(walk[0], S::initial());
         for pair in walk.windows(2) {
-            prop_assert!(S::step(pair[0], pair[1]).is_ok(), "{:?} -> {:?}", pair[0], pair[1]);
+            prop_assert!(
+                S::step(pair[0], pair[1]).is_ok(),
+                "{:?} -> {:?}",
+                pair[0],
+                pair[1]
+            );
         }
         Ok(())
     }

@@ -8,8 +8,19 @@ use serde::{Deserialize, Serialize};
 
 /// An OpenvCloud virtual machine. Serde and strum derives sit beside the table;
 /// states serialize as the spec spells them.
-#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[derive(strum::EnumIter, strum::IntoStaticStr)]
+#[derive(
+    StateMachine,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
 #[fsm(spec = "specs/ovc/vm.toml")]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]

@@ -95,13 +95,10 @@ pub fn parse(input: &DeriveInput) -> syn::Result<Input> {
                 ),
             );
         }
-        let items = attr::fsm_items(&v.attrs).unwrap_or_else(|e| {
-            errors.push(e);
-            Vec::new()
-        });
+        let items = attr::fsm_items(&v.attrs, &mut errors);
         variants.push((v, items));
     }
-    let items = attr::fsm_items(&input.attrs)?;
+    let items = attr::fsm_items(&input.attrs, &mut errors);
     let settings = settings(&items, &mut errors);
     let (def, spans, spec_file, variant_of) = match &settings.spec {
         Some(path) => {
@@ -123,15 +120,15 @@ pub fn parse(input: &DeriveInput) -> syn::Result<Input> {
     let mut errors = Errors::default();
     let checked = analysis::check(&def);
     for d in checked.diagnostics.iter().filter(|d| d.is_error()) {
-        let mut message = d.message.clone();
+        let mut message = format!("{} [{}]", d.message, d.lint);
         if let Some(label) = &d.label {
-            message.push_str(&format!(": {label}"));
+            message.push_str(&format!("\n  = note: {label}"));
         }
         if let Some(help) = &d.help {
-            message.push_str(&format!("\n  help: {help}"));
+            message.push_str(&format!("\n  = help: {help}"));
         }
         let (span, message) = spans.resolve(&d.site, message);
-        errors.at(span, format!("{message} [{}]", d.lint));
+        errors.at(span, message);
     }
     errors.finish()?;
     let machine = checked
@@ -251,8 +248,12 @@ fn settings(items: &[Item], errors: &mut Errors) -> Settings {
     s
 }
 
+/// Spec paths are relative to `FSM_SPEC_DIR` when set (for builds that move sources
+/// away from `Cargo.toml`, and for compile-fail tests), else to the crate's
+/// `CARGO_MANIFEST_DIR`.
 fn file_path(literal: &syn::LitStr) -> PathBuf {
-    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+    let dir = std::env::var_os("FSM_SPEC_DIR")
+        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
         .map(PathBuf::from)
         .unwrap_or_default();
     dir.join(literal.value())

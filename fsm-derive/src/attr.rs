@@ -30,17 +30,29 @@ impl Parse for Key {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         if input.peek(LitStr) {
             let s: LitStr = input.parse()?;
-            return Ok(Key { name: s.value(), span: s.span() });
+            return Ok(Key {
+                name: s.value(),
+                span: s.span(),
+            });
         }
-        let first = Ident::parse_any(input)?;
-        let mut name = first.unraw().to_string();
-        while input.peek(Token![-]) && input.peek2(Ident::peek_any) {
-            input.parse::<Token![-]>()?;
-            name.push('-');
-            name.push_str(&Ident::parse_any(input)?.unraw().to_string());
-        }
-        Ok(Key { name, span: first.span() })
+        let (first, name) = dashed(input)?;
+        Ok(Key {
+            name,
+            span: first.span(),
+        })
     }
+}
+
+/// An identifier, or identifiers joined by dashes; the first identifier gives the span.
+fn dashed(input: ParseStream) -> syn::Result<(Ident, String)> {
+    let first = Ident::parse_any(input)?;
+    let mut name = first.unraw().to_string();
+    while input.peek(Token![-]) && input.peek2(Ident::peek_any) {
+        input.parse::<Token![-]>()?;
+        name.push('-');
+        name.push_str(&Ident::parse_any(input)?.unraw().to_string());
+    }
+    Ok((first, name))
 }
 
 /// A value: a string, a bool, a name, or a list (`[A, B]` or `A | B`).
@@ -49,7 +61,12 @@ pub enum Value {
     Str(LitStr),
     Bool(LitBool),
     Name(Ident),
+    /// Identifiers joined by dashes: `vpc-operator`.
+    Dashed(String, Span),
     List(Vec<Value>),
+    /// Any other literal: accepted by the parser so that the checks, which know
+    /// what each setting expects, report it.
+    Other,
 }
 
 impl Value {
@@ -58,6 +75,7 @@ impl Value {
         match self {
             Value::Str(s) => Some((s.value(), s.span())),
             Value::Name(i) => Some((i.unraw().to_string(), i.span())),
+            Value::Dashed(name, span) => Some((name.clone(), *span)),
             _ => None,
         }
     }
@@ -82,7 +100,14 @@ fn primary(input: ParseStream) -> syn::Result<Value> {
         let items = Punctuated::<Value, Token![,]>::parse_terminated(&content)?;
         Ok(Value::List(items.into_iter().collect()))
     } else if input.peek(Ident::peek_any) {
-        Ident::parse_any(input).map(Value::Name)
+        let (first, name) = dashed(input)?;
+        Ok(if name.contains('-') {
+            Value::Dashed(name, first.span())
+        } else {
+            Value::Name(first)
+        })
+    } else if input.peek(syn::Lit) {
+        input.parse::<syn::Lit>().map(|_| Value::Other)
     } else {
         Err(input.error("expected a string, `true`/`false`, a name or a `[...]` list"))
     }
@@ -154,12 +179,18 @@ impl Parse for Items {
 }
 
 /// Every item of every `#[fsm(...)]` among `attrs`.
-pub fn fsm_items(attrs: &[syn::Attribute]) -> syn::Result<Vec<Item>> {
+///
+/// An attribute that does not parse is reported and skipped, so the others are
+/// still checked.
+pub fn fsm_items(attrs: &[syn::Attribute], errors: &mut crate::ast::Errors) -> Vec<Item> {
     let mut out = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("fsm")) {
-        out.extend(attr.parse_args::<Items>()?.0);
+        match attr.parse_args::<Items>() {
+            Ok(items) => out.extend(items.0),
+            Err(e) => errors.push(e),
+        }
     }
-    Ok(out)
+    out
 }
 
 /// The text of `///` doc comments, joined, trimmed.

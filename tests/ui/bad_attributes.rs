@@ -1,0 +1,12 @@
+// Attribute mistakes: unknown keys, wrong value shapes, a non-unit variant.
+#[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(initial = A, colour = "blue")]
+#[fsm(action(go, from = A, to = B, speed = 3))]
+enum E {
+    #[fsm(transitional)]
+    A,
+    #[fsm(terminal = yes)]
+    B(u8),
+}
+
+fn main() {}
