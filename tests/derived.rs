@@ -178,7 +178,7 @@ fn const_context() {
     const RESUME_FROM_HALTED: bool = VmState::can_transition(VmState::Halted, VmState::Resuming);
     const STEP: Result<Step<VmStateAction>, fsm::typed::TransitionError<VmState>> =
         VmState::step(VmState::Pausing, VmState::Paused);
-    assert!(PAUSE && !RESUME_FROM_HALTED);
+    const { assert!(PAUSE && !RESUME_FROM_HALTED) };
     assert_eq!(STEP.unwrap(), Step::Finish(VmStateAction::Pause));
 }
 
