@@ -119,3 +119,8 @@ pub use fsm_derive::StateMachine;
 
 #[cfg(feature = "proptest")]
 pub mod strategy;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,30 +1,14 @@
 //! Every shipped spec drawn in every format, as snapshots; DOT output is also parsed
 //! by Graphviz when `dot` is installed (CI installs it).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
 
+use common::specs;
 use fsm_core::Machine;
 use fsm_core::render::{self, EdgeKind, Format};
-
-fn specs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
-    let mut out = Vec::new();
-    for group in std::fs::read_dir(&root).unwrap() {
-        let group = group.unwrap().path();
-        if group.is_dir() {
-            for spec in std::fs::read_dir(&group).unwrap() {
-                let spec = spec.unwrap().path();
-                if spec.extension().is_some_and(|e| e == "toml") {
-                    out.push(spec);
-                }
-            }
-        }
-    }
-    out.sort();
-    assert_eq!(out.len(), 15, "every seed table has its spec");
-    out
-}
 
 fn snapshot_name(spec: &Path, suffix: &str) -> String {
     let group = spec

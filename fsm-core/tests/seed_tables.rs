@@ -3,6 +3,8 @@
 //! object is refused. The allowed set is computed from the seed's text, not from the
 //! spec, so a spec that drifts from its seed fails here.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -312,4 +314,29 @@ fn plan_resolves_back_to_origin_and_per_origin_targets() {
         vec![d("DELETED"), d("TOBEDELETED")],
         "a transition state leads only to the targets of its action"
     );
+}
+
+/// `steps_from` finds the allowed moves from the actions; `validate_transition`
+/// decides one pair. They agree on every pair of every shipped spec.
+#[test]
+fn steps_from_agrees_with_validate_transition_everywhere() {
+    for path in common::specs() {
+        let m = Machine::from_spec_file(&path).unwrap();
+        for from in m.state_ids() {
+            let steps = m.steps_from(from);
+            for to in m.state_ids() {
+                let listed = steps.iter().find(|(t, _)| *t == to).map(|&(_, s)| s);
+                assert_eq!(
+                    listed,
+                    m.validate_transition(from, to).ok(),
+                    "{}: {from:?} -> {to:?}",
+                    path.display()
+                );
+            }
+            assert!(
+                steps.windows(2).all(|w| w[0].0 < w[1].0),
+                "in target order, each once"
+            );
+        }
+    }
 }

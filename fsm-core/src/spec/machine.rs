@@ -351,8 +351,33 @@ impl Machine {
     /// The states one step of the table leads to from `state` (see
     /// [`Machine::validate_transition`]), each once, in a stable order.
     pub fn successors(&self, state: StateId) -> Vec<StateId> {
-        self.state_ids()
-            .filter(|&to| self.validate_transition(state, to).is_ok())
+        self.steps_from(state)
+            .into_iter()
+            .map(|(to, _)| to)
+            .collect()
+    }
+
+    /// Every move one step of the table allows from `from`, with its step, in the
+    /// order of the target states. The same answers as [`Machine::step`] for every
+    /// target, found from the actions that touch `from` instead of trying each state.
+    pub fn steps_from(&self, from: StateId) -> Vec<(StateId, Step)> {
+        let mut candidates: Vec<StateId> = if self.state(from).is_transition() {
+            self.actions_via(from)
+                .flat_map(|a| self.action(a).targets())
+                .collect()
+        } else {
+            self.actions_from(from)
+                .flat_map(|a| {
+                    let action = self.action(a);
+                    action.via.into_iter().chain(action.target_from(from))
+                })
+                .collect()
+        };
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates
+            .into_iter()
+            .filter_map(|to| self.step(from, to).map(|step| (to, step)))
             .collect()
     }
 
@@ -364,6 +389,9 @@ impl Machine {
     /// (`RUNNING → PAUSED`). Actions that change no state allow no move. Roles and
     /// guards are not consulted here: the runtime checks them when an action starts.
     pub fn validate_transition(&self, from: StateId, to: StateId) -> Result<Step, TransitionError> {
+        if let Some(step) = self.step(from, to) {
+            return Ok(step);
+        }
         let from_state = self.state(from);
         if from_state.is_transition() {
             let mut running = Vec::new();
@@ -371,9 +399,6 @@ impl Machine {
             for a in self.actions_via(from) {
                 let action = self.action(a);
                 let targets = action.targets();
-                if targets.contains(&to) {
-                    return Ok(Step::Finish(a));
-                }
                 running.push(action.name.to_string());
                 for t in targets {
                     let name = self.state(t).name.to_string();
@@ -396,15 +421,9 @@ impl Machine {
                 continue;
             }
             if let Some(via) = action.via {
-                if via == to {
-                    return Ok(Step::Start(a));
-                }
                 allowed.push(format!("{} -> {}", action.name, self.state(via).name));
             }
             if let Some(target) = action.target_from(from) {
-                if target == to {
-                    return Ok(Step::Whole(a));
-                }
                 allowed.push(format!("{} -> {}", action.name, self.state(target).name));
             }
         }
@@ -420,6 +439,29 @@ impl Machine {
             from: from_name,
             to: to_name,
             allowed,
+        })
+    }
+
+    /// The step of the table that allows `from → to`, if one does: the allowed half
+    /// of [`Machine::validate_transition`], without building the error.
+    pub fn step(&self, from: StateId, to: StateId) -> Option<Step> {
+        if self.state(from).is_transition() {
+            return self
+                .actions_via(from)
+                .find(|&a| self.action(a).targets().contains(&to))
+                .map(Step::Finish);
+        }
+        self.actions_from(from).find_map(|a| {
+            let action = self.action(a);
+            if !action.changes_state() {
+                None
+            } else if action.via == Some(to) {
+                Some(Step::Start(a))
+            } else if action.target_from(from) == Some(to) {
+                Some(Step::Whole(a))
+            } else {
+                None
+            }
         })
     }
 
