@@ -12,6 +12,7 @@ use criterion::{Criterion, Throughput};
 #[path = "../examples/machines/mod.rs"]
 mod machines;
 mod other_ways;
+mod report;
 
 use machines::VmState;
 use other_ways::{hand_written, with_rust_fsm, with_smlang};
@@ -163,34 +164,9 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// Criterion's mean estimate for one case, in ns per iteration of the stream.
-fn mean_ns(case: &str) -> Option<f64> {
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| "target".into(), std::path::PathBuf::from);
-    let path = dir
-        .join("criterion/validate")
-        .join(case)
-        .join("new/estimates.json");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    json["mean"]["point_estimate"].as_f64()
-}
-
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c);
     c.final_summary();
-    let n = queries().len() as f64;
-    let Some(baseline) = mean_ns(CASES[0]) else {
-        return;
-    };
-    println!(
-        "\n{:<30} {:>12} {:>10}",
-        "validate (OVC VM)", "ns/query", "ratio"
-    );
-    for case in CASES {
-        if let Some(ns) = mean_ns(case) {
-            println!("{case:<30} {:>12.3} {:>10.2}", ns / n, ns / baseline);
-        }
-    }
+    report::print_ratios("validate", "query", queries().len() as f64, &CASES);
 }

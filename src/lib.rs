@@ -97,7 +97,7 @@
 //!
 //! ## What is generated
 //!
-//! On the enum (`Vm` above): `ALL`, `name`, `id`, `initial`, `is_static`,
+//! On the enum (`Vm` above): `ALL`, `name`, `id`, `from_id`, `initial`, `is_static`,
 //! `is_transition`, `is_terminal`, `const fn can_transition`, `const fn step` (the
 //! [`Step`] that allows a move), `const fn validate_transition`, `successors`,
 //! `actions_from`, `from_name`, `machine()` (the checked [`Machine`] as a `static`),
@@ -106,6 +106,10 @@
 //!
 //! An action enum (`VmAction`) with `ALL`, `name`, `origins`, `via`, `target_from`,
 //! `changes_state`, `is_hidden`, `roles`, `guards` and `plan`.
+//!
+//! `From<Vm> for StateId` and `From<VmAction> for ActionId`, so the
+//! [`runtime`] takes derived states and actions (`runtime.start(id, &actor,
+//! VmAction::Resize)`).
 //!
 //! A module of marker types (`vm::Running`, ...) implementing [`typed::MoveTo`] for
 //! exactly the allowed moves, so [`typed::checked_move`] compiles only for those.

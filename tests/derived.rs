@@ -280,3 +280,24 @@ mod properties {
         vpc: VpcState,
     }
 }
+
+/// The runtime takes a derived machine, its states and its actions.
+#[test]
+fn the_runtime_runs_a_derived_machine() {
+    use fsm::runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+
+    let rt = Runtime::new(VmState::machine().clone(), MemoryStore::new()).unwrap();
+    let alice = Actor::new("alice");
+    rt.create("vm-1", &alice).unwrap();
+    rt.run("vm-1", &alice, VmStateAction::Deploy).unwrap();
+    let pause = rt.start("vm-1", &alice, VmStateAction::Pause).unwrap();
+    assert_eq!(rt.state_as::<VmState>("vm-1").unwrap(), VmState::Pausing);
+    assert!(matches!(
+        rt.start("vm-1", &alice, VmStateAction::Stop),
+        Err(RuntimeError::Busy { .. })
+    ));
+    let done = pause.complete().unwrap();
+    assert_eq!(VmState::from_id(done.state), Some(VmState::Paused));
+    assert_eq!(fsm::StateId::from(VmState::Paused), done.state);
+    assert_eq!(VmState::from_id(fsm::StateId(99)), None);
+}

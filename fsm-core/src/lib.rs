@@ -6,6 +6,8 @@
 //! - [`analysis`]: every check a machine must pass, with findings that point at the
 //!   place at fault.
 //! - [`render`]: Mermaid, Graphviz DOT and PlantUML diagrams, and the seed-style table.
+//! - [`runtime`]: a state store with compare-and-set, one action at a time per
+//!   object, roles, owners and guards enforced, history and watchers.
 //! - [`typed`]: the [`typed::StateMachine`] trait `#[derive(StateMachine)]` implements,
 //!   and marker types that check moves at compile time.
 //!
@@ -22,6 +24,7 @@
 
 pub mod analysis;
 pub mod render;
+pub mod runtime;
 pub mod spec;
 pub mod typed;
 

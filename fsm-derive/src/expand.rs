@@ -204,6 +204,11 @@ pub fn expand(input: &Input) -> syn::Result<TokenStream> {
                 match self { #(#all_states => #krate::StateId(#state_ids),)* }
             }
 
+            /// The state with this id in [`Self::machine`], if there is one.
+            pub const fn from_id(id: #krate::StateId) -> ::core::option::Option<Self> {
+                if id.0 < #n_states { ::core::option::Option::Some(Self::ALL[id.0]) } else { ::core::option::Option::None }
+            }
+
             /// The state where new objects start.
             pub const fn initial() -> Self {
                 #initial
@@ -376,6 +381,14 @@ pub fn expand(input: &Input) -> syn::Result<TokenStream> {
             fn can_transition(from: Self, to: Self) -> bool { #ident::can_transition(from, to) }
             fn successors(self) -> &'static [Self] { #ident::successors(self) }
             fn actions_from(self) -> &'static [#action_enum] { #ident::actions_from(self) }
+        }
+
+        impl ::core::convert::From<#ident> for #krate::StateId {
+            fn from(state: #ident) -> Self { state.id() }
+        }
+
+        impl ::core::convert::From<#action_enum> for #krate::ActionId {
+            fn from(action: #action_enum) -> Self { action.id() }
         }
 
         // The module names nothing outside it, and the impls stand beside the enum,

@@ -10,11 +10,17 @@ use super::def::StateKind;
 pub type Text = Cow<'static, str>;
 
 /// The index of a state in [`Machine::states`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct StateId(pub usize);
 
 /// The index of an action in [`Machine::actions`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct ActionId(pub usize);
 
 /// The index of a guard in [`Machine::guards`].
