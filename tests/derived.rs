@@ -301,3 +301,62 @@ fn the_runtime_runs_a_derived_machine() {
     assert_eq!(fsm::StateId::from(VmState::Paused), done.state);
     assert_eq!(VmState::from_id(fsm::StateId(99)), None);
 }
+
+/// A "system" built from the derived API alone (`plan` decides each action, the
+/// step through the transition state is checked with `validate_transition`), run
+/// through the model-based harness against the spec, for every derived machine.
+#[cfg(feature = "testing")]
+mod harness {
+    use super::*;
+    use fsm::testing::{Adapter, Harness};
+    use fsm::{ActionId, StateId};
+
+    struct Derived<S: StateMachine> {
+        state: S,
+    }
+
+    impl<S: StateMachine> Adapter for Derived<S> {
+        fn reset(&mut self) {
+            self.state = S::initial();
+        }
+
+        fn perform(&mut self, action: ActionId) -> Result<(), String> {
+            let action = S::ACTIONS[action.0];
+            let from = self.state;
+            let plan = S::machine()
+                .plan(S::action_id(action), from.id())
+                .map_err(|e| e.to_string())?;
+            let to = S::ALL[plan.target.0];
+            if let Some(via) = plan.via {
+                let via = S::ALL[via.0];
+                S::step(from, via).map_err(|e| e.to_string())?;
+                S::step(via, to).map_err(|e| e.to_string())?;
+            }
+            self.state = to;
+            Ok(())
+        }
+
+        fn state(&mut self) -> StateId {
+            self.state.id()
+        }
+    }
+
+    fn agrees<S: StateMachine>(path: &str) {
+        let machine = spec(path);
+        let mut system = Derived {
+            state: S::initial(),
+        };
+        Harness::new(&machine)
+            .cases(64)
+            .check(&mut system)
+            .unwrap_or_else(|f| panic!("{path}: {f}"));
+    }
+
+    #[test]
+    fn every_derived_machine_passes_the_harness() {
+        agrees::<VmState>("ovc/vm.toml");
+        agrees::<DiskState>("ovc/disk.toml");
+        agrees::<MachineState>("sabakan/machine.toml");
+        agrees::<VpcState>("mizar/vpc.toml");
+    }
+}

@@ -59,6 +59,15 @@ enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Print test paths: the shortest path to every state, and paths that together
+    /// take every action from every reachable origin.
+    Paths {
+        /// The spec file.
+        spec: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the spec's table as the seed documents print it.
     Show {
         /// The spec file.
@@ -81,6 +90,10 @@ fn main() -> ExitCode {
             format,
             output,
         } => diagram(&spec, format, output.as_deref()),
+        Command::Paths { spec, json } => load(&spec).map(|m| {
+            print!("{}", paths(&m, json));
+            ExitCode::SUCCESS
+        }),
         Command::Show { spec } => load(&spec).map(|m| {
             print!("{}", render::table(&m));
             ExitCode::SUCCESS
@@ -344,4 +357,68 @@ fn diagram(spec: &Path, format: Format, output: Option<&Path>) -> Result<ExitCod
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `fsm paths`: text, or JSON with the states and actions by name.
+fn paths(m: &Machine, json: bool) -> String {
+    let paths = fsm_core::paths::TestPaths::of(m);
+    let name = |s: fsm_core::StateId| m.state(s).name.to_string();
+    if json {
+        let shortest: Vec<_> = paths
+            .shortest
+            .iter()
+            .map(|p| serde_json::json!({ "state": name(p.reaches), "steps": p.path.named(m) }))
+            .collect();
+        let cover: Vec<_> = paths.cover.iter().map(|p| p.named(m)).collect();
+        let uncovered: Vec<_> = paths
+            .uncovered
+            .iter()
+            .map(|&(a, o)| serde_json::json!({ "action": m.action(a).name, "from": name(o) }))
+            .collect();
+        let doc = serde_json::json!({
+            "machine": m.name(),
+            "initial": name(m.initial()),
+            "shortest": shortest,
+            "cover": cover,
+            "uncovered": uncovered,
+        });
+        return format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).expect("JSON of strings")
+        );
+    }
+    let mut out = format!("shortest paths from {}:\n", name(m.initial()));
+    let width = paths
+        .shortest
+        .iter()
+        .map(|p| name(p.reaches).len())
+        .max()
+        .unwrap_or(0);
+    for p in &paths.shortest {
+        let during = if m.state(p.reaches).is_transition() {
+            "  (while the last action runs)"
+        } else {
+            ""
+        };
+        out += &format!(
+            "  {:<width$}  {}{during}\n",
+            name(p.reaches),
+            p.path.describe(m)
+        );
+    }
+    let steps: usize = paths.cover.iter().map(|p| p.steps.len()).sum();
+    out += &format!(
+        "\npaths taking every action from every reachable origin ({} paths, {steps} steps):\n",
+        paths.cover.len()
+    );
+    for (i, p) in paths.cover.iter().enumerate() {
+        out += &format!("  {}. {}\n", i + 1, p.describe(m));
+    }
+    if !paths.uncovered.is_empty() {
+        out += "\nnot reachable, so not covered:\n";
+        for &(a, o) in &paths.uncovered {
+            out += &format!("  {} from {}\n", m.action(a).name, name(o));
+        }
+    }
+    out
 }

@@ -281,6 +281,56 @@ fn show_prints_the_seed_table() {
 }
 
 #[test]
+fn paths_prints_shortest_paths_and_the_cover_as_text_and_json() {
+    let (code, stdout, _) = fsm(&["paths", &spec("ovc/node.toml")]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        "shortest paths from ENABLED:
+  ENABLED                 (start)
+  PUTTING_IN_MAINTENANCE  put_in_maintenance -> MAINTENANCE  (while the last action runs)
+  MAINTENANCE             put_in_maintenance -> MAINTENANCE
+  ENABLING                put_in_maintenance -> MAINTENANCE, enable -> ENABLED  (while the last action runs)
+  DECOMMISSIONING         decommission -> DECOMMISSIONED  (while the last action runs)
+  DECOMMISSIONED          decommission -> DECOMMISSIONED
+
+paths taking every action from every reachable origin (2 paths, 5 steps):
+  1. put_in_maintenance -> MAINTENANCE, enable -> ENABLED, decommission -> DECOMMISSIONED
+  2. put_in_maintenance -> MAINTENANCE, decommission -> DECOMMISSIONED
+"
+    );
+
+    let (code, stdout, _) = fsm(&["paths", &spec("ovc/vm.toml"), "--json"]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["machine"], "vm");
+    assert_eq!(json["initial"], "VIRTUAL");
+    assert_eq!(json["uncovered"], serde_json::json!([]));
+    let halted = json["shortest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["state"] == "HALTED")
+        .unwrap();
+    assert_eq!(
+        halted["steps"],
+        serde_json::json!([
+            { "action": "deploy", "from": "VIRTUAL", "to": "RUNNING" },
+            { "action": "stop", "from": "RUNNING", "to": "HALTED" },
+        ])
+    );
+    // Every action of the VM is in some cover path.
+    let covered: std::collections::BTreeSet<&str> = json["cover"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p.as_array().unwrap())
+        .map(|s| s["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(covered.len(), 12, "{covered:?}");
+}
+
+#[test]
 fn commands_on_an_invalid_spec_exit_2_with_its_findings() {
     let dir = scratch("invalid");
     let bad = dir.join("bad.toml");

@@ -5,9 +5,12 @@
 //!   TOML spec-file format.
 //! - [`analysis`]: every check a machine must pass, with findings that point at the
 //!   place at fault.
+//! - [`paths`]: test paths, the shortest to every state and a set covering every
+//!   action.
 //! - [`render`]: Mermaid, Graphviz DOT and PlantUML diagrams, and the seed-style table.
 //! - [`runtime`]: a state store with compare-and-set, one action at a time per
 //!   object, roles, owners and guards enforced, history and watchers.
+//! - `testing` (feature `testing`): a model-based test harness for your own system.
 //! - [`typed`]: the [`typed::StateMachine`] trait `#[derive(StateMachine)]` implements,
 //!   and marker types that check moves at compile time.
 //!
@@ -23,9 +26,12 @@
 //! ```
 
 pub mod analysis;
+pub mod paths;
 pub mod render;
 pub mod runtime;
 pub mod spec;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod typed;
 
 #[doc(hidden)]

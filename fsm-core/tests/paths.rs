@@ -1,0 +1,134 @@
+//! Test paths of every shipped spec, checked by replaying them through the table.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use fsm_core::paths::{Path, TestPaths, edges};
+use fsm_core::{ActionId, Machine, StateId};
+
+/// Replays `path` from the initial state: every step an action of the table from
+/// where the object is, to the action's target. Returns the (action, origin) pairs
+/// taken.
+fn replay(m: &Machine, path: &Path) -> Vec<(ActionId, StateId)> {
+    let mut at = m.initial();
+    let mut taken = Vec::new();
+    for step in &path.steps {
+        assert_eq!(step.from, at, "{}: the path jumps", m.name());
+        let def = m.action(step.action);
+        let target = def.target_from(at).unwrap_or_else(|| {
+            panic!(
+                "{}: `{}` cannot start in {}",
+                m.name(),
+                def.name,
+                m.state(at).name
+            )
+        });
+        assert_eq!(step.to, target);
+        taken.push((step.action, at));
+        at = target;
+    }
+    taken
+}
+
+/// Distances from the initial state over (action, origin) moves, by relaxing
+/// every edge until nothing changes: independent of the breadth-first search.
+fn distances(m: &Machine) -> Vec<Option<usize>> {
+    let mut d = vec![None; m.states().len()];
+    d[m.initial().0] = Some(0);
+    loop {
+        let mut changed = false;
+        for a in m.action_ids() {
+            let def = m.action(a);
+            for &o in def.origins.iter() {
+                let (Some(t), Some(k)) = (def.target_from(o), d[o.0]) else {
+                    continue;
+                };
+                if d[t.0].is_none_or(|dt: usize| k + 1 < dt) {
+                    d[t.0] = Some(k + 1);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return d;
+        }
+    }
+}
+
+#[test]
+fn the_cover_takes_every_action_from_every_reachable_origin() {
+    for spec in common::specs() {
+        let m = Machine::from_spec_file(&spec).unwrap();
+        let paths = TestPaths::of(&m);
+        let taken: BTreeSet<_> = paths.cover.iter().flat_map(|p| replay(&m, p)).collect();
+        let dist = distances(&m);
+        let reachable: BTreeSet<_> = edges(&m)
+            .into_iter()
+            .filter(|e| dist[e.from.0].is_some())
+            .map(|e| (e.action, e.from))
+            .collect();
+        assert_eq!(taken, reachable, "{}", spec.display());
+        // No shipped spec has an unreachable origin, so nothing is left out.
+        assert_eq!(paths.uncovered, [], "{}", spec.display());
+        let uncovered: BTreeSet<_> = paths.uncovered.iter().copied().collect();
+        assert!(uncovered.is_disjoint(&reachable), "{}", spec.display());
+        assert_eq!(
+            uncovered.len() + reachable.len(),
+            edges(&m).len(),
+            "{}: every edge is covered or reported",
+            spec.display()
+        );
+        // Hence every action with a reachable origin is taken at least once.
+        for a in m.action_ids() {
+            if m.action(a).origins.iter().any(|o| dist[o.0].is_some()) {
+                assert!(
+                    taken.iter().any(|&(t, _)| t == a),
+                    "{}: `{}`",
+                    spec.display(),
+                    m.action(a).name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_shortest_paths_are_shortest() {
+    for spec in common::specs() {
+        let m = Machine::from_spec_file(&spec).unwrap();
+        let dist = distances(&m);
+        let paths = TestPaths::of(&m);
+        for s in m.state_ids().filter(|&s| !m.state(s).is_transition()) {
+            let found = paths.shortest.iter().find(|p| p.reaches == s);
+            match (dist[s.0], found) {
+                (Some(d), Some(p)) => {
+                    replay(&m, &p.path);
+                    assert_eq!(
+                        p.path.steps.len(),
+                        d,
+                        "{}: {}",
+                        spec.display(),
+                        m.state(s).name
+                    );
+                }
+                (None, None) => {}
+                (d, p) => panic!(
+                    "{}: {} distance {d:?}, path {p:?}",
+                    spec.display(),
+                    m.state(s).name
+                ),
+            }
+        }
+        // A transition state is reached by a last step whose action passes through it.
+        for p in paths
+            .shortest
+            .iter()
+            .filter(|p| m.state(p.reaches).is_transition())
+        {
+            replay(&m, &p.path);
+            let last = p.path.steps.last().unwrap();
+            assert_eq!(m.action(last.action).via, Some(p.reaches));
+        }
+    }
+}
