@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
-use fsm::runtime::{Actor, MemoryStore, ObjectId, Runtime};
+use fsm::runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime};
 use fsm::{ActionId, Machine};
 
 mod report;
@@ -202,11 +202,95 @@ fn bench(c: &mut Criterion) {
     }
 }
 
+const QUEUE_CASES: [&str; 2] = ["direct runtime", "queued (2 workers)"];
+const LATENCY_CASES: [&str; 2] = ["direct run", "queued request + wait"];
+
+/// The queuer against calling the runtime directly: throughput over 512 objects
+/// (a request on each, then every ticket awaited), and the round trip of one
+/// request on an idle queuer.
+fn bench_queue(c: &mut Criterion) {
+    let machine = Machine::from_toml("server.toml", SPEC).unwrap();
+    let actor = Actor::new("bench");
+    let rt = Runtime::new(machine, MemoryStore::new().keep_history(KEEP)).unwrap();
+    let ids: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
+        .map(|i| ObjectId::from(format!("q-{i}")))
+        .collect();
+    for id in &ids {
+        rt.create(id, &actor).unwrap();
+    }
+    let queuer = Queuer::new(2);
+    // Every object alternates start and stop; `round` says which.
+    let mut round = 0usize;
+    let mut action = move || {
+        round += 1;
+        ActionId((round + 1) % 2)
+    };
+    let mut g = c.benchmark_group("queue");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(QUEUE_CASES[0], |b| {
+        b.iter_custom(|iters| {
+            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
+            let start = Instant::now();
+            for _ in 0..rounds {
+                let a = action();
+                for id in &ids {
+                    black_box(rt.run(id, &actor, a).unwrap());
+                }
+            }
+            start
+                .elapsed()
+                .mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
+        })
+    });
+    g.bench_function(QUEUE_CASES[1], |b| {
+        b.iter_custom(|iters| {
+            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
+            let start = Instant::now();
+            for _ in 0..rounds {
+                let a = action();
+                let tickets: Vec<_> = ids
+                    .iter()
+                    .map(|id| queuer.request(&rt, id, &actor, a).run(|| Ok(())).unwrap())
+                    .collect();
+                for t in tickets {
+                    black_box(t.wait().unwrap());
+                }
+            }
+            start
+                .elapsed()
+                .mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("queue-latency");
+    let id = &ids[0];
+    g.bench_function(LATENCY_CASES[0], |b| {
+        b.iter(|| black_box(rt.run(id, &actor, action()).unwrap()))
+    });
+    g.bench_function(LATENCY_CASES[1], |b| {
+        b.iter(|| {
+            black_box(
+                queuer
+                    .request(&rt, id, &actor, action())
+                    .run(|| Ok(()))
+                    .unwrap()
+                    .wait()
+                    .unwrap(),
+            )
+        })
+    });
+    g.finish();
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c);
+    bench_queue(&mut c);
     c.final_summary();
     for threads in [1, 2] {
         report::print_ratios(&format!("runtime-{threads}-threads"), "action", 1.0, &CASES);
     }
+    report::print_ratios("queue", "action", 1.0, &QUEUE_CASES);
+    report::print_ratios("queue-latency", "action", 1.0, &LATENCY_CASES);
 }

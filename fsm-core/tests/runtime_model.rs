@@ -25,6 +25,7 @@ resize = { from = ["HALTED", "RUNNING"], via = "RESIZING", to_origin = true }
 inspect = { from = ["HALTED", "RUNNING"] }
 reboot = { from = "RUNNING", to = "RUNNING" }
 retire = { from = "HALTED", to = "RETIRED" }
+survey = { from = ["HALTED", "RUNNING"], hidden = true }
 "#;
 
 const OBJECTS: usize = 3;
@@ -36,15 +37,17 @@ enum Op {
     Fail(usize),
     Drop(usize),
     Heal(usize),
+    ReleaseHidden(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (0..OBJECTS, 0..6usize).prop_map(|(object, action)| Op::Start { object, action }),
+        3 => (0..OBJECTS, 0..7usize).prop_map(|(object, action)| Op::Start { object, action }),
         2 => any::<usize>().prop_map(Op::Complete),
         1 => any::<usize>().prop_map(Op::Fail),
         1 => any::<usize>().prop_map(Op::Drop),
         1 => (0..OBJECTS).prop_map(Op::Heal),
+        1 => (0..OBJECTS).prop_map(Op::ReleaseHidden),
     ]
 }
 
@@ -53,8 +56,10 @@ fn op() -> impl Strategy<Value = Op> {
 struct Model {
     state: StateId,
     version: u64,
-    /// (action, origin, abandoned)
-    in_flight: Option<(ActionId, StateId, bool)>,
+    /// (action, origin, abandoned, version of its start)
+    in_flight: Option<(ActionId, StateId, bool, u64)>,
+    /// The hidden action's slot, likewise.
+    hidden: Option<(ActionId, StateId, bool, u64)>,
 }
 
 /// The table, as the model reads it.
@@ -75,7 +80,7 @@ impl Table {
         match &*self.machine.action(a).name {
             "start" => name("RUNNING"),
             "stop" => name("HALTED"),
-            "resize" | "inspect" => origin,
+            "resize" | "inspect" | "survey" => origin,
             "reboot" => name("RUNNING"),
             "retire" => name("RETIRED"),
             other => unreachable!("{other}"),
@@ -99,40 +104,44 @@ proptest! {
         let mut model = Vec::new();
         for i in 0..OBJECTS {
             rt.create(object(i), &actor).unwrap();
-            model.push(Model { state: machine.initial(), version: 1, in_flight: None });
+            model.push(Model { state: machine.initial(), version: 1, in_flight: None, hidden: None });
         }
-        // Handles and, beside each, the object and the version it holds.
-        let mut handles: Vec<(InFlight, usize, u64)> = Vec::new();
+        // Handles and, beside each, the object, whether it is hidden and the version
+        // its start wrote.
+        let mut handles: Vec<(InFlight, usize, bool, u64)> = Vec::new();
 
         for op in ops {
             match op {
                 Op::Start { object: i, action } => {
                     let a = ActionId(action);
+                    let hidden = machine.action(a).hidden;
                     let m = &mut model[i];
                     let got = rt.start(object(i), &actor, a);
-                    if m.in_flight.is_some() {
+                    let busy = m.in_flight.is_some() || (hidden && m.hidden.is_some());
+                    if busy {
                         prop_assert!(matches!(got, Err(RuntimeError::Busy { .. })), "{got:?}");
                     } else if !table.origins(a).contains(&m.state) {
                         prop_assert!(matches!(got, Err(RuntimeError::NoRule { .. })), "{got:?}");
                     } else {
                         let handle = got.unwrap();
-                        m.in_flight = Some((a, m.state, false));
-                        m.state = table.via(a).unwrap_or(m.state);
                         m.version += 1;
-                        handles.push((handle, i, m.version));
+                        let holder = Some((a, m.state, false, m.version));
+                        if hidden { m.hidden = holder } else { m.in_flight = holder }
+                        m.state = table.via(a).unwrap_or(m.state);
+                        handles.push((handle, i, hidden, m.version));
                     }
                 }
                 Op::Complete(k) | Op::Fail(k) | Op::Drop(k) if !handles.is_empty() => {
-                    let (handle, i, held) = handles.swap_remove(k % handles.len());
+                    let (handle, i, hidden, started) = handles.swap_remove(k % handles.len());
                     let m = &mut model[i];
-                    let current = m.version == held;
-                    let (a, origin, _) = m.in_flight.unwrap_or((ActionId(0), m.state, false));
+                    let slot = if hidden { &mut m.hidden } else { &mut m.in_flight };
+                    let current = slot.is_some_and(|h| h.3 == started);
                     match op {
                         Op::Drop(_) => {
                             drop(handle);
                             if current {
                                 m.version += 1;
-                                m.in_flight = Some((a, origin, true));
+                                slot.as_mut().unwrap().2 = true;
                             }
                         }
                         _ => {
@@ -140,25 +149,35 @@ proptest! {
                             let got = if completing { handle.complete() } else { handle.fail() };
                             if current {
                                 prop_assert!(got.is_ok(), "{got:?}");
-                                m.state = if completing { table.target(a, origin) } else { origin };
+                                let (a, origin, _, _) = slot.take().unwrap();
+                                if !hidden {
+                                    m.state = if completing { table.target(a, origin) } else { origin };
+                                }
                                 m.version += 1;
-                                m.in_flight = None;
                             } else {
                                 prop_assert!(matches!(got, Err(RuntimeError::Conflict { .. })), "{got:?}");
                             }
                         }
                     }
                 }
-                Op::Heal(i) => {
+                Op::Heal(i) | Op::ReleaseHidden(i) => {
+                    let hidden = matches!(op, Op::ReleaseHidden(_));
                     let record = rt.get(object(i)).unwrap();
-                    let got = rt.roll_back(object(i), &record, &Actor::new("healer"));
+                    let healer = Actor::new("healer");
+                    let got = if hidden {
+                        rt.release_hidden(object(i), &record, &healer)
+                    } else {
+                        rt.roll_back(object(i), &record, &healer)
+                    };
                     let m = &mut model[i];
-                    match m.in_flight {
-                        Some((_, origin, _)) => {
+                    let slot = if hidden { &mut m.hidden } else { &mut m.in_flight };
+                    match slot.take() {
+                        Some((_, origin, _, _)) => {
                             prop_assert!(got.is_ok(), "{got:?}");
-                            m.state = origin;
+                            if !hidden {
+                                m.state = origin;
+                            }
                             m.version += 1;
-                            m.in_flight = None;
                         }
                         None => prop_assert!(matches!(got, Err(RuntimeError::Conflict { .. })), "{got:?}"),
                     }
@@ -167,10 +186,12 @@ proptest! {
             }
             for (i, m) in model.iter().enumerate() {
                 let r = rt.get(object(i)).unwrap();
+                let holder = |h: Option<fsm_core::runtime::Holder>| h.map(|h| (h.action, h.origin, h.abandoned, h.version));
                 let seen = Model {
                     state: r.state,
                     version: r.version,
-                    in_flight: r.in_flight.map(|h| (h.action, h.origin, h.abandoned)),
+                    in_flight: holder(r.in_flight),
+                    hidden: holder(r.hidden),
                 };
                 prop_assert_eq!(seen, *m, "object {}", i);
             }

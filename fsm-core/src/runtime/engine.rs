@@ -200,6 +200,7 @@ impl<S: Store> Runtime<S> {
             version: 1,
             changed_at: now,
             in_flight: None,
+            hidden: None,
         };
         let entry = Entry {
             version: 1,
@@ -267,13 +268,19 @@ impl<S: Store> Runtime<S> {
 
     /// Starts `action` on `id` for `actor`.
     ///
-    /// Refused, in this order, if the object is busy (in a transition state or
-    /// holding an action), if the table has no such action from its state, if the
-    /// actor holds none of the action's roles, if the action changes the state and
-    /// the state has an owner whose role the actor lacks, or if a guard says no. Otherwise the object moves into the
-    /// action's transition state (an action without one holds the object in its
-    /// state), by compare-and-set against the record read: a concurrent change makes
-    /// it a [`RuntimeError::Conflict`].
+    /// Refused, in this order, if the object is busy, if the table has no such
+    /// action from its state, if the actor holds none of the action's roles, if the
+    /// action changes the state and the state has an owner whose role the actor
+    /// lacks, or if a guard says no. Otherwise the object moves into the action's
+    /// transition state (an action without one holds the object in its state), by
+    /// compare-and-set against the record read: a concurrent change makes it a
+    /// [`RuntimeError::Conflict`].
+    ///
+    /// Busy means an action is in flight. A hidden action (OpenvCloud's `migrate`)
+    /// keeps the status and holds a slot of its own: while it runs another hidden
+    /// action is refused, but a user's action may start (its status shows at once).
+    /// Running the two one after the other is the job of the
+    /// [`Queuer`](super::Queuer), as the OpenvCloud seed describes.
     pub fn start(
         &self,
         id: impl Into<ObjectId>,
@@ -295,26 +302,25 @@ impl<S: Store> Runtime<S> {
             return Err(e);
         }
         let def = self.machine().action(action);
+        let hidden = def.hidden;
         let to = def.via.unwrap_or(record.state);
         let now = self.now();
-        let held = Expected {
-            state: to,
-            version: record.version + 1,
+        let version = record.version + 1;
+        let holder = Holder {
+            action,
+            origin: record.state,
+            actor: actor.shared_name(),
+            since: now,
+            abandoned: false,
+            version,
         };
-        let new = Record {
-            state: to,
-            version: held.version,
-            changed_at: now,
-            in_flight: Some(Holder {
-                action,
-                origin: record.state,
-                actor: actor.shared_name(),
-                since: now,
-                abandoned: false,
-            }),
-        };
+        let mut new = record.clone();
+        new.state = to;
+        new.version = version;
+        new.changed_at = now;
+        *slot(&mut new, hidden) = Some(holder);
         let entry = Entry {
-            version: held.version,
+            version,
             at: now,
             actor: actor.shared_name(),
             kind: EntryKind::Started,
@@ -322,15 +328,17 @@ impl<S: Store> Runtime<S> {
             from: record.state,
             to,
         };
-        self.commit(&id, Some(record.expected()), new, entry)?;
-        tracing::debug!(version = held.version, "started");
+        self.commit(&id, Some(record.expected()), new.clone(), entry)?;
+        tracing::debug!(version, "started");
         Ok(InFlight {
-            runtime: self,
+            runtime: RuntimeRef::Borrowed(self),
             id,
             action,
             origin: record.state,
-            held,
+            held: Expected { state: to, version },
+            hidden,
             actor: actor.shared_name(),
+            written: Some(new),
             done: false,
         })
     }
@@ -345,35 +353,67 @@ impl<S: Store> Runtime<S> {
         self.start(id, actor, action)?.complete()
     }
 
-    /// Rolls back the action in flight on `id` (its record as read: `record`) to the
-    /// state it started from, as `healer`. The write is a compare-and-set against
-    /// `record`, so it never undoes an action that finished meanwhile.
+    /// Rolls back the (visible) action in flight on `id`, its record as read being
+    /// `record`, to the state it started from, as `healer`. The write is a
+    /// compare-and-set against `record`, so it never undoes an action that finished
+    /// meanwhile: that is a [`RuntimeError::Conflict`].
     pub fn roll_back(
         &self,
         id: impl Into<ObjectId>,
         record: &Record,
         healer: &Actor,
     ) -> Result<Record, RuntimeError> {
-        let id = id.into();
-        let Some(holder) = &record.in_flight else {
-            return Err(RuntimeError::Conflict {
-                id,
-                expected_state: self.name(record.state),
-                expected_version: record.version,
-                found: Some((self.name(record.state), record.version)),
-            });
+        self.heal(id.into(), record, false, healer)
+    }
+
+    /// Releases the hidden action in flight on `id` (its record as read: `record`),
+    /// which changed no state, as `healer`; a compare-and-set like
+    /// [`Runtime::roll_back`].
+    pub fn release_hidden(
+        &self,
+        id: impl Into<ObjectId>,
+        record: &Record,
+        healer: &Actor,
+    ) -> Result<Record, RuntimeError> {
+        self.heal(id.into(), record, true, healer)
+    }
+
+    fn heal(
+        &self,
+        id: ObjectId,
+        record: &Record,
+        hidden: bool,
+        healer: &Actor,
+    ) -> Result<Record, RuntimeError> {
+        let mut new = record.clone();
+        let Some(holder) = slot(&mut new, hidden).take() else {
+            return Err(self.conflict(id, record.expected(), Some(record)));
         };
-        let (action, origin) = (holder.action, holder.origin);
-        let record = self.write_outcome(
-            &id,
-            record.expected(),
-            action,
-            origin,
-            EntryKind::Healed,
-            healer.shared_name(),
-        )?;
-        tracing::info!(object = %id, action = %self.machine().action(action).name, "rolled back");
-        Ok(record)
+        let to = if hidden { record.state } else { holder.origin };
+        new.state = to;
+        new.version += 1;
+        new.changed_at = self.now();
+        let entry = Entry {
+            version: new.version,
+            at: new.changed_at,
+            actor: healer.shared_name(),
+            kind: EntryKind::Healed,
+            action: Some(holder.action),
+            from: record.state,
+            to,
+        };
+        self.commit(&id, Some(record.expected()), new.clone(), entry)?;
+        tracing::info!(object = %id, action = %self.machine().action(holder.action).name, "rolled back");
+        Ok(new)
+    }
+
+    fn conflict(&self, id: ObjectId, expected: Expected, found: Option<&Record>) -> RuntimeError {
+        RuntimeError::Conflict {
+            id,
+            expected_state: self.name(expected.state),
+            expected_version: expected.version,
+            found: found.map(|r| (self.name(r.state), r.version)),
+        }
     }
 
     /// Every check of [`Runtime::start`] but the write.
@@ -387,7 +427,12 @@ impl<S: Store> Runtime<S> {
         let m = self.machine();
         let state = m.state(record.state);
         let def = m.action(action);
-        if let Some(holder) = &record.in_flight {
+        let busy = match (&record.in_flight, &record.hidden) {
+            (Some(holder), _) => Some(holder),
+            (None, Some(holder)) if def.hidden => Some(holder),
+            _ => None,
+        };
+        if let Some(holder) = busy {
             return Err(RuntimeError::Busy {
                 id: id.clone(),
                 state: state.name.to_string(),
@@ -444,36 +489,6 @@ impl<S: Store> Runtime<S> {
         Ok(())
     }
 
-    /// Ends the action held at `held`: to `to`, clearing the holder.
-    fn write_outcome(
-        &self,
-        id: &ObjectId,
-        held: Expected,
-        action: ActionId,
-        to: StateId,
-        kind: EntryKind,
-        actor: Arc<str>,
-    ) -> Result<Record, RuntimeError> {
-        let now = self.now();
-        let record = Record {
-            state: to,
-            version: held.version + 1,
-            changed_at: now,
-            in_flight: None,
-        };
-        let entry = Entry {
-            version: record.version,
-            at: now,
-            actor,
-            kind,
-            action: Some(action),
-            from: held.state,
-            to,
-        };
-        self.commit(id, Some(held), record.clone(), entry)?;
-        Ok(record)
-    }
-
     fn commit(
         &self,
         id: &ObjectId,
@@ -510,20 +525,51 @@ impl<S: Store> Runtime<S> {
     }
 }
 
-/// An action running on an object, borrowed from its [`Runtime`]. Finish it with
-/// [`InFlight::complete`] or [`InFlight::fail`].
+/// The runtime an [`InFlight`] handle finishes its action on: borrowed, or owned
+/// for a handle that must outlive the borrow (one sent to a worker thread).
+enum RuntimeRef<'r, S: Store> {
+    Borrowed(&'r Runtime<S>),
+    Owned(Runtime<S>),
+}
+
+impl<S: Store> std::ops::Deref for RuntimeRef<'_, S> {
+    type Target = Runtime<S>;
+
+    fn deref(&self) -> &Runtime<S> {
+        match self {
+            RuntimeRef::Borrowed(rt) => rt,
+            RuntimeRef::Owned(rt) => rt,
+        }
+    }
+}
+
+/// The slot an action holds: a hidden action's own, or the one for the rest.
+fn slot(record: &mut Record, hidden: bool) -> &mut Option<Holder> {
+    if hidden {
+        &mut record.hidden
+    } else {
+        &mut record.in_flight
+    }
+}
+
+/// An action running on an object. Finish it with [`InFlight::complete`] or
+/// [`InFlight::fail`]. It borrows its [`Runtime`]; [`InFlight::into_owned`] makes
+/// a `'static` handle to send elsewhere.
 ///
 /// Dropped without either (a forgotten handle, a panic in the action), it records
 /// the action as abandoned: the object stays in its transition state, visibly held
 /// by an abandoned action, until the healer rolls it back.
 #[must_use = "an action in flight must be completed or failed"]
 pub struct InFlight<'r, S: Store = super::MemoryStore> {
-    runtime: &'r Runtime<S>,
+    runtime: RuntimeRef<'r, S>,
     id: ObjectId,
     action: ActionId,
     origin: StateId,
     held: Expected,
+    hidden: bool,
     actor: Arc<str>,
+    /// The record as the start wrote it, while it may still be current.
+    written: Option<Record>,
     done: bool,
 }
 
@@ -554,31 +600,110 @@ impl<S: Store> InFlight<'_, S> {
         self.origin
     }
 
-    /// The state and version the object holds while the action runs.
+    /// The state the object showed and the version it had when the action started.
     pub fn held(&self) -> Expected {
         self.held
     }
 
+    /// Whether the action is hidden (it keeps the status and its own slot).
+    pub fn is_hidden(&self) -> bool {
+        self.hidden
+    }
+
+    /// The same handle, owning a clone of the runtime: `'static`, to send to
+    /// another thread.
+    pub fn into_owned(mut self) -> InFlight<'static, S> {
+        self.done = true;
+        InFlight {
+            runtime: RuntimeRef::Owned((*self.runtime).clone()),
+            id: self.id.clone(),
+            action: self.action,
+            origin: self.origin,
+            held: self.held,
+            hidden: self.hidden,
+            actor: self.actor.clone(),
+            written: self.written.take(),
+            done: false,
+        }
+    }
+
     /// The action succeeded: the object moves to its target (for a back-to-origin
-    /// action, where it started). A [`RuntimeError::Conflict`] means the object was
-    /// changed meanwhile (the healer rolled the action back); nothing is written.
+    /// or hidden action, where it started; a hidden action leaves whatever status a
+    /// user's action has set meanwhile). A [`RuntimeError::Conflict`] means the
+    /// action was rolled back meanwhile by the healer; nothing is written.
     pub fn complete(mut self) -> Result<Record, RuntimeError> {
-        let def = self.runtime.machine().action(self.action);
-        let to = def.target_from(self.origin).unwrap_or(self.origin);
-        self.finish(to, EntryKind::Completed)
+        self.finish(EntryKind::Completed)
     }
 
     /// The action failed: the object returns to where it started.
     pub fn fail(mut self) -> Result<Record, RuntimeError> {
-        self.finish(self.origin, EntryKind::Failed)
+        self.finish(EntryKind::Failed)
     }
 
-    fn finish(&mut self, to: StateId, kind: EntryKind) -> Result<Record, RuntimeError> {
+    /// Writes an outcome of the action held in its slot since `held`: the entry's
+    /// kind and the state `to` computes from the holder and the current record.
+    /// Re-reads and retries when the record changed for another reason (a hidden
+    /// action beside a visible one); a different holder ends with the conflict.
+    fn settle(
+        &mut self,
+        kind: EntryKind,
+        to: impl Fn(&Machine, &Holder, &Record) -> (StateId, Option<Holder>),
+    ) -> Result<Record, RuntimeError> {
+        let (rt, id, hidden, held) = (&*self.runtime, &self.id, self.hidden, self.held);
+        let mut guess = self.written.take();
+        loop {
+            // First the record as the start wrote it, which saves a read when
+            // nothing changed since; then what the store holds.
+            let record = match guess.take() {
+                Some(r) => r,
+                None => match rt.inner.store.load(id).map_err(RuntimeError::Store)? {
+                    Some(r) => r,
+                    None => return Err(rt.conflict(id.clone(), held, None)),
+                },
+            };
+            let mut new = record.clone();
+            let Some(holder) = slot(&mut new, hidden)
+                .take()
+                .filter(|h| h.version == held.version)
+            else {
+                return Err(rt.conflict(id.clone(), held, Some(&record)));
+            };
+            let (state, keep) = to(rt.machine(), &holder, &record);
+            *slot(&mut new, hidden) = keep;
+            new.state = state;
+            new.version += 1;
+            new.changed_at = rt.now();
+            let entry = Entry {
+                version: new.version,
+                at: new.changed_at,
+                actor: self.actor.clone(),
+                kind,
+                action: Some(holder.action),
+                from: record.state,
+                to: state,
+            };
+            match rt.commit(id, Some(record.expected()), new.clone(), entry) {
+                Err(RuntimeError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+                Ok(()) => return Ok(new),
+            }
+        }
+    }
+
+    fn finish(&mut self, kind: EntryKind) -> Result<Record, RuntimeError> {
         self.done = true;
-        let actor = self.actor.clone();
-        let result = self
-            .runtime
-            .write_outcome(&self.id, self.held, self.action, to, kind, actor);
+        let hidden = self.hidden;
+        let result = self.settle(kind, |machine, holder, record| {
+            let to = if hidden {
+                record.state
+            } else if kind == EntryKind::Completed {
+                let def = machine.action(holder.action);
+                def.target_from(holder.origin).unwrap_or(holder.origin)
+            } else {
+                holder.origin
+            };
+            (to, None)
+        });
         tracing::debug!(object = %self.id, ?kind, ok = result.is_ok(), "finished");
         result
     }
@@ -589,38 +714,19 @@ impl<S: Store> Drop for InFlight<'_, S> {
         if self.done {
             return;
         }
-        let rt = self.runtime;
-        let now = rt.now();
-        let Ok(Some(mut record)) = rt.inner.store.load(&self.id) else {
-            tracing::error!(object = %self.id, "abandoned action could not be recorded: object unreadable");
-            return;
-        };
-        // Already healed or otherwise moved on: nothing left to record.
-        let Some(holder) = record.in_flight.as_mut() else {
-            return;
-        };
-        if record.version != self.held.version {
-            return;
-        }
-        holder.abandoned = true;
-        let actor = self.actor.clone();
-        record.version += 1;
-        record.changed_at = now;
-        let entry = Entry {
-            version: record.version,
-            at: now,
-            actor,
-            kind: EntryKind::Abandoned,
-            action: Some(self.action),
-            from: self.held.state,
-            to: self.held.state,
-        };
-        match rt.commit(&self.id, Some(self.held), record, entry) {
-            Ok(()) => tracing::warn!(
+        let result = self.settle(EntryKind::Abandoned, |_, holder, record| {
+            let mut kept = holder.clone();
+            kept.abandoned = true;
+            (record.state, Some(kept))
+        });
+        match result {
+            Ok(_) => tracing::warn!(
                 object = %self.id,
-                action = %rt.machine().action(self.action).name,
+                action = %self.runtime.machine().action(self.action).name,
                 "action abandoned: handle dropped without complete or fail"
             ),
+            // Healed or otherwise moved on: nothing left to record.
+            Err(RuntimeError::Conflict { .. }) => {}
             Err(e) => {
                 tracing::error!(object = %self.id, error = %e, "abandoned action could not be recorded")
             }

@@ -19,8 +19,9 @@ pub struct HistoryError {
 /// a creation in the initial state at version 1; versions following one another
 /// without gaps; each entry starting where the previous one ended; an action started
 /// only from one of its origins, into its transition state (or holding the state),
-/// while no other action is in flight; completed to its target; failed, or healed,
-/// back to its origin; abandoned without moving.
+/// while no other action is in flight (a hidden action only excludes another hidden
+/// one); completed to its target; failed, or healed, back to its origin; abandoned
+/// without moving; a hidden action ending where the status then is.
 ///
 /// ```
 /// use fsm_core::runtime::{check_history, Actor, MemoryStore, Runtime};
@@ -34,7 +35,9 @@ pub struct HistoryError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), HistoryError> {
+    // The visible action in flight and the hidden one: (action, origin).
     let mut in_flight: Option<(ActionId, StateId)> = None;
+    let mut hidden: Option<(ActionId, StateId)> = None;
     let mut at: Option<StateId> = None;
     for (index, entry) in history.iter().enumerate() {
         let fail = |problem: String| HistoryError {
@@ -84,7 +87,12 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
             EntryKind::Started => {
                 let action = action_of(entry)?;
                 let def = machine.action(action);
-                if let Some((running, _)) = in_flight {
+                let blocking = if def.hidden {
+                    in_flight.or(hidden)
+                } else {
+                    in_flight
+                };
+                if let Some((running, _)) = blocking {
                     return Err(fail(format!(
                         "`{}` started while `{}` was in flight",
                         def.name,
@@ -105,12 +113,22 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
                         name(entry.to)
                     )));
                 }
-                in_flight = Some((action, entry.from));
+                let slot = if def.hidden {
+                    &mut hidden
+                } else {
+                    &mut in_flight
+                };
+                *slot = Some((action, entry.from));
             }
             EntryKind::Completed | EntryKind::Failed | EntryKind::Healed | EntryKind::Abandoned => {
                 let action = action_of(entry)?;
                 let def = machine.action(action);
-                let Some((running, origin)) = in_flight else {
+                let slot = if def.hidden {
+                    &mut hidden
+                } else {
+                    &mut in_flight
+                };
+                let Some((running, origin)) = *slot else {
                     return Err(fail(format!(
                         "{:?} `{}` with no action in flight",
                         entry.kind, def.name
@@ -125,6 +143,8 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
                     )));
                 }
                 let due = match entry.kind {
+                    // A hidden action keeps whatever status is shown.
+                    _ if def.hidden => entry.from,
                     EntryKind::Completed => def.target_from(origin).unwrap_or(origin),
                     EntryKind::Abandoned => entry.from,
                     _ => origin,
@@ -139,7 +159,7 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
                     )));
                 }
                 if entry.kind != EntryKind::Abandoned {
-                    in_flight = None;
+                    *slot = None;
                 }
             }
         }

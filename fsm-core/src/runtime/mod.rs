@@ -22,6 +22,10 @@
 //! There is no way to write a record except through these checks: the [`Store`]
 //! trait takes a [`Write`], which only the runtime can build.
 //!
+//! On top: a [`Queuer`] runs requested actions one at a time per object on a pool
+//! of workers (OpenvCloud's queuer), and a [`Healer`] rolls back objects stuck in a
+//! transition state.
+//!
 //! ```
 //! use fsm_core::Machine;
 //! use fsm_core::runtime::{Actor, MemoryStore, Runtime, RuntimeError};
@@ -62,8 +66,10 @@
 mod clock;
 mod engine;
 mod error;
+mod heal;
 mod history;
 mod memory;
+mod queue;
 mod store;
 
 use std::fmt;
@@ -72,8 +78,10 @@ use std::sync::Arc;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{ActionRef, GuardContext, InFlight, Runtime, RuntimeBuilder};
 pub use error::{RuntimeError, StoreError};
+pub use heal::{Healed, Healer, PeriodicHealer, Report};
 pub use history::{HistoryError, check_history};
 pub use memory::MemoryStore;
+pub use queue::{QueueError, Queuer, Request, Ticket, Work};
 pub use store::{
     Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Store, Watcher, Write,
 };

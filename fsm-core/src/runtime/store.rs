@@ -21,6 +21,10 @@ pub struct Record {
     pub changed_at: SystemTime,
     /// The action running on the object, if any.
     pub in_flight: Option<Holder>,
+    /// The hidden action running on the object, if any: it keeps the status, and a
+    /// user's action may start beside it (see [`Runtime::start`](super::Runtime::start)).
+    #[serde(default)]
+    pub hidden: Option<Holder>,
 }
 
 impl Record {
@@ -47,6 +51,8 @@ pub struct Holder {
     /// Its handle was dropped without completing or failing: nobody will finish
     /// it, and the healer may roll it back at once.
     pub abandoned: bool,
+    /// The version of the record its start wrote: which start this is.
+    pub version: u64,
 }
 
 /// The state and version a compare-and-set expects to find.
