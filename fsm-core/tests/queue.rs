@@ -241,6 +241,17 @@ fn stop_runs_what_is_queued_then_deletes_the_queue() {
     };
     let stopper = std::thread::scope(|s| {
         let stopping = s.spawn(|| queuer.stop("vm-1"));
+        // Once `stop` has begun, the queue takes no more requests.
+        let closed = loop {
+            match queuer.request(&vms, "vm-1", &user, "stop").run(|| Ok(())) {
+                Err(QueueError::Refused(_)) => std::thread::yield_now(),
+                other => break other.unwrap_err(),
+            }
+        };
+        assert_eq!(
+            closed.to_string(),
+            "the queue of vm-1 is stopping and takes no more requests"
+        );
         release.send(()).unwrap();
         stopping.join().unwrap();
         // `stop` returned: the queued action ran, and the queue is gone.

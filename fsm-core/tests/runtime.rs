@@ -441,7 +441,9 @@ fn watchers_see_every_write_in_order_and_a_slow_one_is_told_it_lagged() {
     for _ in 0..3 {
         rt.run("vm-2", &a, "reboot").unwrap();
     }
-    assert_eq!(one.try_recv(), Err(Lagged::Missed { missed: 4 }));
+    let lag = one.try_recv().unwrap_err();
+    assert_eq!(lag, Lagged::Missed { missed: 4 });
+    assert_eq!(lag.to_string(), "watcher lagged behind and missed 4 events");
     // Reading goes on with the oldest event still buffered.
     let next = one.try_recv().unwrap().unwrap();
     assert_eq!(next.entry.version, 6);
