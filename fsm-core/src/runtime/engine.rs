@@ -318,7 +318,7 @@ impl<S: Store> Runtime<S> {
         new.state = to;
         new.version = version;
         new.changed_at = now;
-        *slot(&mut new, hidden) = Some(holder);
+        *slot(&mut new, hidden) = Some(Arc::new(holder));
         let entry = Entry {
             version,
             at: now,
@@ -544,7 +544,7 @@ impl<S: Store> std::ops::Deref for RuntimeRef<'_, S> {
 }
 
 /// The slot an action holds: a hidden action's own, or the one for the rest.
-fn slot(record: &mut Record, hidden: bool) -> &mut Option<Holder> {
+fn slot(record: &mut Record, hidden: bool) -> &mut Option<Arc<Holder>> {
     if hidden {
         &mut record.hidden
     } else {
@@ -647,7 +647,7 @@ impl<S: Store> InFlight<'_, S> {
     fn settle(
         &mut self,
         kind: EntryKind,
-        to: impl Fn(&Machine, &Holder, &Record) -> (StateId, Option<Holder>),
+        to: impl Fn(&Machine, &Holder, &Record) -> (StateId, Option<Arc<Holder>>),
     ) -> Result<Record, RuntimeError> {
         let (rt, id, hidden, held) = (&*self.runtime, &self.id, self.hidden, self.held);
         let mut guess = self.written.take();
@@ -717,7 +717,7 @@ impl<S: Store> Drop for InFlight<'_, S> {
         let result = self.settle(EntryKind::Abandoned, |_, holder, record| {
             let mut kept = holder.clone();
             kept.abandoned = true;
-            (record.state, Some(kept))
+            (record.state, Some(Arc::new(kept)))
         });
         match result {
             Ok(_) => tracing::warn!(

@@ -20,11 +20,11 @@ pub struct Record {
     /// When the last write happened.
     pub changed_at: SystemTime,
     /// The action running on the object, if any.
-    pub in_flight: Option<Holder>,
+    pub in_flight: Option<Arc<Holder>>,
     /// The hidden action running on the object, if any: it keeps the status, and a
     /// user's action may start beside it (see [`Runtime::start`](super::Runtime::start)).
     #[serde(default)]
-    pub hidden: Option<Holder>,
+    pub hidden: Option<Arc<Holder>>,
 }
 
 impl Record {
