@@ -1,0 +1,156 @@
+//! A sabakan-like machine registry on the fsm runtime: machines with their states
+//! and disk encryption keys, admins and controllers as actors with roles, and the
+//! seed's rules on keys as guards and state-preserving actions.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use fsm::runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+
+use crate::machines::{MachineAction, MachineState};
+
+/// Why the registry refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RegistryError {
+    /// The lifecycle's rules refused (see the runtime's message).
+    #[error(transparent)]
+    Refused(#[from] RuntimeError),
+    /// The machine was removed from sabakan.
+    #[error("machine {serial} was removed from sabakan")]
+    Removed {
+        /// The machine's serial.
+        serial: String,
+    },
+}
+
+type Keys = Arc<Mutex<HashMap<String, Vec<String>>>>;
+
+/// Machines, their states and their disk encryption keys.
+pub struct Registry {
+    machines: Runtime,
+    keys: Keys,
+    restarted: Arc<Mutex<HashSet<String>>>,
+    removed: Mutex<HashSet<String>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        let keys: Keys = Arc::default();
+        let restarted: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let machines = Runtime::builder(MachineState::machine().clone(), MemoryStore::new())
+            // "A Retiring machine can transition to Retired only when its disk
+            // encryption keys have been deleted."
+            .guard("keys_deleted", {
+                let keys = keys.clone();
+                move |ctx| lock(&keys).get(ctx.id.as_str()).is_none_or(Vec::is_empty)
+            })
+            // "Updating machines can transition only to Uninitialized after restarting."
+            .guard("restarted", {
+                let restarted = restarted.clone();
+                move |ctx| lock(&restarted).contains(ctx.id.as_str())
+            })
+            .build()
+            .expect("every guard of the sabakan spec is implemented");
+        Registry {
+            machines,
+            keys,
+            restarted,
+            removed: Mutex::default(),
+        }
+    }
+
+    /// Registers a new machine: Uninitialized, no keys.
+    pub fn register(&self, serial: &str, actor: &Actor) -> Result<(), RegistryError> {
+        lock(&self.removed).remove(serial);
+        self.machines.create(serial, actor)?;
+        Ok(())
+    }
+
+    /// The machine's state.
+    pub fn state(&self, serial: &str) -> Result<MachineState, RegistryError> {
+        self.present(serial)?;
+        Ok(self.machines.state_as::<MachineState>(serial)?)
+    }
+
+    /// Moves the machine by `action` (retire, initialize, fail, ...).
+    pub fn transition(
+        &self,
+        serial: &str,
+        actor: &Actor,
+        action: MachineAction,
+    ) -> Result<MachineState, RegistryError> {
+        self.present(serial)?;
+        let record = self.machines.run(serial, actor, action)?;
+        if action == MachineAction::FinishUpdate {
+            lock(&self.restarted).remove(serial);
+        }
+        Ok(MachineState::from_id(record.state).expect("a state of the machine"))
+    }
+
+    /// Adds a disk encryption key: never to a Retired machine.
+    pub fn add_key(&self, serial: &str, actor: &Actor, key: &str) -> Result<(), RegistryError> {
+        self.present(serial)?;
+        let held = self.machines.start(serial, actor, MachineAction::AddKey)?;
+        lock(&self.keys)
+            .entry(serial.to_owned())
+            .or_default()
+            .push(key.to_owned());
+        held.complete()?;
+        Ok(())
+    }
+
+    /// Deletes every disk encryption key of the machine: only while Retiring.
+    pub fn delete_keys(&self, serial: &str, actor: &Actor) -> Result<usize, RegistryError> {
+        self.present(serial)?;
+        let held = self
+            .machines
+            .start(serial, actor, MachineAction::DeleteKeys)?;
+        let deleted = lock(&self.keys).remove(serial).map_or(0, |k| k.len());
+        held.complete()?;
+        Ok(deleted)
+    }
+
+    /// The machine's disk encryption keys.
+    pub fn keys(&self, serial: &str) -> Vec<String> {
+        lock(&self.keys).get(serial).cloned().unwrap_or_default()
+    }
+
+    /// A controller reports that an Updating machine has restarted.
+    pub fn report_restart(&self, serial: &str) {
+        lock(&self.restarted).insert(serial.to_owned());
+    }
+
+    /// Removes the machine from sabakan: only Retired machines.
+    pub fn remove(&self, serial: &str, actor: &Actor) -> Result<(), RegistryError> {
+        self.present(serial)?;
+        let held = self.machines.start(serial, actor, MachineAction::Remove)?;
+        lock(&self.removed).insert(serial.to_owned());
+        held.complete()?;
+        Ok(())
+    }
+
+    /// The runtime, for its history and watchers.
+    pub fn runtime(&self) -> &Runtime {
+        &self.machines
+    }
+
+    fn present(&self, serial: &str) -> Result<(), RegistryError> {
+        if lock(&self.removed).contains(serial) {
+            return Err(RegistryError::Removed {
+                serial: serial.to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

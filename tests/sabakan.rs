@@ -1,0 +1,284 @@
+//! Every transition constraint of `sabakan-machine-lifecycle.md`, allowed and
+//! refused, through the example registry (`examples/sabakan`), with the messages.
+
+#[path = "../examples/machines/mod.rs"]
+mod machines;
+#[path = "../examples/sabakan/registry.rs"]
+#[allow(dead_code)]
+mod registry;
+
+use fsm::runtime::{Actor, check_history};
+use machines::MachineAction as A;
+use machines::MachineState as S;
+use registry::{Registry, RegistryError};
+
+/// Every state but Retired, and every state but Retiring.
+const NOT_RETIRED: [S; 6] = [
+    S::Uninitialized,
+    S::Healthy,
+    S::Unhealthy,
+    S::Unreachable,
+    S::Updating,
+    S::Retiring,
+];
+const NOT_RETIRING: [S; 6] = [
+    S::Uninitialized,
+    S::Healthy,
+    S::Unhealthy,
+    S::Unreachable,
+    S::Updating,
+    S::Retired,
+];
+
+fn admin() -> Actor {
+    Actor::new("ops").with_role("admin")
+}
+
+fn controller() -> Actor {
+    Actor::new("neco").with_role("controller")
+}
+
+/// A registry with one machine brought to `state` by the allowed moves.
+fn machine_in(state: S) -> Registry {
+    let r = Registry::new();
+    let (a, c) = (admin(), controller());
+    r.register("m", &a).unwrap();
+    let path: &[(A, &Actor)] = match state {
+        S::Uninitialized => &[],
+        S::Healthy => &[(A::Initialize, &c)],
+        S::Unhealthy => &[(A::Initialize, &c), (A::Fail, &c)],
+        S::Unreachable => &[(A::Initialize, &c), (A::LoseContact, &c)],
+        S::Updating => &[(A::Initialize, &c), (A::Update, &c)],
+        S::Retiring => &[(A::Retire, &a)],
+        S::Retired => &[(A::Retire, &a), (A::CompleteRetirement, &c)],
+    };
+    for &(action, actor) in path {
+        r.transition("m", actor, action).unwrap();
+    }
+    assert_eq!(r.state("m").unwrap(), state);
+    r
+}
+
+/// The message of the refusal of `action` by `actor` on a machine in `from`.
+fn refusal(from: S, actor: &Actor, action: A) -> String {
+    machine_in(from)
+        .transition("m", actor, action)
+        .unwrap_err()
+        .to_string()
+}
+
+/// The transitions that leave a state, and who makes them.
+fn actor_for(action: A) -> Actor {
+    match action {
+        A::Retire | A::Reinitialize | A::Remove => admin(),
+        _ => controller(),
+    }
+}
+
+/// Every move from `from`: the allowed ones land in their target; all others are
+/// refused with the table's message, and nothing moves.
+fn only(from: S, allowed: &[(A, S)]) {
+    for &action in &A::ALL {
+        if !action.changes_state() {
+            continue;
+        }
+        let r = machine_in(from);
+        r.report_restart("m");
+        let result = r.transition("m", &actor_for(action), action);
+        match allowed.iter().find(|(a, _)| *a == action) {
+            Some(&(_, to)) => assert_eq!(result, Ok(to), "{from:?} --{action:?}-->"),
+            None => {
+                let err = result.unwrap_err();
+                assert!(
+                    err.to_string().contains(&format!(
+                        "`{}` cannot run on m in {}",
+                        action.name(),
+                        from.name()
+                    )),
+                    "{from:?} --{action:?}--> {err}"
+                );
+                assert_eq!(r.state("m").unwrap(), from);
+            }
+        }
+        check_history(r.runtime().machine(), &r.runtime().history("m").unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn uninitialized_healthy_unhealthy_or_unreachable_can_transition_to_retiring() {
+    for from in [S::Uninitialized, S::Healthy, S::Unhealthy, S::Unreachable] {
+        let r = machine_in(from);
+        assert_eq!(r.transition("m", &admin(), A::Retire), Ok(S::Retiring));
+    }
+    for from in [S::Updating, S::Retired] {
+        let err = machine_in(from)
+            .transition("m", &admin(), A::Retire)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`retire` cannot run on m in {}: it runs only from Uninitialized, Healthy, Unhealthy, Unreachable",
+                from.name()
+            )
+        );
+    }
+}
+
+#[test]
+fn transition_to_retiring_and_from_retired_is_for_admins() {
+    assert_eq!(
+        refusal(S::Healthy, &controller(), A::Retire),
+        "neco may not run `retire`: it needs the role admin"
+    );
+    assert_eq!(
+        refusal(S::Retired, &controller(), A::Reinitialize),
+        "neco may not run `reinitialize`: it needs the role admin"
+    );
+    // And the controllers' moves are theirs.
+    assert_eq!(
+        refusal(S::Uninitialized, &admin(), A::Initialize),
+        "ops may not run `initialize`: it needs the role controller"
+    );
+}
+
+#[test]
+fn a_retiring_machine_can_transition_only_to_retired() {
+    only(S::Retiring, &[(A::CompleteRetirement, S::Retired)]);
+}
+
+#[test]
+fn a_healthy_machine_can_transition_to_unhealthy_unreachable_retiring_and_updating() {
+    only(
+        S::Healthy,
+        &[
+            (A::Fail, S::Unhealthy),
+            (A::LoseContact, S::Unreachable),
+            (A::Retire, S::Retiring),
+            (A::Update, S::Updating),
+        ],
+    );
+}
+
+#[test]
+fn an_unreachable_machine_can_transition_to_healthy() {
+    only(
+        S::Unreachable,
+        &[(A::Recover, S::Healthy), (A::Retire, S::Retiring)],
+    );
+}
+
+#[test]
+fn an_unhealthy_machine_cannot_return_to_healthy_directly() {
+    only(S::Unhealthy, &[(A::Retire, S::Retiring)]);
+    assert_eq!(
+        refusal(S::Unhealthy, &controller(), A::Recover),
+        "`recover` cannot run on m in Unhealthy: it runs only from Unreachable"
+    );
+}
+
+#[test]
+fn disk_keys_can_be_deleted_only_while_retiring() {
+    for from in NOT_RETIRING {
+        let r = machine_in(from);
+        let err = r.delete_keys("m", &admin()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`delete_keys` cannot run on m in {}: it runs only from Retiring",
+                from.name()
+            )
+        );
+    }
+    let r = machine_in(S::Healthy);
+    r.add_key("m", &controller(), "k1").unwrap();
+    r.add_key("m", &controller(), "k2").unwrap();
+    r.transition("m", &admin(), A::Retire).unwrap();
+    assert_eq!(r.delete_keys("m", &admin()), Ok(2));
+    assert!(r.keys("m").is_empty());
+}
+
+#[test]
+fn retiring_to_retired_only_once_the_keys_are_deleted() {
+    let r = machine_in(S::Uninitialized);
+    r.add_key("m", &controller(), "k1").unwrap();
+    r.transition("m", &admin(), A::Retire).unwrap();
+    let err = r
+        .transition("m", &controller(), A::CompleteRetirement)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "guard `keys_deleted` refused `complete_retirement` on m: All disk encryption keys of the machine have been deleted"
+    );
+    assert_eq!(r.state("m").unwrap(), S::Retiring);
+    r.delete_keys("m", &controller()).unwrap();
+    assert_eq!(
+        r.transition("m", &controller(), A::CompleteRetirement),
+        Ok(S::Retired)
+    );
+}
+
+#[test]
+fn only_retired_machines_can_be_removed() {
+    for from in NOT_RETIRED {
+        let err = machine_in(from).remove("m", &admin()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "`remove` cannot run on m in {}: it runs only from Retired",
+                from.name()
+            )
+        );
+    }
+    let r = machine_in(S::Retired);
+    assert!(r.keys("m").is_empty(), "a Retired machine has no keys");
+    r.remove("m", &admin()).unwrap();
+    assert_eq!(
+        r.state("m").unwrap_err(),
+        RegistryError::Removed { serial: "m".into() }
+    );
+}
+
+#[test]
+fn no_new_disk_keys_can_be_added_to_retired_machines() {
+    let err = machine_in(S::Retired)
+        .add_key("m", &controller(), "k")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`add_key` cannot run on m in Retired: it runs only from Uninitialized, Healthy, Unhealthy, Unreachable, Updating, Retiring"
+    );
+    for from in NOT_RETIRED {
+        machine_in(from).add_key("m", &controller(), "k").unwrap();
+    }
+}
+
+#[test]
+fn retired_machines_can_transition_only_to_uninitialized() {
+    only(S::Retired, &[(A::Reinitialize, S::Uninitialized)]);
+}
+
+#[test]
+fn healthy_machines_can_transition_to_updating_for_restarting() {
+    assert_eq!(
+        machine_in(S::Healthy).transition("m", &controller(), A::Update),
+        Ok(S::Updating)
+    );
+}
+
+#[test]
+fn updating_machines_can_transition_only_to_uninitialized_after_restarting() {
+    let r = machine_in(S::Updating);
+    let err = r
+        .transition("m", &controller(), A::FinishUpdate)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "guard `restarted` refused `finish_update` on m: The machine has been restarted after its update"
+    );
+    r.report_restart("m");
+    assert_eq!(
+        r.transition("m", &controller(), A::FinishUpdate),
+        Ok(S::Uninitialized)
+    );
+    only(S::Updating, &[(A::FinishUpdate, S::Uninitialized)]);
+}
