@@ -300,11 +300,16 @@ fn the_runtime_runs_a_derived_machine() {
     assert_eq!(VmState::from_id(done.state), Some(VmState::Paused));
     assert_eq!(fsm::StateId::from(VmState::Paused), done.state);
     assert_eq!(VmState::from_id(fsm::StateId(99)), None);
+    // Reading the state as another machine's enum is a programming error, caught.
+    let wrong = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.state_as::<DiskState>("vm-1")
+    }));
+    assert!(wrong.is_err());
 }
 
-/// A "system" built from the derived API alone (`plan` decides each action, the
-/// step through the transition state is checked with `validate_transition`), run
-/// through the model-based harness against the spec, for every derived machine.
+/// A "system" built from a derived machine: its embedded `'static` machine plans
+/// each action, and the derived `step` checks the moves into and out of the
+/// transition state; run through the model-based harness against the spec file.
 #[cfg(feature = "testing")]
 mod harness {
     use super::*;

@@ -232,10 +232,10 @@ fn only_retired_machines_can_be_removed() {
     let r = machine_in(S::Retired);
     assert!(r.keys("m").is_empty(), "a Retired machine has no keys");
     r.remove("m", &admin()).unwrap();
-    assert_eq!(
-        r.state("m").unwrap_err(),
-        RegistryError::Removed { serial: "m".into() }
-    );
+    let removed = RegistryError::Removed { serial: "m".into() };
+    assert_eq!(r.state("m").unwrap_err(), removed);
+    assert_eq!(r.register("m", &admin()).unwrap_err(), removed);
+    assert_eq!(removed.to_string(), "machine m was removed from sabakan");
 }
 
 #[test]

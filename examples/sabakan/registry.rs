@@ -66,9 +66,10 @@ impl Registry {
         }
     }
 
-    /// Registers a new machine: Uninitialized, no keys.
+    /// Registers a new machine: Uninitialized, no keys. A removed serial stays
+    /// removed: the runtime keeps its history, so it cannot be registered again.
     pub fn register(&self, serial: &str, actor: &Actor) -> Result<(), RegistryError> {
-        lock(&self.removed).remove(serial);
+        self.present(serial)?;
         self.machines.create(serial, actor)?;
         Ok(())
     }

@@ -359,6 +359,12 @@ fn a_dropped_handle_is_recorded_as_abandoned_and_healed_by_compare_and_set() {
 
     let healed = rt.roll_back("vm-1", &record, &healer).unwrap();
     assert_eq!(rt.machine().state(healed.state).name, "RUNNING");
+    assert_eq!(
+        rt.roll_back("vm-1", &healed, &healer)
+            .unwrap_err()
+            .to_string(),
+        "no visible action is in flight on vm-1 (in RUNNING): nothing to roll back"
+    );
     let kinds: Vec<_> = names(&rt, "vm-1").into_iter().map(|e| e.0).collect();
     assert_eq!(
         kinds,
@@ -533,6 +539,9 @@ fn a_failing_store_gives_a_typed_retryable_error() {
         rt.create("vm-1", &a).unwrap_err(),
         rt.start("vm-1", &a, "deploy").unwrap_err(),
         rt.watch().unwrap_err(),
+        fsm_core::runtime::Healer::new(std::time::Duration::from_secs(1))
+            .heal(&rt)
+            .unwrap_err(),
     ] {
         assert!(matches!(err, RuntimeError::Store(_)), "{err:?}");
         assert!(err.is_retryable());

@@ -179,7 +179,7 @@ proptest! {
                             }
                             m.version += 1;
                         }
-                        None => prop_assert!(matches!(got, Err(RuntimeError::Conflict { .. })), "{got:?}"),
+                        None => prop_assert!(matches!(got, Err(RuntimeError::NotInFlight { .. })), "{got:?}"),
                     }
                 }
                 _ => {}

@@ -541,8 +541,12 @@ fn action(
         name: first.name(),
         ..Default::default()
     };
-    let names = |item: &Item, errors: &mut Errors| match &item.body {
-        Body::Value(v) => v.as_names().unwrap_or_else(|| {
+    let names = |item: &Item, errors: &mut Errors| {
+        let names = match &item.body {
+            Body::Value(v) => v.as_names(),
+            _ => None,
+        };
+        names.unwrap_or_else(|| {
             errors.at(
                 item.span(),
                 format!(
@@ -552,18 +556,7 @@ fn action(
                 ),
             );
             Vec::new()
-        }),
-        _ => {
-            errors.at(
-                item.span(),
-                format!(
-                    "expected `{} = Name` or `{} = [A, B]`",
-                    item.name(),
-                    item.name()
-                ),
-            );
-            Vec::new()
-        }
+        })
     };
     for item in rest {
         match item.name().as_str() {

@@ -246,11 +246,25 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The object's state as a derived enum (`VmState`).
+    ///
+    /// # Panics
+    ///
+    /// If `M` is not derived from this runtime's machine (a programming error).
     pub fn state_as<M: crate::typed::StateMachine>(
         &self,
         id: impl Into<ObjectId>,
     ) -> Result<M, RuntimeError> {
-        Ok(M::ALL[self.state(id)?.0])
+        let state = self.state(id)?;
+        let name = &self.machine().state(state).name;
+        match M::ALL.get(state.0) {
+            Some(&s) if s.name() == name => Ok(s),
+            _ => panic!(
+                "state_as::<{}>: machine `{}` is not the runtime's `{}`",
+                std::any::type_name::<M>(),
+                M::machine().name(),
+                self.machine().name()
+            ),
+        }
     }
 
     /// The object's history, oldest first.
@@ -356,7 +370,8 @@ impl<S: Store> Runtime<S> {
     /// Rolls back the (visible) action in flight on `id`, its record as read being
     /// `record`, to the state it started from, as `healer`. The write is a
     /// compare-and-set against `record`, so it never undoes an action that finished
-    /// meanwhile: that is a [`RuntimeError::Conflict`].
+    /// meanwhile: that is a [`RuntimeError::Conflict`]. A `record` holding no such
+    /// action is [`RuntimeError::NotInFlight`].
     pub fn roll_back(
         &self,
         id: impl Into<ObjectId>,
@@ -387,7 +402,11 @@ impl<S: Store> Runtime<S> {
     ) -> Result<Record, RuntimeError> {
         let mut new = record.clone();
         let Some(holder) = slot(&mut new, hidden).take() else {
-            return Err(self.conflict(id, record.expected(), Some(record)));
+            return Err(RuntimeError::NotInFlight {
+                id,
+                state: self.name(record.state),
+                hidden,
+            });
         };
         let to = if hidden { record.state } else { holder.origin };
         new.state = to;

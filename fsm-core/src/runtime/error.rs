@@ -145,6 +145,17 @@ pub enum RuntimeError {
         /// The state and version actually found (`None`: the object is gone).
         found: Option<(String, u64)>,
     },
+    /// A rollback was asked for a record on which no action (or no hidden action)
+    /// is in flight.
+    #[error("no {} action is in flight on {id} (in {state}): nothing to roll back", if *.hidden { "hidden" } else { "visible" })]
+    NotInFlight {
+        /// The object.
+        id: ObjectId,
+        /// Its state in the record given.
+        state: String,
+        /// Whether a hidden action was asked for.
+        hidden: bool,
+    },
     /// A guard the machine names has no implementation (from
     /// [`RuntimeBuilder::build`](super::RuntimeBuilder::build)).
     #[error(

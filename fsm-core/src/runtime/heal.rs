@@ -59,9 +59,9 @@ pub struct Report {
 /// std::mem::forget(vms.start("vm-1", &user, "pause")?); // a worker that hangs
 ///
 /// let healer = Healer::new(Duration::from_secs(600));
-/// assert!(healer.heal(&vms).healed.is_empty()); // not stuck yet
+/// assert!(healer.heal(&vms)?.healed.is_empty()); // not stuck yet
 /// clock.advance(Duration::from_secs(601));
-/// let report = healer.heal(&vms);
+/// let report = healer.heal(&vms)?;
 /// assert_eq!(report.healed[0].stuck_in, "PAUSING");
 /// assert_eq!(report.healed[0].restored, "RUNNING");
 /// assert_eq!(vms.state_name("vm-1")?, "RUNNING");
@@ -96,18 +96,12 @@ impl Healer {
         self
     }
 
-    /// One pass over every object of `runtime`.
-    pub fn heal<S: Store>(&self, runtime: &Runtime<S>) -> Report {
+    /// One pass over every object of `runtime`. Fails only when the store cannot
+    /// list its objects; a failure on one object is in the report, and the pass
+    /// goes on with the others.
+    pub fn heal<S: Store>(&self, runtime: &Runtime<S>) -> Result<Report, RuntimeError> {
         let mut report = Report::default();
-        let ids = match runtime.store().ids() {
-            Ok(ids) => ids,
-            Err(e) => {
-                report
-                    .errors
-                    .push((ObjectId::from("*"), RuntimeError::Store(e)));
-                return report;
-            }
-        };
+        let ids = runtime.store().ids().map_err(RuntimeError::Store)?;
         let now = runtime.now();
         for id in ids {
             for hidden in [false, true] {
@@ -166,16 +160,16 @@ impl Healer {
                 }
             }
         }
-        report
+        Ok(report)
     }
 
     /// Runs [`Healer::heal`] every `every` on a thread of its own, handing each
-    /// report to `on_report`, until the returned handle is stopped or dropped.
+    /// outcome to `on_report`, until the returned handle is stopped or dropped.
     pub fn spawn<S: Store>(
         self,
         runtime: Runtime<S>,
         every: Duration,
-        on_report: impl Fn(Report) + Send + 'static,
+        on_report: impl Fn(Result<Report, RuntimeError>) + Send + 'static,
     ) -> PeriodicHealer {
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()

@@ -375,12 +375,13 @@ pub struct Request<'a, S: Store> {
 }
 
 impl<S: Store> Request<'_, S> {
-    /// Queues the action with `work` as its only step.
+    /// Queues the action with `work` as its step: its only one, or, after steps
+    /// added with [`Request::step`], its last, named after the action itself.
     pub fn run(
         mut self,
         work: impl FnOnce() -> Result<(), String> + Send + 'static,
     ) -> Result<Ticket, QueueError> {
-        self.steps = vec![(self.action.clone(), Box::new(work))];
+        self.steps.push((self.action.clone(), Box::new(work)));
         self.submit()
     }
 
@@ -427,24 +428,40 @@ impl<S: Store> Request<'_, S> {
             queuer.forget_if_idle(&key);
             Err(e)
         };
+        // The first step the table does not allow from `origin`, as the error. The
+        // action itself is the runtime's to check, with its own message.
+        let bad_step = |origin| {
+            checked
+                .iter()
+                .find(|(step, _)| {
+                    *step != action && !machine.action(*step).origins.contains(&origin)
+                })
+                .map(|&(step, _)| QueueError::Step {
+                    id: id.clone(),
+                    action: machine.action(action).name.to_string(),
+                    step: machine.action(step).name.to_string(),
+                    state: machine.state(origin).name.to_string(),
+                })
+        };
+        // Checked before the start, so that a refused request writes nothing...
+        // (A busy object is left to the start, which answers that it is busy.)
+        match runtime.get(id.clone()) {
+            Ok(record) if record.in_flight.is_none() => {
+                if let Some(e) = bad_step(record.state) {
+                    return refused(e);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => return refused(e.into()),
+        }
         let handle = match runtime.start(id.clone(), actor, action) {
             Ok(handle) => handle.into_owned(),
             Err(e) => return refused(e.into()),
         };
-        let origin = handle.origin();
-        if let Some(&(step, _)) = checked
-            .iter()
-            .find(|(step, _)| !machine.action(*step).origins.contains(&origin))
-        {
-            let error = QueueError::Step {
-                id: id.clone(),
-                action: machine.action(action).name.to_string(),
-                step: machine.action(step).name.to_string(),
-                state: machine.state(origin).name.to_string(),
-            };
-            // Started and failed at once: the history shows the refused request.
+        // ... and again against the state the start found, which may differ.
+        if let Some(e) = bad_step(handle.origin()) {
             let _ = handle.fail();
-            return refused(error);
+            return refused(e);
         }
         let (tx, rx) = oneshot::channel();
         let names: Vec<String> = checked
