@@ -118,6 +118,9 @@
 //! strum derives work on the same enum (`#[serde(rename_all = "SCREAMING_SNAKE_CASE")]`
 //! makes OVC states serialize as the spec spells them).
 
+/// The trait the derive implements, under the derive's name (as serde does): one
+/// `use fsm::StateMachine;` brings both.
+pub use fsm_core::typed::StateMachine;
 pub use fsm_core::*;
 pub use fsm_derive::StateMachine;
 

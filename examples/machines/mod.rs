@@ -1,5 +1,6 @@
 //! The seed machines as derived enums: every OVC object and sabakan's machine read
-//! from their spec files, and Mizar's VPC written inline.
+//! from their spec files, Mizar's VPC written inline and its other objects from
+//! their spec files.
 
 #![allow(dead_code)]
 
@@ -161,4 +162,60 @@ pub enum VpcState {
     /// Removed from the API server
     #[fsm(terminal, persisted = false)]
     Deleted,
+}
+
+/// Mizar Divider object, from `specs/mizar/divider.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/mizar/divider.toml")]
+pub enum DividerState {
+    Init,
+    Placed,
+    Provisioned,
+    DeleteRequested,
+    Deprovisioned,
+    Deleted,
+}
+
+/// Mizar Bouncer object, from `specs/mizar/bouncer.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/mizar/bouncer.toml")]
+pub enum BouncerState {
+    Init,
+    Placed,
+    EndpointReady,
+    Provisioned,
+    DeleteRequested,
+    EndpointsRemoved,
+    DividersRemoved,
+    Deleted,
+}
+
+/// Mizar Network object, from `specs/mizar/network.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/mizar/network.toml")]
+pub enum NetworkState {
+    Init,
+    Provisioned,
+    Deleting,
+    Deleted,
+}
+
+/// Mizar Endpoint object, from `specs/mizar/endpoint.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/mizar/endpoint.toml")]
+pub enum EndpointState {
+    Init,
+    Allocated,
+    Provisioned,
+    DeleteRequested,
+    Deallocated,
+    Deleted,
+}
+
+/// Mizar Droplet object, from `specs/mizar/droplet.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/mizar/droplet.toml")]
+pub enum DropletState {
+    Init,
+    Provisioned,
 }

@@ -128,6 +128,13 @@ impl From<&String> for ObjectId {
     }
 }
 
+/// Maps and sets keyed by `ObjectId` can be searched with a `&str`.
+impl std::borrow::Borrow<str> for ObjectId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl From<&ObjectId> for ObjectId {
     fn from(id: &ObjectId) -> Self {
         id.clone()

@@ -1,0 +1,1320 @@
+//! A Mizar-like control plane on the fsm runtime (`mizar-object-workflows.md`).
+//!
+//! Six kinds of object (droplets, VPCs, dividers, networks, bouncers, endpoints),
+//! each a machine of `specs/mizar/` with its own [`Runtime`]. Seven operators run as
+//! tokio tasks; each watches the runtimes of the kinds it cares about and acts on an
+//! object only when the object is in a state it owns: the single-mutator rule of the
+//! seed is the specs' owners and roles, enforced by the runtime, not by the
+//! operators' good manners. Operators are level-triggered: an event only says which
+//! object to look at, so a lost event ([`Lagged`]) costs a resync, never a stuck
+//! workflow.
+//!
+//! What the seed keeps in the API server besides states (parents, placements,
+//! addresses, which bouncer knows which divider) is the [`Topology`].
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fsm::runtime::{
+    Actor, Clock, Entry, InFlight, Lagged, MemoryStore, ObjectId, Runtime, RuntimeError, Store,
+    Watcher,
+};
+use fsm::{ActionId, StateMachine};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::machines::{
+    BouncerState as B, BouncerStateAction as BA, DividerState as D, DividerStateAction as DA,
+    DropletState as Dr, DropletStateAction as DrA, EndpointState as E, EndpointStateAction as EA,
+    NetworkState as N, NetworkStateAction as NA, VpcState as V, VpcStateAction as VA,
+};
+
+/// The kinds of Mizar object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// A node able to host dividers and bouncers.
+    Droplet,
+    /// A virtual private cloud.
+    Vpc,
+    /// A VPC's divider.
+    Divider,
+    /// A network of a VPC.
+    Network,
+    /// A network's bouncer.
+    Bouncer,
+    /// A pod's endpoint in a network.
+    Endpoint,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 6] = [
+        Kind::Droplet,
+        Kind::Vpc,
+        Kind::Divider,
+        Kind::Network,
+        Kind::Bouncer,
+        Kind::Endpoint,
+    ];
+}
+
+/// The operators (and the CNI service) of the seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operator {
+    /// Provisions VPCs, creates their dividers, deletes them.
+    Vpc,
+    /// Provisions networks, creates their bouncers, allocates endpoints.
+    Network,
+    /// Provisions droplets and places dividers and bouncers on them.
+    Droplet,
+    /// Keeps dividers and bouncers informed of each other.
+    Divider,
+    /// Provisions dividers and endpoints; deletes bouncers.
+    Bouncer,
+    /// Keeps endpoints and bouncers informed of each other.
+    Endpoint,
+    /// Creates droplets, writes endpoint files, deletes endpoints of deleted pods.
+    Cni,
+}
+
+impl Operator {
+    /// Every operator.
+    pub const ALL: [Operator; 7] = [
+        Operator::Vpc,
+        Operator::Network,
+        Operator::Droplet,
+        Operator::Divider,
+        Operator::Bouncer,
+        Operator::Endpoint,
+        Operator::Cni,
+    ];
+
+    /// Its role in the specs, which is also its actor's name.
+    pub fn role(self) -> &'static str {
+        match self {
+            Operator::Vpc => "vpc-operator",
+            Operator::Network => "network-operator",
+            Operator::Droplet => "droplet-operator",
+            Operator::Divider => "divider-operator",
+            Operator::Bouncer => "bouncer-operator",
+            Operator::Endpoint => "endpoint-operator",
+            Operator::Cni => "cni-service",
+        }
+    }
+
+    /// The operator whose role is `role`.
+    pub fn from_role(role: &str) -> Option<Operator> {
+        Operator::ALL.into_iter().find(|o| o.role() == role)
+    }
+
+    /// Its actor.
+    pub fn actor(self) -> Actor {
+        Actor::new(self.role()).with_role(self.role())
+    }
+
+    fn watches(self) -> &'static [Kind] {
+        match self {
+            Operator::Vpc => &[Kind::Vpc, Kind::Divider, Kind::Network],
+            Operator::Network => &[Kind::Network, Kind::Bouncer, Kind::Endpoint],
+            Operator::Droplet => &[Kind::Droplet, Kind::Divider, Kind::Bouncer],
+            Operator::Divider => &[Kind::Vpc, Kind::Divider, Kind::Bouncer],
+            Operator::Bouncer => &[Kind::Divider, Kind::Network, Kind::Bouncer, Kind::Endpoint],
+            Operator::Endpoint => &[Kind::Bouncer, Kind::Endpoint],
+            Operator::Cni => &[Kind::Endpoint],
+        }
+    }
+}
+
+/// Why the cluster refused a user's request.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MizarError {
+    /// The runtime refused (see its message).
+    #[error(transparent)]
+    Refused(#[from] RuntimeError),
+    /// The parent object does not exist.
+    #[error("{kind:?} {id} does not exist")]
+    NoParent {
+        /// The parent's kind.
+        kind: Kind,
+        /// The parent.
+        id: ObjectId,
+    },
+    /// The parent is being deleted: no new children.
+    #[error("{id} is being deleted: it takes no new children")]
+    ParentDeleting {
+        /// The parent.
+        id: ObjectId,
+    },
+}
+
+/// What the API server holds about an object besides its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    /// Its kind.
+    pub kind: Kind,
+    /// The VPC of a network or divider; the network of a bouncer or endpoint.
+    pub parent: Option<ObjectId>,
+    /// A VPC's networks; a network's endpoints.
+    pub children: BTreeSet<ObjectId>,
+    /// A VPC's dividers; a network's bouncers.
+    pub parts: BTreeSet<ObjectId>,
+    /// The objects it was updated with: a divider's bouncers, a bouncer's dividers
+    /// and endpoints, an endpoint's bouncers.
+    pub peers: BTreeSet<ObjectId>,
+    /// The droplet a divider or bouncer was placed on.
+    pub droplet: Option<ObjectId>,
+    /// An endpoint's address.
+    pub ip: Option<Ipv4Addr>,
+    /// The user asked for its deletion.
+    pub delete_requested: bool,
+}
+
+impl Object {
+    fn new(kind: Kind, parent: Option<ObjectId>) -> Self {
+        Object {
+            kind,
+            parent,
+            children: BTreeSet::new(),
+            parts: BTreeSet::new(),
+            peers: BTreeSet::new(),
+            droplet: None,
+            ip: None,
+            delete_requested: false,
+        }
+    }
+}
+
+/// The API server's data beyond states, by object id.
+pub type Topology = HashMap<ObjectId, Object>;
+
+/// One line of the cluster's trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// When (the cluster's clock: every runtime's entries share it).
+    pub tick: u64,
+    /// Who acted: an operator's role, or `user`.
+    pub who: String,
+    /// What happened.
+    pub what: String,
+}
+
+/// A clock shared by all the cluster's runtimes that never returns the same time
+/// twice: entries of different objects order as they happened.
+#[derive(Debug, Clone, Default)]
+pub struct Ticks(Arc<AtomicU64>);
+
+impl Ticks {
+    fn tick(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+/// A time of the cluster's clock, as a tick count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Tick(pub u64);
+
+impl From<SystemTime> for Tick {
+    fn from(at: SystemTime) -> Self {
+        Tick(
+            at.duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64),
+        )
+    }
+}
+
+impl Clock for Ticks {
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_micros(self.tick())
+    }
+}
+
+/// Something for an operator to look at.
+#[derive(Debug)]
+enum Wake {
+    /// This object changed (or a user asked something of it).
+    Object(Kind, ObjectId),
+    /// Events were lost: look at everything.
+    Resync,
+}
+
+struct Inner {
+    runtimes: Vec<Runtime>,
+    topology: Arc<Mutex<Topology>>,
+    ticks: Ticks,
+    trace: Mutex<Vec<Line>>,
+    /// Errors no workflow expects; a test asserts there are none.
+    errors: Mutex<Vec<String>>,
+    /// Each running operator's inbox, for users' requests.
+    inboxes: Mutex<Vec<(Operator, mpsc::UnboundedSender<Wake>)>>,
+    next_ip: AtomicU32,
+    /// How many times an operator's watcher lagged and it resynced.
+    lags: AtomicU32,
+    user: Actor,
+    /// Told after every line of the trace.
+    changed: Notify,
+}
+
+/// The control plane: runtimes, topology, trace. Cloning it is cheap.
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How many events a watcher buffers by default.
+const WATCH_CAPACITY: usize = 1024;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether every id in `ids` is in `state`, read from `rt` (an empty set is not).
+fn all_in<M: StateMachine + PartialEq>(rt: &Runtime, ids: &BTreeSet<ObjectId>, state: M) -> bool {
+    !ids.is_empty()
+        && ids
+            .iter()
+            .all(|id| rt.state_as::<M>(id.clone()).ok() == Some(state))
+}
+
+/// Whether no id in `ids` is alive (every one is in `deleted`, or gone).
+fn none_alive<M: StateMachine + PartialEq>(
+    rt: &Runtime,
+    ids: &BTreeSet<ObjectId>,
+    deleted: M,
+) -> bool {
+    ids.iter()
+        .all(|id| rt.state_as::<M>(id.clone()).map_or(true, |s| s == deleted))
+}
+
+impl Cluster {
+    /// An empty cluster with no operator running.
+    pub fn new() -> Self {
+        Self::with_watch_capacity(WATCH_CAPACITY)
+    }
+
+    /// An empty cluster whose watchers buffer `capacity` events each: a small one
+    /// makes operators lag and resync.
+    pub fn with_watch_capacity(capacity: usize) -> Self {
+        let store = || MemoryStore::with_watch_capacity(capacity);
+        let topology: Arc<Mutex<Topology>> = Arc::default();
+        let ticks = Ticks::default();
+        let plain = |machine: &fsm::Machine| {
+            Runtime::builder(machine.clone(), store())
+                .clock(ticks.clone())
+                .build()
+                .expect("the machine has no guard")
+        };
+        let droplets = plain(Dr::machine());
+        let dividers = plain(D::machine());
+        let bouncers = plain(B::machine());
+        let endpoints = plain(E::machine());
+        // The parents' guards read their children's states: "a VPC is not deleted
+        // while it has Networks", "a Network is not deleted while it has Endpoints".
+        let related = {
+            let topology = topology.clone();
+            move |id: &ObjectId, children: bool| {
+                lock(&topology).get(id).map_or_else(BTreeSet::new, |o| {
+                    if children {
+                        o.children.clone()
+                    } else {
+                        o.parts.clone()
+                    }
+                })
+            }
+        };
+        let networks = Runtime::builder(N::machine().clone(), store())
+            .clock(ticks.clone())
+            .guard("bouncers_provisioned", {
+                let (bouncers, related) = (bouncers.clone(), related.clone());
+                move |ctx| all_in(&bouncers, &related(ctx.id, false), B::Provisioned)
+            })
+            .guard("no_endpoints", {
+                let (endpoints, related) = (endpoints.clone(), related.clone());
+                move |ctx| none_alive(&endpoints, &related(ctx.id, true), E::Deleted)
+            })
+            .build()
+            .expect("every guard of the network spec is implemented");
+        let vpcs = Runtime::builder(V::machine().clone(), store())
+            .clock(ticks.clone())
+            .guard("dividers_provisioned", {
+                let (dividers, related) = (dividers.clone(), related.clone());
+                move |ctx| all_in(&dividers, &related(ctx.id, false), D::Provisioned)
+            })
+            .guard("no_networks", {
+                let (networks, related) = (networks.clone(), related.clone());
+                move |ctx| none_alive(&networks, &related(ctx.id, true), N::Deleted)
+            })
+            .build()
+            .expect("every guard of the VPC spec is implemented");
+        let mut runtimes = vec![droplets, vpcs, dividers, networks, bouncers, endpoints];
+        // In Kind order.
+        runtimes.sort_by_key(|rt| kind_of(rt.machine().name()));
+        Cluster {
+            inner: Arc::new(Inner {
+                runtimes,
+                topology,
+                ticks,
+                trace: Mutex::default(),
+                errors: Mutex::default(),
+                inboxes: Mutex::default(),
+                lags: AtomicU32::new(0),
+                next_ip: AtomicU32::new(u32::from(Ipv4Addr::new(10, 0, 0, 2))),
+                user: Actor::new("user"),
+                changed: Notify::new(),
+            }),
+        }
+    }
+
+    /// The runtime of `kind`'s objects.
+    pub fn runtime(&self, kind: Kind) -> &Runtime {
+        &self.inner.runtimes[kind as usize]
+    }
+
+    /// A copy of the topology.
+    pub fn topology(&self) -> Topology {
+        lock(&self.inner.topology).clone()
+    }
+
+    /// The trace so far, in the order things happened.
+    pub fn trace(&self) -> Vec<Line> {
+        let mut trace = lock(&self.inner.trace).clone();
+        trace.sort_by_key(|l| l.tick);
+        trace
+    }
+
+    /// Errors the operators met that no workflow expects.
+    pub fn errors(&self) -> Vec<String> {
+        lock(&self.inner.errors).clone()
+    }
+
+    /// How many times an operator lost events and looked at everything again.
+    pub fn lags(&self) -> u32 {
+        self.inner.lags.load(Ordering::Relaxed)
+    }
+
+    /// Every object of `kind`.
+    pub fn ids(&self, kind: Kind) -> Vec<ObjectId> {
+        let mut ids = self.runtime(kind).store().ids().unwrap_or_default();
+        ids.sort();
+        ids
+    }
+
+    /// The state name of `id`, of `kind`.
+    pub fn state(&self, kind: Kind, id: &str) -> Option<String> {
+        self.runtime(kind).state_name(id).ok().map(str::to_owned)
+    }
+
+    fn log(&self, who: &str, what: String) {
+        self.log_at(Tick(self.inner.ticks.tick()), who, what);
+    }
+
+    /// Logs what happened at `at`, a time of this cluster's clock.
+    fn log_at(&self, at: impl Into<Tick>, who: &str, what: String) {
+        let tick = at.into().0;
+        lock(&self.inner.trace).push(Line {
+            tick,
+            who: who.to_owned(),
+            what,
+        });
+        self.inner.changed.notify_waiters();
+    }
+
+    fn error(&self, who: &str, what: String) {
+        self.log(who, format!("ERROR {what}"));
+        lock(&self.inner.errors).push(format!("{who}: {what}"));
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Topology) -> R) -> R {
+        f(&mut lock(&self.inner.topology))
+    }
+
+    fn object(&self, id: &ObjectId) -> Option<Object> {
+        self.with(|t| t.get(id).cloned())
+    }
+
+    /// Tells the running operators that watch `kind` to look at `id`.
+    fn poke(&self, kind: Kind, id: &ObjectId) {
+        for (op, inbox) in lock(&self.inner.inboxes).iter() {
+            if op.watches().contains(&kind) {
+                let _ = inbox.send(Wake::Object(kind, id.clone()));
+            }
+        }
+    }
+
+    /// Creates `id` of `kind` under `parent` as `actor`: the topology first, so that
+    /// operators seeing the new object find it there.
+    fn create(
+        &self,
+        kind: Kind,
+        id: &str,
+        parent: Option<(Kind, &str)>,
+        actor: &Actor,
+    ) -> Result<ObjectId, MizarError> {
+        let id = ObjectId::from(id);
+        let parent_id = parent.map(|(k, p)| (k, ObjectId::from(p)));
+        self.with(|t| {
+            if let Some(existing) = t.get(&id) {
+                return Err(MizarError::Refused(RuntimeError::Exists {
+                    id: id.clone(),
+                    state: format!("{:?}", existing.kind),
+                }));
+            }
+            if let Some((pk, p)) = &parent_id {
+                let parent = t.get_mut(p).ok_or_else(|| MizarError::NoParent {
+                    kind: *pk,
+                    id: p.clone(),
+                })?;
+                if parent.delete_requested {
+                    return Err(MizarError::ParentDeleting { id: p.clone() });
+                }
+                if matches!(kind, Kind::Network | Kind::Endpoint) {
+                    parent.children.insert(id.clone());
+                } else {
+                    parent.parts.insert(id.clone());
+                }
+            }
+            t.insert(id.clone(), Object::new(kind, parent_id.map(|(_, p)| p)));
+            Ok(())
+        })?;
+        match self.runtime(kind).create(id.clone(), actor) {
+            Ok(record) => self.log_at(
+                record.changed_at,
+                actor.name(),
+                format!("created {kind:?} {id}"),
+            ),
+            Err(e) => {
+                self.with(|t| forget(t, &id));
+                return Err(e.into());
+            }
+        }
+        Ok(id)
+    }
+
+    /// The CNI service creates a droplet for a node.
+    pub fn create_droplet(&self, id: &str) -> Result<ObjectId, MizarError> {
+        self.create(Kind::Droplet, id, None, &Operator::Cni.actor())
+    }
+
+    /// A user creates a VPC.
+    pub fn create_vpc(&self, id: &str) -> Result<ObjectId, MizarError> {
+        self.create(Kind::Vpc, id, None, &self.inner.user)
+    }
+
+    /// A user creates a network in `vpc`.
+    pub fn create_network(&self, vpc: &str, id: &str) -> Result<ObjectId, MizarError> {
+        self.create(Kind::Network, id, Some((Kind::Vpc, vpc)), &self.inner.user)
+    }
+
+    /// A user creates a pod, and with it its endpoint in `network`.
+    pub fn create_endpoint(&self, network: &str, id: &str) -> Result<ObjectId, MizarError> {
+        self.create(
+            Kind::Endpoint,
+            id,
+            Some((Kind::Network, network)),
+            &self.inner.user,
+        )
+    }
+
+    /// A user deletes a VPC, a network, or the pod of an endpoint. The operators do
+    /// the rest, in the order the seed's delete workflows give.
+    pub fn delete(&self, id: &str) -> Result<(), MizarError> {
+        let id = ObjectId::from(id);
+        let kind = self.with(|t| {
+            let o = t
+                .get_mut(&id)
+                .ok_or_else(|| RuntimeError::NotFound { id: id.clone() })?;
+            o.delete_requested = true;
+            Ok::<_, MizarError>(o.kind)
+        })?;
+        self.log("user", format!("asked to delete {kind:?} {id}"));
+        self.poke(kind, &id);
+        Ok(())
+    }
+
+    /// Starts the operators on the current tokio runtime.
+    pub fn start(&self) -> Operators {
+        let (stop, stopped) = watch::channel(false);
+        let mut tasks = Vec::new();
+        for op in Operator::ALL {
+            let (tx, rx) = mpsc::unbounded_channel();
+            for &kind in op.watches() {
+                let watcher = self
+                    .runtime(kind)
+                    .watch()
+                    .expect("the in-memory store can always be watched");
+                tasks.push(tokio::spawn(feed(
+                    self.clone(),
+                    watcher,
+                    kind,
+                    tx.clone(),
+                    stopped.clone(),
+                )));
+            }
+            let _ = tx.send(Wake::Resync);
+            lock(&self.inner.inboxes).push((op, tx.clone()));
+            let worker = Worker {
+                cluster: self.clone(),
+                op,
+                actor: op.actor(),
+                inbox: tx,
+                deleting: HashMap::new(),
+                cache: BTreeSet::new(),
+                next_droplet: 0,
+            };
+            tasks.push(tokio::spawn(worker.run(rx, stopped.clone())));
+        }
+        Operators {
+            cluster: self.clone(),
+            stop,
+            tasks,
+        }
+    }
+
+    /// Waits until `done` holds of the cluster, re-checking after every step an
+    /// operator or a user takes, or until `limit` passes; answers whether it held.
+    pub async fn wait_until(&self, limit: Duration, done: impl Fn(&Cluster) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if done(self) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return done(self);
+            }
+        }
+    }
+}
+
+fn kind_of(machine: &str) -> Kind {
+    match machine {
+        "droplet" => Kind::Droplet,
+        "vpc" => Kind::Vpc,
+        "divider" => Kind::Divider,
+        "network" => Kind::Network,
+        "bouncer" => Kind::Bouncer,
+        _ => Kind::Endpoint,
+    }
+}
+
+/// Removes `id`, its parts and its children (and theirs) from the topology, and
+/// `id` from its parent.
+fn forget(t: &mut Topology, id: &ObjectId) {
+    if let Some(o) = t.remove(id) {
+        if let Some(parent) = o.parent.and_then(|p| t.get_mut(&p)) {
+            parent.children.remove(id);
+            parent.parts.remove(id);
+        }
+        for below in o.parts.iter().chain(&o.children) {
+            forget(t, below);
+        }
+    }
+}
+
+/// Forwards a watcher's events to an operator's inbox until told to stop.
+async fn feed(
+    cluster: Cluster,
+    mut watcher: Watcher,
+    kind: Kind,
+    inbox: mpsc::UnboundedSender<Wake>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let wake = tokio::select! {
+            event = watcher.recv_async() => match event {
+                Ok(event) => Wake::Object(kind, event.id),
+                Err(Lagged::Missed { .. }) => {
+                    cluster.inner.lags.fetch_add(1, Ordering::Relaxed);
+                    Wake::Resync
+                }
+                Err(Lagged::Closed) => return,
+            },
+            _ = stop.changed() => return,
+        };
+        if inbox.send(wake).is_err() {
+            return;
+        }
+    }
+}
+
+/// The running operators.
+pub struct Operators {
+    cluster: Cluster,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Operators {
+    /// Stops every operator and waits for them. A delete workflow still in flight
+    /// stays in its transition state, held by an abandoned action.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        lock(&self.cluster.inner.inboxes).clear();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// What became of an attempt.
+enum Outcome {
+    Done,
+    /// Not now: a rule or guard refused; a later event will bring it back.
+    Wait,
+}
+
+/// One operator's loop and its private state.
+struct Worker {
+    cluster: Cluster,
+    op: Operator,
+    actor: Actor,
+    inbox: mpsc::UnboundedSender<Wake>,
+    /// Delete actions in flight (VPCs, networks), completed once the children are
+    /// gone.
+    deleting: HashMap<ObjectId, InFlight<'static>>,
+    /// The operator's own state store.
+    cache: BTreeSet<ObjectId>,
+    next_droplet: usize,
+}
+
+impl Worker {
+    async fn run(
+        mut self,
+        mut inbox: mpsc::UnboundedReceiver<Wake>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        loop {
+            let wake = tokio::select! {
+                wake = inbox.recv() => match wake {
+                    Some(wake) => wake,
+                    None => return,
+                },
+                _ = stop.changed() => return,
+            };
+            match wake {
+                Wake::Object(kind, id) => self.reconcile(kind, &id),
+                Wake::Resync => {
+                    for &kind in self.op.watches() {
+                        for id in self.cluster.ids(kind) {
+                            self.reconcile(kind, &id);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn rt(&self, kind: Kind) -> &Runtime {
+        self.cluster.runtime(kind)
+    }
+
+    fn log(&self, what: String) {
+        self.cluster.log(self.op.role(), what);
+    }
+
+    /// Adds `id` to (or removes it from) the operator's own state store.
+    fn cache(&mut self, kind: Kind, id: &ObjectId, add: bool) {
+        let changed = if add {
+            self.cache.insert(id.clone())
+        } else {
+            self.cache.remove(id)
+        };
+        if changed {
+            let what = if add { "added to" } else { "removed from" };
+            self.log(format!("{kind:?} {id} {what} its cache"));
+        }
+    }
+
+    /// Runs `action` on `id`: a refusal the workflow expects (a guard, or the object
+    /// having moved on) waits for the next event; a busy object or a lost race is
+    /// looked at again shortly; anything else is an error of the example.
+    fn act(&self, kind: Kind, id: &ObjectId, action: impl Into<ActionId>) -> Outcome {
+        self.act_with(kind, id, action, || {})
+    }
+
+    /// Runs `action` on `id` with `effect` (the data the step updates) inside the
+    /// action's window: nobody else can move the object meanwhile, and whoever the
+    /// new state wakes finds the data already there.
+    fn act_with(
+        &self,
+        kind: Kind,
+        id: &ObjectId,
+        action: impl Into<ActionId>,
+        effect: impl FnOnce(),
+    ) -> Outcome {
+        let action = action.into();
+        let done = self
+            .rt(kind)
+            .start(id.clone(), &self.actor, action)
+            .and_then(|flight| {
+                effect();
+                flight.complete()
+            });
+        match done {
+            Ok(record) => {
+                let m = self.rt(kind).machine();
+                self.cluster.log_at(
+                    record.changed_at,
+                    self.op.role(),
+                    format!(
+                        "{} {kind:?} {id} -> {}",
+                        m.action(action).name,
+                        m.state(record.state).name
+                    ),
+                );
+                Outcome::Done
+            }
+            Err(e) => self.refused(kind, id, e),
+        }
+    }
+
+    fn refused(&self, kind: Kind, id: &ObjectId, e: RuntimeError) -> Outcome {
+        match e {
+            RuntimeError::NoRule { .. } => Outcome::Wait,
+            e @ RuntimeError::Guard { .. } => {
+                self.log(format!("waits: {e}"));
+                Outcome::Wait
+            }
+            e if e.is_retryable() => {
+                let (inbox, id) = (self.inbox.clone(), id.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let _ = inbox.send(Wake::Object(kind, id));
+                });
+                Outcome::Wait
+            }
+            e => {
+                self.cluster.error(self.op.role(), e.to_string());
+                Outcome::Wait
+            }
+        }
+    }
+
+    fn reconcile(&mut self, kind: Kind, id: &ObjectId) {
+        match (self.op, kind) {
+            (Operator::Vpc, Kind::Vpc) => self.vpc(id),
+            (Operator::Vpc, Kind::Divider | Kind::Network) => self.parent(id, Self::vpc),
+            (Operator::Network, Kind::Network) => self.network(id),
+            (Operator::Network, Kind::Bouncer) => self.parent(id, Self::network),
+            (Operator::Network, Kind::Endpoint) => {
+                self.allocate(id);
+                // The network may be waiting for its last endpoint to go.
+                self.parent(id, Self::network);
+            }
+            (Operator::Droplet, Kind::Droplet) => self.droplet(id),
+            (Operator::Droplet, Kind::Divider | Kind::Bouncer) => self.place(kind, id),
+            (Operator::Divider, Kind::Vpc) => self.delete_dividers(id),
+            (Operator::Divider, Kind::Divider) => self.divider_done(id),
+            (Operator::Divider, Kind::Bouncer) => self.bouncer_dividers(id),
+            (Operator::Bouncer, Kind::Divider) => self.divider_bouncers(id),
+            (Operator::Bouncer, Kind::Network) => self.delete_bouncers(id),
+            (Operator::Bouncer, Kind::Bouncer) => self.bouncer_done(id),
+            (Operator::Bouncer, Kind::Endpoint) => self.endpoint_bouncers(id),
+            (Operator::Endpoint, Kind::Bouncer) => self.bouncer_endpoints(id),
+            (Operator::Endpoint, Kind::Endpoint) => self.endpoint(id),
+            (Operator::Cni, Kind::Endpoint) => self.cni(id),
+            _ => {}
+        }
+    }
+
+    /// Looks at the parent of `id` with `then`.
+    fn parent(&mut self, id: &ObjectId, then: fn(&mut Self, &ObjectId)) {
+        if let Some(parent) = self.cluster.object(id).and_then(|o| o.parent) {
+            then(self, &parent);
+        }
+    }
+
+    // --- VPC operator ---------------------------------------------------------
+
+    fn vpc(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        match self.rt(Kind::Vpc).state_as::<V>(id.clone()) {
+            Ok(V::Init) if o.parts.is_empty() => {
+                // Step 2 of "VPC Object Create Workflow".
+                self.create_part(Kind::Vpc, id, Kind::Divider, "divider-0");
+            }
+            Ok(V::Init) => {
+                // Steps 11-12; the guard `dividers_provisioned` decides.
+                let _ = self.act(Kind::Vpc, id, VA::Provision);
+            }
+            Ok(V::Provisioned) if o.delete_requested => {
+                // "The VPC Operator will not delete the VPC unless all of the
+                // specified VPC's children Networks have been deleted": the guard
+                // `no_networks` refuses until then.
+                self.start_delete(Kind::Vpc, id, VA::Delete);
+            }
+            Ok(V::Deleting) if none_alive(self.rt(Kind::Divider), &o.parts, D::Deleted) => {
+                self.finish_delete(Kind::Vpc, id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Creates the part `name` (a divider, a bouncer) of `id`.
+    fn create_part(&self, kind: Kind, id: &ObjectId, part: Kind, name: &str) {
+        let part_id = format!("{id}/{name}");
+        let parent = Some((kind, id.as_str()));
+        if let Err(e) = self.cluster.create(part, &part_id, parent, &self.actor) {
+            self.cluster.error(self.op.role(), e.to_string());
+        }
+    }
+
+    /// Starts deleting `id` and holds the action until its children are gone.
+    fn start_delete(&mut self, kind: Kind, id: &ObjectId, action: impl Into<ActionId>) {
+        let rt = self.rt(kind).clone();
+        match rt.start(id.clone(), &self.actor, action.into()) {
+            Ok(flight) => {
+                self.log(format!("delete {kind:?} {id} -> Deleting"));
+                self.deleting.insert(id.clone(), flight.into_owned());
+            }
+            Err(e) => {
+                let _ = self.refused(kind, id, e);
+            }
+        }
+    }
+
+    /// Completes the delete held for `id` and forgets the object.
+    fn finish_delete(&mut self, kind: Kind, id: &ObjectId) {
+        let Some(flight) = self.deleting.remove(id) else {
+            return;
+        };
+        // Before the object shows Deleted: its own parts and children (all deleted)
+        // go; the object stays as a tombstone while it has a parent, so that the
+        // parent's operator finds its way back from it.
+        self.cluster.with(|t| {
+            let o = t.get(id).cloned();
+            for below in o.iter().flat_map(|o| o.parts.iter().chain(&o.children)) {
+                forget(t, below);
+            }
+            if o.is_some_and(|o| o.parent.is_none()) {
+                forget(t, id);
+            }
+        });
+        match flight.complete() {
+            Ok(record) => {
+                let what = format!("delete {kind:?} {id} -> Deleted");
+                self.cluster.log_at(record.changed_at, self.op.role(), what);
+                self.cache(kind, id, false);
+            }
+            Err(e) => self.cluster.error(self.op.role(), e.to_string()),
+        }
+    }
+
+    // --- Network operator -----------------------------------------------------
+
+    fn network(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        match self.rt(Kind::Network).state_as::<N>(id.clone()) {
+            Ok(N::Init) if o.parts.is_empty() => {
+                // Step 2 of "Network Object Create Workflow".
+                self.create_part(Kind::Network, id, Kind::Bouncer, "bouncer-0");
+            }
+            Ok(N::Init) => {
+                let _ = self.act(Kind::Network, id, NA::Provision);
+            }
+            Ok(N::Provisioned) => {
+                // Endpoints created before the network was provisioned waited (and
+                // those of a network to delete must go through their lifecycle
+                // before it can go).
+                for endpoint in &o.children {
+                    self.allocate(endpoint);
+                }
+                if o.delete_requested {
+                    self.start_delete(Kind::Network, id, NA::Delete);
+                }
+            }
+            Ok(N::Deleting) if none_alive(self.rt(Kind::Bouncer), &o.parts, B::Deleted) => {
+                self.finish_delete(Kind::Network, id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Endpoint create, steps 1-3, and endpoint delete, steps 3-5.
+    fn allocate(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        match self.rt(Kind::Endpoint).state_as::<E>(id.clone()) {
+            Ok(E::Init) => {
+                let network = o.parent.clone().expect("an endpoint has a network");
+                if self.rt(Kind::Network).state_as::<N>(network).ok() != Some(N::Provisioned) {
+                    return;
+                }
+                let ip = Ipv4Addr::from(self.cluster.inner.next_ip.fetch_add(1, Ordering::SeqCst));
+                self.log(format!("allocating {ip} to Endpoint {id}"));
+                let _ = self.act_with(Kind::Endpoint, id, EA::Allocate, || {
+                    self.set(id, |o| o.ip = Some(ip));
+                });
+            }
+            Ok(E::DeleteRequested) => {
+                let _ = self.act_with(Kind::Endpoint, id, EA::Deallocate, || {
+                    self.set(id, |o| o.ip = None);
+                });
+            }
+            _ => {}
+        }
+    }
+
+    // --- Droplet operator -----------------------------------------------------
+
+    fn droplet(&mut self, id: &ObjectId) {
+        if self.rt(Kind::Droplet).state_as::<Dr>(id.clone()).ok() == Some(Dr::Init) {
+            if let Outcome::Done = self.act(Kind::Droplet, id, DrA::Provision) {
+                // Dividers and bouncers may have waited for a droplet.
+                for kind in [Kind::Divider, Kind::Bouncer] {
+                    for id in self.cluster.ids(kind) {
+                        self.place(kind, &id);
+                    }
+                }
+            }
+        }
+    }
+
+    fn place(&mut self, kind: Kind, id: &ObjectId) {
+        let init = match kind {
+            Kind::Divider => self.rt(kind).state_as::<D>(id.clone()).ok() == Some(D::Init),
+            _ => self.rt(kind).state_as::<B>(id.clone()).ok() == Some(B::Init),
+        };
+        if !init {
+            return;
+        }
+        let droplets: Vec<ObjectId> = self
+            .cluster
+            .ids(Kind::Droplet)
+            .into_iter()
+            .filter(|d| {
+                self.rt(Kind::Droplet).state_as::<Dr>(d.clone()).ok() == Some(Dr::Provisioned)
+            })
+            .collect();
+        if droplets.is_empty() {
+            return;
+        }
+        let droplet = droplets[self.next_droplet % droplets.len()].clone();
+        self.next_droplet += 1;
+        self.log(format!("picked {droplet} for {kind:?} {id}"));
+        let effect = || self.set(id, |o| o.droplet = Some(droplet.clone()));
+        let _ = match kind {
+            Kind::Divider => self.act_with(kind, id, DA::Place, effect),
+            _ => self.act_with(kind, id, BA::Place, effect),
+        };
+    }
+
+    // --- Divider operator -----------------------------------------------------
+
+    /// The VPC is being deleted: its dividers go (VPC delete, step 4).
+    fn delete_dividers(&mut self, vpc: &ObjectId) {
+        let Some(o) = self.cluster.object(vpc) else {
+            return;
+        };
+        if self.rt(Kind::Vpc).state_as::<V>(vpc.clone()).ok() != Some(V::Deleting) {
+            return;
+        }
+        for divider in &o.parts {
+            if self.rt(Kind::Divider).state_as::<D>(divider.clone()).ok() == Some(D::Provisioned) {
+                let _ = self.act(Kind::Divider, divider, DA::RequestDelete);
+            }
+        }
+    }
+
+    fn divider_done(&mut self, id: &ObjectId) {
+        match self.rt(Kind::Divider).state_as::<D>(id.clone()) {
+            Ok(D::Provisioned) => {
+                self.cache(Kind::Divider, id, true);
+                // Bouncers of the VPC may have waited for it; and a VPC being
+                // deleted meanwhile wants it gone.
+                let vpc = self.cluster.object(id).and_then(|o| o.parent);
+                if let Some(vpc) = vpc {
+                    let networks = self
+                        .cluster
+                        .object(&vpc)
+                        .map(|o| o.children)
+                        .unwrap_or_default();
+                    for network in networks {
+                        for bouncer in self
+                            .cluster
+                            .object(&network)
+                            .map(|o| o.parts)
+                            .unwrap_or_default()
+                        {
+                            self.bouncer_dividers(&bouncer);
+                        }
+                    }
+                    self.delete_dividers(&vpc);
+                }
+            }
+            Ok(D::Deprovisioned) => {
+                if let Outcome::Done = self.act(Kind::Divider, id, DA::Delete) {
+                    self.cache(Kind::Divider, id, false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A bouncer is endpoint-ready: update it with the VPC's dividers and them with
+    /// it, then provision it (bouncer create, steps 7-9); a bouncer whose endpoints
+    /// are removed loses its dividers (network delete, steps 4-6).
+    fn bouncer_dividers(&mut self, id: &ObjectId) {
+        let state = self.rt(Kind::Bouncer).state_as::<B>(id.clone());
+        if !matches!(state, Ok(B::EndpointReady | B::EndpointsRemoved)) {
+            return;
+        }
+        let Some(dividers) = self.vpc_dividers(id) else {
+            return;
+        };
+        if state == Ok(B::EndpointReady) {
+            if !all_in(self.rt(Kind::Divider), &dividers, D::Provisioned) {
+                return; // Back when a divider is provisioned.
+            }
+            let _ = self.act_with(Kind::Bouncer, id, BA::Provision, || {
+                self.link(id, &dividers, true);
+            });
+        } else {
+            let _ = self.act_with(Kind::Bouncer, id, BA::RemoveDividers, || {
+                self.link(id, &dividers, false);
+            });
+        }
+    }
+
+    /// The dividers of the VPC of a bouncer's network.
+    fn vpc_dividers(&self, bouncer: &ObjectId) -> Option<BTreeSet<ObjectId>> {
+        self.cluster.with(|t| {
+            let network = t.get(bouncer)?.parent.clone()?;
+            let vpc = t.get(&network)?.parent.clone()?;
+            Some(t.get(&vpc)?.parts.clone())
+        })
+    }
+
+    /// Updates the topology's entry of `id`.
+    fn set(&self, id: &ObjectId, update: impl FnOnce(&mut Object)) {
+        self.cluster.with(|t| t.get_mut(id).map(update));
+    }
+
+    /// Makes `id` and each of `others` know (or forget) each other.
+    fn link(&self, id: &ObjectId, others: &BTreeSet<ObjectId>, know: bool) {
+        self.cluster.with(|t| {
+            for other in others {
+                for (a, b) in [(id, other), (other, id)] {
+                    if let Some(o) = t.get_mut(a) {
+                        if know {
+                            o.peers.insert(b.clone());
+                        } else {
+                            o.peers.remove(b);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    // --- Bouncer operator -----------------------------------------------------
+
+    /// The bouncers of every network of a divider's VPC.
+    fn vpc_bouncers(&self, divider: &ObjectId) -> BTreeSet<ObjectId> {
+        self.cluster.with(|t| {
+            let Some(vpc) = t.get(divider).and_then(|o| o.parent.clone()) else {
+                return BTreeSet::new();
+            };
+            let networks = t.get(&vpc).map(|o| o.children.clone()).unwrap_or_default();
+            networks
+                .iter()
+                .filter_map(|n| t.get(n))
+                .flat_map(|n| n.parts.iter().cloned())
+                .collect()
+        })
+    }
+
+    /// Divider create steps 5-7, and divider delete steps 3-5.
+    fn divider_bouncers(&mut self, id: &ObjectId) {
+        match self.rt(Kind::Divider).state_as::<D>(id.clone()) {
+            Ok(D::Placed) => {
+                let bouncers = self.vpc_bouncers(id);
+                let _ = self.act_with(Kind::Divider, id, DA::Provision, || {
+                    self.link(id, &bouncers, true);
+                });
+            }
+            Ok(D::DeleteRequested) => {
+                let peers = self.cluster.object(id).map(|o| o.peers).unwrap_or_default();
+                let _ = self.act_with(Kind::Divider, id, DA::Deprovision, || {
+                    self.link(id, &peers, false);
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// The network is being deleted: its bouncers go (network delete, step 7).
+    fn delete_bouncers(&mut self, network: &ObjectId) {
+        let Some(o) = self.cluster.object(network) else {
+            return;
+        };
+        if self.rt(Kind::Network).state_as::<N>(network.clone()).ok() != Some(N::Deleting) {
+            return;
+        }
+        for bouncer in &o.parts {
+            if self.rt(Kind::Bouncer).state_as::<B>(bouncer.clone()).ok() == Some(B::Provisioned) {
+                let _ = self.act(Kind::Bouncer, bouncer, BA::RequestDelete);
+            }
+        }
+    }
+
+    fn bouncer_done(&mut self, id: &ObjectId) {
+        match self.rt(Kind::Bouncer).state_as::<B>(id.clone()) {
+            Ok(B::Provisioned) => {
+                self.cache(Kind::Bouncer, id, true);
+                if let Some(network) = self.cluster.object(id).and_then(|o| o.parent) {
+                    self.delete_bouncers(&network);
+                }
+            }
+            Ok(B::DividersRemoved) => {
+                if let Outcome::Done = self.act(Kind::Bouncer, id, BA::Delete) {
+                    self.cache(Kind::Bouncer, id, false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Endpoint create steps 4-8 once the Endpoint Operator has updated the
+    /// endpoint with its bouncers; endpoint delete steps 6-7.
+    fn endpoint_bouncers(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        match self.rt(Kind::Endpoint).state_as::<E>(id.clone()) {
+            Ok(E::Allocated) if !o.peers.is_empty() => {
+                let _ = self.act_with(Kind::Endpoint, id, EA::Provision, || {
+                    self.link(id, &o.peers, true);
+                    self.log(format!(
+                        "told the CNI service: write {id} ({}) to its file",
+                        o.ip.map_or("-".into(), |ip| ip.to_string())
+                    ));
+                });
+            }
+            Ok(E::Deallocated) => {
+                let _ = self.act_with(Kind::Endpoint, id, EA::Delete, || {
+                    self.link(id, &o.peers, false);
+                });
+            }
+            _ => {}
+        }
+    }
+
+    // --- Endpoint operator ----------------------------------------------------
+
+    /// Bouncer create steps 5-6 and 12-13; bouncer delete steps 3-5.
+    fn bouncer_endpoints(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        let endpoints = o
+            .parent
+            .and_then(|n| self.cluster.object(&n))
+            .map(|n| n.children)
+            .unwrap_or_default();
+        match self.rt(Kind::Bouncer).state_as::<B>(id.clone()) {
+            Ok(B::Placed) => {
+                let ready: BTreeSet<ObjectId> = endpoints
+                    .into_iter()
+                    .filter(|e| {
+                        self.rt(Kind::Endpoint).state_as::<E>(e.clone()).ok()
+                            == Some(E::Provisioned)
+                    })
+                    .collect();
+                let _ = self.act_with(Kind::Bouncer, id, BA::MarkEndpointReady, || {
+                    self.link(id, &ready, true);
+                });
+            }
+            Ok(B::Provisioned) => {
+                for endpoint in endpoints {
+                    self.endpoint(&endpoint);
+                }
+            }
+            Ok(B::DeleteRequested) => {
+                let endpoints: BTreeSet<ObjectId> = o
+                    .peers
+                    .iter()
+                    .filter(|p| {
+                        self.cluster
+                            .object(p)
+                            .is_some_and(|p| p.kind == Kind::Endpoint)
+                    })
+                    .cloned()
+                    .collect();
+                let _ = self.act_with(Kind::Bouncer, id, BA::RemoveEndpoints, || {
+                    self.link(id, &endpoints, false);
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Endpoint create step 5: the endpoint learns its network's provisioned
+    /// bouncers (a data update, no state change).
+    fn endpoint(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        match self.rt(Kind::Endpoint).state_as::<E>(id.clone()) {
+            Ok(state @ (E::Allocated | E::Provisioned)) => {
+                if state == E::Provisioned {
+                    self.cache(Kind::Endpoint, id, true);
+                }
+                let bouncers: BTreeSet<ObjectId> = o
+                    .parent
+                    .and_then(|n| self.cluster.object(&n))
+                    .map(|n| n.parts)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|b| {
+                        self.rt(Kind::Bouncer).state_as::<B>(b.clone()).ok() == Some(B::Provisioned)
+                    })
+                    .collect();
+                let new: BTreeSet<ObjectId> = bouncers.difference(&o.peers).cloned().collect();
+                if new.is_empty() {
+                    return;
+                }
+                let _ = self.act_with(Kind::Endpoint, id, EA::UpdateBouncers, || {
+                    self.link(id, &new, true);
+                });
+            }
+            Ok(E::Deleted) => self.cache(Kind::Endpoint, id, false),
+            _ => {}
+        }
+    }
+
+    // --- CNI service ----------------------------------------------------------
+
+    /// Endpoint delete steps 1-2: the pod is gone, the CNI service deletes the
+    /// endpoint object.
+    fn cni(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        if o.delete_requested
+            && self.rt(Kind::Endpoint).state_as::<E>(id.clone()).ok() == Some(E::Provisioned)
+        {
+            let _ = self.act(Kind::Endpoint, id, EA::RequestDelete);
+        }
+    }
+}
+
+/// The actor of a history entry as an operator, if it is one.
+pub fn operator_of(entry: &Entry) -> Option<Operator> {
+    Operator::from_role(&entry.actor)
+}

@@ -1,0 +1,90 @@
+//! Mizar's object workflows (`mizar-object-workflows.md`) on the fsm runtime: seven
+//! operators watch each other's objects and hand them on, one owner per state.
+//!
+//! `cargo run --example mizar`
+
+#[path = "../machines/mod.rs"]
+mod machines;
+// Some of the cluster's API is only used by the tests.
+#[allow(dead_code)]
+mod cluster;
+
+use std::time::Duration;
+
+use cluster::{Cluster, Kind};
+use fsm::runtime::Actor;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mizar = Cluster::new();
+    let operators = mizar.start();
+
+    // The transit daemons bootstrap; a user creates a VPC, a network and a pod.
+    for node in ["droplet-1", "droplet-2"] {
+        mizar.create_droplet(node)?;
+    }
+    mizar.create_vpc("vpc-1")?;
+    mizar.create_network("vpc-1", "vpc-1/net-1")?;
+    mizar.create_endpoint("vpc-1/net-1", "vpc-1/net-1/pod-a")?;
+    let all_in = |state: &'static str| {
+        move |c: &Cluster| {
+            [Kind::Vpc, Kind::Network, Kind::Endpoint].iter().all(|&k| {
+                c.ids(k)
+                    .iter()
+                    .all(|id| c.state(k, id.as_str()).as_deref() == Some(state))
+            })
+        }
+    };
+    let provisioned = mizar.wait_until(LIMIT, all_in("Provisioned")).await;
+    if !provisioned {
+        return stalled(&mizar, "provisioning");
+    }
+
+    // A rogue process with the Droplet Operator's credentials tries to take over
+    // states other operators own; the runtime refuses.
+    let rogue = Actor::new("rogue").with_role("droplet-operator");
+    for (kind, id, action) in [
+        (Kind::Vpc, "vpc-1", "delete"),
+        (Kind::Network, "vpc-1/net-1", "delete"),
+        (Kind::Bouncer, "vpc-1/net-1/bouncer-0", "request_delete"),
+    ] {
+        let refused = mizar.runtime(kind).run(id, &rogue, action).unwrap_err();
+        println!("rogue {action} {id}: refused: {refused}");
+    }
+
+    // Deleting the VPC first: its operator waits until its network is gone, which
+    // waits until its endpoint is gone.
+    mizar.delete("vpc-1")?;
+    mizar.delete("vpc-1/net-1")?;
+    mizar.delete("vpc-1/net-1/pod-a")?;
+    let deleted = mizar.wait_until(LIMIT, all_in("Deleted")).await;
+    operators.stop().await;
+    if !deleted {
+        return stalled(&mizar, "deletion");
+    }
+    print_trace(&mizar);
+    let errors = mizar.errors();
+    if !errors.is_empty() {
+        return Err(format!("operators met errors: {errors:?}").into());
+    }
+    Ok(())
+}
+
+fn print_trace(mizar: &Cluster) {
+    println!("\n tick  who                what");
+    for line in mizar.trace() {
+        println!("{:>5}  {:<17}  {}", line.tick, line.who, line.what);
+    }
+}
+
+fn stalled(mizar: &Cluster, what: &str) -> Result<(), Box<dyn std::error::Error>> {
+    print_trace(mizar);
+    for kind in Kind::ALL {
+        for id in mizar.ids(kind) {
+            println!("{kind:?} {id}: {:?}", mizar.state(kind, id.as_str()));
+        }
+    }
+    Err(format!("{what} stalled").into())
+}

@@ -1,0 +1,448 @@
+//! Mizar's create and delete workflows (`mizar-object-workflows.md`) through the
+//! example control plane (`examples/mizar`): operators as tokio tasks watching the
+//! runtime, one owner per state, parents deleted only after their children.
+
+#[path = "../examples/mizar/cluster.rs"]
+#[allow(dead_code)]
+mod cluster;
+#[path = "../examples/machines/mod.rs"]
+mod machines;
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use cluster::{Cluster, Kind, MizarError, Operator, Tick};
+use fsm::runtime::{Actor, EntryKind, RuntimeError, check_history};
+
+/// Generous: the workflows take milliseconds; this only bounds a broken run.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// The user-created objects of one run: VPCs, their networks, their endpoints.
+struct Plan {
+    vpcs: Vec<String>,
+    networks: Vec<(String, String)>,
+    endpoints: Vec<(String, String)>,
+}
+
+fn plan(vpcs: usize, networks: usize, endpoints: usize) -> Plan {
+    let mut p = Plan {
+        vpcs: Vec::new(),
+        networks: Vec::new(),
+        endpoints: Vec::new(),
+    };
+    for v in 0..vpcs {
+        let vpc = format!("vpc-{v}");
+        for n in 0..networks {
+            let net = format!("{vpc}/net-{n}");
+            for e in 0..endpoints {
+                p.endpoints.push((net.clone(), format!("{net}/pod-{e}")));
+            }
+            p.networks.push((vpc.clone(), net));
+        }
+        p.vpcs.push(vpc);
+    }
+    p
+}
+
+/// Every user-created object of `kinds` is in `state`.
+fn all_in(kinds: &'static [Kind], state: &'static str) -> impl Fn(&Cluster) -> bool {
+    move |c| {
+        kinds.iter().all(|&k| {
+            c.ids(k)
+                .iter()
+                .all(|id| c.state(k, id.as_str()).as_deref() == Some(state))
+        })
+    }
+}
+
+const USER_KINDS: &[Kind] = &[Kind::Vpc, Kind::Network, Kind::Endpoint];
+const ALL_BUT_DROPLETS: &[Kind] = &[
+    Kind::Vpc,
+    Kind::Divider,
+    Kind::Network,
+    Kind::Bouncer,
+    Kind::Endpoint,
+];
+
+/// Creates the plan's objects from one task per VPC, concurrently.
+async fn create(mizar: &Cluster, plan: &Plan) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for vpc in &plan.vpcs {
+        let (mizar, vpc) = (mizar.clone(), vpc.clone());
+        let networks: Vec<String> = plan
+            .networks
+            .iter()
+            .filter(|(v, _)| *v == vpc)
+            .map(|(_, n)| n.clone())
+            .collect();
+        let endpoints: Vec<(String, String)> = plan
+            .endpoints
+            .iter()
+            .filter(|(n, _)| networks.contains(n))
+            .cloned()
+            .collect();
+        tasks.spawn(async move {
+            mizar.create_vpc(&vpc).unwrap();
+            for net in &networks {
+                mizar.create_network(&vpc, net).unwrap();
+                tokio::task::yield_now().await;
+            }
+            for (net, ep) in &endpoints {
+                mizar.create_endpoint(net, ep).unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+}
+
+/// Tries every action no droplet operator may run, on every object, until `stop`;
+/// answers how many attempts were made. Every one must be refused.
+fn rogue(mizar: Cluster, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let rogue = Actor::new("rogue").with_role("droplet-operator");
+        let mut attempts = 0;
+        while !stop.load(Ordering::Relaxed) && attempts < 200_000 {
+            for &kind in ALL_BUT_DROPLETS {
+                let rt = mizar.runtime(kind);
+                for id in mizar.ids(kind) {
+                    for action in rt.machine().actions() {
+                        if action.roles.iter().any(|r| &**r == "droplet-operator") {
+                            continue;
+                        }
+                        attempts += 1;
+                        match rt.run(id.clone(), &rogue, action.name.as_ref()) {
+                            Ok(r) => panic!(
+                                "the rogue moved {kind:?} {id} with {} to {}",
+                                action.name,
+                                rt.machine().state(r.state).name
+                            ),
+                            Err(
+                                RuntimeError::MissingRole { .. }
+                                | RuntimeError::NotOwner { .. }
+                                | RuntimeError::NoRule { .. }
+                                | RuntimeError::Busy { .. },
+                            ) => {}
+                            Err(e) => panic!("the rogue got an unexpected error: {e}"),
+                        }
+                    }
+                }
+            }
+        }
+        attempts
+    })
+}
+
+/// Every history is a path of its machine; every move out of an owned state was
+/// made by its owner; nobody but the operators and the user ever wrote.
+fn assert_owners_only(mizar: &Cluster) {
+    for kind in Kind::ALL {
+        let rt = mizar.runtime(kind);
+        let m = rt.machine();
+        for id in mizar.ids(kind) {
+            let history = rt.history(id.clone()).unwrap();
+            check_history(m, &history).unwrap_or_else(|e| panic!("{kind:?} {id}: {e}"));
+            for entry in &history {
+                if entry.kind == EntryKind::Created {
+                    let creator = if kind == Kind::Droplet {
+                        "cni-service"
+                    } else if matches!(kind, Kind::Divider) {
+                        "vpc-operator"
+                    } else if matches!(kind, Kind::Bouncer) {
+                        "network-operator"
+                    } else {
+                        "user"
+                    };
+                    assert_eq!(&*entry.actor, creator, "{kind:?} {id} created by");
+                    continue;
+                }
+                assert!(
+                    Operator::from_role(&entry.actor).is_some(),
+                    "{kind:?} {id}: {:?} by {}",
+                    entry.kind,
+                    entry.actor
+                );
+                let action = m.action(entry.action.unwrap());
+                if let Some(owner) = &m.state(entry.from).owner {
+                    if action.changes_state() {
+                        assert_eq!(
+                            *entry.actor,
+                            **owner,
+                            "{kind:?} {id} left {} by a non-owner",
+                            m.state(entry.from).name
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The tick at which `id` of `kind` entered `state` (its last such entry).
+fn entered(mizar: &Cluster, kind: Kind, id: &str, state: &str) -> Tick {
+    let rt = mizar.runtime(kind);
+    let target = rt.machine().find_state(state).unwrap();
+    rt.history(id)
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|e| e.to == target && e.kind != EntryKind::Created)
+        .map(|e| Tick::from(e.at))
+        .unwrap_or_else(|| panic!("{kind:?} {id} never entered {state}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_objects_are_created_and_deleted_concurrently_by_their_owners_only() {
+    let mizar = Cluster::new();
+    let operators = mizar.start();
+    for d in 0..3 {
+        mizar.create_droplet(&format!("droplet-{d}")).unwrap();
+    }
+    let plan = plan(8, 3, 5);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rogue = rogue(mizar.clone(), stop.clone());
+
+    create(&mizar, &plan).await;
+    let provisioned = mizar
+        .wait_until(LIMIT, all_in(ALL_BUT_DROPLETS, "Provisioned"))
+        .await;
+    assert!(provisioned, "provisioning stalled: {:#?}", mizar.trace());
+    assert_eq!(mizar.ids(Kind::Endpoint).len(), 120);
+    assert_eq!(mizar.ids(Kind::Divider).len(), 8);
+    assert_eq!(mizar.ids(Kind::Bouncer).len(), 24);
+
+    // What the workflows promise besides states.
+    let topology = mizar.topology();
+    let ips: HashSet<_> = plan
+        .endpoints
+        .iter()
+        .map(|(_, ep)| topology[ep.as_str()].ip.expect("an address"))
+        .collect();
+    assert_eq!(ips.len(), plan.endpoints.len(), "addresses are unique");
+    for vpc in &plan.vpcs {
+        let dividers = &topology[vpc.as_str()].parts;
+        assert_eq!(dividers.len(), 1);
+        for net in &topology[vpc.as_str()].children {
+            let network = &topology[net];
+            for bouncer in &network.parts {
+                let b = &topology[bouncer];
+                assert!(b.droplet.is_some(), "{bouncer} placed");
+                assert!(
+                    b.peers.is_superset(dividers),
+                    "{bouncer} knows its dividers"
+                );
+                assert!(
+                    b.peers.is_superset(&network.children),
+                    "{bouncer} knows its endpoints"
+                );
+                for d in dividers {
+                    assert!(topology[d].peers.contains(bouncer), "{d} knows {bouncer}");
+                }
+            }
+            for ep in &network.children {
+                assert_eq!(
+                    &topology[ep].peers, &network.parts,
+                    "{ep} knows its bouncers"
+                );
+            }
+        }
+    }
+
+    // The user deletes everything at once, parents first: the guards make them
+    // wait for their children.
+    for id in plan
+        .vpcs
+        .iter()
+        .chain(plan.networks.iter().map(|(_, n)| n))
+        .chain(plan.endpoints.iter().map(|(_, e)| e))
+    {
+        mizar.delete(id).unwrap();
+    }
+    let deleted = mizar
+        .wait_until(LIMIT, all_in(ALL_BUT_DROPLETS, "Deleted"))
+        .await;
+    stop.store(true, Ordering::Relaxed);
+    let attempts = rogue.join().expect("every rogue attempt was refused");
+    operators.stop().await;
+    assert!(deleted, "deletion stalled: {:#?}", mizar.trace());
+    assert!(attempts > 0);
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+
+    assert_owners_only(&mizar);
+    // "A VPC is not deleted while it has Networks"; "a Network is not deleted while
+    // it has Endpoints": each parent's delete started after its last child was gone.
+    for (vpc, net) in &plan.networks {
+        assert!(
+            entered(&mizar, Kind::Vpc, vpc, "Deleting")
+                > entered(&mizar, Kind::Network, net, "Deleted")
+        );
+    }
+    for (net, ep) in &plan.endpoints {
+        assert!(
+            entered(&mizar, Kind::Network, net, "Deleting")
+                > entered(&mizar, Kind::Endpoint, ep, "Deleted")
+        );
+    }
+    // Only Init and Provisioned are persisted: each object's persisted states, in
+    // order, are exactly those two.
+    for kind in ALL_BUT_DROPLETS.iter().copied() {
+        let m = mizar.runtime(kind).machine();
+        for id in mizar.ids(kind) {
+            let mut persisted: Vec<&str> = Vec::new();
+            for e in mizar.runtime(kind).history(id.clone()).unwrap() {
+                let state = m.state(e.to);
+                if state.persisted && persisted.last() != Some(&&*state.name) {
+                    persisted.push(&state.name);
+                }
+            }
+            assert_eq!(persisted, ["Init", "Provisioned"], "{kind:?} {id}");
+        }
+    }
+    // Nothing is left in the API server but the droplets.
+    let topology = mizar.topology();
+    let left: BTreeSet<_> = topology.values().map(|o| o.kind).collect();
+    assert_eq!(left, BTreeSet::from([Kind::Droplet]), "{topology:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_waits_for_its_children_to_be_deleted() {
+    let mizar = Cluster::new();
+    let operators = mizar.start();
+    mizar.create_droplet("droplet-0").unwrap();
+    mizar.create_vpc("vpc").unwrap();
+    mizar.create_network("vpc", "vpc/net").unwrap();
+    mizar.create_endpoint("vpc/net", "vpc/net/pod").unwrap();
+    assert!(
+        mizar
+            .wait_until(LIMIT, all_in(USER_KINDS, "Provisioned"))
+            .await
+    );
+
+    let refused_by = |guard: &'static str| {
+        move |c: &Cluster| {
+            c.trace()
+                .iter()
+                .any(|l| l.what.contains(&format!("guard `{guard}` refused")))
+        }
+    };
+    mizar.delete("vpc").unwrap();
+    assert!(mizar.wait_until(LIMIT, refused_by("no_networks")).await);
+    assert_eq!(
+        mizar.state(Kind::Vpc, "vpc").as_deref(),
+        Some("Provisioned")
+    );
+    // A VPC being deleted takes no new network.
+    assert_eq!(
+        mizar.create_network("vpc", "vpc/net-2"),
+        Err(MizarError::ParentDeleting { id: "vpc".into() })
+    );
+
+    mizar.delete("vpc/net").unwrap();
+    assert!(mizar.wait_until(LIMIT, refused_by("no_endpoints")).await);
+    assert_eq!(
+        mizar.state(Kind::Network, "vpc/net").as_deref(),
+        Some("Provisioned")
+    );
+    assert_eq!(
+        mizar.state(Kind::Vpc, "vpc").as_deref(),
+        Some("Provisioned")
+    );
+
+    mizar.delete("vpc/net/pod").unwrap();
+    assert!(mizar.wait_until(LIMIT, all_in(USER_KINDS, "Deleted")).await);
+    operators.stop().await;
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+    let trace: Vec<String> = mizar.trace().into_iter().map(|l| l.what).collect();
+    let at = |what: &str| trace.iter().position(|l| l == what).unwrap();
+    assert!(
+        at("delete Endpoint vpc/net/pod -> Deleted") < at("delete Network vpc/net -> Deleting")
+    );
+    assert!(at("delete Network vpc/net -> Deleted") < at("delete Vpc vpc -> Deleting"));
+    assert!(at("delete Divider vpc/divider-0 -> Deleted") < at("delete Vpc vpc -> Deleted"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rogue_operator_is_told_who_owns_the_state() {
+    let mizar = Cluster::new();
+    let operators = mizar.start();
+    mizar.create_droplet("droplet-0").unwrap();
+    mizar.create_vpc("vpc").unwrap();
+    assert!(
+        mizar
+            .wait_until(LIMIT, all_in(&[Kind::Vpc], "Provisioned"))
+            .await
+    );
+    operators.stop().await;
+
+    let rogue = Actor::new("rogue").with_role("droplet-operator");
+    let vpcs = mizar.runtime(Kind::Vpc);
+    assert_eq!(
+        vpcs.run("vpc", &rogue, "delete").unwrap_err().to_string(),
+        "rogue may not run `delete`: it needs the role vpc-operator"
+    );
+    let dividers = mizar.runtime(Kind::Divider);
+    assert_eq!(
+        dividers
+            .run("vpc/divider-0", &rogue, "request_delete")
+            .unwrap_err()
+            .to_string(),
+        "rogue may not run `request_delete`: it needs the role divider-operator"
+    );
+    // The droplet operator's own move, but not from this state.
+    assert_eq!(
+        dividers
+            .run("vpc/divider-0", &rogue, "place")
+            .unwrap_err()
+            .to_string(),
+        "`place` cannot run on vpc/divider-0 in Provisioned: it runs only from Init"
+    );
+    assert_eq!(vpcs.state_name("vpc").unwrap(), "Provisioned");
+    assert!(
+        vpcs.history("vpc")
+            .unwrap()
+            .iter()
+            .all(|e| &*e.actor != "rogue")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_that_lose_events_resync_and_finish() {
+    // Watchers that buffer 2 events: the operators lag all the time.
+    let mizar = Cluster::with_watch_capacity(2);
+    let operators = mizar.start();
+    mizar.create_droplet("droplet-0").unwrap();
+    let plan = plan(2, 2, 3);
+    create(&mizar, &plan).await;
+    assert!(
+        mizar
+            .wait_until(LIMIT, all_in(ALL_BUT_DROPLETS, "Provisioned"))
+            .await,
+        "provisioning stalled: {:#?}",
+        mizar.trace()
+    );
+    for (_, ep) in &plan.endpoints {
+        mizar.delete(ep).unwrap();
+    }
+    for (_, net) in &plan.networks {
+        mizar.delete(net).unwrap();
+    }
+    assert!(
+        mizar
+            .wait_until(LIMIT, all_in(&[Kind::Network, Kind::Endpoint], "Deleted"))
+            .await,
+        "deletion stalled: {:#?}",
+        mizar.trace()
+    );
+    operators.stop().await;
+    assert!(mizar.lags() > 0, "the operators never lagged");
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+    assert_owners_only(&mizar);
+    assert_eq!(
+        mizar.state(Kind::Vpc, "vpc-0").as_deref(),
+        Some("Provisioned")
+    );
+}
