@@ -7,6 +7,8 @@
 mod cluster;
 #[path = "../examples/machines/mod.rs"]
 mod machines;
+#[path = "../examples/support/mod.rs"]
+mod support;
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;

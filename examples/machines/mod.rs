@@ -1,6 +1,6 @@
 //! The seed machines as derived enums: every OVC object and sabakan's machine read
 //! from their spec files, Mizar's VPC written inline and its other objects from
-//! their spec files.
+//! their spec files; KusionStack's pod operation from its spec file.
 
 #![allow(dead_code)]
 
@@ -218,4 +218,21 @@ pub enum EndpointState {
 pub enum DropletState {
     Init,
     Provisioned,
+}
+
+/// One operation on a pod, from `specs/kusionstack/podopslifecycle.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/kusionstack/podopslifecycle.toml")]
+pub enum PodOpsState {
+    Operating,
+    PreCheck,
+    PreChecked,
+    Prepare,
+    Operate,
+    Operated,
+    PostCheck,
+    PostChecked,
+    Complete,
+    Available,
+    Undone,
 }

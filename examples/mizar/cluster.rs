@@ -15,7 +15,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::support::lock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::runtime::{
@@ -271,10 +273,6 @@ impl Default for Cluster {
 
 /// How many events a watcher buffers by default.
 const WATCH_CAPACITY: usize = 1024;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Whether every id in `ids` is in `state`, read from `rt` (an empty set is not).
 fn all_in<M: StateMachine + PartialEq>(rt: &Runtime, ids: &BTreeSet<ObjectId>, state: M) -> bool {
@@ -581,18 +579,7 @@ impl Cluster {
     /// Waits until `done` holds of the cluster, re-checking after every step an
     /// operator or a user takes, or until `limit` passes; answers whether it held.
     pub async fn wait_until(&self, limit: Duration, done: impl Fn(&Cluster) -> bool) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let changed = self.inner.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if done(self) {
-                return true;
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return done(self);
-            }
-        }
+        crate::support::wait_until(&self.inner.changed, limit, self, done).await
     }
 }
 

@@ -5,6 +5,8 @@
 
 #[path = "../machines/mod.rs"]
 mod machines;
+#[path = "../support/mod.rs"]
+mod support;
 // Some of the cluster's API is only used by the tests.
 #[allow(dead_code)]
 mod cluster;

@@ -1,0 +1,765 @@
+//! KusionStack's PodOpsLifecycle (`podopslifecycle.md`) on the fsm runtime.
+//!
+//! One pod; each operation on it (an id with a type) is an object of the
+//! `podopslifecycle` machine, so several operations are several sub-machines of the
+//! one pod, moving at once. The pod's labels and finalizers are the data the seed's
+//! controllers read and write; each transition changes them inside the action's
+//! window (between the runtime's start and completion), so whoever the new phase
+//! wakes finds the labels already there.
+//!
+//! The controllers (PodOpsLifecycle, PodTransitionRule, the service controller) are
+//! tokio tasks, level-triggered: any change of an operation or of the pod makes
+//! them look at every operation of the pod. Operation controllers are callers of
+//! [`OperationController`].
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::support::lock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fsm::runtime::{Actor, Clock, Lagged, MemoryStore, Runtime, RuntimeError, Store};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+use crate::machines::{PodOpsState as S, PodOpsStateAction as A};
+
+/// The labels' domain.
+pub const DOMAIN: &str = "podopslifecycle.kusionstack.io";
+/// "The special label `podopslifecycle.kusionstack.io/service-available` indicate a
+/// pod is available to serve."
+pub const SERVICE_AVAILABLE: &str = "podopslifecycle.kusionstack.io/service-available";
+/// "Protection finalizer names must have prefix `prot.podopslifecycle.kusionstack.io`."
+pub const PROTECTION: &str = "prot.podopslifecycle.kusionstack.io";
+/// The service controller's protection finalizer.
+pub const SERVICE_FINALIZER: &str = "prot.podopslifecycle.kusionstack.io/service-controller";
+
+/// The label prefixes keyed by an operation's id.
+const ID_LABELS: [&str; 12] = [
+    "operating",
+    "operation-type",
+    "pre-check",
+    "pre-checked",
+    "prepare",
+    "operate",
+    "operated",
+    "done-operation-type",
+    "post-check",
+    "post-checked",
+    "complete",
+    "undo-operation-type",
+];
+
+/// The label `<phase>.podopslifecycle.kusionstack.io/<key>`.
+pub fn label(phase: &str, key: &str) -> String {
+    format!("{phase}.{DOMAIN}/{key}")
+}
+
+/// The pod: labels, finalizers, the readiness gate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pod {
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Its finalizers.
+    pub finalizers: BTreeSet<String>,
+    /// The readiness gate `pod.kusionstack.io/service-ready`.
+    pub service_ready: bool,
+    /// The protection finalizers the pod must carry to serve.
+    pub protections: BTreeSet<String>,
+}
+
+impl Pod {
+    /// Whether the pod carries a label keyed by operation `id`.
+    pub fn has_id(&self, id: &str) -> bool {
+        ID_LABELS
+            .iter()
+            .any(|p| self.labels.contains_key(&label(p, id)))
+    }
+
+    /// The ids of the operations that have labels on the pod.
+    pub fn operation_ids(&self) -> BTreeSet<String> {
+        self.labels
+            .keys()
+            .filter_map(|k| {
+                let (phase, id) = k.split_once(&format!(".{DOMAIN}/"))?;
+                (ID_LABELS.contains(&phase)).then(|| id.to_owned())
+            })
+            .collect()
+    }
+
+    /// Whether an operation is between prepare and operated.
+    pub fn preparing(&self) -> bool {
+        self.operation_ids()
+            .iter()
+            .any(|id| self.labels.contains_key(&label("prepare", id)))
+    }
+
+    /// Whether a protection finalizer is present.
+    pub fn protected(&self) -> bool {
+        self.finalizers.iter().any(|f| f.starts_with(PROTECTION))
+    }
+
+    fn remove_id(&mut self, id: &str) {
+        for phase in ID_LABELS {
+            self.labels.remove(&label(phase, id));
+        }
+    }
+}
+
+/// A rule of PodTransitionRule: whether an operation of its type may go on.
+pub type Rule = Arc<dyn Fn(&Pod) -> bool + Send + Sync>;
+
+/// A line of the trace: an operation's phase change, or a controller's note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// Unix time in microseconds (unique: the pod's clock never repeats).
+    pub at: u64,
+    /// The operation, if the line is about one.
+    pub id: Option<String>,
+    /// Who.
+    pub who: String,
+    /// What.
+    pub what: String,
+}
+
+/// The system clock, made strictly increasing so that phases of different
+/// operations order as they happened.
+#[derive(Debug, Clone, Default)]
+struct UniqueClock(Arc<AtomicU64>);
+
+impl UniqueClock {
+    fn micros(&self) -> u64 {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let prev = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                Some(now.max(last + 1))
+            })
+            .unwrap_or(0);
+        now.max(prev + 1)
+    }
+}
+
+impl Clock for UniqueClock {
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_micros(self.micros())
+    }
+}
+
+fn micros(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PodOpsError {
+    /// The runtime refused (see its message).
+    #[error(transparent)]
+    Refused(#[from] RuntimeError),
+    /// The operation controller runs one operation of its type at a time.
+    #[error("an operation of type {kind} is already running on {pod}: {running}")]
+    TypeBusy {
+        /// The pod.
+        pod: String,
+        /// The type.
+        kind: String,
+        /// The operation running.
+        running: String,
+    },
+}
+
+struct Inner {
+    name: String,
+    runtime: Runtime,
+    pod: Arc<Mutex<Pod>>,
+    /// Each operation's type.
+    types: Arc<Mutex<HashMap<String, String>>>,
+    rules: Arc<Mutex<HashMap<String, Vec<Rule>>>>,
+    clock: UniqueClock,
+    trace: Mutex<Vec<Line>>,
+    violations: Mutex<Vec<String>>,
+    /// How many times each guard refused.
+    refusals: Mutex<HashMap<String, usize>>,
+    /// Bumped at every change of the pod: wakes the controllers.
+    pod_version: watch::Sender<u64>,
+    /// Told after every line of the trace.
+    changed: Notify,
+}
+
+/// One pod and the operations on it. Cloning it is cheap.
+#[derive(Clone)]
+pub struct PodOps {
+    inner: Arc<Inner>,
+}
+
+impl PodOps {
+    /// A pod named `name`, serving: the service controller's protection finalizer
+    /// on, ready, `service-available`.
+    pub fn new(name: &str) -> Self {
+        let mut pod = Pod {
+            service_ready: true,
+            ..Pod::default()
+        };
+        pod.protections.insert(SERVICE_FINALIZER.to_owned());
+        pod.finalizers.insert(SERVICE_FINALIZER.to_owned());
+        pod.labels
+            .insert(SERVICE_AVAILABLE.to_owned(), "true".into());
+        let pod = Arc::new(Mutex::new(pod));
+        let types: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let rules: Arc<Mutex<HashMap<String, Vec<Rule>>>> = Arc::default();
+        let clock = UniqueClock::default();
+        let runtime = Runtime::builder(S::machine().clone(), MemoryStore::new())
+            .clock(clock.clone())
+            .guard("rules_passed", {
+                let (pod, types, rules) = (pod.clone(), types.clone(), rules.clone());
+                move |ctx| {
+                    let kind = lock(&types)
+                        .get(ctx.id.as_str())
+                        .cloned()
+                        .unwrap_or_default();
+                    let rules = lock(&rules).get(&kind).cloned().unwrap_or_default();
+                    let pod = lock(&pod);
+                    rules.iter().all(|rule| rule(&pod))
+                }
+            })
+            .guard("finalizers_removed", {
+                let pod = pod.clone();
+                move |_| !lock(&pod).protected()
+            })
+            // "When all the operating.podopslifecycle.kusionstack.io/<id>=<time>
+            // labels have been removed".
+            .guard("all_operated", {
+                let pod = pod.clone();
+                move |_| {
+                    let pod = lock(&pod);
+                    !pod.operation_ids()
+                        .iter()
+                        .any(|id| pod.labels.contains_key(&label("operating", id)))
+                }
+            })
+            // "Once all the post-checked.podopslifecycle.kusionstack.io/<id>=<time>
+            // added": every operation on the pod, not only those past operated.
+            .guard("all_post_checked", {
+                let pod = pod.clone();
+                move |_| {
+                    let pod = lock(&pod);
+                    pod.operation_ids().iter().all(|id| {
+                        pod.labels.contains_key(&label("post-checked", id))
+                            || pod.labels.contains_key(&label("undo-operation-type", id))
+                    })
+                }
+            })
+            .guard("finalizers_added", {
+                let pod = pod.clone();
+                move |_| {
+                    let pod = lock(&pod);
+                    pod.protections.is_subset(&pod.finalizers)
+                }
+            })
+            .build()
+            .expect("every guard of the podopslifecycle spec is implemented");
+        PodOps {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                runtime,
+                pod,
+                types,
+                rules,
+                clock,
+                trace: Mutex::default(),
+                violations: Mutex::default(),
+                refusals: Mutex::default(),
+                pod_version: watch::channel(0).0,
+                changed: Notify::new(),
+            }),
+        }
+    }
+
+    /// The runtime holding the operations.
+    pub fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
+    }
+
+    /// A copy of the pod.
+    pub fn pod(&self) -> Pod {
+        lock(&self.inner.pod).clone()
+    }
+
+    /// The phase of operation `id`.
+    pub fn phase(&self, id: &str) -> Option<S> {
+        self.inner.runtime.state_as::<S>(id).ok()
+    }
+
+    /// The trace so far, in time order.
+    pub fn trace(&self) -> Vec<Line> {
+        let mut trace = lock(&self.inner.trace).clone();
+        trace.sort_by_key(|l| l.at);
+        trace
+    }
+
+    /// Broken promises seen while the pod changed: a protection finalizer present
+    /// while the pod is operated on, or `service-available` while an operation is in
+    /// flight. A test asserts there are none.
+    pub fn violations(&self) -> Vec<String> {
+        lock(&self.inner.violations).clone()
+    }
+
+    /// How many times the guard `name` has refused a phase change so far.
+    pub fn refusals(&self, name: &str) -> usize {
+        lock(&self.inner.refusals).get(name).copied().unwrap_or(0)
+    }
+
+    /// Adds a PodTransitionRule for operations of type `kind`.
+    pub fn rule(&self, kind: &str, rule: impl Fn(&Pod) -> bool + Send + Sync + 'static) {
+        lock(&self.inner.rules)
+            .entry(kind.to_owned())
+            .or_default()
+            .push(Arc::new(rule));
+        self.wake();
+    }
+
+    /// Another controller's protection: the pod serves only with `finalizer` on.
+    pub fn protect(&self, finalizer: &str) {
+        self.edit("user", |pod| {
+            pod.protections.insert(finalizer.to_owned());
+            pod.finalizers.insert(finalizer.to_owned());
+        });
+    }
+
+    /// Changes the pod as `who`, checks the promises, and wakes the controllers if
+    /// anything changed.
+    pub fn edit<R>(&self, who: &str, change: impl FnOnce(&mut Pod) -> R) -> R {
+        let (r, changed) = {
+            let mut pod = lock(&self.inner.pod);
+            let before = pod.clone();
+            let r = change(&mut pod);
+            if pod.labels.contains_key(SERVICE_AVAILABLE) && !pod.operation_ids().is_empty() {
+                self.violation(format!(
+                    "{who} left service-available on while operations {:?} have labels",
+                    pod.operation_ids()
+                ));
+            }
+            (r, *pod != before)
+        };
+        if changed {
+            self.wake();
+        }
+        r
+    }
+
+    /// Makes the controllers look at the pod again.
+    fn wake(&self) {
+        self.inner.pod_version.send_modify(|v| *v += 1);
+    }
+
+    fn violation(&self, what: String) {
+        lock(&self.inner.violations).push(what);
+    }
+
+    fn log(&self, at: u64, id: Option<&str>, who: &str, what: String) {
+        lock(&self.inner.trace).push(Line {
+            at,
+            id: id.map(str::to_owned),
+            who: who.to_owned(),
+            what,
+        });
+        self.inner.changed.notify_waiters();
+    }
+
+    fn now(&self) -> String {
+        (self.inner.clock.micros() / 1_000_000).to_string()
+    }
+
+    fn kind_of(&self, id: &str) -> String {
+        lock(&self.inner.types).get(id).cloned().unwrap_or_default()
+    }
+
+    /// Runs `action` on operation `id` as `actor`, with `effect` on the pod inside
+    /// the action's window.
+    fn act(
+        &self,
+        actor: &Actor,
+        id: &str,
+        action: A,
+        effect: impl FnOnce(&mut Pod),
+    ) -> Result<(), RuntimeError> {
+        let flight = self.inner.runtime.start(id, actor, action)?;
+        self.edit(actor.name(), |pod| {
+            if pod.labels.contains_key(SERVICE_AVAILABLE) {
+                self.violation(format!("{id} moves while the pod is service-available"));
+            }
+            effect(pod);
+        });
+        let record = flight.complete()?;
+        let m = self.inner.runtime.machine();
+        self.log(
+            micros(record.changed_at),
+            Some(id),
+            actor.name(),
+            format!(
+                "{} -> {}",
+                m.action(action.into()).name,
+                m.state(record.state).name
+            ),
+        );
+        Ok(())
+    }
+
+    /// Waits until `done` holds, re-checking after every step, or `limit` passes;
+    /// answers whether it held.
+    pub async fn wait_until(&self, limit: Duration, done: impl Fn(&PodOps) -> bool) -> bool {
+        crate::support::wait_until(&self.inner.changed, limit, self, done).await
+    }
+
+    /// Starts PodOpsLifecycle, PodTransitionRule and the service controller.
+    pub fn start(&self) -> Controllers {
+        let (stop, stopped) = watch::channel(false);
+        let tasks = [
+            Controller::Lifecycle,
+            Controller::TransitionRule,
+            Controller::Service,
+        ]
+        .into_iter()
+        .map(|c| {
+            let watcher = self.inner.runtime.watch().expect("in-memory watch");
+            tokio::spawn(run(
+                self.clone(),
+                c,
+                watcher,
+                self.inner.pod_version.subscribe(),
+                stopped.clone(),
+            ))
+        })
+        .collect();
+        Controllers { stop, tasks }
+    }
+}
+
+/// The running controllers.
+pub struct Controllers {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Controllers {
+    /// Stops them and waits.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Controller {
+    Lifecycle,
+    TransitionRule,
+    Service,
+}
+
+impl Controller {
+    fn actor(self) -> Actor {
+        let role = match self {
+            Controller::Lifecycle => "podopslifecycle",
+            Controller::TransitionRule => "pod-transition-rule",
+            Controller::Service => "service-controller",
+        };
+        Actor::new(role).with_role(role)
+    }
+}
+
+async fn run(
+    ops: PodOps,
+    controller: Controller,
+    mut watcher: fsm::runtime::Watcher,
+    mut pod: watch::Receiver<u64>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let actor = controller.actor();
+    loop {
+        reconcile(&ops, controller, &actor);
+        tokio::select! {
+            event = watcher.recv_async() => {
+                if let Err(Lagged::Closed) = event {
+                    return;
+                }
+            }
+            changed = pod.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Looks at every operation of the pod and does what `controller` does there.
+fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
+    let mut ids = ops.inner.runtime.store().ids().unwrap_or_default();
+    ids.sort();
+    for id in ids {
+        let Some(phase) = ops.phase(id.as_str()) else {
+            continue;
+        };
+        let id = id.as_str();
+        let done = match controller {
+            Controller::Lifecycle => lifecycle(ops, actor, id, phase),
+            Controller::TransitionRule => transition_rule(ops, actor, id, phase),
+            Controller::Service => service(ops, actor, id, phase),
+        };
+        match done {
+            // Guards and lost races: the next change brings the controller back.
+            Err(RuntimeError::Guard { guard, .. }) => {
+                *lock(&ops.inner.refusals).entry(guard).or_default() += 1;
+                ops.inner.changed.notify_waiters();
+            }
+            Ok(()) | Err(RuntimeError::NoRule { .. }) => {}
+            Err(e) if e.is_retryable() => {}
+            Err(e) => ops.violation(format!("{}: {e}", actor.name())),
+        }
+    }
+    if let Controller::Lifecycle = controller {
+        serve(ops, actor);
+    }
+}
+
+/// PodOpsLifecycle: the mutating webhook and controller.
+fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
+    let t = ops.now();
+    match phase {
+        S::Operating => ops.act(actor, id, A::BeginPreCheck, |pod| {
+            pod.labels.insert(label("pre-check", id), t);
+        }),
+        S::PreChecked => ops.act(actor, id, A::Prepare, |pod| {
+            pod.labels.insert(label("prepare", id), t);
+            pod.service_ready = false;
+        }),
+        S::Prepare => ops.act(actor, id, A::Operate, |pod| {
+            if pod.protected() {
+                ops.violation(format!(
+                    "{id} operates with finalizers {:?}",
+                    pod.finalizers
+                ));
+            }
+            pod.labels.insert(label("operate", id), t);
+        }),
+        S::Operated => ops.act(actor, id, A::BeginPostCheck, |pod| {
+            pod.labels.insert(label("post-check", id), t);
+        }),
+        S::PostChecked => ops.act(actor, id, A::Complete, |pod| {
+            pod.labels.insert(label("complete", id), t);
+            // The seed says "set readinessgate service-ready as false" here too.
+            pod.service_ready = false;
+        }),
+        S::Complete => ops.act(actor, id, A::FinishComplete, |pod| pod.remove_id(id)),
+        S::Undone if ops.pod().has_id(id) => {
+            // "When undo-operation-type/<id>=<type> added, then remove other labels
+            // with the same id. If all the operations with the same type have been
+            // canceled, remove operation-permission/<type>."
+            let kind = ops.kind_of(id);
+            ops.edit(actor.name(), |pod| {
+                pod.remove_id(id);
+                let same_type_left = pod
+                    .operation_ids()
+                    .iter()
+                    .any(|other| pod.labels.get(&label("operation-type", other)) == Some(&kind));
+                if !same_type_left {
+                    pod.labels.remove(&label("operation-permission", &kind));
+                }
+            });
+            ops.log(
+                ops.inner.clock.micros(),
+                Some(id),
+                actor.name(),
+                "labels removed".into(),
+            );
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// "If there is no label with id, add podopslifecycle.kusionstack.io/service-available"
+/// (once the protection finalizers are all back).
+fn serve(ops: &PodOps, actor: &Actor) {
+    let served = ops.edit(actor.name(), |pod| {
+        let idle = pod.operation_ids().is_empty() && pod.protections.is_subset(&pod.finalizers);
+        let fresh = idle && !pod.labels.contains_key(SERVICE_AVAILABLE);
+        if fresh {
+            pod.labels
+                .insert(SERVICE_AVAILABLE.to_owned(), "true".into());
+            pod.service_ready = true;
+        }
+        fresh
+    });
+    if served {
+        ops.log(
+            ops.inner.clock.micros(),
+            None,
+            actor.name(),
+            format!("{SERVICE_AVAILABLE} added"),
+        );
+    }
+}
+
+/// PodTransitionRule: the rules of the operation's type, before and after.
+fn transition_rule(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
+    let (t, kind) = (ops.now(), ops.kind_of(id));
+    match phase {
+        S::PreCheck => ops.act(actor, id, A::PassPreCheck, |pod| {
+            pod.labels.insert(label("pre-checked", id), t.clone());
+            pod.labels.insert(label("operation-permission", &kind), t);
+        }),
+        S::PostCheck => ops.act(actor, id, A::PassPostCheck, |pod| {
+            pod.labels.insert(label("post-checked", id), t);
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The service controller: traffic off (finalizer removed) when an operation
+/// prepares, on again (finalizer back) when it completes, or when the last
+/// operation in flight was undone.
+fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
+    let pod = ops.pod();
+    match phase {
+        S::Prepare if pod.finalizers.contains(SERVICE_FINALIZER) => {
+            ops.act(actor, id, A::RemoveFinalizer, |pod| {
+                pod.finalizers.remove(SERVICE_FINALIZER);
+            })
+        }
+        // Not while another operation is between prepare and operated: its traffic
+        // must stay off (checked again under the pod's lock).
+        S::Complete if !pod.finalizers.contains(SERVICE_FINALIZER) && !pod.preparing() => {
+            ops.act(actor, id, A::AddFinalizer, |pod| {
+                if !pod.preparing() {
+                    pod.finalizers.insert(SERVICE_FINALIZER.to_owned());
+                }
+            })
+        }
+        S::Undone
+            if !pod.finalizers.contains(SERVICE_FINALIZER) && pod.operation_ids().is_empty() =>
+        {
+            ops.edit(actor.name(), |pod| {
+                pod.finalizers.insert(SERVICE_FINALIZER.to_owned())
+            });
+            let what = "traffic on again: finalizer back after the undo".to_owned();
+            ops.log(ops.inner.clock.micros(), Some(id), actor.name(), what);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An operation controller: replaces, restarts or deletes the pod, as operations
+/// of its type.
+pub struct OperationController {
+    kind: String,
+    concurrent: bool,
+    actor: Actor,
+}
+
+impl OperationController {
+    /// A controller of operations of type `kind`, one at a time.
+    pub fn new(kind: &str) -> Self {
+        OperationController {
+            kind: kind.to_owned(),
+            concurrent: false,
+            actor: Actor::new(format!("{kind}-controller")).with_role("operation-controller"),
+        }
+    }
+
+    /// Lets several operations of its type run at once ("whether it can be
+    /// performed concurrently with the same type is determined by user's operation
+    /// controller").
+    pub fn concurrent(mut self) -> Self {
+        self.concurrent = true;
+        self
+    }
+
+    /// Begins operation `id`: adds `operating/<id>=<time>` and
+    /// `operation-type/<id>=<type>` at the same time.
+    pub fn begin(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
+        if !self.concurrent {
+            let types = lock(&ops.inner.types).clone();
+            let running = types.iter().find(|(other, kind)| {
+                **kind == self.kind
+                    && ops
+                        .phase(other)
+                        .is_some_and(|p| !S::machine().state(p.into()).terminal)
+            });
+            if let Some((running, _)) = running {
+                return Err(PodOpsError::TypeBusy {
+                    pod: ops.inner.name.clone(),
+                    kind: self.kind.clone(),
+                    running: running.clone(),
+                });
+            }
+        }
+        lock(&ops.inner.types).insert(id.to_owned(), self.kind.clone());
+        let t = ops.now();
+        ops.edit(self.actor.name(), |pod| {
+            pod.labels.remove(SERVICE_AVAILABLE);
+            pod.labels.insert(label("operating", id), t);
+            pod.labels
+                .insert(label("operation-type", id), self.kind.clone());
+        });
+        let record = match ops.inner.runtime.create(id, &self.actor) {
+            Ok(record) => record,
+            Err(e) => {
+                ops.edit(self.actor.name(), |pod| pod.remove_id(id));
+                return Err(e.into());
+            }
+        };
+        let what = format!("begin {} -> operating", self.kind);
+        ops.log(micros(record.changed_at), Some(id), self.actor.name(), what);
+        Ok(())
+    }
+
+    /// The operation itself (replace, restart, ...), once PodOpsLifecycle said
+    /// `operate`: then `operating/<id>` and `operation-type/<id>` go, and the webhook
+    /// adds `operated/<id>` and `done-operation-type/<id>`.
+    pub fn finish(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
+        let t = ops.now();
+        ops.act(&self.actor, id, A::Finish, |pod| {
+            if pod.protected() {
+                ops.violation(format!(
+                    "{id} operated on with finalizers {:?}",
+                    pod.finalizers
+                ));
+            }
+            pod.labels.remove(&label("operating", id));
+            pod.labels.remove(&label("operation-type", id));
+            for phase in ["pre-check", "pre-checked", "prepare"] {
+                pod.labels.remove(&label(phase, id));
+            }
+            let others_of_type = pod
+                .operation_ids()
+                .iter()
+                .any(|other| pod.labels.get(&label("operation-type", other)) == Some(&self.kind));
+            if !others_of_type {
+                pod.labels
+                    .remove(&label("operation-permission", &self.kind));
+            }
+            pod.labels.insert(label("operated", id), t);
+            pod.labels
+                .insert(label("done-operation-type", id), self.kind.clone());
+        })?;
+        Ok(())
+    }
+
+    /// Cancels operation `id`: `undo-operation-type/<id>=<type>`.
+    pub fn undo(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
+        ops.act(&self.actor, id, A::Undo, |pod| {
+            pod.labels
+                .insert(label("undo-operation-type", id), self.kind.clone());
+        })?;
+        Ok(())
+    }
+}

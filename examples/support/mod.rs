@@ -1,0 +1,37 @@
+//! What the seed examples share: waiting on a condition of a system that says when
+//! it changed.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// Locks `m`, going on after a panic elsewhere (the examples check their own
+/// invariants).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits until `done` holds of `subject`, re-checking each time `changed` is told,
+/// or until `limit` passes; answers whether it held.
+pub async fn wait_until<T>(
+    changed: &Notify,
+    limit: Duration,
+    subject: &T,
+    done: impl Fn(&T) -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        // Registered before the check, so that a change between the check and the
+        // wait is not missed.
+        let notified = changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if done(subject) {
+            return true;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return done(subject);
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! KusionStack's PodOpsLifecycle (`podopslifecycle.md`) through the example
+//! (`examples/podopslifecycle`): several operations as concurrent sub-machines of
+//! one pod, permissions per type, protection finalizers, undo, and the trace.
+
+#[path = "../examples/machines/mod.rs"]
+mod machines;
+#[path = "../examples/podopslifecycle/pod.rs"]
+#[allow(dead_code)]
+mod pod;
+#[path = "../examples/support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use fsm::runtime::{EntryKind, check_history};
+use machines::PodOpsState as S;
+use pod::{OperationController, PodOps, PodOpsError, SERVICE_AVAILABLE, SERVICE_FINALIZER, label};
+
+/// Generous: the phases take microseconds; this only bounds a broken run.
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn in_phase(id: &'static str, phase: S) -> impl Fn(&PodOps) -> bool {
+    move |ops| ops.phase(id) == Some(phase)
+}
+
+fn available(ops: &PodOps) -> bool {
+    ops.pod().labels.contains_key(SERVICE_AVAILABLE)
+}
+
+/// The states an operation went through, in order, without repeats.
+fn phases(ops: &PodOps, id: &str) -> Vec<String> {
+    let m = ops.runtime().machine();
+    let mut seen: Vec<String> = Vec::new();
+    for e in ops.runtime().history(id).unwrap() {
+        let name = m.state(e.to).name.to_string();
+        if seen.last() != Some(&name) {
+            seen.push(name);
+        }
+    }
+    seen
+}
+
+/// When `id` entered `phase`, from its history.
+fn entered(ops: &PodOps, id: &str, phase: &str) -> std::time::SystemTime {
+    let m = ops.runtime().machine();
+    let target = m.find_state(phase).unwrap();
+    ops.runtime()
+        .history(id)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.to == target)
+        .unwrap_or_else(|| panic!("{id} never entered {phase}"))
+        .at
+}
+
+/// When `action` started on `id`: the labels it changes change in its window,
+/// which is what the other operations' guards read.
+fn started(ops: &PodOps, id: &str, action: &str) -> std::time::SystemTime {
+    let m = ops.runtime().machine();
+    let action = m.find_action(action).unwrap();
+    ops.runtime()
+        .history(id)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == EntryKind::Started && e.action == Some(action))
+        .unwrap_or_else(|| panic!("{id} never started {action:?}"))
+        .at
+}
+
+const ALL_PHASES: [&str; 10] = [
+    "operating",
+    "pre-check",
+    "pre-checked",
+    "prepare",
+    "operate",
+    "operated",
+    "post-check",
+    "post-checked",
+    "complete",
+    "available",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_operations_of_different_types_run_at_once() {
+    let ops = PodOps::new("web-0");
+    assert!(available(&ops));
+    let controllers = ops.start();
+
+    // Both operations begin before either finishes.
+    let begun = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (kind, id) in [("replace", "op-replace"), ("restart", "op-restart")] {
+        let (ops, begun) = (ops.clone(), begun.clone());
+        tasks.spawn(async move {
+            let controller = OperationController::new(kind);
+            controller.begin(&ops, id).unwrap();
+            // The pod stops being available the moment an operation begins.
+            assert!(!available(&ops));
+            begun.wait().await;
+            let operate = ops
+                .wait_until(LIMIT, move |ops| ops.phase(id) == Some(S::Operate))
+                .await;
+            assert!(operate, "{id} never reached operate: {:#?}", ops.trace());
+            let permission = label("operation-permission", kind);
+            assert!(ops.pod().labels.contains_key(&permission), "{permission}");
+            assert!(!ops.pod().protected(), "operating with protection on");
+            controller.finish(&ops, id).unwrap();
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    let served = ops.wait_until(LIMIT, available).await;
+    controllers.stop().await;
+    assert!(served, "the pod never served again: {:#?}", ops.trace());
+    assert_eq!(ops.violations(), Vec::<String>::new());
+
+    for id in ["op-replace", "op-restart"] {
+        check_history(ops.runtime().machine(), &ops.runtime().history(id).unwrap()).unwrap();
+        assert_eq!(phases(&ops, id), ALL_PHASES);
+        // Every phase is traced with the operation's id, in time order.
+        let traced: Vec<_> = ops
+            .trace()
+            .into_iter()
+            .filter(|l| l.id.as_deref() == Some(id))
+            .collect();
+        for phase in &ALL_PHASES[1..] {
+            assert!(
+                traced
+                    .iter()
+                    .any(|l| l.what.ends_with(&format!("-> {phase}"))),
+                "{id}: {phase} not traced"
+            );
+        }
+        assert!(traced.windows(2).all(|w| w[0].at < w[1].at));
+    }
+    // The joint phases wait for every operation: post-check only once both have
+    // finished operating, complete only once both passed their post-check.
+    for id in ["op-replace", "op-restart"] {
+        for other in ["op-replace", "op-restart"] {
+            assert!(entered(&ops, id, "post-check") > started(&ops, other, "finish"));
+            assert!(entered(&ops, id, "complete") > started(&ops, other, "pass_post_check"));
+        }
+    }
+    // Nothing left but service-available; protection and readiness back.
+    let pod = ops.pod();
+    assert_eq!(
+        pod.labels.keys().collect::<Vec<_>>(),
+        [SERVICE_AVAILABLE],
+        "{:#?}",
+        pod.labels
+    );
+    assert!(pod.finalizers.contains(SERVICE_FINALIZER));
+    assert!(pod.service_ready);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_undone_midway_gives_its_permission_back() {
+    let ops = PodOps::new("web-0");
+    let controllers = ops.start();
+    let replace = OperationController::new("replace");
+    let restart = OperationController::new("restart");
+    replace.begin(&ops, "op-a").unwrap();
+    restart.begin(&ops, "op-b").unwrap();
+    assert!(ops.wait_until(LIMIT, in_phase("op-a", S::Operate)).await);
+    assert!(ops.wait_until(LIMIT, in_phase("op-b", S::Operate)).await);
+
+    restart.undo(&ops, "op-b").unwrap();
+    let cleaned = |ops: &PodOps| !ops.pod().has_id("op-b");
+    assert!(ops.wait_until(LIMIT, cleaned).await);
+    let labels = ops.pod().labels;
+    assert!(!labels.contains_key(&label("operation-permission", "restart")));
+    assert!(labels.contains_key(&label("operation-permission", "replace")));
+    assert!(!available(&ops), "op-a is still in flight");
+    // An undone operation cannot be finished.
+    assert!(matches!(
+        restart.finish(&ops, "op-b"),
+        Err(PodOpsError::Refused(_))
+    ));
+
+    replace.finish(&ops, "op-a").unwrap();
+    assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
+    controllers.stop().await;
+    assert_eq!(ops.phase("op-a"), Some(S::Available));
+    assert_eq!(ops.phase("op-b"), Some(S::Undone));
+    assert_eq!(
+        phases(&ops, "op-b"),
+        [
+            "operating",
+            "pre-check",
+            "pre-checked",
+            "prepare",
+            "operate",
+            "undone"
+        ]
+    );
+    assert_eq!(ops.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_type_loses_its_permission_only_when_all_its_operations_are_undone() {
+    let ops = PodOps::new("web-0");
+    let controllers = ops.start();
+    let restart = OperationController::new("restart").concurrent();
+    restart.begin(&ops, "op-1").unwrap();
+    restart.begin(&ops, "op-2").unwrap();
+    let permission = label("operation-permission", "restart");
+    for id in ["op-1", "op-2"] {
+        assert!(ops.wait_until(LIMIT, in_phase(id, S::Operate)).await);
+    }
+    assert!(ops.pod().labels.contains_key(&permission));
+
+    restart.undo(&ops, "op-1").unwrap();
+    assert!(ops.wait_until(LIMIT, |ops| !ops.pod().has_id("op-1")).await);
+    assert!(
+        ops.pod().labels.contains_key(&permission),
+        "op-2 still holds it"
+    );
+
+    restart.undo(&ops, "op-2").unwrap();
+    assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
+    controllers.stop().await;
+    let pod = ops.pod();
+    assert!(!pod.labels.contains_key(&permission));
+    // Traffic came back on after the last undo.
+    assert!(pod.finalizers.contains(SERVICE_FINALIZER));
+    assert_eq!(ops.violations(), Vec::<String>::new());
+
+    // One at a time unless the controller says otherwise.
+    let single = OperationController::new("replace");
+    single.begin(&ops, "op-3").unwrap();
+    assert_eq!(
+        single.begin(&ops, "op-4").unwrap_err().to_string(),
+        "an operation of type replace is already running on web-0: op-3"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operate_waits_for_every_protection_finalizer_to_go() {
+    let ops = PodOps::new("web-0");
+    let traffic = "prot.podopslifecycle.kusionstack.io/traffic-manager";
+    ops.protect(traffic);
+    let controllers = ops.start();
+    let replace = OperationController::new("replace");
+    replace.begin(&ops, "op").unwrap();
+
+    // The service controller removes its finalizer; the traffic manager's stays,
+    // so PodOpsLifecycle is refused `operate`.
+    let refused = |ops: &PodOps| ops.refusals("finalizers_removed") > 0;
+    assert!(ops.wait_until(LIMIT, refused).await, "{:#?}", ops.trace());
+    assert_eq!(ops.phase("op"), Some(S::Prepare));
+    assert!(ops.pod().protected());
+    assert!(!ops.pod().service_ready, "prepare turns service-ready off");
+
+    ops.edit("traffic-manager", |pod| pod.finalizers.remove(traffic));
+    assert!(ops.wait_until(LIMIT, in_phase("op", S::Operate)).await);
+    replace.finish(&ops, "op").unwrap();
+
+    // Back to available only once every protection finalizer is back.
+    let waiting = |ops: &PodOps| ops.refusals("finalizers_added") > 0;
+    assert!(ops.wait_until(LIMIT, waiting).await, "{:#?}", ops.trace());
+    assert_eq!(ops.phase("op"), Some(S::Complete));
+    assert!(!available(&ops));
+    ops.edit("traffic-manager", |pod| {
+        pod.finalizers.insert(traffic.to_owned())
+    });
+    assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
+    controllers.stop().await;
+    assert_eq!(ops.phase("op"), Some(S::Available));
+    assert_eq!(ops.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transition_rules_of_the_type_gate_the_pre_check() {
+    let ops = PodOps::new("web-0");
+    let allow = "example.com/allow-delete";
+    ops.rule("delete", move |pod| pod.labels.contains_key(allow));
+    let controllers = ops.start();
+    let delete = OperationController::new("delete");
+    delete.begin(&ops, "op").unwrap();
+
+    let refused = |ops: &PodOps| ops.refusals("rules_passed") > 0;
+    assert!(ops.wait_until(LIMIT, refused).await);
+    assert_eq!(ops.phase("op"), Some(S::PreCheck));
+    assert!(
+        !ops.pod()
+            .labels
+            .contains_key(&label("operation-permission", "delete"))
+    );
+
+    ops.edit("user", |pod| {
+        pod.labels.insert(allow.to_owned(), "yes".into())
+    });
+    assert!(ops.wait_until(LIMIT, in_phase("op", S::Operate)).await);
+    assert!(
+        ops.pod()
+            .labels
+            .contains_key(&label("operation-permission", "delete"))
+    );
+    controllers.stop().await;
+    assert_eq!(ops.violations(), Vec::<String>::new());
+}
