@@ -2,15 +2,21 @@
 
 /// Criterion's mean estimate for `group/case` in ns per iteration, from this run.
 fn mean_ns(group: &str, case: &str) -> Option<f64> {
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| "target".into(), std::path::PathBuf::from);
-    let path = dir
-        .join("criterion")
-        .join(group)
-        .join(case)
-        .join("new/estimates.json");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    // Criterion writes under the workspace's target directory; a member crate's
+    // bench runs one level below it.
+    let dirs: Vec<std::path::PathBuf> = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => vec![dir.into()],
+        None => vec!["target".into(), "../target".into()],
+    };
+    let text = dirs.iter().find_map(|dir| {
+        let path = dir
+            .join("criterion")
+            .join(group)
+            .join(case)
+            .join("new/estimates.json");
+        std::fs::read_to_string(path).ok()
+    })?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json["mean"]["point_estimate"].as_f64()
 }
 

@@ -76,6 +76,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod store;
+
 use std::cell::RefCell;
 use std::fmt;
 

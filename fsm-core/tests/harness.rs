@@ -95,3 +95,8 @@ fn a_broken_system_is_caught_and_shrunk_to_a_short_sequence() {
          `resume` from RUNNING is forbidden, but the system accepted it (now RUNNING)"
     );
 }
+
+#[test]
+fn the_memory_store_passes_the_store_suite() {
+    fsm_core::testing::store::check_store(fsm_core::runtime::MemoryStore::new);
+}

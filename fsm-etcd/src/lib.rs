@@ -1,0 +1,528 @@
+//! An etcd store for the fsm runtime, for operators that run as several processes
+//! on several machines and need the guarantees of the in-memory store on a shared
+//! one.
+//!
+//! ```no_run
+//! use fsm_core::Machine;
+//! use fsm_core::runtime::{Actor, Runtime};
+//! use fsm_etcd::EtcdStore;
+//!
+//! let machine = Machine::from_spec_file("specs/sabakan/machine.toml")?;
+//! let store = EtcdStore::connect(["127.0.0.1:2379"], "/sabakan/machines/")?;
+//! let machines = Runtime::builder(machine, store)
+//!     .guard("keys_deleted", |_| true)
+//!     .guard("restarted", |_| true)
+//!     .build()?;
+//! machines.create("rack1-node3", &Actor::new("ops").with_role("admin"))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Layout and guarantees
+//!
+//! Under its prefix the store keeps, per object, `obj/<id>` (the record, JSON) and
+//! `hist/<id>/<version>` (one history entry per write, JSON, the version
+//! zero-padded so that keys sort in version order); `/` and `%` in ids are escaped.
+//!
+//! - **Compare-and-set by transaction.** A record's version is the etcd version of
+//!   its `obj/` key (1 when created, one more per write), so a write is one etcd
+//!   transaction: *if* `version(obj/<id>)` is the expected one (0 for a create),
+//!   *then* put the record and put its history entry, *else* read what is there and
+//!   answer [`StoreError::Conflict`]. A state change is never stored without its
+//!   history entry, nor an entry without its change.
+//! - **Watchers on etcd watch.** One etcd watch on `hist/` feeds the store's
+//!   [`Publisher`], so watchers see the writes of every process, each object's in
+//!   version order. A watch broken by a lost connection resumes from the last
+//!   revision seen.
+//! - **Errors.** A lost connection, a timeout or an etcd restarting is
+//!   [`StoreError::Unavailable`] with `retryable: true`. A write that timed out may
+//!   have been applied whole (never half): the runtime's next read tells which.
+//!
+//! # Ownership across processes, and its limits
+//!
+//! - **A process that dies.** The write that starts an action also puts
+//!   `held/<id>` (or `hidden/<id>`) on the process's lease, kept alive in the
+//!   background; the write that ends it deletes the key. When the process dies its
+//!   lease expires after its time to live ([`EtcdBuilder::lease_ttl`]), the key
+//!   goes, and every process then reads the holder as *abandoned*: a
+//!   [`Healer`](fsm_core::runtime::Healer) anywhere rolls the object back at once,
+//!   by compare-and-set.
+//! - **A slow action** in a live process keeps its lease: the lease bounds how long
+//!   a dead process holds objects, not how long an action may take (the healer's
+//!   timeouts do that).
+//! - **A partition.** A process cut off from etcd cannot write: its starts and
+//!   completions answer [`StoreError::Unavailable`] (retryable). If it stays cut
+//!   off longer than the lease's time to live, its actions read as abandoned and
+//!   may be rolled back by a healer elsewhere; when it comes back, its completion
+//!   is a `409 Conflict` and writes nothing. What the action did outside the store
+//!   must therefore be safe to redo or to undo. The same holds when the lease
+//!   expires because keep-alives failed while the process lived on; the store then
+//!   takes a new lease.
+//! - **Watch gaps.** A broken watch resumes from the last revision it saw; if etcd
+//!   compacted that revision away meanwhile, the events between are lost without a
+//!   [`Lagged`](fsm_core::runtime::Lagged) report: re-read the objects after a
+//!   long outage.
+//!
+//! The store's calls are blocking: they run on the store's own tokio runtime and
+//! wait for it, so they work from plain threads and (blocking a worker briefly)
+//! from async code alike.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp,
+    TxnOpResponse, WatchOptions,
+};
+use fsm_core::runtime::{
+    Entry, EntryKind, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
+};
+
+/// How many events each watcher buffers.
+const WATCH_CAPACITY: usize = 1024;
+
+/// A [`Store`] on etcd. Cloning it is cheap and shares the connection.
+#[derive(Clone)]
+pub struct EtcdStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The store's own runtime; shut down in the background when dropped, so that
+    /// dropping the store in async code is fine.
+    runtime: Option<tokio::runtime::Runtime>,
+    client: Client,
+    prefix: String,
+    timeout: Duration,
+    publisher: Arc<Publisher>,
+    /// This process's lease, kept alive in the background: the keys that say an
+    /// action of ours is in flight are attached to it.
+    lease: Arc<AtomicI64>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display, retryable: bool) -> StoreError {
+    StoreError::Unavailable {
+        message: e.to_string(),
+        retryable,
+    }
+}
+
+/// Whether an etcd error may go away by itself.
+fn store_error(e: etcd_client::Error) -> StoreError {
+    use etcd_client::Error as E;
+    use tonic::Code;
+    let retryable = match &e {
+        E::GRpcStatus(status) => matches!(
+            status.code(),
+            Code::Unavailable
+                | Code::DeadlineExceeded
+                | Code::Aborted
+                | Code::ResourceExhausted
+                | Code::Unknown
+                | Code::Cancelled
+        ),
+        E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => true,
+        _ => false,
+    };
+    unavailable(format!("etcd: {e}"), retryable)
+}
+
+/// Options of an [`EtcdStore`] before it connects.
+#[derive(Debug, Clone)]
+pub struct EtcdBuilder {
+    endpoints: Vec<String>,
+    prefix: String,
+    timeout: Duration,
+    lease_ttl: Duration,
+}
+
+impl EtcdBuilder {
+    /// How long one request may take before it is [`StoreError::Unavailable`]
+    /// (default 5 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long after this process is gone (or cut off from etcd) its actions in
+    /// flight show as abandoned, for a healer anywhere to roll back (default 10 s,
+    /// at least 1 s).
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// Connects.
+    pub fn connect(self) -> Result<EtcdStore, StoreError> {
+        EtcdStore::open(self)
+    }
+}
+
+impl EtcdStore {
+    /// Connects to etcd at `endpoints` (`host:port`) and keeps the objects under
+    /// `prefix` (one prefix per machine: `"/sabakan/machines/"`), with the default
+    /// options.
+    pub fn connect<E: AsRef<str>>(
+        endpoints: impl IntoIterator<Item = E>,
+        prefix: &str,
+    ) -> Result<Self, StoreError> {
+        Self::builder(endpoints, prefix).connect()
+    }
+
+    /// A store to connect once its options are set.
+    pub fn builder<E: AsRef<str>>(
+        endpoints: impl IntoIterator<Item = E>,
+        prefix: &str,
+    ) -> EtcdBuilder {
+        EtcdBuilder {
+            endpoints: endpoints
+                .into_iter()
+                .map(|e| e.as_ref().to_owned())
+                .collect(),
+            prefix: prefix.to_owned(),
+            timeout: Duration::from_secs(5),
+            lease_ttl: Duration::from_secs(10),
+        }
+    }
+
+    fn open(options: EtcdBuilder) -> Result<Self, StoreError> {
+        let EtcdBuilder {
+            endpoints,
+            prefix,
+            timeout,
+            lease_ttl,
+        } = options;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("fsm-etcd")
+            .enable_all()
+            .build()
+            .map_err(|e| unavailable(e, false))?;
+        let options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(timeout);
+        let client = runtime
+            .block_on(Client::connect(endpoints, Some(options)))
+            .map_err(store_error)?;
+        let publisher = Arc::new(Publisher::new(WATCH_CAPACITY));
+        let ttl = lease_ttl.as_secs().max(1) as i64;
+        let lease = runtime
+            .block_on(client.lease_client().grant(ttl, None))
+            .map_err(store_error)?
+            .id();
+        let lease = Arc::new(AtomicI64::new(lease));
+        runtime.spawn(keep_alive(client.clone(), ttl, lease.clone()));
+        // The watch starts after the revision etcd is at now.
+        let revision = runtime
+            .block_on(client.kv_client().get(prefix.clone(), None))
+            .map_err(store_error)?
+            .header()
+            .map_or(0, |h| h.revision());
+        runtime.spawn(feed(
+            client.clone(),
+            format!("{prefix}hist/"),
+            revision + 1,
+            publisher.clone(),
+        ));
+        Ok(EtcdStore {
+            inner: Arc::new(Inner {
+                runtime: Some(runtime),
+                client,
+                prefix,
+                timeout,
+                publisher,
+                lease,
+            }),
+        })
+    }
+
+    /// The prefix the store's keys live under.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// Runs `work` on the store's runtime with the store's timeout and waits for it.
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let timeout = self.inner.timeout;
+        let runtime = self.inner.runtime.as_ref().expect("running until dropped");
+        let work = async move {
+            match tokio::time::timeout(timeout, work).await {
+                Ok(done) => done.map_err(store_error),
+                Err(_) => Err(unavailable("etcd: timed out", true)),
+            }
+        };
+        // On a plain thread, drive the request from here; inside another runtime
+        // (where blocking on ours would panic), hand it over and wait.
+        if tokio::runtime::Handle::try_current().is_err() {
+            return runtime.block_on(work);
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        runtime.spawn(async move {
+            let _ = tx.send(work.await);
+        });
+        rx.recv()
+            .unwrap_or_else(|_| Err(unavailable("etcd: the store's runtime stopped", false)))
+    }
+
+    fn object_key(&self, id: &ObjectId) -> String {
+        format!("{}obj/{}", self.inner.prefix, escape(id.as_str()))
+    }
+
+    /// The key that says an action of a live process holds `id`'s visible (or
+    /// hidden) slot.
+    fn held_key(&self, id: &ObjectId, hidden: bool) -> String {
+        let slot = if hidden { "hidden" } else { "held" };
+        format!("{}{slot}/{}", self.inner.prefix, escape(id.as_str()))
+    }
+
+    fn history_prefix(&self, id: &ObjectId) -> String {
+        format!("{}hist/{}/", self.inner.prefix, escape(id.as_str()))
+    }
+}
+
+/// An id as one key segment: `%` and `/` escaped, so that no id's keys are a
+/// prefix of another's.
+fn escape(id: &str) -> String {
+    id.replace('%', "%25").replace('/', "%2F")
+}
+
+fn unescape(segment: &str) -> ObjectId {
+    ObjectId::from(segment.replace("%2F", "/").replace("%25", "%"))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8], key: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        unavailable(
+            format!(
+                "etcd: {} does not hold what fsm stored: {e}",
+                String::from_utf8_lossy(key)
+            ),
+            false,
+        )
+    })
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("records and entries serialize")
+}
+
+impl Store for EtcdStore {
+    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+        let (mut kv, key) = (self.inner.client.kv_client(), self.object_key(id));
+        let resp = self.run(async move { kv.get(key, None).await })?;
+        let Some(mut record) = resp
+            .kvs()
+            .first()
+            .map(|kv| decode::<Record>(kv.value(), kv.key()))
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let held = |h: &Option<Arc<Holder>>| h.as_ref().is_some_and(|h| !h.abandoned);
+        if !held(&record.in_flight) && !held(&record.hidden) {
+            return Ok(Some(record));
+        }
+        // An action is in flight: is the process that holds it alive? If the
+        // action ended between the two reads, the record is stale and calling its
+        // holder abandoned is harmless: any write based on it conflicts.
+        let txn = Txn::new().and_then([
+            TxnOp::get(self.held_key(id, false), None),
+            TxnOp::get(self.held_key(id, true), None),
+        ]);
+        let mut kv = self.inner.client.kv_client();
+        let resp = self.run(async move { kv.txn(txn).await })?;
+        let mut values = resp.op_responses().into_iter().map(|r| match r {
+            TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.value().to_vec()),
+            _ => None,
+        });
+        // A holder whose key is gone belongs to a process whose lease expired.
+        for (slot, held) in [
+            (&mut record.in_flight, values.next().flatten()),
+            (&mut record.hidden, values.next().flatten()),
+        ] {
+            if let Some(holder) = slot.as_mut().filter(|h| !h.abandoned) {
+                let alive = held.is_some_and(|v| v == holder.version.to_string().as_bytes());
+                if !alive {
+                    *holder = Arc::new(Holder {
+                        abandoned: true,
+                        ..(**holder).clone()
+                    });
+                }
+            }
+        }
+        Ok(Some(record))
+    }
+
+    fn commit(&self, write: Write) -> Result<(), StoreError> {
+        let (id, expected, record, entry) = write.into_parts();
+        let key = self.object_key(&id);
+        let history = format!("{}{:020}", self.history_prefix(&id), entry.version);
+        let version = expected.map_or(0, |e| e.version as i64);
+        let mut ops = vec![
+            TxnOp::put(key.clone(), encode(&record), None),
+            TxnOp::put(history, encode(&entry), None),
+        ];
+        // The slots' liveness keys: put on this process's lease by the write that
+        // starts an action, deleted by a write that ends one.
+        let lease = self.inner.lease.load(Ordering::Relaxed);
+        let ends = matches!(
+            entry.kind,
+            EntryKind::Completed | EntryKind::Failed | EntryKind::Abandoned | EntryKind::Healed
+        );
+        for (holder, hidden) in [(&record.in_flight, false), (&record.hidden, true)] {
+            let held = self.held_key(&id, hidden);
+            match holder {
+                Some(h) if h.version == record.version && !h.abandoned => ops.push(TxnOp::put(
+                    held,
+                    h.version.to_string(),
+                    Some(PutOptions::new().with_lease(lease)),
+                )),
+                Some(h) if h.abandoned && ends => ops.push(TxnOp::delete(held, None)),
+                None if ends => ops.push(TxnOp::delete(held, None)),
+                _ => {}
+            }
+        }
+        let txn = Txn::new()
+            .when([Compare::version(key.clone(), CompareOp::Equal, version)])
+            .and_then(ops)
+            .or_else([TxnOp::get(key, None)]);
+        let mut kv = self.inner.client.kv_client();
+        let resp = self.run(async move { kv.txn(txn).await })?;
+        if resp.succeeded() {
+            return Ok(());
+        }
+        let found = match resp.op_responses().into_iter().next() {
+            Some(TxnOpResponse::Get(get)) => get
+                .kvs()
+                .first()
+                .map(|kv| decode::<Record>(kv.value(), kv.key()))
+                .transpose()?,
+            _ => None,
+        };
+        Err(StoreError::Conflict {
+            id,
+            found: found.map(Box::new),
+        })
+    }
+
+    fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
+        let (mut kv, prefix) = (self.inner.client.kv_client(), self.history_prefix(id));
+        let resp =
+            self.run(async move { kv.get(prefix, Some(GetOptions::new().with_prefix())).await })?;
+        // etcd answers in key order, which is version order.
+        resp.kvs()
+            .iter()
+            .map(|kv| decode(kv.value(), kv.key()))
+            .collect()
+    }
+
+    fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
+        let prefix = format!("{}obj/", self.inner.prefix);
+        let mut kv = self.inner.client.kv_client();
+        let query = prefix.clone();
+        let resp = self.run(async move {
+            kv.get(
+                query,
+                Some(GetOptions::new().with_prefix().with_keys_only()),
+            )
+            .await
+        })?;
+        Ok(resp
+            .kvs()
+            .iter()
+            .filter_map(|kv| kv.key_str().ok()?.strip_prefix(&prefix).map(unescape))
+            .collect())
+    }
+
+    fn watch(&self) -> Result<Watcher, StoreError> {
+        Ok(self.inner.publisher.watch())
+    }
+}
+
+/// Keeps this process's lease alive; when it was lost (etcd unreachable longer
+/// than its time to live), takes a new one: the actions held under the old one
+/// show as abandoned elsewhere meanwhile, and their completions get a conflict if
+/// a healer rolled them back.
+async fn keep_alive(client: Client, ttl: i64, lease: Arc<AtomicI64>) {
+    let every = Duration::from_millis((ttl as u64 * 1000 / 3).max(200));
+    loop {
+        let id = lease.load(Ordering::Relaxed);
+        let mut leases = client.lease_client();
+        if let Ok((mut keeper, mut stream)) = leases.keep_alive(id).await {
+            loop {
+                if keeper.keep_alive().await.is_err() {
+                    break;
+                }
+                match stream.message().await {
+                    Ok(Some(resp)) if resp.ttl() > 0 => {}
+                    _ => break,
+                }
+                tokio::time::sleep(every).await;
+            }
+        }
+        tracing::debug!(lease = id, "etcd lease lost; taking a new one");
+        tokio::time::sleep(every).await;
+        // A lease that still lives is kept; an expired one is replaced.
+        let expired = match leases.time_to_live(id, None).await {
+            Ok(resp) => resp.ttl() <= 0,
+            Err(_) => continue,
+        };
+        if expired {
+            if let Ok(resp) = leases.grant(ttl, None).await {
+                lease.store(resp.id(), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Publishes every history entry written under `prefix` from `revision` on,
+/// re-watching from the last revision seen when the watch breaks.
+async fn feed(client: Client, prefix: String, mut revision: i64, publisher: Arc<Publisher>) {
+    loop {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(revision);
+        let mut watch = client.watch_client();
+        match watch.watch(prefix.clone(), Some(options)).await {
+            Ok(mut stream) => {
+                while let Ok(Some(resp)) = stream.message().await {
+                    for event in resp.events() {
+                        let Some(kv) = event.kv() else { continue };
+                        revision = revision.max(kv.mod_revision() + 1);
+                        if event.event_type() != EventType::Put {
+                            continue;
+                        }
+                        let Some(id) = kv
+                            .key_str()
+                            .ok()
+                            .and_then(|k| k.strip_prefix(&prefix))
+                            .and_then(|k| k.split_once('/'))
+                            .map(|(id, _)| unescape(id))
+                        else {
+                            continue;
+                        };
+                        match serde_json::from_slice::<Entry>(kv.value()) {
+                            Ok(entry) => publisher.publish(|| Event { id, entry }),
+                            Err(e) => tracing::warn!(key = ?kv.key_str(), "not an fsm entry: {e}"),
+                        }
+                    }
+                }
+                tracing::debug!("etcd watch ended; watching again from {revision}");
+            }
+            Err(e) => tracing::debug!("etcd watch failed: {e}; retrying"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

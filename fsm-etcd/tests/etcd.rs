@@ -1,0 +1,409 @@
+//! The store suite that the in-memory store passes, against a real etcd.
+//!
+//! The endpoint comes from `FSM_ETCD_ENDPOINTS` (comma-separated, default
+//! `127.0.0.1:2379`). Without a reachable etcd the tests say so and pass, except in
+//! CI (`CI` set), where `.ci/run` starts one and they must run.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use fsm_core::runtime::{
+    Actor, EntryKind, Healer, Runtime, RuntimeError, Store, StoreError, check_history,
+};
+use fsm_core::testing::store::{check_store, machine};
+use fsm_etcd::EtcdStore;
+
+fn endpoints() -> Vec<String> {
+    std::env::var("FSM_ETCD_ENDPOINTS")
+        .unwrap_or_else(|_| "127.0.0.1:2379".into())
+        .split(',')
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A store under a prefix no other test uses, or `None` (with a message) when no
+/// etcd is reachable outside CI.
+fn store() -> Option<EtcdStore> {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let prefix = format!(
+        "/fsm-test/{}-{}/{}/",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    match EtcdStore::connect(endpoints(), &prefix) {
+        Ok(store) => Some(store),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!(
+                "skipped: no etcd at {:?} ({e}); set FSM_ETCD_ENDPOINTS",
+                endpoints()
+            );
+            None
+        }
+        Err(e) => panic!("CI must run the etcd tests, but etcd is not reachable: {e}"),
+    }
+}
+
+#[test]
+fn etcd_passes_the_store_suite() {
+    if store().is_none() {
+        return;
+    }
+    check_store(|| store().expect("etcd was reachable a moment ago"));
+}
+
+#[test]
+fn ids_with_slashes_keep_their_histories_apart() {
+    let Some(store) = store() else { return };
+    let rt = Runtime::new(machine(), store).unwrap();
+    let user = Actor::new("user");
+    rt.create("a", &user).unwrap();
+    rt.create("a/b", &user).unwrap();
+    rt.run("a/b", &user, "start").unwrap();
+    assert_eq!(rt.history("a").unwrap().len(), 1);
+    assert_eq!(rt.history("a/b").unwrap().len(), 3);
+    let mut ids: Vec<String> = rt
+        .store()
+        .ids()
+        .unwrap()
+        .iter()
+        .map(|i| i.to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["a", "a/b"]);
+}
+
+#[test]
+fn two_stores_on_one_prefix_see_each_other() {
+    let Some(first) = store() else { return };
+    let second = EtcdStore::connect(endpoints(), first.prefix()).unwrap();
+    let (a, b) = (
+        Runtime::new(machine(), first).unwrap(),
+        Runtime::new(machine(), second).unwrap(),
+    );
+    let mut watcher = b.watch().unwrap();
+    let user = Actor::new("user");
+    a.create("x", &user).unwrap();
+    assert_eq!(b.state_name("x").unwrap(), "HALTED");
+    // The second process's stale view loses the race.
+    let flight = a.start("x", &user, "start").unwrap();
+    assert!(b.start("x", &user, "start").is_err());
+    flight.complete().unwrap();
+    let event = watcher.recv().unwrap();
+    assert_eq!((event.id.as_str(), event.entry.version), ("x", 1));
+}
+
+#[test]
+fn an_unreachable_etcd_is_a_typed_error() {
+    let err = EtcdStore::connect(["127.0.0.1:1"], "/nowhere/")
+        .err()
+        .expect("nothing listens on port 1");
+    assert!(
+        matches!(
+            err,
+            StoreError::Unavailable {
+                retryable: true,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+/// The prefix a parent test hands its child processes.
+const CHILD_PREFIX: &str = "FSM_ETCD_CHILD_PREFIX";
+
+/// Runs the ignored test `name` of this binary as a child process on `prefix`.
+fn child(name: &str, prefix: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            name,
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_PREFIX, prefix)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+const OBJECTS: [&str; 4] = ["obj-0", "obj-1", "obj-2", "obj-3"];
+
+/// Races on `OBJECTS` under the parent's prefix and prints how many actions it
+/// completed.
+#[test]
+#[ignore = "a child process of several_processes_never_lose_a_write"]
+fn child_races() {
+    let Ok(prefix) = std::env::var(CHILD_PREFIX) else {
+        return;
+    };
+    let rt = Runtime::new(machine(), EtcdStore::connect(endpoints(), &prefix).unwrap()).unwrap();
+    let actor = Actor::new(format!("process-{}", std::process::id()));
+    let mut completed = 0;
+    for i in 0..120 {
+        let id = OBJECTS[(i * 7 + std::process::id() as usize) % OBJECTS.len()];
+        let action = ["start", "stop", "resize", "reboot"][i % 4];
+        if let Ok(flight) = rt.start(id, &actor, action) {
+            if flight.complete().is_ok() {
+                completed += 1;
+            }
+        }
+    }
+    println!("completed={completed}");
+}
+
+#[test]
+fn several_processes_never_lose_a_write() {
+    let Some(store) = store() else { return };
+    let prefix = store.prefix().to_owned();
+    let rt = Runtime::new(machine(), store).unwrap();
+    for id in OBJECTS {
+        rt.create(id, &Actor::new("admin")).unwrap();
+    }
+    let children: Vec<_> = (0..3).map(|_| child("child_races", &prefix)).collect();
+    let mut completed = 0;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let out = String::from_utf8_lossy(&out.stdout);
+        let n: usize = out
+            .lines()
+            .find_map(|l| l.split("completed=").nth(1))
+            .and_then(|n| n.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("child said: {out}"));
+        completed += n;
+    }
+    assert!(completed > 0);
+    let mut in_histories = 0;
+    for id in OBJECTS {
+        let history = rt.history(id).unwrap();
+        check_history(rt.machine(), &history).unwrap();
+        let record = rt.get(id).unwrap();
+        assert_eq!(Some(record.state), history.last().map(|e| e.to));
+        assert_eq!(record.version, history.len() as u64);
+        in_histories += history
+            .iter()
+            .filter(|e| e.kind == EntryKind::Completed)
+            .count();
+    }
+    assert_eq!(
+        in_histories, completed,
+        "every completed action, and only those"
+    );
+}
+
+/// Starts an action and dies without finishing it or saying so.
+#[test]
+#[ignore = "a child process of a_dead_process_is_healed_once_its_lease_expires"]
+fn child_dies_holding_an_action() {
+    let Ok(prefix) = std::env::var(CHILD_PREFIX) else {
+        return;
+    };
+    let store = EtcdStore::builder(endpoints(), &prefix)
+        .lease_ttl(Duration::from_secs(1))
+        .connect()
+        .unwrap();
+    let rt = Runtime::new(machine(), store).unwrap();
+    let flight = rt.start("vm", &Actor::new("doomed"), "start").unwrap();
+    std::mem::forget(flight);
+    println!("started");
+    std::process::exit(0);
+}
+
+#[test]
+fn a_dead_process_is_healed_once_its_lease_expires() {
+    let Some(store) = store() else { return };
+    let prefix = store.prefix().to_owned();
+    let rt = Runtime::new(machine(), store).unwrap();
+    rt.create("vm", &Actor::new("admin")).unwrap();
+    let out = child("child_dies_holding_an_action", &prefix)
+        .wait_with_output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("started"));
+    assert_eq!(rt.state_name("vm").unwrap(), "STARTING");
+
+    // Until the lease expires the action is held; then it shows abandoned.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !rt.get("vm").unwrap().in_flight.unwrap().abandoned {
+        assert!(Instant::now() < deadline, "the lease never expired");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    match rt.start("vm", &Actor::new("user"), "stop") {
+        Err(RuntimeError::Busy {
+            abandoned, holder, ..
+        }) => {
+            assert!(abandoned);
+            assert_eq!(holder, "doomed");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The healer does not wait for its timeout on an abandoned action.
+    let report = Healer::new(Duration::from_secs(3600)).heal(&rt).unwrap();
+    assert_eq!(report.healed.len(), 1, "{report:?}");
+    assert!(report.healed[0].abandoned);
+    assert_eq!(report.healed[0].restored, "HALTED");
+    assert_eq!(rt.state_name("vm").unwrap(), "HALTED");
+    check_history(rt.machine(), &rt.history("vm").unwrap()).unwrap();
+}
+
+/// An etcd server of the test's own, on its own ports and data directory.
+struct OwnEtcd {
+    process: std::process::Child,
+    dir: std::path::PathBuf,
+    client_port: u16,
+}
+
+impl OwnEtcd {
+    /// Starts (or restarts, on the same data) etcd in `dir`; `None` when there is
+    /// no `etcd` binary outside CI.
+    fn start(dir: &std::path::Path, client_port: u16) -> Option<OwnEtcd> {
+        let url = |port: u16| format!("http://127.0.0.1:{port}");
+        let peer = client_port + 10;
+        let process = std::process::Command::new("etcd")
+            .args(["--name", "fault", "--data-dir"])
+            .arg(dir.join("data"))
+            .args(["--listen-client-urls", &url(client_port)])
+            .args(["--advertise-client-urls", &url(client_port)])
+            .args(["--listen-peer-urls", &url(peer)])
+            .args(["--initial-advertise-peer-urls", &url(peer)])
+            .args(["--initial-cluster", &format!("fault={}", url(peer))])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let process = match process {
+            Ok(p) => p,
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("skipped: cannot run etcd ({e})");
+                return None;
+            }
+            Err(e) => panic!("CI must run the fault test, but etcd does not start: {e}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", client_port)).is_err() {
+            assert!(Instant::now() < deadline, "etcd did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(OwnEtcd {
+            process,
+            dir: dir.to_owned(),
+            client_port,
+        })
+    }
+
+    fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.client_port)
+    }
+
+    /// Kills it the hard way.
+    fn kill(mut self) -> std::path::PathBuf {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        self.dir.clone()
+    }
+}
+
+impl Drop for OwnEtcd {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+#[test]
+fn killing_etcd_mid_run_loses_no_accepted_action() {
+    let dir = std::env::temp_dir().join(format!("fsm-etcd-fault-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(etcd) = OwnEtcd::start(&dir, 23795) else {
+        return;
+    };
+    let store = EtcdStore::builder([etcd.endpoint()], "/fault/")
+        .timeout(Duration::from_secs(1))
+        .connect()
+        .unwrap();
+    let rt = Runtime::new(machine(), store).unwrap();
+    for id in OBJECTS {
+        rt.create(id, &Actor::new("admin")).unwrap();
+    }
+    let completed = AtomicUsize::new(0);
+    let ambiguous = AtomicUsize::new(0);
+    let refused_retryable = AtomicUsize::new(0);
+    let restarted = std::sync::atomic::AtomicBool::new(false);
+    let etcd = std::thread::scope(|s| {
+        for t in 0..3 {
+            let (rt, completed, ambiguous, refused, restarted) =
+                (&rt, &completed, &ambiguous, &refused_retryable, &restarted);
+            s.spawn(move || {
+                let actor = Actor::new(format!("actor-{t}"));
+                let mut i = 0;
+                // Until some time after the restart.
+                let mut after = 0;
+                while after < 100 {
+                    i += 1;
+                    if restarted.load(Ordering::Relaxed) {
+                        after += 1;
+                    }
+                    let id = OBJECTS[(i * 7 + t) % OBJECTS.len()];
+                    let action = ["start", "stop", "resize", "reboot"][i % 4];
+                    match rt.start(id, &actor, action) {
+                        Ok(flight) => match flight.complete() {
+                            Ok(_) => {
+                                completed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(RuntimeError::Store(e)) => {
+                                assert!(e.is_retryable(), "{e}");
+                                ambiguous.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(_) => {}
+                        },
+                        Err(RuntimeError::Store(e)) => {
+                            assert!(e.is_retryable(), "a lost etcd is retryable: {e}");
+                            refused.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(_) => {}
+                    }
+                }
+            });
+        }
+        // Kill etcd in the middle of the run, then start it again on its data.
+        while completed.load(Ordering::Relaxed) < 60 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let dir = etcd.kill();
+        std::thread::sleep(Duration::from_millis(500));
+        let etcd = OwnEtcd::start(&dir, 23795).expect("etcd restarts");
+        restarted.store(true, Ordering::Relaxed);
+        etcd
+    });
+    assert!(
+        refused_retryable.load(Ordering::Relaxed) + ambiguous.load(Ordering::Relaxed) > 0,
+        "the actors never noticed etcd was gone"
+    );
+    // Actions whose handles were lost with the connection are abandoned: heal them.
+    Healer::new(Duration::from_secs(3600)).heal(&rt).unwrap();
+    let mut in_histories = 0;
+    for id in OBJECTS {
+        let history = rt.history(id).unwrap();
+        check_history(rt.machine(), &history).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let record = rt.get(id).unwrap();
+        assert_eq!(Some(record.state), history.last().map(|e| e.to), "{id}");
+        assert_eq!(record.version, history.len() as u64, "{id}");
+        in_histories += history
+            .iter()
+            .filter(|e| e.kind == EntryKind::Completed)
+            .count();
+    }
+    // Every accepted completion is stored; an ambiguous one (the answer was lost
+    // with the connection) may or may not be.
+    let (ok, maybe) = (completed.into_inner(), ambiguous.into_inner());
+    assert!(
+        ok <= in_histories && in_histories <= ok + maybe,
+        "{ok} accepted, {maybe} ambiguous, {in_histories} in the histories"
+    );
+    drop(etcd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
