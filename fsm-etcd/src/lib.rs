@@ -88,6 +88,16 @@ pub struct EtcdStore {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdStore")
+            .field("prefix", &self.inner.prefix)
+            .field("lease", &self.inner.lease.load(Ordering::Relaxed))
+            .field("timeout", &self.inner.timeout)
+            .finish()
+    }
+}
+
 struct Inner {
     /// The store's own runtime; shut down in the background when dropped, so that
     /// dropping the store in async code is fine.

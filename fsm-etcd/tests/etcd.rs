@@ -97,9 +97,8 @@ fn two_stores_on_one_prefix_see_each_other() {
 
 #[test]
 fn an_unreachable_etcd_is_a_typed_error() {
-    let err = EtcdStore::connect(["127.0.0.1:1"], "/nowhere/")
-        .err()
-        .expect("nothing listens on port 1");
+    let err =
+        EtcdStore::connect(["127.0.0.1:1"], "/nowhere/").expect_err("nothing listens on port 1");
     assert!(
         matches!(
             err,
