@@ -18,7 +18,7 @@ use crate::runtime::{
 };
 
 /// The machine the suite runs: a server with a transition state, a back-to-origin
-/// action, a self-loop and a terminal state.
+/// action, a self-loop, a hidden action and a terminal state.
 pub const SPEC: &str = r#"
 [machine]
 name = "server"
@@ -38,6 +38,7 @@ stop = { from = "RUNNING", via = "STOPPING", to = "HALTED" }
 resize = { from = ["HALTED", "RUNNING"], via = "RESIZING", to_origin = true }
 reboot = { from = "RUNNING", to = "RUNNING" }
 retire = { from = "HALTED", to = "RETIRED" }
+migrate = { from = ["HALTED", "RUNNING"], hidden = true }
 "#;
 
 /// The suite's machine.
@@ -52,6 +53,8 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     history_follows_state(make());
     stale_writes_conflict(make());
     lists_objects(make());
+    handles_end_as_they_should(make());
+    hidden_actions_keep_their_own_slot(make());
     watchers_see_writes_in_order(make());
     concurrent_actors_never_lose_a_write(make(), 4, 150);
 }
@@ -134,6 +137,81 @@ pub fn stale_writes_conflict<S: Store>(store: S) {
     assert_eq!(state(&rt, "a"), "RUNNING");
 }
 
+/// A failed action returns to its origin; a dropped handle leaves the object held
+/// by an abandoned action, which the healer rolls back at once.
+pub fn handles_end_as_they_should<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, healer) = (Actor::new("user"), Actor::new("healer"));
+    rt.create("a", &user).unwrap();
+    rt.start("a", &user, "start").unwrap().fail().unwrap();
+    assert_eq!(
+        state(&rt, "a"),
+        "HALTED",
+        "handles_end_as_they_should: failed"
+    );
+    drop(rt.start("a", &user, "start").unwrap());
+    let record = rt.get("a").unwrap();
+    assert_eq!(state(&rt, "a"), "STARTING");
+    assert!(
+        record.in_flight.as_ref().is_some_and(|h| h.abandoned),
+        "handles_end_as_they_should: dropped handle is abandoned: {record:?}"
+    );
+    match rt.start("a", &user, "stop") {
+        Err(RuntimeError::Busy { abandoned, .. }) => assert!(abandoned),
+        other => panic!("handles_end_as_they_should: answered {other:?}"),
+    }
+    let report = crate::runtime::Healer::new(Duration::from_secs(3600))
+        .actor(healer)
+        .heal(&rt)
+        .unwrap();
+    assert_eq!(
+        report.healed.len(),
+        1,
+        "handles_end_as_they_should: {report:?}"
+    );
+    assert_eq!(state(&rt, "a"), "HALTED");
+    let kinds: Vec<EntryKind> = rt.history("a").unwrap().iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            EntryKind::Created,
+            EntryKind::Started,
+            EntryKind::Failed,
+            EntryKind::Started,
+            EntryKind::Abandoned,
+            EntryKind::Healed,
+        ]
+    );
+}
+
+/// A hidden action keeps the status and its own slot: a user's action may start
+/// beside it, another hidden one may not, and each ends on its own.
+pub fn hidden_actions_keep_their_own_slot<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, balancer) = (Actor::new("user"), Actor::new("balancer"));
+    rt.create("a", &user).unwrap();
+    let migration = rt.start("a", &balancer, "migrate").unwrap();
+    assert_eq!(state(&rt, "a"), "HALTED", "hidden_actions: status kept");
+    assert!(matches!(
+        rt.start("a", &balancer, "migrate"),
+        Err(RuntimeError::Busy { .. })
+    ));
+    let start = rt.start("a", &user, "start").unwrap();
+    assert_eq!(state(&rt, "a"), "STARTING");
+    migration.complete().unwrap();
+    let record = rt.get("a").unwrap();
+    assert!(record.hidden.is_none() && record.in_flight.is_some());
+    assert_eq!(
+        state(&rt, "a"),
+        "STARTING",
+        "hidden_actions: the user's action goes on"
+    );
+    start.complete().unwrap();
+    assert_eq!(state(&rt, "a"), "RUNNING");
+    check_history(rt.machine(), &rt.history("a").unwrap())
+        .expect("hidden_actions: a valid history");
+}
+
 /// `ids` lists every object, and only them.
 pub fn lists_objects<S: Store>(store: S) {
     let rt = runtime(store);
@@ -204,7 +282,7 @@ pub fn concurrent_actors_never_lose_a_write<S: Store>(store: S, threads: usize, 
         rt.create(id.as_str(), &admin).unwrap();
     }
     let completed = AtomicUsize::new(0);
-    let actions = ["start", "stop", "resize", "reboot"];
+    let actions = ["start", "stop", "resize", "reboot", "migrate"];
     std::thread::scope(|s| {
         for t in 0..threads {
             let (rt, ids, completed) = (&rt, &ids, &completed);
