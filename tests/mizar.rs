@@ -150,14 +150,11 @@ fn assert_owners_only(mizar: &Cluster) {
             check_history(m, &history).unwrap_or_else(|e| panic!("{kind:?} {id}: {e}"));
             for entry in &history {
                 if entry.kind == EntryKind::Created {
-                    let creator = if kind == Kind::Droplet {
-                        "cni-service"
-                    } else if matches!(kind, Kind::Divider) {
-                        "vpc-operator"
-                    } else if matches!(kind, Kind::Bouncer) {
-                        "network-operator"
-                    } else {
-                        "user"
+                    let creator = match kind {
+                        Kind::Droplet => "cni-service",
+                        Kind::Divider => "vpc-operator",
+                        Kind::Bouncer => "network-operator",
+                        Kind::Vpc | Kind::Network | Kind::Endpoint => "user",
                     };
                     assert_eq!(&*entry.actor, creator, "{kind:?} {id} created by");
                     continue;
@@ -337,7 +334,14 @@ async fn a_parent_waits_for_its_children_to_be_deleted() {
         mizar.state(Kind::Vpc, "vpc").as_deref(),
         Some("Provisioned")
     );
-    // A VPC being deleted takes no new network.
+    // A network needs an existing VPC, and a VPC being deleted takes no new one.
+    assert_eq!(
+        mizar.create_network("vpc-nope", "vpc-nope/net"),
+        Err(MizarError::NoParent {
+            kind: Kind::Vpc,
+            id: "vpc-nope".into()
+        })
+    );
     assert_eq!(
         mizar.create_network("vpc", "vpc/net-2"),
         Err(MizarError::ParentDeleting { id: "vpc".into() })

@@ -21,8 +21,7 @@ use crate::support::lock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::runtime::{
-    Actor, Clock, Entry, InFlight, Lagged, MemoryStore, ObjectId, Runtime, RuntimeError, Store,
-    Watcher,
+    Actor, Clock, InFlight, Lagged, MemoryStore, ObjectId, Runtime, RuntimeError, Store, Watcher,
 };
 use fsm::{ActionId, StateMachine};
 use tokio::sync::{Notify, mpsc, watch};
@@ -800,11 +799,17 @@ impl Worker {
             }
             (Operator::Droplet, Kind::Droplet) => self.droplet(id),
             (Operator::Droplet, Kind::Divider | Kind::Bouncer) => self.place(kind, id),
-            (Operator::Divider, Kind::Vpc) => self.delete_dividers(id),
+            (Operator::Divider, Kind::Vpc) => self.delete_parts(
+                (Kind::Vpc, id, V::Deleting),
+                (Kind::Divider, D::Provisioned, DA::RequestDelete),
+            ),
             (Operator::Divider, Kind::Divider) => self.divider_done(id),
             (Operator::Divider, Kind::Bouncer) => self.bouncer_dividers(id),
             (Operator::Bouncer, Kind::Divider) => self.divider_bouncers(id),
-            (Operator::Bouncer, Kind::Network) => self.delete_bouncers(id),
+            (Operator::Bouncer, Kind::Network) => self.delete_parts(
+                (Kind::Network, id, N::Deleting),
+                (Kind::Bouncer, B::Provisioned, BA::RequestDelete),
+            ),
             (Operator::Bouncer, Kind::Bouncer) => self.bouncer_done(id),
             (Operator::Bouncer, Kind::Endpoint) => self.endpoint_bouncers(id),
             (Operator::Endpoint, Kind::Bouncer) => self.bouncer_endpoints(id),
@@ -1003,17 +1008,24 @@ impl Worker {
 
     // --- Divider operator -----------------------------------------------------
 
-    /// The VPC is being deleted: its dividers go (VPC delete, step 4).
-    fn delete_dividers(&mut self, vpc: &ObjectId) {
-        let Some(o) = self.cluster.object(vpc) else {
+    /// The parent (of `kind`) is in `deleting`: each of its parts (of `part`) in
+    /// `provisioned` is asked to go with `request`. The Divider Operator does this
+    /// for a VPC's dividers (VPC delete, step 4), the Bouncer Operator for a
+    /// network's bouncers (network delete, step 7).
+    fn delete_parts<P: StateMachine + PartialEq, C: StateMachine + PartialEq>(
+        &mut self,
+        (kind, parent, deleting): (Kind, &ObjectId, P),
+        (part, provisioned, request): (Kind, C, impl Into<ActionId> + Copy),
+    ) {
+        let Some(o) = self.cluster.object(parent) else {
             return;
         };
-        if self.rt(Kind::Vpc).state_as::<V>(vpc.clone()).ok() != Some(V::Deleting) {
+        if self.rt(kind).state_as::<P>(parent.clone()).ok() != Some(deleting) {
             return;
         }
-        for divider in &o.parts {
-            if self.rt(Kind::Divider).state_as::<D>(divider.clone()).ok() == Some(D::Provisioned) {
-                let _ = self.act(Kind::Divider, divider, DA::RequestDelete);
+        for id in &o.parts {
+            if self.rt(part).state_as::<C>(id.clone()).ok() == Some(provisioned) {
+                let _ = self.act(part, id, request);
             }
         }
     }
@@ -1022,8 +1034,8 @@ impl Worker {
         match self.rt(Kind::Divider).state_as::<D>(id.clone()) {
             Ok(D::Provisioned) => {
                 self.cache(Kind::Divider, id, true);
-                // Bouncers of the VPC may have waited for it; and a VPC being
-                // deleted meanwhile wants it gone.
+                // Bouncers of the VPC may have waited for it. (A VPC cannot be
+                // deleting yet: it is provisioned only once its dividers are.)
                 let vpc = self.cluster.object(id).and_then(|o| o.parent);
                 if let Some(vpc) = vpc {
                     let networks = self
@@ -1041,7 +1053,6 @@ impl Worker {
                             self.bouncer_dividers(&bouncer);
                         }
                     }
-                    self.delete_dividers(&vpc);
                 }
             }
             Ok(D::Deprovisioned) => {
@@ -1145,28 +1156,10 @@ impl Worker {
         }
     }
 
-    /// The network is being deleted: its bouncers go (network delete, step 7).
-    fn delete_bouncers(&mut self, network: &ObjectId) {
-        let Some(o) = self.cluster.object(network) else {
-            return;
-        };
-        if self.rt(Kind::Network).state_as::<N>(network.clone()).ok() != Some(N::Deleting) {
-            return;
-        }
-        for bouncer in &o.parts {
-            if self.rt(Kind::Bouncer).state_as::<B>(bouncer.clone()).ok() == Some(B::Provisioned) {
-                let _ = self.act(Kind::Bouncer, bouncer, BA::RequestDelete);
-            }
-        }
-    }
-
     fn bouncer_done(&mut self, id: &ObjectId) {
         match self.rt(Kind::Bouncer).state_as::<B>(id.clone()) {
             Ok(B::Provisioned) => {
                 self.cache(Kind::Bouncer, id, true);
-                if let Some(network) = self.cluster.object(id).and_then(|o| o.parent) {
-                    self.delete_bouncers(&network);
-                }
             }
             Ok(B::DividersRemoved) => {
                 if let Outcome::Done = self.act(Kind::Bouncer, id, BA::Delete) {
@@ -1299,9 +1292,4 @@ impl Worker {
             let _ = self.act(Kind::Endpoint, id, EA::RequestDelete);
         }
     }
-}
-
-/// The actor of a history entry as an operator, if it is one.
-pub fn operator_of(entry: &Entry) -> Option<Operator> {
-    Operator::from_role(&entry.actor)
 }

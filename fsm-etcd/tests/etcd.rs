@@ -406,3 +406,26 @@ fn killing_etcd_mid_run_loses_no_accepted_action() {
     drop(etcd);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_foreign_value_under_the_prefix_is_a_clear_error() {
+    let Some(store) = store() else { return };
+    let key = format!("{}obj/x", store.prefix());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints(), None)
+            .await
+            .unwrap();
+        client
+            .put(key.as_str(), "not a record", None)
+            .await
+            .unwrap();
+    });
+    match store.load(&"x".into()) {
+        Err(StoreError::Unavailable { message, retryable }) => {
+            assert!(!retryable);
+            assert!(message.contains(&key), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
