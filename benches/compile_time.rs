@@ -1,104 +1,156 @@
-//! What `#[derive(StateMachine)]` costs to compile, against the same API written by
-//! hand, for a generated machine of 100 states and 400 actions.
+//! What a state machine costs to compile, for the same generated table written for
+//! each way of writing one: a hand-written `match`, rust-fsm 0.8's
+//! `state_machine!`, smlang 0.8's `statemachine!` and `#[derive(StateMachine)]`
+//! (its table in a spec file, as a table this size would be written).
 //!
-//! `cargo bench --bench compile_time` writes two crates under
-//! `target/compile-time/`: `derived` (the enum, its table in a spec file, the derive)
-//! and `hand` (the enum, an actions enum, `name`, `is_transition`,
-//! `validate_transition` and `plan` as hand-written `match`es over the same table).
-//! It builds both once so their dependencies are compiled, then times a rebuild of
-//! each crate alone (`touch src/lib.rs; cargo build`) several times, in debug and
-//! in release, and prints the medians and their ratio.
+//! The table: 100 states, 20 events, 400 transitions (each event leaves 20 states;
+//! every state is left by 4 events; the first 100 transitions chain the states so
+//! every one is reachable). rust-fsm and smlang have no transition states, so the
+//! table has none.
+//!
+//! `cargo bench --bench compile_time` writes one crate per way under
+//! `target/compile-time/` and measures, in one run:
+//!
+//! - **cold**: `cargo build` (debug) of the crate from an empty target directory,
+//!   its dependencies included (the proc macros and whatever they pull in);
+//! - **rebuild**: `cargo build` (debug) of the crate alone after
+//!   `cargo clean -p CRATE`, its dependencies already built (the clean is not
+//!   timed).
+//!
+//! Each figure is the median of several runs; the ratios are against rust-fsm's.
+//! `FSM_COMPILE_RUNS` sets the number of runs (default 5 rebuilds, 3 cold builds).
+//! A breakdown follows: the derived crate with each opt-in item added.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const STATIC: usize = 60;
-const TRANSITION: usize = 40;
-const ACTIONS: usize = 400;
-const RUNS: usize = 5;
+const STATES: usize = 100;
+const EVENTS: usize = 20;
+const TRANSITIONS: usize = 400;
 
-/// One action of the generated table: its origins, transition state and target.
-struct Action {
-    from: Vec<usize>,
-    via: Option<usize>,
-    to: usize,
-}
-
-/// States `S0..S59` are static, `T0..T39` transition states; action `a<i>` leaves
-/// one or two static states for another, the first 40 through their own transition
-/// state. `S<i> -> S<i+1>` among them makes every state reachable.
-fn table() -> Vec<Action> {
-    (0..ACTIONS)
-        .map(|i| {
-            // A fixed scramble of `i`, so that moves rarely repeat.
-            let mix = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
-            let first = i % STATIC;
-            let second = (mix % STATIC as u64) as usize;
-            let to = if i < STATIC {
-                (i + 1) % STATIC
+/// One transition: `(origin, event, target)`.
+fn table() -> Vec<(usize, usize, usize)> {
+    (0..TRANSITIONS)
+        .map(|t| {
+            let origin = t % STATES;
+            let event = t / (TRANSITIONS / EVENTS);
+            // A fixed scramble of `t`, so that targets rarely repeat.
+            let mix = (t as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+            let target = if t < STATES {
+                (origin + 1) % STATES
             } else {
-                ((mix >> 8) % STATIC as u64) as usize
+                (mix % STATES as u64) as usize
             };
-            let mut from = vec![first];
-            if second != first {
-                from.push(second);
-            }
-            Action {
-                from,
-                via: (i < TRANSITION).then(|| STATIC + i),
-                to,
-            }
+            (origin, event, target)
         })
         .collect()
 }
 
-fn state_name(s: usize) -> String {
-    if s < STATIC {
-        format!("S{s}")
-    } else {
-        format!("T{}", s - STATIC)
-    }
+fn variants() -> String {
+    (0..STATES).map(|s| format!("    S{s},\n")).collect()
 }
 
-fn spec(table: &[Action]) -> String {
-    let mut out = String::from("[machine]\nname = \"generated\"\ninitial = \"S0\"\n\n[states]\n");
-    for s in 0..STATIC {
-        writeln!(out, "S{s} = \"static {s}\"").unwrap();
+/// The hand-written baseline: the enums and a `match` over every transition.
+fn hand(table: &[(usize, usize, usize)]) -> String {
+    let mut out = format!(
+        "//! Generated.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum State {{\n{}}}\n\n\
+         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum Event {{\n",
+        variants()
+    );
+    for e in 0..EVENTS {
+        writeln!(out, "    E{e},").unwrap();
     }
-    for t in 0..TRANSITION {
-        writeln!(out, "T{t} = {{ transition = true }}").unwrap();
-    }
-    out.push_str("\n[actions]\n");
-    for (i, a) in table.iter().enumerate() {
-        let from: Vec<_> = a
-            .from
-            .iter()
-            .map(|&s| format!("\"{}\"", state_name(s)))
-            .collect();
-        let via = a
-            .via
-            .map(|v| format!(", via = \"{}\"", state_name(v)))
-            .unwrap_or_default();
+    out.push_str("}\n\nimpl State {\n    pub const fn transition(self, event: Event) -> Option<State> {\n        match (self, event) {\n");
+    for &(o, e, t) in table {
         writeln!(
             out,
-            "a{i} = {{ from = [{}]{via}, to = \"{}\" }}",
+            "            (State::S{o}, Event::E{e}) => Some(State::S{t}),"
+        )
+        .unwrap();
+    }
+    out.push_str("            _ => None,\n        }\n    }\n}\n");
+    out
+}
+
+fn rust_fsm(table: &[(usize, usize, usize)]) -> String {
+    let mut out = String::from(
+        "//! Generated.\nrust_fsm::state_machine! {\n    #[derive(Debug)]\n    pub generated(S0)\n",
+    );
+    for s in 0..STATES {
+        let arms: Vec<String> = table
+            .iter()
+            .filter(|t| t.0 == s)
+            .map(|&(_, e, t)| format!("E{e} => S{t}"))
+            .collect();
+        writeln!(out, "    S{s} => {{ {} }},", arms.join(", ")).unwrap();
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn smlang(table: &[(usize, usize, usize)]) -> String {
+    let mut out = String::from("//! Generated.\nsmlang::statemachine! {\n    transitions: {\n");
+    for (i, &(o, e, t)) in table.iter().enumerate() {
+        let star = if i == 0 { "*" } else { "" };
+        writeln!(out, "        {star}S{o} + E{e} = S{t},").unwrap();
+    }
+    out.push_str("    }\n}\n\n/// The machine's context.\npub struct Context;\nimpl StateMachineContext for Context {}\n");
+    out
+}
+
+fn spec(table: &[(usize, usize, usize)]) -> String {
+    let mut out = String::from("[machine]\nname = \"generated\"\ninitial = \"S0\"\n\n[states]\n");
+    for s in 0..STATES {
+        writeln!(out, "S{s} = \"state {s}\"").unwrap();
+    }
+    out.push_str("\n[actions]\n");
+    for e in 0..EVENTS {
+        let rows: Vec<_> = table.iter().filter(|t| t.1 == e).collect();
+        let from: Vec<String> = rows.iter().map(|t| format!("\"S{}\"", t.0)).collect();
+        let to: Vec<String> = rows
+            .iter()
+            .map(|t| format!("S{} = \"S{}\"", t.0, t.2))
+            .collect();
+        writeln!(
+            out,
+            "E{e} = {{ from = [{}], to = {{ {} }} }}",
             from.join(", "),
-            state_name(a.to)
+            to.join(", ")
         )
         .unwrap();
     }
     out
 }
 
-fn variants() -> String {
-    (0..STATIC + TRANSITION)
-        .map(|s| format!("    {},\n", state_name(s)))
-        .collect()
+/// The derive with its table in attributes on the enum, as rust-fsm and smlang take
+/// theirs; `settings` are added to the first attribute.
+fn derived_inline(table: &[(usize, usize, usize)], settings: &str) -> String {
+    let mut out = format!(
+        "//! Generated.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, fsm::StateMachine)]\n\
+         #[fsm(initial = S0{settings})]\n"
+    );
+    for e in 0..EVENTS {
+        let rows: Vec<_> = table.iter().filter(|t| t.1 == e).collect();
+        let from: Vec<String> = rows.iter().map(|t| format!("S{}", t.0)).collect();
+        let to: Vec<String> = rows
+            .iter()
+            .map(|t| format!("S{} = S{}", t.0, t.2))
+            .collect();
+        writeln!(
+            out,
+            "#[fsm(action(E{e}, from = [{}], to({})))]",
+            from.join(", "),
+            to.join(", ")
+        )
+        .unwrap();
+    }
+    out + &format!("pub enum State {{\n{}}}\n", variants())
 }
 
-fn derived_lib() -> String {
+/// The derive with its table in a spec file (the `toml` feature).
+fn derived_spec() -> String {
     format!(
         "//! Generated.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, fsm::StateMachine)]\n\
          #[fsm(spec = \"generated.toml\")]\npub enum State {{\n{}}}\n",
@@ -106,71 +158,8 @@ fn derived_lib() -> String {
     )
 }
 
-fn hand_lib(table: &[Action]) -> String {
-    let mut pairs = Vec::new();
-    for a in table {
-        for &f in &a.from {
-            match a.via {
-                Some(v) => pairs.extend([(f, v), (v, a.to), (f, a.to)]),
-                None => pairs.push((f, a.to)),
-            }
-        }
-    }
-    pairs.sort_unstable();
-    pairs.dedup();
-    println!("{} distinct allowed moves", pairs.len());
-    let mut out = format!(
-        "//! Generated.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum State {{\n{}}}\n\n",
-        variants()
-    );
-    out.push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum Action {\n");
-    for i in 0..table.len() {
-        writeln!(out, "    A{i},").unwrap();
-    }
-    out.push_str("}\n\n#[derive(Clone, Copy, Debug, PartialEq, Eq)]\npub struct Refused { pub from: State, pub to: State }\n\n");
-    out.push_str(
-        "impl State {\n    pub const fn name(self) -> &'static str {\n        match self {\n",
-    );
-    for s in 0..STATIC + TRANSITION {
-        let n = state_name(s);
-        writeln!(out, "            State::{n} => \"{n}\",").unwrap();
-    }
-    out.push_str("        }\n    }\n\n    pub const fn is_transition(self) -> bool {\n        match self {\n");
-    for t in 0..TRANSITION {
-        writeln!(out, "            State::T{t} => true,").unwrap();
-    }
-    out.push_str("            _ => false,\n        }\n    }\n\n");
-    out.push_str("    pub const fn validate_transition(from: State, to: State) -> Result<(), Refused> {\n        match (from, to) {\n");
-    for (f, t) in pairs {
-        writeln!(
-            out,
-            "            (State::{}, State::{}) => Ok(()),",
-            state_name(f),
-            state_name(t)
-        )
-        .unwrap();
-    }
-    out.push_str("            _ => Err(Refused { from, to }),\n        }\n    }\n}\n\n");
-    out.push_str(
-        "impl Action {\n    /// The transition state and the target of `self` from `from`.\n",
-    );
-    out.push_str("    pub const fn plan(self, from: State) -> Option<(Option<State>, State)> {\n        match (self, from) {\n");
-    for (i, a) in table.iter().enumerate() {
-        let via = a
-            .via
-            .map_or("None".into(), |v| format!("Some(State::{})", state_name(v)));
-        for &f in &a.from {
-            writeln!(
-                out,
-                "            (Action::A{i}, State::{}) => Some(({via}, State::{})),",
-                state_name(f),
-                state_name(a.to)
-            )
-            .unwrap();
-        }
-    }
-    out.push_str("            _ => None,\n        }\n    }\n}\n");
-    out
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn write_crate(dir: &Path, name: &str, deps: &str, files: &[(&str, String)]) {
@@ -183,22 +172,15 @@ fn write_crate(dir: &Path, name: &str, deps: &str, files: &[(&str, String)]) {
     for (path, text) in files {
         std::fs::write(dir.join(path), text).unwrap();
     }
-    // The project's lock file, so the generated crates build the same dependency versions.
+    // The project's lock file, so every crate builds the same dependency versions.
     std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn cargo_build(dir: &Path, target: &Path, release: bool) -> Duration {
+fn cargo_build(dir: &Path, target: &Path) -> Duration {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
-        .args(["build", "--quiet"]);
-    if release {
-        cmd.arg("--release");
-    }
+        .args(["build", "--quiet", "--offline"]);
     let start = Instant::now();
     let status = cmd.status().expect("run cargo");
     let took = start.elapsed();
@@ -206,19 +188,49 @@ fn cargo_build(dir: &Path, target: &Path, release: bool) -> Duration {
     took
 }
 
-/// The median of `RUNS` rebuilds of the crate alone.
-fn rebuild(dir: &Path, target: &Path, release: bool) -> Duration {
-    cargo_build(dir, target, release);
-    let mut times: Vec<_> = (0..RUNS)
-        .map(|_| {
-            let lib = dir.join("src/lib.rs");
-            let text = std::fs::read(&lib).unwrap();
-            std::fs::write(&lib, text).unwrap();
-            cargo_build(dir, target, release)
-        })
-        .collect();
+fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
-    times[RUNS / 2]
+    times[times.len() / 2]
+}
+
+/// The median of `runs` builds of the crate alone, its dependencies built.
+fn rebuild(dir: &Path, target: &Path, runs: usize) -> Duration {
+    cargo_build(dir, target);
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let name = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("name = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("a package name")
+        .to_owned();
+    median(
+        (0..runs)
+            .map(|_| {
+                let status =
+                    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+                        .current_dir(dir)
+                        .env("CARGO_TARGET_DIR", target)
+                        .args(["clean", "--quiet", "--offline", "-p", &name])
+                        .status()
+                        .expect("run cargo clean");
+                assert!(status.success());
+                cargo_build(dir, target)
+            })
+            .collect(),
+    )
+}
+
+/// The median of `runs` builds from an empty target directory.
+fn cold(dir: &Path, runs: usize) -> Duration {
+    let target = dir.join("cold-target");
+    median(
+        (0..runs)
+            .map(|_| {
+                let _ = std::fs::remove_dir_all(&target);
+                cargo_build(dir, &target)
+            })
+            .collect(),
+    )
 }
 
 fn main() {
@@ -227,43 +239,111 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
+    let runs: usize = std::env::var("FSM_COMPILE_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
+    let cold_runs = runs.div_ceil(2).max(1);
     let base =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
     let work = base.join("compile-time");
-    let target = work.join("target");
+    let warm = work.join("target");
     let table = table();
-    let derived = work.join("derived");
-    let hand = work.join("hand");
     let fsm = format!("fsm = {{ path = {:?} }}", root().display().to_string());
-    write_crate(
-        &derived,
-        "generated_derived",
-        &fsm,
-        &[
-            ("generated.toml", spec(&table)),
-            ("src/lib.rs", derived_lib()),
-        ],
+    let fsm_toml = format!(
+        "fsm = {{ path = {:?}, features = [\"toml\"] }}",
+        root().display().to_string()
     );
+    let crates: Vec<(&str, PathBuf)> = vec![
+        ("hand-written match", work.join("hand")),
+        ("rust-fsm 0.8", work.join("rust_fsm")),
+        ("smlang 0.8", work.join("smlang")),
+        ("fsm derive", work.join("derived")),
+        ("fsm derive, spec file", work.join("derived_spec")),
+    ];
     write_crate(
-        &hand,
+        &crates[0].1,
         "generated_hand",
         "",
-        &[("src/lib.rs", hand_lib(&table))],
+        &[("src/lib.rs", hand(&table))],
+    );
+    write_crate(
+        &crates[1].1,
+        "generated_rust_fsm",
+        "rust-fsm = \"0.8\"",
+        &[("src/lib.rs", rust_fsm(&table))],
+    );
+    write_crate(
+        &crates[2].1,
+        "generated_smlang",
+        "smlang = \"0.8\"",
+        &[("src/lib.rs", smlang(&table))],
+    );
+    write_crate(
+        &crates[3].1,
+        "generated_derived",
+        &fsm,
+        &[("src/lib.rs", derived_inline(&table, ""))],
+    );
+    write_crate(
+        &crates[4].1,
+        "generated_derived_spec",
+        &fsm_toml,
+        &[
+            ("generated.toml", spec(&table)),
+            ("src/lib.rs", derived_spec()),
+        ],
     );
 
     println!(
-        "{:<24} {:>12} {:>12} {:>8}",
-        "100 states, 400 actions", "derived", "hand", "ratio"
+        "{STATES} states, {EVENTS} events, {TRANSITIONS} transitions; debug builds; medians of {runs} rebuilds, {cold_runs} cold builds\n"
     );
-    for (profile, release) in [("debug", false), ("release", true)] {
-        let d = rebuild(&derived, &target, release);
-        let h = rebuild(&hand, &target, release);
+    println!(
+        "{:<24} {:>10} {:>10} {:>12} {:>10}",
+        "", "rebuild", "÷ rust-fsm", "cold build", "÷ rust-fsm"
+    );
+    let mut results = Vec::new();
+    for (name, dir) in &crates {
+        let r = rebuild(dir, &warm, runs);
+        let c = cold(dir, cold_runs);
+        results.push((name, r, c));
+    }
+    let (_, base_r, base_c) = results[1];
+    for (name, r, c) in &results {
         println!(
-            "{:<24} {:>10.2} s {:>10.2} s {:>8.2}",
-            format!("cargo build ({profile})"),
-            d.as_secs_f64(),
-            h.as_secs_f64(),
-            d.as_secs_f64() / h.as_secs_f64()
+            "{:<24} {:>8.2} s {:>10.2} {:>10.2} s {:>10.2}",
+            name,
+            r.as_secs_f64(),
+            r.as_secs_f64() / base_r.as_secs_f64(),
+            c.as_secs_f64(),
+            c.as_secs_f64() / base_c.as_secs_f64()
+        );
+    }
+
+    // What each opt-in item adds to the derived crate's rebuild.
+    println!("\nfsm derive, rebuild with each opt-in item");
+    let extras = [
+        ("default items", ""),
+        ("+ markers (typed moves)", ", markers"),
+    ];
+    let (_, base_derived, _) = results[3];
+    for (name, settings) in extras {
+        let dir = work.join(format!(
+            "derived_{}",
+            name.split_whitespace().last().unwrap()
+        ));
+        write_crate(
+            &dir,
+            "generated_derived_extra",
+            &fsm,
+            &[("src/lib.rs", derived_inline(&table, settings))],
+        );
+        let r = rebuild(&dir, &warm, runs);
+        println!(
+            "{:<28} {:>8.2} s {:>8.2} × default",
+            name,
+            r.as_secs_f64(),
+            r.as_secs_f64() / base_derived.as_secs_f64()
         );
     }
 }

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
-use fsm::runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime};
-use fsm::{ActionId, Machine};
+use fsm::ActionId;
+use fsm_runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime};
 
 mod report;
 
@@ -152,7 +152,7 @@ const CASES: [&str; 3] = [
 ];
 
 fn bench(c: &mut Criterion) {
-    let machine = Machine::from_toml("server.toml", SPEC).unwrap();
+    let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
     assert_eq!(machine.find_state("STOPPING").unwrap().0 as u64, STOPPING);
     for threads in [1usize, 2] {
         let n = threads * OBJECTS_PER_THREAD;
@@ -209,7 +209,7 @@ const LATENCY_CASES: [&str; 2] = ["direct run", "queued request + wait"];
 /// (a request on each, then every ticket awaited), and the round trip of one
 /// request on an idle queuer.
 fn bench_queue(c: &mut Criterion) {
-    let machine = Machine::from_toml("server.toml", SPEC).unwrap();
+    let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
     let actor = Actor::new("bench");
     let rt = Runtime::new(machine, MemoryStore::new().keep_history(KEEP)).unwrap();
     let ids: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)

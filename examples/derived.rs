@@ -6,6 +6,7 @@
 mod machines;
 
 use fsm::typed::checked_move;
+use fsm::{ActionEnum, StateMachine};
 use machines::{
     DiskState, DiskStateAction, MachineAction, MachineState, VmState, VmStateAction, VpcState,
 };

@@ -9,11 +9,11 @@
 //! The table inline, on the enum and its variants:
 //!
 //! ```
-//! use fsm::StateMachine;
+//! use fsm::prelude::*;
 //!
 //! /// A virtual machine.
 //! #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-//! #[fsm(initial = Halted)]
+//! #[fsm(initial = Halted, markers)]
 //! #[fsm(roles(admin = "A cloud administrator"))]
 //! #[fsm(guards(drained = "No workload is left on the VM"))]
 //! #[fsm(action(start, from = Halted, via = Starting, to = Running))]
@@ -118,11 +118,25 @@
 //! strum derives work on the same enum (`#[serde(rename_all = "SCREAMING_SNAKE_CASE")]`
 //! makes OVC states serialize as the spec spells them).
 
+/// The trait the derive implements on the generated action enum.
+pub use fsm_core::typed::ActionEnum;
+
+/// The traits a derived machine's methods come from: `use fsm::prelude::*;`.
+pub mod prelude {
+    pub use fsm_core::typed::{ActionEnum, StateMachine};
+    pub use fsm_derive::StateMachine;
+}
 /// The trait the derive implements, under the derive's name (as serde does): one
 /// `use fsm::StateMachine;` brings both.
 pub use fsm_core::typed::StateMachine;
 pub use fsm_core::*;
 pub use fsm_derive::StateMachine;
+
+/// The runtime (feature `runtime`; also usable on its own as the `fsm-runtime`
+/// crate): one action at a time per object, by compare-and-set, with roles,
+/// owners, guards, queues, healing and history.
+#[cfg(feature = "runtime")]
+pub use fsm_runtime as runtime;
 
 #[cfg(feature = "proptest")]
 pub mod strategy;

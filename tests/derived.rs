@@ -7,11 +7,11 @@ mod machines;
 use std::path::Path;
 
 use fsm::typed::{Refusal, StateMachine};
-use fsm::{Machine, Step};
+use fsm::{Machine, Move};
 use machines::*;
 
 fn spec(path: &str) -> Machine {
-    Machine::from_spec_file(
+    fsm::spec::load(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("specs")
             .join(path),
@@ -51,14 +51,16 @@ fn agrees<S: StateMachine>(path: &str) {
         assert_eq!(actions, m.actions_from(from.id()).collect::<Vec<_>>());
         for &to in S::ALL {
             let core = m.validate_transition(from.id(), to.id());
-            let derived = S::step(from, to);
+            let derived = S::move_between(from, to)
+                .ok_or_else(|| S::validate_transition(from, to).expect_err("no move, so refused"));
             assert_eq!(S::can_transition(from, to), core.is_ok());
+            assert_eq!(S::validate_transition(from, to).is_ok(), core.is_ok());
             match (derived, core) {
                 (Ok(step), Ok(core_step)) => {
                     let mapped = match step {
-                        Step::Start(a) => Step::Start(S::action_id(a)),
-                        Step::Finish(a) => Step::Finish(S::action_id(a)),
-                        Step::Whole(a) => Step::Whole(S::action_id(a)),
+                        Move::Start(a) => Move::Start(S::action_id(a)),
+                        Move::Finish(a) => Move::Finish(S::action_id(a)),
+                        Move::Whole(a) => Move::Whole(S::action_id(a)),
                     };
                     assert_eq!(
                         mapped,
@@ -134,7 +136,7 @@ fn plans_agree_with_the_spec() {
     for action in DiskStateAction::ALL {
         assert_eq!(action.name(), m.action(action.id()).name);
         for state in DiskState::ALL {
-            let core = m.plan(action.id(), state.id());
+            let core = m.start(action.id(), state.id());
             match (action.plan(state), core) {
                 (Ok(p), Ok(c)) => {
                     assert_eq!(
@@ -176,10 +178,14 @@ fn action_tables_agree_with_the_spec() {
 fn const_context() {
     const PAUSE: bool = VmState::can_transition(VmState::Running, VmState::Pausing);
     const RESUME_FROM_HALTED: bool = VmState::can_transition(VmState::Halted, VmState::Resuming);
-    const STEP: Result<Step<VmStateAction>, fsm::typed::TransitionError<VmState>> =
-        VmState::step(VmState::Pausing, VmState::Paused);
-    const { assert!(PAUSE && !RESUME_FROM_HALTED) };
-    assert_eq!(STEP.unwrap(), Step::Finish(VmStateAction::Pause));
+    const FINISH: bool = VmState::validate_transition(VmState::Pausing, VmState::Paused).is_ok();
+    const NAME: &str = VmState::AddingDisk.name();
+    const { assert!(PAUSE && !RESUME_FROM_HALTED && FINISH) };
+    assert_eq!(NAME, "ADDING_DISK");
+    assert_eq!(
+        VmState::move_between(VmState::Pausing, VmState::Paused),
+        Some(Move::Finish(VmStateAction::Pause))
+    );
 }
 
 #[test]
@@ -222,7 +228,7 @@ mod properties {
         prop_assert_eq!(walk[0], S::initial());
         for pair in walk.windows(2) {
             prop_assert!(
-                S::step(pair[0], pair[1]).is_ok(),
+                S::move_between(pair[0], pair[1]).is_some(),
                 "{:?} -> {:?}",
                 pair[0],
                 pair[1]
@@ -251,12 +257,12 @@ mod properties {
 
                     #[test]
                     fn every_allowed_move_is_a_step((from, to) in strategy::allowed_move::<$state>()) {
-                        let step = <$state>::step(from, to).unwrap();
+                        let step = <$state>::move_between(from, to).unwrap();
                         let action = step.action();
                         match step {
-                            Step::Start(_) => prop_assert_eq!(action.via(), Some(to)),
-                            Step::Finish(_) => prop_assert_eq!(action.via(), Some(from)),
-                            Step::Whole(_) => prop_assert_eq!(action.target_from(from), Some(to)),
+                            Move::Start(_) => prop_assert_eq!(action.via(), Some(to)),
+                            Move::Finish(_) => prop_assert_eq!(action.via(), Some(from)),
+                            Move::Whole(_) => prop_assert_eq!(action.target_from(from), Some(to)),
                         }
                     }
 
@@ -284,7 +290,7 @@ mod properties {
 /// The runtime takes a derived machine, its states and its actions.
 #[test]
 fn the_runtime_runs_a_derived_machine() {
-    use fsm::runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+    use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
 
     let rt = Runtime::new(VmState::machine().clone(), MemoryStore::new()).unwrap();
     let alice = Actor::new("alice");
@@ -328,14 +334,14 @@ mod harness {
         fn perform(&mut self, action: ActionId) -> Result<(), String> {
             let action = S::ACTIONS[action.0];
             let from = self.state;
-            let plan = S::machine()
-                .plan(S::action_id(action), from.id())
+            let rule = S::machine()
+                .start(S::action_id(action), from.id())
                 .map_err(|e| e.to_string())?;
-            let to = S::ALL[plan.target.0];
-            if let Some(via) = plan.via {
+            let to = S::ALL[rule.target.0];
+            if let Some(via) = rule.via {
                 let via = S::ALL[via.0];
-                S::step(from, via).map_err(|e| e.to_string())?;
-                S::step(via, to).map_err(|e| e.to_string())?;
+                S::validate_transition(from, via).map_err(|e| e.to_string())?;
+                S::validate_transition(via, to).map_err(|e| e.to_string())?;
             }
             self.state = to;
             Ok(())

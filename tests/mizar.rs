@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cluster::{Cluster, Kind, MizarError, Operator, Tick};
-use fsm::runtime::{Actor, EntryKind, RuntimeError, check_history};
+use fsm_runtime::{Actor, EntryKind, RuntimeError, check_history};
 
 /// Generous: the workflows take milliseconds; this only bounds a broken run.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -404,7 +404,7 @@ async fn a_rogue_operator_is_told_who_owns_the_state() {
             .run("vpc/divider-0", &rogue, "place")
             .unwrap_err()
             .to_string(),
-        "`place` cannot run on vpc/divider-0 in Provisioned: it runs only from Init"
+        "vpc/divider-0: `place` cannot start in Provisioned: it starts only from Init"
     );
     assert_eq!(vpcs.state_name("vpc").unwrap(), "Provisioned");
     assert!(

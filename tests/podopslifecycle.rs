@@ -12,7 +12,7 @@ mod support;
 
 use std::time::Duration;
 
-use fsm::runtime::{EntryKind, check_history};
+use fsm_runtime::{EntryKind, check_history};
 use machines::PodOpsState as S;
 use pod::{OperationController, PodOps, PodOpsError, SERVICE_AVAILABLE, SERVICE_FINALIZER, label};
 

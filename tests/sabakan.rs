@@ -7,7 +7,8 @@ mod machines;
 #[allow(dead_code)]
 mod registry;
 
-use fsm::runtime::{Actor, check_history};
+use fsm::ActionEnum;
+use fsm_runtime::{Actor, check_history};
 use machines::MachineAction as A;
 use machines::MachineState as S;
 use registry::{Registry, RegistryError};
@@ -91,7 +92,7 @@ fn only(from: S, allowed: &[(A, S)]) {
                 let err = result.unwrap_err();
                 assert!(
                     err.to_string().contains(&format!(
-                        "`{}` cannot run on m in {}",
+                        "m: `{}` cannot start in {}",
                         action.name(),
                         from.name()
                     )),
@@ -117,7 +118,7 @@ fn uninitialized_healthy_unhealthy_or_unreachable_can_transition_to_retiring() {
         assert_eq!(
             err.to_string(),
             format!(
-                "`retire` cannot run on m in {}: it runs only from Uninitialized, Healthy, Unhealthy, Unreachable",
+                "m: `retire` cannot start in {}: it starts only from Uninitialized, Healthy, Unhealthy, Unreachable",
                 from.name()
             )
         );
@@ -172,7 +173,7 @@ fn an_unhealthy_machine_cannot_return_to_healthy_directly() {
     only(S::Unhealthy, &[(A::Retire, S::Retiring)]);
     assert_eq!(
         refusal(S::Unhealthy, &controller(), A::Recover),
-        "`recover` cannot run on m in Unhealthy: it runs only from Unreachable"
+        "m: `recover` cannot start in Unhealthy: it starts only from Unreachable"
     );
 }
 
@@ -184,7 +185,7 @@ fn disk_keys_can_be_deleted_only_while_retiring() {
         assert_eq!(
             err.to_string(),
             format!(
-                "`delete_keys` cannot run on m in {}: it runs only from Retiring",
+                "m: `delete_keys` cannot start in {}: it starts only from Retiring",
                 from.name()
             )
         );
@@ -224,7 +225,7 @@ fn only_retired_machines_can_be_removed() {
         assert_eq!(
             err.to_string(),
             format!(
-                "`remove` cannot run on m in {}: it runs only from Retired",
+                "m: `remove` cannot start in {}: it starts only from Retired",
                 from.name()
             )
         );
@@ -245,7 +246,7 @@ fn no_new_disk_keys_can_be_added_to_retired_machines() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "`add_key` cannot run on m in Retired: it runs only from Uninitialized, Healthy, Unhealthy, Unreachable, Updating, Retiring"
+        "m: `add_key` cannot start in Retired: it starts only from Uninitialized, Healthy, Unhealthy, Unreachable, Updating, Retiring"
     );
     for from in NOT_RETIRED {
         machine_in(from).add_key("m", &controller(), "k").unwrap();

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use fsm::StateMachine;
+pub use fsm::{ActionEnum, StateMachine};
 use serde::{Deserialize, Serialize};
 
 /// An OpenvCloud virtual machine. Serde and strum derives sit beside the table;
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
     strum::EnumIter,
     strum::IntoStaticStr,
 )]
-#[fsm(spec = "specs/ovc/vm.toml")]
+#[fsm(spec = "specs/ovc/vm.toml", markers)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum VmState {

@@ -20,10 +20,10 @@ use std::sync::{Arc, Mutex};
 use crate::support::lock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fsm::runtime::{
+use fsm::{ActionId, StateMachine};
+use fsm_runtime::{
     Actor, Clock, InFlight, Lagged, MemoryStore, ObjectId, Runtime, RuntimeError, Store, Watcher,
 };
-use fsm::{ActionId, StateMachine};
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 

@@ -14,7 +14,7 @@ mod cluster;
 use std::time::Duration;
 
 use cluster::{Cluster, Kind};
-use fsm::runtime::Actor;
+use fsm_runtime::Actor;
 
 const LIMIT: Duration = Duration::from_secs(30);
 

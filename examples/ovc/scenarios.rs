@@ -5,7 +5,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use fsm::runtime::{Actor, Healer, ManualClock, MemoryStore, Queuer, Runtime, RuntimeError};
+use fsm::StateMachine;
+use fsm_runtime::{Actor, Healer, ManualClock, MemoryStore, Queuer, Runtime, RuntimeError};
 
 use crate::machines::{VmState, VmStateAction as A};
 

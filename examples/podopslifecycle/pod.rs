@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex};
 use crate::support::lock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fsm::runtime::{Actor, Clock, Lagged, MemoryStore, Runtime, RuntimeError, Store};
+use fsm::StateMachine;
+use fsm_runtime::{Actor, Clock, Lagged, MemoryStore, Runtime, RuntimeError, Store};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
@@ -476,7 +477,7 @@ impl Controller {
 async fn run(
     ops: PodOps,
     controller: Controller,
-    mut watcher: fsm::runtime::Watcher,
+    mut watcher: fsm_runtime::Watcher,
     mut pod: watch::Receiver<u64>,
     mut stop: watch::Receiver<bool>,
 ) {

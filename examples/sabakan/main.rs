@@ -9,7 +9,7 @@ mod machines;
 #[allow(dead_code)]
 mod registry;
 
-use fsm::runtime::Actor;
+use fsm_runtime::Actor;
 use machines::MachineAction as A;
 use registry::Registry;
 

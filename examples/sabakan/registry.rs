@@ -5,7 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fsm::runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+use fsm::StateMachine;
+use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
 
 use crate::machines::{MachineAction, MachineState};
 

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use fsm_core::paths::Path as TestPath;
 use fsm_core::render::{self, Format};
-use fsm_core::spec::{Report, SpecFile, Target};
-use fsm_core::{Lint, Machine, Severity, StateId, Step};
+use fsm_core::spec::{Checked, SpecFile};
+use fsm_core::{Lint, Machine, Move, Severity, StateId, Target};
 
 /// Check state-machine specs, validate transitions and draw diagrams.
 #[derive(Parser)]
@@ -106,7 +107,7 @@ fn color() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
-fn rendered(report: &Report) -> String {
+fn rendered(report: &Checked) -> String {
     if color() {
         report.render_styled()
     } else {
@@ -258,19 +259,19 @@ fn validate(spec: &Path, from: &str, to: &str) -> Result<ExitCode, Unusable> {
         Ok(step) => {
             let action = machine.action(step.action());
             let what = match step {
-                Step::Start(_) => "starts",
-                Step::Finish(_) => "finishes",
-                Step::Whole(_) => "runs",
+                Move::Start(_) => "starts",
+                Move::Finish(_) => "finishes",
+                Move::Whole(_) => "runs",
             };
             let mut line = format!(
                 "allowed: {} {what} action `{}`",
                 arrow(&machine, from, to),
                 action.name
             );
-            if !action.roles.is_empty() && step != Step::Finish(step.action()) {
+            if !action.roles.is_empty() && step != Move::Finish(step.action()) {
                 line.push_str(&format!("; roles: {}", action.roles.join(", ")));
             }
-            if !action.guards.is_empty() && step != Step::Finish(step.action()) {
+            if !action.guards.is_empty() && step != Move::Finish(step.action()) {
                 let guards: Vec<&str> = action
                     .guards
                     .iter()
@@ -323,7 +324,7 @@ fn actions(spec: &Path, name: &str) -> Result<ExitCode, Unusable> {
         match (
             action.changes_state(),
             &action.target,
-            action.target_from(id),
+            machine.rule(a, id).map(|r| r.target),
         ) {
             (false, _, _) => line.push_str(" keeps the state"),
             (true, Target::Origin, _) => line.push_str(&format!(" back to {}", state.name)),
@@ -363,17 +364,23 @@ fn diagram(spec: &Path, format: Format, output: Option<&Path>) -> Result<ExitCod
 fn paths(m: &Machine, json: bool) -> String {
     let paths = fsm_core::paths::TestPaths::of(m);
     let name = |s: fsm_core::StateId| m.state(s).name.to_string();
+    let named = |p: &TestPath| -> Vec<serde_json::Value> {
+        p.rules
+            .iter()
+            .map(|r| serde_json::json!({ "action": m.action(r.action).name, "from": name(r.origin), "to": name(r.target) }))
+            .collect()
+    };
     if json {
         let shortest: Vec<_> = paths
             .shortest
             .iter()
-            .map(|p| serde_json::json!({ "state": name(p.reaches), "steps": p.path.named(m) }))
+            .map(|p| serde_json::json!({ "state": name(p.reaches), "steps": named(&p.path) }))
             .collect();
-        let cover: Vec<_> = paths.cover.iter().map(|p| p.named(m)).collect();
+        let cover: Vec<_> = paths.cover.iter().map(named).collect();
         let uncovered: Vec<_> = paths
             .uncovered
             .iter()
-            .map(|&(a, o)| serde_json::json!({ "action": m.action(a).name, "from": name(o) }))
+            .map(|r| serde_json::json!({ "action": m.action(r.action).name, "from": name(r.origin) }))
             .collect();
         let doc = serde_json::json!({
             "machine": m.name(),
@@ -406,7 +413,7 @@ fn paths(m: &Machine, json: bool) -> String {
             p.path.describe(m)
         );
     }
-    let steps: usize = paths.cover.iter().map(|p| p.steps.len()).sum();
+    let steps: usize = paths.cover.iter().map(|p| p.rules.len()).sum();
     out += &format!(
         "\npaths taking every action from every reachable origin ({} paths, {steps} steps):\n",
         paths.cover.len()
@@ -416,8 +423,8 @@ fn paths(m: &Machine, json: bool) -> String {
     }
     if !paths.uncovered.is_empty() {
         out += "\nnot reachable, so not covered:\n";
-        for &(a, o) in &paths.uncovered {
-            out += &format!("  {} from {}\n", m.action(a).name, name(o));
+        for r in &paths.uncovered {
+            out += &format!("  {} from {}\n", m.action(r.action).name, name(r.origin));
         }
     }
     out

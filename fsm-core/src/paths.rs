@@ -1,20 +1,19 @@
 //! Test paths through a machine: the shortest way to every state, and a small set
 //! of paths that together take every action from every origin it can be reached in.
 //!
-//! A path starts in the initial state and is a list of [`PathStep`]s: perform an
-//! action, expect a state. An action is one step, from its origin to its target (the
-//! transition state it passes through is visited during the step); an action that
+//! A path starts in the initial state and is a list of [`Rule`]s taken one after the
+//! other: perform the rule's action from its origin, expect its target (the
+//! transition state it passes through is visited on the way); an action that
 //! changes no state expects the state it started in.
 //!
 //! ```
-//! use fsm_core::Machine;
 //! use fsm_core::paths::TestPaths;
 //!
-//! let node = Machine::from_spec_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/node.toml"))?;
+//! let node = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/node.toml"))?;
 //! let paths = TestPaths::of(&node);
 //! let to_decommissioned = paths.shortest.iter().find(|p| node.state(p.reaches).name == "DECOMMISSIONED").unwrap();
 //! assert_eq!(to_decommissioned.path.describe(&node), "decommission -> DECOMMISSIONED");
-//! // Every action from every reachable origin, in as few paths as the greedy cover finds.
+//! // Every rule from a reachable origin, in as few paths as the greedy cover finds.
 //! assert!(paths.uncovered.is_empty());
 //! let cover: Vec<_> = paths.cover.iter().map(|p| p.describe(&node)).collect();
 //! assert_eq!(cover, [
@@ -26,69 +25,33 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use crate::{Machine, Rule, StateId};
 
-use crate::{ActionId, Machine, StateId};
-
-/// One step of a path: perform `action` from `from`, expect `to`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PathStep {
-    /// The action to perform.
-    pub action: ActionId,
-    /// The state it starts from.
-    pub from: StateId,
-    /// The state it must end in.
-    pub to: StateId,
-}
-
-/// A path from the initial state.
+/// A path from the initial state: rules taken one after the other.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Path {
-    /// The steps, in order.
-    pub steps: Vec<PathStep>,
+    /// The rules, in order; each starts where the one before ended.
+    pub rules: Vec<Rule>,
 }
 
 impl Path {
     /// `deploy -> RUNNING, pause -> PAUSED`; `(start)` for the empty path.
     pub fn describe(&self, machine: &Machine) -> String {
-        if self.steps.is_empty() {
+        if self.rules.is_empty() {
             return "(start)".into();
         }
-        self.steps
+        self.rules
             .iter()
-            .map(|s| {
+            .map(|r| {
                 format!(
                     "{} -> {}",
-                    machine.action(s.action).name,
-                    machine.state(s.to).name
+                    machine.action(r.action).name,
+                    machine.state(r.target).name
                 )
             })
             .collect::<Vec<_>>()
             .join(", ")
     }
-
-    /// The path with names, for JSON.
-    pub fn named(&self, machine: &Machine) -> Vec<NamedStep> {
-        self.steps
-            .iter()
-            .map(|s| NamedStep {
-                action: machine.action(s.action).name.to_string(),
-                from: machine.state(s.from).name.to_string(),
-                to: machine.state(s.to).name.to_string(),
-            })
-            .collect()
-    }
-}
-
-/// A [`PathStep`] with names, as `fsm paths --json` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NamedStep {
-    /// The action.
-    pub action: String,
-    /// The state before.
-    pub from: String,
-    /// The state expected after.
-    pub to: String,
 }
 
 /// The shortest path to one state.
@@ -106,40 +69,25 @@ pub struct ShortestPath {
 pub struct TestPaths {
     /// The shortest path to every reachable state, in state order.
     pub shortest: Vec<ShortestPath>,
-    /// Paths that together take every action from every reachable origin.
+    /// Paths that together take every rule whose origin is reachable.
     pub cover: Vec<Path>,
-    /// (action, origin) pairs no path can take: the origin is unreachable.
-    pub uncovered: Vec<(ActionId, StateId)>,
-}
-
-/// Every (action, origin) edge of the machine, in table order.
-pub fn edges(machine: &Machine) -> Vec<PathStep> {
-    machine
-        .action_ids()
-        .flat_map(|a| {
-            let def = machine.action(a);
-            def.origins.iter().map(move |&o| PathStep {
-                action: a,
-                from: o,
-                to: def.target_from(o).unwrap_or(o),
-            })
-        })
-        .collect()
+    /// Rules no path can take: their origin is unreachable.
+    pub uncovered: Vec<Rule>,
 }
 
 /// Breadth-first from `start` over `edges`: for each state, the edge that first
 /// reached it.
-fn bfs(machine: &Machine, edges: &[PathStep], start: StateId) -> Vec<Option<PathStep>> {
-    let mut via: Vec<Option<PathStep>> = vec![None; machine.states().len()];
+fn bfs(machine: &Machine, edges: &[Rule], start: StateId) -> Vec<Option<Rule>> {
+    let mut via: Vec<Option<Rule>> = vec![None; machine.states().len()];
     let mut seen = vec![false; machine.states().len()];
     seen[start.0] = true;
     let mut queue = VecDeque::from([start]);
     while let Some(s) = queue.pop_front() {
-        for e in edges.iter().filter(|e| e.from == s) {
-            if !seen[e.to.0] {
-                seen[e.to.0] = true;
-                via[e.to.0] = Some(*e);
-                queue.push_back(e.to);
+        for e in edges.iter().filter(|e| e.origin == s) {
+            if !seen[e.target.0] {
+                seen[e.target.0] = true;
+                via[e.target.0] = Some(*e);
+                queue.push_back(e.target);
             }
         }
     }
@@ -147,22 +95,22 @@ fn bfs(machine: &Machine, edges: &[PathStep], start: StateId) -> Vec<Option<Path
 }
 
 /// The path `bfs` found from its start to `to`, if `to` was reached.
-fn walk_back(via: &[Option<PathStep>], start: StateId, to: StateId) -> Option<Path> {
+fn walk_back(via: &[Option<Rule>], start: StateId, to: StateId) -> Option<Path> {
     let mut steps = Vec::new();
     let mut at = to;
     while at != start {
         let step = via[at.0]?;
         steps.push(step);
-        at = step.from;
+        at = step.origin;
     }
     steps.reverse();
-    Some(Path { steps })
+    Some(Path { rules: steps })
 }
 
 impl TestPaths {
     /// Computes the shortest paths and the edge cover of `machine`.
     pub fn of(machine: &Machine) -> Self {
-        let edges = edges(machine);
+        let edges: Vec<Rule> = machine.rules().collect();
         let initial = machine.initial();
         let via = bfs(machine, &edges, initial);
 
@@ -174,11 +122,11 @@ impl TestPaths {
                     .actions_via(s)
                     .flat_map(|a| edges.iter().filter(move |e| e.action == a))
                     .filter_map(|e| {
-                        let mut p = walk_back(&via, initial, e.from)?;
-                        p.steps.push(*e);
+                        let mut p = walk_back(&via, initial, e.origin)?;
+                        p.rules.push(*e);
                         Some(p)
                     })
-                    .min_by_key(|p| p.steps.len());
+                    .min_by_key(|p| p.rules.len());
                 if let Some(path) = best {
                     shortest.push(ShortestPath { reaches: s, path });
                 }
@@ -196,38 +144,38 @@ impl TestPaths {
             let mut path = Path::default();
             let mut at = initial;
             loop {
-                if let Some(i) = (0..edges.len()).find(|&i| !taken[i] && edges[i].from == at) {
+                if let Some(i) = (0..edges.len()).find(|&i| !taken[i] && edges[i].origin == at) {
                     taken[i] = true;
-                    path.steps.push(edges[i]);
-                    at = edges[i].to;
+                    path.rules.push(edges[i]);
+                    at = edges[i].target;
                     continue;
                 }
                 let via = bfs(machine, &edges, at);
                 let nearest = (0..edges.len())
                     .filter(|&i| !taken[i])
-                    .filter_map(|i| walk_back(&via, at, edges[i].from))
-                    .min_by_key(|p| p.steps.len());
+                    .filter_map(|i| walk_back(&via, at, edges[i].origin))
+                    .min_by_key(|p| p.rules.len());
                 match nearest {
                     Some(detour) => {
-                        for step in &detour.steps {
+                        for step in &detour.rules {
                             if let Some(i) = edges.iter().position(|e| e == step) {
                                 taken[i] = true;
                             }
                         }
-                        at = detour.steps.last().map_or(at, |s| s.to);
-                        path.steps.extend(detour.steps);
+                        at = detour.rules.last().map_or(at, |s| s.target);
+                        path.rules.extend(detour.rules);
                     }
                     None => break,
                 }
             }
-            if path.steps.is_empty() {
+            if path.rules.is_empty() {
                 break;
             }
             cover.push(path);
         }
         let uncovered = (0..edges.len())
             .filter(|&i| !taken[i])
-            .map(|i| (edges[i].action, edges[i].from))
+            .map(|i| edges[i])
             .collect();
         TestPaths {
             shortest,

@@ -50,7 +50,7 @@
 //!     }
 //! }
 //!
-//! let machine = Machine::from_toml("door.toml", r#"
+//! let machine = fsm_core::spec::load_str("door.toml", r#"
 //!     [machine]
 //!     name = "door"
 //!     initial = "CLOSED"
@@ -75,8 +75,6 @@
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-
-pub mod store;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -174,7 +172,7 @@ impl<'m> Harness<'m> {
             .map(|s| &s.path)
             .chain(paths.cover.iter());
         for path in all {
-            let actions: Vec<_> = path.steps.iter().map(|s| s.action).collect();
+            let actions: Vec<_> = path.rules.iter().map(|r| r.action).collect();
             self.replay(adapter, &actions)
                 .map_err(|(at, problem)| self.failure(&actions[..at], problem))?;
         }
@@ -263,8 +261,8 @@ impl<'m> Harness<'m> {
                     &all
                 };
                 let action = pool[n as usize % pool.len()];
-                if let Some(to) = m.action(action).target_from(state) {
-                    state = to;
+                if let Some(rule) = m.rule(action, state) {
+                    state = rule.target;
                 }
                 action
             })
@@ -294,7 +292,7 @@ impl<'m> Harness<'m> {
             let result = adapter.perform(action);
             let now = adapter.state();
             let fail = |problem: String| Err((i + 1, problem));
-            match def.target_from(state) {
+            match m.rule(action, state).map(|r| r.target) {
                 Some(want) => {
                     if let Err(why) = result {
                         return fail(format!(

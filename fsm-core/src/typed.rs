@@ -1,47 +1,140 @@
-//! Machines as Rust types: the trait `#[derive(StateMachine)]` implements, the errors
-//! its generated methods return, and marker types that check moves at compile time.
+//! Machines as Rust types: the traits `#[derive(StateMachine)]` implements, the
+//! errors they return, and marker types that check moves at compile time.
 //!
-//! The generated methods are plain `match`es over the enum; anything that needs
-//! names or messages goes through [`StateMachine::machine`], the same checked
-//! [`Machine`] `fsm check` builds from a spec file, so a derived enum and
+//! The derive writes data, not logic: a [`Table`] of constants computed from the
+//! checked machine (names, flags, a bit per allowed move, successors, the rules of
+//! each action) and the machine itself. The methods are provided here, once, by
+//! [`StateMachine`] and [`ActionEnum`], and read that table; a crate that derives
+//! a machine compiles only the methods it calls. A handful of `const fn`s are also
+//! generated on the enum itself (`id`, `name`, `can_transition`,
+//! `validate_transition`), so the table can be asked in `const` context. Anything
+//! that needs names or messages goes through [`StateMachine::machine`], the same
+//! checked [`Machine`] `fsm check` builds from a spec file, so a derived enum and
 //! `fsm validate` always agree.
 
 use std::fmt;
 use std::hash::Hash;
 
-use crate::spec::{ActionId, Machine, StateId, Step};
+use crate::{ActionId, Machine, Move, StateId};
+
+/// The tables of a derived machine, written by `#[derive(StateMachine)]` from the
+/// checked machine's rules. Not for writing by hand: the derive checked the machine
+/// these tables were computed from.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Table<S: 'static, A: 'static> {
+    /// Every state, by id.
+    pub states: &'static [S],
+    /// Each state's name, by id.
+    pub state_names: &'static [&'static str],
+    /// Each state's flags, by id: bit 0 transition state, bit 1 terminal.
+    pub state_flags: &'static [u8],
+    /// The initial state.
+    pub initial: S,
+    /// `words` words per state, bit `to` of row `from` set when `from → to` is a move.
+    pub moves: &'static [u64],
+    /// Words per row of `moves`.
+    pub words: usize,
+    /// Every action, by id.
+    pub actions: &'static [A],
+    /// Each action's name, by id.
+    pub action_names: &'static [&'static str],
+    /// Each action's flags, by id: bit 0 changes the state, bit 1 hidden.
+    pub action_flags: &'static [u8],
+    /// Each action's roles, by id.
+    pub roles: &'static [&'static [&'static str]],
+    /// Each action's guards, by id.
+    pub guards: &'static [&'static [&'static str]],
+    /// The checked machine, encoded.
+    pub machine: &'static str,
+    /// Where it is kept once decoded.
+    pub cell: &'static crate::__private::MachineCell,
+}
+
+impl<S: Copy, A> Table<S, A> {
+    /// Whether state `from` → state `to` (by id) is a move of the table.
+    pub const fn allows(&self, from: usize, to: usize) -> bool {
+        self.moves[from * self.words + to / 64] >> (to % 64) & 1 != 0
+    }
+
+    /// Why nothing leads from state `from` (by id) to a state its row lacks.
+    pub const fn refusal(&self, from: usize) -> Refusal {
+        let flags = self.state_flags[from];
+        if flags & 1 != 0 {
+            Refusal::Busy
+        } else if flags & 2 != 0 {
+            Refusal::Terminal
+        } else {
+            Refusal::NoRule
+        }
+    }
+
+    /// `from → to` (with their ids) allowed, or refused with the reason.
+    pub const fn validate(
+        &self,
+        (from, from_id): (S, usize),
+        (to, to_id): (S, usize),
+    ) -> Result<(), InvalidTransition<S>> {
+        if self.allows(from_id, to_id) {
+            Ok(())
+        } else {
+            Err(InvalidTransition {
+                from,
+                to,
+                refusal: self.refusal(from_id),
+            })
+        }
+    }
+}
 
 /// A state enum with a checked transition table, implemented by
-/// `#[derive(StateMachine)]`.
+/// `#[derive(StateMachine)]`. Its methods are provided: they read the table the
+/// derive wrote.
 pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// The generated enum of the machine's actions.
-    type Action: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static;
+    type Action: ActionEnum<State = Self>;
+
+    /// The tables the derive computed.
+    #[doc(hidden)]
+    const TABLE: &'static Table<Self, Self::Action>;
 
     /// Every state, in the order of the table (`ALL[i]` is the state with id `i`).
-    const ALL: &'static [Self];
+    const ALL: &'static [Self] = Self::TABLE.states;
     /// Every action, in the order of the table.
-    const ACTIONS: &'static [Self::Action];
+    const ACTIONS: &'static [Self::Action] = Self::TABLE.actions;
 
-    /// The checked machine the enum was derived from.
-    fn machine() -> &'static Machine;
     /// The state's id in [`StateMachine::machine`].
     fn id(self) -> StateId;
-    /// The action's id in [`StateMachine::machine`].
-    fn action_id(action: Self::Action) -> ActionId;
+
+    /// The checked machine the enum was derived from.
+    fn machine() -> &'static Machine {
+        Self::TABLE.cell.get(Self::TABLE.machine)
+    }
+
     /// The state where new objects start.
-    fn initial() -> Self;
+    fn initial() -> Self {
+        Self::TABLE.initial
+    }
+
     /// The state's name, as the spec spells it.
-    fn name(self) -> &'static str;
+    fn name(self) -> &'static str {
+        Self::TABLE.state_names[self.id().0]
+    }
+
     /// True for a transition state: an action is running.
-    fn is_transition(self) -> bool;
-    /// True for a terminal state.
-    fn is_terminal(self) -> bool;
-    /// Is `from → to` one step of the table? The step, or why not.
-    fn step(from: Self, to: Self) -> Result<Step<Self::Action>, TransitionError<Self>>;
-    /// The states one step leads to.
-    fn successors(self) -> &'static [Self];
-    /// The actions that may start in this state.
-    fn actions_from(self) -> &'static [Self::Action];
+    fn is_transition(self) -> bool {
+        Self::TABLE.state_flags[self.id().0] & 1 != 0
+    }
+
+    /// True for a static state: no action is running.
+    fn is_static(self) -> bool {
+        !self.is_transition()
+    }
+
+    /// True for a terminal state: nothing leaves it.
+    fn is_terminal(self) -> bool {
+        Self::TABLE.state_flags[self.id().0] & 2 != 0
+    }
 
     /// The state with this id.
     fn from_id(id: StateId) -> Option<Self> {
@@ -50,20 +143,151 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
 
     /// The state whose name matches, ignoring ASCII case.
     fn from_name(name: &str) -> Option<Self> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|s| s.name().eq_ignore_ascii_case(name))
+        crate::__private::position(Self::TABLE.state_names, name).map(|i| Self::ALL[i])
     }
 
-    /// True when `from → to` is one step of the table.
+    /// True when `from → to` is one move of the table.
     fn can_transition(from: Self, to: Self) -> bool {
-        Self::step(from, to).is_ok()
+        Self::TABLE.allows(from.id().0, to.id().0)
+    }
+
+    /// `Ok(())` when `from → to` is one move of the table (an action starts,
+    /// finishes, or runs whole); otherwise the error says from, to and why.
+    fn validate_transition(from: Self, to: Self) -> Result<(), InvalidTransition<Self>> {
+        Self::TABLE.validate((from, from.id().0), (to, to.id().0))
+    }
+
+    /// The move `from → to`: which part of which action it is, if one rule of the
+    /// table makes it (see [`Machine::move_between`]).
+    fn move_between(from: Self, to: Self) -> Option<Move<Self::Action>> {
+        let found = Self::machine().move_between(from.id(), to.id())?;
+        let action = Self::ACTIONS[found.action().0];
+        Some(match found {
+            Move::Start(_) => Move::Start(action),
+            Move::Finish(_) => Move::Finish(action),
+            Move::Whole(_) => Move::Whole(action),
+        })
+    }
+
+    /// The states one move of the table leads to, each once, in state order (see
+    /// [`Machine::successors`]).
+    fn successors(self) -> Vec<Self> {
+        let ids = Self::machine().successors(self.id());
+        ids.into_iter().map(|s| Self::ALL[s.0]).collect()
+    }
+
+    /// The actions that may start in this state, in the order of the table.
+    fn actions_from(self) -> Vec<Self::Action> {
+        let ids = Self::machine().actions_from(self.id());
+        ids.map(|a| Self::ACTIONS[a.0]).collect()
+    }
+
+    /// The action's id in [`StateMachine::machine`].
+    fn action_id(action: Self::Action) -> ActionId {
+        action.id()
+    }
+
+    /// The machine as a Mermaid `stateDiagram-v2`.
+    fn mermaid() -> String {
+        crate::render::diagram(Self::machine(), crate::render::Format::Mermaid)
+    }
+
+    /// The machine as Graphviz DOT.
+    fn dot() -> String {
+        crate::render::diagram(Self::machine(), crate::render::Format::Dot)
+    }
+
+    /// The machine as a PlantUML state diagram.
+    fn plantuml() -> String {
+        crate::render::diagram(Self::machine(), crate::render::Format::PlantUml)
     }
 }
 
-/// Why a derived machine refused a move, in brief; [`TransitionError`]'s `Display`
-/// gives the full reason.
+/// The action enum `#[derive(StateMachine)]` generates beside a state enum
+/// (`VmStateAction` for `VmState`). Its methods are provided: they read the state
+/// enum's table.
+pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
+    /// The state enum the actions belong to.
+    type State: StateMachine<Action = Self>;
+
+    /// Every action, in the order of the table.
+    const ALL: &'static [Self] = <Self::State as StateMachine>::TABLE.actions;
+
+    /// The action's id in the machine.
+    fn id(self) -> ActionId;
+
+    /// The action's name, as the spec spells it.
+    fn name(self) -> &'static str {
+        Self::table().action_names[self.id().0]
+    }
+
+    /// The static states the action may start from, in the order written.
+    fn origins(self) -> Vec<Self::State> {
+        let action = Self::State::machine().action(self.id());
+        action
+            .origins
+            .iter()
+            .map(|o| Self::State::ALL[o.0])
+            .collect()
+    }
+
+    /// The transition state the object shows while the action runs.
+    fn via(self) -> Option<Self::State> {
+        let action = Self::State::machine().action(self.id());
+        action.via.map(|v| Self::State::ALL[v.0])
+    }
+
+    /// The state the action ends in when started from `from`: its rule from there.
+    fn target_from(self, from: Self::State) -> Option<Self::State> {
+        let rule = Self::State::machine().rule(self.id(), from.id())?;
+        Some(Self::State::ALL[rule.target.0])
+    }
+
+    /// True when the action moves the object (it is not only allowed in some
+    /// states, like a hidden `migrate`).
+    fn changes_state(self) -> bool {
+        Self::table().action_flags[self.id().0] & 1 != 0
+    }
+
+    /// True for a hidden action, which keeps the object's status.
+    fn is_hidden(self) -> bool {
+        Self::table().action_flags[self.id().0] & 2 != 0
+    }
+
+    /// The roles allowed to perform it; empty means anyone.
+    fn roles(self) -> &'static [&'static str] {
+        Self::table().roles[self.id().0]
+    }
+
+    /// The guards that must pass before it starts.
+    fn guards(self) -> &'static [&'static str] {
+        Self::table().guards[self.id().0]
+    }
+
+    /// What running the action from `from` does: its transition state and the
+    /// state it ends in (back-to-origin and per-origin targets resolved).
+    fn plan(self, from: Self::State) -> Result<Plan<Self::State>, PlanError<Self::State>> {
+        match self.target_from(from) {
+            Some(target) => Ok(Plan {
+                origin: from,
+                via: self.via(),
+                target,
+            }),
+            None => Err(PlanError {
+                action: self,
+                state: from,
+            }),
+        }
+    }
+
+    #[doc(hidden)]
+    fn table() -> &'static Table<Self::State, Self> {
+        <Self::State as StateMachine>::TABLE
+    }
+}
+
+/// Why a derived machine refused a move, in brief; [`InvalidTransition`]'s
+/// `Display` gives the full reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Refusal {
     /// The origin is a transition state whose action ends elsewhere.
@@ -74,10 +298,12 @@ pub enum Refusal {
     NoRule,
 }
 
-/// A move a derived machine refused. Small and `Copy`: the message is built only
-/// when displayed, from the machine, so it reads exactly as `fsm validate` says it.
+/// A move a derived machine refused. Small and `Copy`, so `validate_transition` can
+/// be a `const fn`: the message is built only when displayed, from the machine's
+/// [`TransitionError`](crate::TransitionError), so it reads exactly as
+/// `fsm validate` says it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TransitionError<S> {
+pub struct InvalidTransition<S> {
     /// The state the object is in.
     pub from: S,
     /// The state requested.
@@ -86,7 +312,7 @@ pub struct TransitionError<S> {
     pub refusal: Refusal,
 }
 
-impl<S: StateMachine> fmt::Display for TransitionError<S> {
+impl<S: StateMachine> fmt::Display for InvalidTransition<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match S::machine().validate_transition(self.from.id(), self.to.id()) {
             Err(e) => e.fmt(f),
@@ -96,9 +322,9 @@ impl<S: StateMachine> fmt::Display for TransitionError<S> {
     }
 }
 
-impl<S: StateMachine> fmt::Debug for TransitionError<S> {
+impl<S: StateMachine> fmt::Debug for InvalidTransition<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TransitionError")
+        f.debug_struct("InvalidTransition")
             .field("from", &self.from)
             .field("to", &self.to)
             .field("refusal", &self.refusal)
@@ -107,7 +333,7 @@ impl<S: StateMachine> fmt::Debug for TransitionError<S> {
     }
 }
 
-impl<S: StateMachine> std::error::Error for TransitionError<S> {}
+impl<S: StateMachine> std::error::Error for InvalidTransition<S> {}
 
 /// What one run of an action of a derived machine does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -139,7 +365,7 @@ impl<S: StateMachine> PlanError<S> {
 
 impl<S: StateMachine> fmt::Display for PlanError<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match S::machine().plan(S::action_id(self.action), self.state.id()) {
+        match S::machine().start(S::action_id(self.action), self.state.id()) {
             Err(e) => e.fmt(f),
             Ok(_) => write!(
                 f,
@@ -171,16 +397,16 @@ pub trait StateMarker {
     const STATE: Self::Machine;
 }
 
-/// Implemented by a state marker for exactly the states one step of the table leads
+/// Implemented by a state marker for exactly the states one move of the table leads
 /// to, so a forbidden move does not compile.
 #[diagnostic::on_unimplemented(
     message = "the table has no move from `{Self}` to `{To}`",
-    label = "not one step of the table",
+    label = "not one move of the table",
     note = "the moves a state allows are listed by `fsm actions SPEC STATE`"
 )]
 pub trait MoveTo<To: StateMarker>: StateMarker {}
 
-/// A move checked at compile time: compiles only when `From → To` is one step of the
+/// A move checked at compile time: compiles only when `From → To` is one move of the
 /// table, and returns the pair of states.
 ///
 /// ```ignore

@@ -1,5 +1,5 @@
-//! One small bad spec per kind of finding: the exact findings, in order, and their
-//! rendered messages (snapshots under `snapshots/`).
+//! One small bad spec per kind of finding: the exact findings, in the order they
+//! appear in the file, and their rendered messages (snapshots under `snapshots/`).
 
 use fsm_core::spec::SpecFile;
 use fsm_core::{Lint, Severity};
@@ -67,7 +67,7 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "unknown_role",
-            &[UnknownRole, UnusedRole],
+            &[UnusedRole, UnknownRole],
             good_with("[states]", "[roles]\nadmin = \"An administrator\"\n\n[states]").replace(
                 r#"stop = { from = "RUNNING", to = "HALTED" }"#,
                 r#"stop = { from = "RUNNING", to = "HALTED", roles = "admn" }"#,
@@ -113,7 +113,7 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "static_via",
-            &[StaticVia, OrphanTransition],
+            &[OrphanTransition, StaticVia],
             good_with(r#"via = "STARTING""#, r#"via = "RUNNING""#),
         ),
         case(
@@ -123,7 +123,7 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "missing_target",
-            &[MissingTarget, Unreachable],
+            &[Unreachable, MissingTarget],
             good_with(r#"start = { from = "HALTED", via = "STARTING", to = "RUNNING" }"#, r#"start = { from = "HALTED", via = "STARTING" }"#),
         ),
         case(

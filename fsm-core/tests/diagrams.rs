@@ -7,8 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::specs;
-use fsm_core::Machine;
-use fsm_core::render::{self, EdgeKind, Format};
+use fsm_core::render::{self, ArrowKind, Format};
 
 fn snapshot_name(spec: &Path, suffix: &str) -> String {
     let group = spec
@@ -24,7 +23,7 @@ fn snapshot_name(spec: &Path, suffix: &str) -> String {
 #[test]
 fn every_spec_in_every_format() {
     for spec in specs() {
-        let machine = Machine::from_spec_file(&spec).unwrap_or_else(|e| panic!("{e}"));
+        let machine = fsm_core::spec::load(&spec).unwrap_or_else(|e| panic!("{e}"));
         for format in Format::ALL {
             insta::assert_snapshot!(
                 snapshot_name(&spec, format.name()),
@@ -40,10 +39,10 @@ fn every_spec_in_every_format() {
 #[test]
 fn arrows_are_exactly_the_allowed_steps() {
     for spec in specs() {
-        let m = Machine::from_spec_file(&spec).unwrap();
-        let edges = render::edges(&m);
+        let m = fsm_core::spec::load(&spec).unwrap();
+        let edges = render::arrows(&m);
         for e in &edges {
-            if e.kind == EdgeKind::InPlace {
+            if e.kind == ArrowKind::InPlace {
                 assert!(!m.action(e.action).changes_state());
             } else {
                 assert!(
@@ -59,7 +58,7 @@ fn arrows_are_exactly_the_allowed_steps() {
                     continue;
                 };
                 let drawn = edges.iter().any(|e| e.from == from && e.to == to)
-                    || matches!(step, fsm_core::Step::Whole(a) if m.action(a).via.is_some());
+                    || matches!(step, fsm_core::Move::Whole(a) if m.action(a).via.is_some());
                 assert!(
                     drawn,
                     "{}: {} -> {} is allowed but not drawn",
@@ -105,7 +104,7 @@ fn run_tool(tool: &str, args: &[&str], input: &str) -> Option<(bool, String)> {
 #[test]
 fn dot_output_parses_with_graphviz() {
     for spec in specs() {
-        let m = Machine::from_spec_file(&spec).unwrap();
+        let m = fsm_core::spec::load(&spec).unwrap();
         let Some((ok, out)) = run_tool("dot", &["-Tsvg"], &render::diagram(&m, Format::Dot)) else {
             return;
         };
@@ -116,7 +115,7 @@ fn dot_output_parses_with_graphviz() {
 #[test]
 fn plantuml_output_parses_with_plantuml() {
     for spec in specs() {
-        let m = Machine::from_spec_file(&spec).unwrap();
+        let m = fsm_core::spec::load(&spec).unwrap();
         let Some((ok, out)) = run_tool(
             "plantuml",
             &["-syntax"],
@@ -146,7 +145,7 @@ fn blocks<'a>(text: &'a str, lang: &str) -> Vec<&'a str> {
 #[test]
 fn readme_diagram_is_the_rendered_vm() {
     let vm =
-        Machine::from_spec_file(Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"))
+        fsm_core::spec::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"))
             .unwrap();
     let readme = readme("../README.md");
     assert_eq!(
@@ -162,7 +161,7 @@ fn spec_examples_in_the_docs_check_clean() {
         let examples = blocks(&text, "toml");
         assert!(!examples.is_empty(), "{doc} has a spec example");
         for example in examples {
-            let report = fsm_core::SpecFile::new(doc, example).check();
+            let report = fsm_core::spec::SpecFile::new(doc, example).check();
             assert!(report.diagnostics.is_empty(), "{doc}:\n{}", report.render());
         }
     }

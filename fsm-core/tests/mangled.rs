@@ -102,7 +102,7 @@ fn wrong_types_name_line_and_column() {
         .to_string();
     assert!(err.starts_with("invalid spec vm.toml:7:11"), "{err}");
     assert!(
-        err.contains("invalid type: sequence, expected a string"),
+        err.contains("`initial` of [machine]: expected a string, found an array"),
         "{err}"
     );
 }

@@ -4,8 +4,28 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use fsm_core::paths::{Path, TestPaths, edges};
-use fsm_core::{ActionId, Machine, StateId};
+use fsm_core::paths::{Path, TestPaths};
+use fsm_core::{Action, ActionId, Machine, StateId, Target};
+
+/// Where `action` leads from `origin`, read from the action as written: a second
+/// statement of the rule, to check the first by.
+fn target_of(action: &Action, origin: StateId) -> Option<StateId> {
+    if !action.origins.contains(&origin) {
+        return None;
+    }
+    match &action.target {
+        Target::State(t) => Some(*t),
+        Target::Origin => Some(origin),
+        Target::PerOrigin(pairs) => pairs.iter().find(|p| p.0 == origin).map(|p| p.1),
+    }
+}
+
+/// Every (action, origin) pair of the table.
+fn pairs(m: &Machine) -> Vec<(ActionId, StateId)> {
+    m.action_ids()
+        .flat_map(|a| m.action(a).origins.iter().map(move |&o| (a, o)))
+        .collect()
+}
 
 /// Replays `path` from the initial state: every step an action of the table from
 /// where the object is, to the action's target. Returns the (action, origin) pairs
@@ -13,10 +33,10 @@ use fsm_core::{ActionId, Machine, StateId};
 fn replay(m: &Machine, path: &Path) -> Vec<(ActionId, StateId)> {
     let mut at = m.initial();
     let mut taken = Vec::new();
-    for step in &path.steps {
-        assert_eq!(step.from, at, "{}: the path jumps", m.name());
+    for step in &path.rules {
+        assert_eq!(step.origin, at, "{}: the path jumps", m.name());
         let def = m.action(step.action);
-        let target = def.target_from(at).unwrap_or_else(|| {
+        let target = target_of(def, at).unwrap_or_else(|| {
             panic!(
                 "{}: `{}` cannot start in {}",
                 m.name(),
@@ -24,7 +44,7 @@ fn replay(m: &Machine, path: &Path) -> Vec<(ActionId, StateId)> {
                 m.state(at).name
             )
         });
-        assert_eq!(step.to, target);
+        assert_eq!(step.target, target);
         taken.push((step.action, at));
         at = target;
     }
@@ -41,7 +61,7 @@ fn distances(m: &Machine) -> Vec<Option<usize>> {
         for a in m.action_ids() {
             let def = m.action(a);
             for &o in def.origins.iter() {
-                let (Some(t), Some(k)) = (def.target_from(o), d[o.0]) else {
+                let (Some(t), Some(k)) = (target_of(def, o), d[o.0]) else {
                     continue;
                 };
                 if d[t.0].is_none_or(|dt: usize| k + 1 < dt) {
@@ -59,24 +79,27 @@ fn distances(m: &Machine) -> Vec<Option<usize>> {
 #[test]
 fn the_cover_takes_every_action_from_every_reachable_origin() {
     for spec in common::specs() {
-        let m = Machine::from_spec_file(&spec).unwrap();
+        let m = fsm_core::spec::load(&spec).unwrap();
         let paths = TestPaths::of(&m);
         let taken: BTreeSet<_> = paths.cover.iter().flat_map(|p| replay(&m, p)).collect();
         let dist = distances(&m);
-        let reachable: BTreeSet<_> = edges(&m)
+        let reachable: BTreeSet<_> = pairs(&m)
             .into_iter()
-            .filter(|e| dist[e.from.0].is_some())
-            .map(|e| (e.action, e.from))
+            .filter(|&(_, o)| dist[o.0].is_some())
             .collect();
         assert_eq!(taken, reachable, "{}", spec.display());
         // No shipped spec has an unreachable origin, so nothing is left out.
         assert_eq!(paths.uncovered, [], "{}", spec.display());
-        let uncovered: BTreeSet<_> = paths.uncovered.iter().copied().collect();
+        let uncovered: BTreeSet<_> = paths
+            .uncovered
+            .iter()
+            .map(|r| (r.action, r.origin))
+            .collect();
         assert!(uncovered.is_disjoint(&reachable), "{}", spec.display());
         assert_eq!(
             uncovered.len() + reachable.len(),
-            edges(&m).len(),
-            "{}: every edge is covered or reported",
+            pairs(&m).len(),
+            "{}: every rule is covered or reported",
             spec.display()
         );
         // Hence every action with a reachable origin is taken at least once.
@@ -96,7 +119,7 @@ fn the_cover_takes_every_action_from_every_reachable_origin() {
 #[test]
 fn the_shortest_paths_are_shortest() {
     for spec in common::specs() {
-        let m = Machine::from_spec_file(&spec).unwrap();
+        let m = fsm_core::spec::load(&spec).unwrap();
         let dist = distances(&m);
         let paths = TestPaths::of(&m);
         for s in m.state_ids().filter(|&s| !m.state(s).is_transition()) {
@@ -105,7 +128,7 @@ fn the_shortest_paths_are_shortest() {
                 (Some(d), Some(p)) => {
                     replay(&m, &p.path);
                     assert_eq!(
-                        p.path.steps.len(),
+                        p.path.rules.len(),
                         d,
                         "{}: {}",
                         spec.display(),
@@ -127,7 +150,7 @@ fn the_shortest_paths_are_shortest() {
             .filter(|p| m.state(p.reaches).is_transition())
         {
             replay(&m, &p.path);
-            let last = p.path.steps.last().unwrap();
+            let last = p.path.rules.last().unwrap();
             assert_eq!(m.action(last.action).via, Some(p.reaches));
         }
     }

@@ -87,7 +87,7 @@ fn spec(path: &str) -> Machine {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../specs")
         .join(path);
-    Machine::from_spec_file(&path).unwrap_or_else(|e| panic!("{e}"))
+    fsm_core::spec::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A seed cell names one or several states (`RUNNING/PAUSED`,
@@ -245,7 +245,7 @@ fn sabakan_matches_its_transition_constraints() {
     let allowed_in = |action: &str| -> BTreeSet<String> {
         let a = m.find_action(action).unwrap();
         m.state_ids()
-            .filter(|&st| m.plan(a, st).is_ok())
+            .filter(|&st| m.start(a, st).is_ok())
             .map(|st| m.state(st).name.to_string())
             .collect()
     };
@@ -275,38 +275,38 @@ fn sabakan_matches_its_transition_constraints() {
 }
 
 #[test]
-fn plan_resolves_back_to_origin_and_per_origin_targets() {
+fn rules_resolve_back_to_origin_and_per_origin_targets() {
     let vm = spec("ovc/vm.toml");
     let s = |n| vm.state_id(n).unwrap();
     let add_disk = vm.find_action("add_disk").unwrap();
     for origin in ["RUNNING", "PAUSED", "HALTED"] {
-        let plan = vm.plan(add_disk, s(origin)).unwrap();
-        assert_eq!((plan.via, plan.target), (Some(s("ADDING_DISK")), s(origin)));
+        let rule = vm.start(add_disk, s(origin)).unwrap();
+        assert_eq!((rule.via, rule.target), (Some(s("ADDING_DISK")), s(origin)));
     }
     let err = vm
-        .plan(vm.find_action("pause").unwrap(), s("PAUSING"))
+        .start(vm.find_action("pause").unwrap(), s("PAUSING"))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "cannot execute action pause at this time: PAUSING is a transition state"
+        "`pause` cannot start in PAUSING: it is a transition state while pause runs"
     );
     let err = vm
-        .plan(vm.find_action("pause").unwrap(), s("HALTED"))
+        .start(vm.find_action("pause").unwrap(), s("HALTED"))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "action pause cannot start from HALTED; it starts from RUNNING"
+        "`pause` cannot start in HALTED: it starts only from RUNNING"
     );
 
     let disk = spec("ovc/disk.toml");
     let d = |n| disk.state_id(n).unwrap();
     let delete = disk.find_action("delete").unwrap();
     assert_eq!(
-        disk.plan(delete, d("CREATED")).unwrap().target,
+        disk.start(delete, d("CREATED")).unwrap().target,
         d("DELETED")
     );
     assert_eq!(
-        disk.plan(delete, d("ASSIGNED")).unwrap().target,
+        disk.start(delete, d("ASSIGNED")).unwrap().target,
         d("TOBEDELETED")
     );
     assert_eq!(
@@ -316,14 +316,14 @@ fn plan_resolves_back_to_origin_and_per_origin_targets() {
     );
 }
 
-/// `steps_from` finds the allowed moves from the actions; `validate_transition`
+/// `moves_from` lists the allowed moves from a state's rules; `validate_transition`
 /// decides one pair. They agree on every pair of every shipped spec.
 #[test]
-fn steps_from_agrees_with_validate_transition_everywhere() {
+fn moves_from_agrees_with_validate_transition_everywhere() {
     for path in common::specs() {
-        let m = Machine::from_spec_file(&path).unwrap();
+        let m = fsm_core::spec::load(&path).unwrap();
         for from in m.state_ids() {
-            let steps = m.steps_from(from);
+            let steps = m.moves_from(from);
             for to in m.state_ids() {
                 let listed = steps.iter().find(|(t, _)| *t == to).map(|&(_, s)| s);
                 assert_eq!(

@@ -1,239 +1,168 @@
-//! From `syn`'s enum to a checked [`Machine`]: the table is read from the attributes
-//! or from a spec file, then checked by `fsm_core::analysis`, the same checks
-//! `fsm check` runs. Every finding becomes a compile error at the token at fault.
+//! From `syn`'s enum to a machine definition: the shape of the input, the container
+//! settings, and the table lowered from inline attributes (`spec_file` reads a spec
+//! file instead). Every site of the definition keeps the token it came from, then
+//! `check` runs the analysis and `expand` generates the code.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use fsm_core::analysis::{self, Location};
-use fsm_core::spec::{
-    ActionDef, Machine, MachineDef, NamedDef, Site, SourceMap, StateDef, StateKind, TargetDef,
-};
-use heck::ToSnakeCase;
-use proc_macro2::Span;
-use syn::{Data, DeriveInput, Fields, Ident, Visibility};
+use crate::input::{Enum, Variant as EnumVariant};
+use fsm_model::{ActionDef, Machine, MachineDef, NamedDef, Site, StateDef, StateKind, TargetDef};
+use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::attr::{self, Body, Item, Value};
-
-/// Every error found, reported together.
-#[derive(Default)]
-pub struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub fn push(&mut self, error: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(error),
-            None => self.0 = Some(error),
-        }
-    }
-
-    pub fn at(&mut self, span: Span, message: impl std::fmt::Display) {
-        self.push(syn::Error::new(span, message));
-    }
-
-    pub fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
-}
+use crate::check::{self, Places};
+use crate::ctxt::Errors;
 
 /// A derive input that passed every check.
 pub struct Input {
     pub ident: Ident,
-    pub vis: Visibility,
+    /// The enum's visibility, as written (empty when private).
+    pub vis: TokenStream,
     /// The path of the `fsm` crate in the user's crate.
-    pub krate: syn::Path,
+    pub krate: TokenStream,
     /// The generated action enum.
     pub action_enum: Ident,
-    /// The generated module of state marker types.
-    pub markers: Ident,
+    /// The generated module of state marker types, when asked for.
+    pub markers: Option<Ident>,
     pub machine: Machine,
     /// The variant of each state, indexed by state id.
     pub variants: Vec<Ident>,
+    /// Whether the variants are declared in the order of the states, with no
+    /// explicit discriminant, so that `self as usize` is the state's id.
+    pub in_order: bool,
     /// The spec file, so that editing it rebuilds the user's crate.
+    pub spec_file: Option<PathBuf>,
+}
+
+/// The definition read from the input, and where each part of it was written.
+pub struct Source {
+    pub def: MachineDef,
+    pub places: Places,
+    /// The variant of each state of `def`, where one was found.
+    pub variant_of: Vec<Option<Ident>>,
     pub spec_file: Option<PathBuf>,
 }
 
 /// Container settings that are not part of the table.
 struct Settings {
-    spec: Option<syn::LitStr>,
-    krate: syn::Path,
+    spec: Option<(String, Span)>,
+    krate: TokenStream,
     action_enum: Option<Ident>,
-    markers: Option<Ident>,
+    markers: Option<Option<Ident>>,
 }
 
 const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, crate";
 const VARIANT_KEYS: &str = "name, transition, terminal, persisted, owner, description";
 
-pub fn parse(input: &DeriveInput) -> syn::Result<Input> {
+pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
+    let input = crate::input::parse(tokens)?;
     let mut errors = Errors::default();
-    let Data::Enum(data) = &input.data else {
-        return Err(syn::Error::new(
-            input.ident.span(),
-            "StateMachine can only be derived for an enum of states",
-        ));
-    };
-    if !input.generics.params.is_empty() {
-        errors.at(
-            input.generics.params[0].span_of(),
-            "a state enum cannot be generic",
-        );
+    if let Some(span) = input.generics {
+        errors.at(span, "a state enum cannot be generic");
     }
-    if data.variants.is_empty() {
-        errors.at(
-            input.ident.span(),
-            "a state enum needs at least one variant",
-        );
+    if input.variants.is_empty() {
+        errors.at(input.name.span(), "a state enum needs at least one variant");
     }
     let mut variants = Vec::new();
-    for v in &data.variants {
-        if !matches!(v.fields, Fields::Unit) {
+    for v in &input.variants {
+        if v.fields {
             errors.at(
-                v.ident.span(),
+                v.name.span(),
                 format!(
                     "state `{}` must be a unit variant: a state carries no data",
-                    v.ident
+                    v.name
                 ),
             );
         }
-        let items = attr::fsm_items(&v.attrs, &mut errors);
+        let items = attr::fsm_items(&v.attributes, &mut errors);
         variants.push((v, items));
     }
-    let items = attr::fsm_items(&input.attrs, &mut errors);
+    let items = attr::fsm_items(&input.attributes, &mut errors);
     let settings = settings(&items, &mut errors);
-    let (def, spans, spec_file, variant_of) = match &settings.spec {
-        Some(path) => {
-            let (def, file) = from_spec_file(path, &items, &variants, &mut errors)?;
-            let variant_of = match_variants(&def, &variants, &input.ident, path, &mut errors);
-            (def, Spans::File(file), Some(file_path(path)), variant_of)
-        }
-        None => {
-            let (def, spans, variant_of) = inline(input, &items, &variants, &mut errors);
-            (
-                def,
-                Spans::Tokens(spans, input.ident.span()),
-                None,
-                variant_of,
-            )
-        }
+    let source = match &settings.spec {
+        Some(path) => spec_file(path, &items, &variants, &input.name, &mut errors)?,
+        None => inline(&input, &items, &variants, &mut errors),
     };
+    let machine = check::check(&source.def, &source.places, &mut errors);
     errors.finish()?;
-    let mut errors = Errors::default();
-    let checked = analysis::check(&def);
-    for d in checked.diagnostics.iter().filter(|d| d.is_error()) {
-        let mut message = format!("{} [{}]", d.message, d.lint);
-        if let Some(label) = &d.label {
-            message.push_str(&format!("\n  = note: {label}"));
-        }
-        if let Some(help) = &d.help {
-            message.push_str(&format!("\n  = help: {help}"));
-        }
-        let (span, message) = spans.resolve(&d.site, message);
-        errors.at(span, message);
-    }
-    errors.finish()?;
-    let machine = checked
-        .machine
-        .expect("no error, so the analysis built the machine");
-    let snake = input.ident.to_string().to_snake_case();
+    let machine = machine.expect("no error, so the analysis built the machine");
+    let variants: Vec<Ident> = source
+        .variant_of
+        .into_iter()
+        .map(|v| v.expect("every state has a variant"))
+        .collect();
+    let in_order = input
+        .variants
+        .iter()
+        .zip(&variants)
+        .all(|(declared, state)| !declared.discriminant && declared.name == *state);
+    let snake = crate::case::snake(&input.name.to_string());
     Ok(Input {
-        ident: input.ident.clone(),
+        ident: input.name.clone(),
         vis: input.vis.clone(),
         krate: settings.krate,
         action_enum: settings
             .action_enum
-            .unwrap_or_else(|| quote::format_ident!("{}Action", input.ident)),
+            .unwrap_or_else(|| Ident::new(&format!("{}Action", input.name), input.name.span())),
         markers: settings
             .markers
-            .unwrap_or_else(|| Ident::new(&snake, input.ident.span())),
-        variants: variant_of
-            .into_iter()
-            .map(|v| v.expect("every state has a variant"))
-            .collect(),
+            .map(|name| name.unwrap_or_else(|| Ident::new(&snake, input.name.span()))),
         machine,
-        spec_file,
+        variants,
+        in_order,
+        spec_file: source.spec_file,
     })
 }
 
-trait SpanOf {
-    fn span_of(&self) -> Span;
+#[cfg(feature = "toml")]
+fn spec_file(
+    path: &(String, Span),
+    items: &[Item],
+    variants: &[(&EnumVariant, Vec<Item>)],
+    ident: &Ident,
+    errors: &mut Errors,
+) -> Result<Source, Errors> {
+    crate::spec_file::read(path, items, variants, ident, errors)
 }
 
-impl<T: quote::ToTokens> SpanOf for T {
-    fn span_of(&self) -> Span {
-        syn::spanned::Spanned::span(self)
-    }
-}
-
-/// Where the sites of the definition were written.
-enum Spans {
-    /// Inline attributes: a token per site, the enum's name for the rest.
-    Tokens(HashMap<Site, Span>, Span),
-    /// A spec file: findings say file, line and column, at the `spec = "..."` token.
-    File(SpecText),
-}
-
-struct SpecText {
-    shown_path: String,
-    text: String,
-    map: SourceMap,
-    literal: Span,
-}
-
-impl Spans {
-    fn resolve(&self, site: &Site, message: String) -> (Span, String) {
-        match self {
-            Spans::Tokens(spans, fallback) => {
-                let mut at = Some(site.clone());
-                while let Some(s) = at {
-                    if let Some(span) = spans.get(&s) {
-                        return (*span, message);
-                    }
-                    at = s.parent();
-                }
-                (*fallback, message)
-            }
-            Spans::File(file) => file.resolve(site, message),
-        }
-    }
-}
-
-impl SpecText {
-    /// The `spec = "..."` token, and the message prefixed with file, line and column.
-    fn resolve(&self, site: &Site, message: String) -> (Span, String) {
-        let prefix = match self
-            .map
-            .span(site)
-            .map(|span| Location::of(&self.text, span))
-        {
-            Some(l) => format!("{}:{}:{}", self.shown_path, l.line, l.column),
-            None => self.shown_path.clone(),
-        };
-        (self.literal, format!("{prefix}: {message}"))
-    }
+#[cfg(not(feature = "toml"))]
+fn spec_file(
+    path: &(String, Span),
+    _: &[Item],
+    _: &[(&EnumVariant, Vec<Item>)],
+    _: &Ident,
+    _: &mut Errors,
+) -> Result<Source, Errors> {
+    Err(crate::ctxt::Error::new(
+        path.1,
+        "reading a spec file needs the `toml` feature of fsm: `fsm = { version = \"0.1\", features = [\"toml\"] }`",
+    )
+    .into())
 }
 
 fn settings(items: &[Item], errors: &mut Errors) -> Settings {
     let mut s = Settings {
         spec: None,
-        krate: syn::parse_quote!(::fsm),
+        krate: quote::quote!(::fsm),
         action_enum: None,
         markers: None,
     };
     for item in items {
         match (item.name().as_str(), &item.body) {
-            ("spec", Body::Value(Value::Str(path))) => s.spec = Some(path.clone()),
-            ("crate", Body::Value(Value::Str(path))) => match path.parse() {
+            ("spec", Body::Value(Value::Str(path, span))) => s.spec = Some((path.clone(), *span)),
+            ("crate", Body::Value(Value::Str(path, span))) => match path.parse() {
                 Ok(p) => s.krate = p,
-                Err(e) => errors.push(e),
+                Err(_) => errors.at(*span, format!("`{path}` is not a path")),
             },
             ("actions", Body::Value(Value::Name(name))) => s.action_enum = Some(name.clone()),
-            ("markers", Body::Value(Value::Name(name))) => s.markers = Some(name.clone()),
+            ("markers", Body::Flag) => s.markers = Some(None),
+            ("markers", Body::Value(Value::Name(name))) => s.markers = Some(Some(name.clone())),
             ("spec" | "crate", _) => {
                 errors.at(item.span(), format!("expected `{} = \"...\"`", item.name()))
             }
-            ("actions" | "markers", _) => {
-                errors.at(item.span(), format!("expected `{} = Name`", item.name()))
-            }
+            ("actions", _) => errors.at(item.span(), "expected `actions = Name`"),
+            ("markers", _) => errors.at(item.span(), "expected `markers` or `markers = name`"),
             (
                 "name" | "description" | "initial" | "single_mutator" | "allow" | "roles"
                 | "guards" | "action",
@@ -248,219 +177,71 @@ fn settings(items: &[Item], errors: &mut Errors) -> Settings {
     s
 }
 
-/// Spec paths are relative to `FSM_SPEC_DIR` when set (for builds that move sources
-/// away from `Cargo.toml`, and for compile-fail tests), else to the crate's
-/// `CARGO_MANIFEST_DIR`.
-fn file_path(literal: &syn::LitStr) -> PathBuf {
-    let dir = std::env::var_os("FSM_SPEC_DIR")
-        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    dir.join(literal.value())
+/// Records the token of each site, and which sites had an attribute error.
+struct Spans {
+    spans: HashMap<Site, Span>,
+    broken: HashSet<Site>,
 }
 
-fn from_spec_file(
-    literal: &syn::LitStr,
-    items: &[Item],
-    variants: &[(&syn::Variant, Vec<Item>)],
-    errors: &mut Errors,
-) -> syn::Result<(MachineDef, SpecText)> {
-    for item in items {
-        if !matches!(
-            item.name().as_str(),
-            "spec" | "crate" | "actions" | "markers"
-        ) {
-            errors.at(
-                item.span(),
-                format!(
-                    "`{}` cannot be given here: the table comes from the spec file",
-                    item.name()
-                ),
-            );
-        }
+impl Spans {
+    fn at(&mut self, site: Site, span: Span) {
+        self.spans.insert(site, span);
     }
-    for (_, items) in variants {
-        for item in items.iter().filter(|i| i.name() != "name") {
-            errors.at(
-                item.span(),
-                format!("`{}` cannot be given here: the table comes from the spec file (only `name` maps a variant to a state)", item.name()),
-            );
-        }
-    }
-    let path = file_path(literal);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        syn::Error::new(
-            literal.span(),
-            format!("cannot read spec file {}: {e}", path.display()),
-        )
-    })?;
-    let shown_path = literal.value();
-    match fsm_core::spec::parse(&text) {
-        Err(d) => {
-            let file = SpecText {
-                shown_path,
-                text,
-                map: SourceMap::default(),
-                literal: literal.span(),
-            };
-            let (span, message) = file.resolve(&d.site, d.message.clone());
-            Err(syn::Error::new(span, format!("{message} [{}]", d.lint)))
-        }
-        Ok(parsed) => {
-            let file = SpecText {
-                shown_path,
-                text,
-                map: parsed.map,
-                literal: literal.span(),
-            };
-            for d in &parsed.diagnostics {
-                let (span, message) = file.resolve(&d.site, d.message.clone());
-                errors.at(span, format!("{message} [{}]", d.lint));
-            }
-            Ok((parsed.def, file))
-        }
-    }
-}
-
-/// `ADDING_DISK`, `AddingDisk` and `adding-disk` all normalise to `addingdisk`.
-fn normalise(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// The variant of each spec state: the one whose `name` is the state's, or whose
-/// identifier matches it ignoring case and `_`/`-`.
-fn match_variants(
-    def: &MachineDef,
-    variants: &[(&syn::Variant, Vec<Item>)],
-    enum_ident: &Ident,
-    literal: &syn::LitStr,
-    errors: &mut Errors,
-) -> Vec<Option<Ident>> {
-    let explicit = |items: &[Item]| {
-        items
-            .iter()
-            .find(|i| i.name() == "name")
-            .and_then(|i| match &i.body {
-                Body::Value(v) => v.as_name().map(|n| n.0),
-                _ => None,
-            })
-    };
-    let mut used = vec![false; variants.len()];
-    let mut out = Vec::new();
-    for state in &def.states {
-        let found = variants
-            .iter()
-            .position(|(v, items)| match explicit(items) {
-                Some(name) => name == state.name,
-                None => normalise(&v.ident.to_string()) == normalise(&state.name),
-            });
-        match found {
-            Some(i) => {
-                used[i] = true;
-                out.push(Some(variants[i].0.ident.clone()));
-            }
-            None => {
-                let wanted = heck::ToUpperCamelCase::to_upper_camel_case(state.name.as_str());
-                errors.at(
-                    enum_ident.span(),
-                    format!(
-                        "no variant for state `{}` of {}: add a variant `{wanted}`",
-                        state.name,
-                        literal.value()
-                    ),
-                );
-                out.push(None);
-            }
-        }
-    }
-    for (i, (v, _)) in variants.iter().enumerate() {
-        if !used[i] {
-            errors.at(
-                v.ident.span(),
-                format!(
-                    "variant `{}` is not a state of {}",
-                    v.ident,
-                    literal.value()
-                ),
-            );
-        }
-    }
-    out
 }
 
 /// Builds the definition from inline attributes, recording each site's token.
-#[allow(clippy::type_complexity)]
 fn inline(
-    input: &DeriveInput,
+    input: &Enum,
     items: &[Item],
-    variants: &[(&syn::Variant, Vec<Item>)],
+    variants: &[(&EnumVariant, Vec<Item>)],
     errors: &mut Errors,
-) -> (MachineDef, HashMap<Site, Span>, Vec<Option<Ident>>) {
-    let mut spans = HashMap::new();
-    spans.insert(Site::Machine, input.ident.span());
+) -> Source {
+    let mut spans = Spans {
+        spans: HashMap::new(),
+        broken: HashSet::new(),
+    };
+    spans.at(Site::Machine, input.name.span());
     let mut def = MachineDef {
-        name: input.ident.to_string().to_snake_case(),
-        description: attr::doc(&input.attrs),
+        name: crate::case::snake(&input.name.to_string()),
+        description: attr::doc(&input.attributes),
         ..Default::default()
     };
     // Variant identifiers used in actions stand for the states' names.
     let mut state_name: HashMap<String, String> = HashMap::new();
     for (i, (v, vitems)) in variants.iter().enumerate() {
-        spans.insert(Site::State(i), v.ident.span());
-        let mut state = StateDef::new(v.ident.to_string(), StateKind::Static);
-        state.description = attr::doc(&v.attrs);
-        for item in vitems {
-            match (item.name().as_str(), &item.body) {
-                ("name", Body::Value(Value::Str(s))) => state.name = s.value(),
-                ("transition", Body::Flag) => state.kind = StateKind::Transition,
-                ("terminal", Body::Flag) => {
-                    state.terminal = true;
-                    spans.insert(Site::StateTerminal(i), item.span());
-                }
-                ("persisted", Body::Value(Value::Bool(b))) => state.persisted = b.value,
-                ("owner", Body::Value(v)) if v.as_name().is_some() => {
-                    if let Some((name, span)) = v.as_name() {
-                        spans.insert(Site::StateOwner(i), span);
-                        state.owner = Some(name);
-                    }
-                }
-                ("description", Body::Value(Value::Str(s))) => state.description = Some(s.value()),
-                ("name" | "description", _) => errors.at(item.span(), format!("expected `{} = \"...\"`", item.name())),
-                ("transition" | "terminal", _) => errors.at(item.span(), format!("`{}` takes no value", item.name())),
-                ("persisted", _) => errors.at(item.span(), "expected `persisted = true` or `persisted = false`"),
-                ("owner", _) => errors.at(item.span(), "expected `owner = \"role\"`"),
-                (other, _) => errors.at(item.span(), format!("unknown fsm attribute `{other}` on a state; expected one of: {VARIANT_KEYS}")),
-            }
+        spans.at(Site::State(i), v.name.span());
+        let before = errors.count();
+        let state = state(i, v, vitems, &mut spans, errors);
+        if errors.count() > before {
+            spans.broken.insert(Site::State(i));
         }
-        state_name.insert(v.ident.to_string(), state.name.clone());
+        state_name.insert(v.name.to_string(), state.name.clone());
         def.states.push(state);
     }
     let name_of = |n: String| state_name.get(&n).cloned().unwrap_or(n);
     for item in items {
+        let before = errors.count();
         match (item.name().as_str(), &item.body) {
-            ("name", Body::Value(Value::Str(s))) => def.name = s.value(),
-            ("description", Body::Value(Value::Str(s))) => def.description = Some(s.value()),
+            ("name", Body::Value(Value::Str(s, _))) => def.name = s.clone(),
+            ("description", Body::Value(Value::Str(s, _))) => def.description = Some(s.clone()),
             ("initial", Body::Value(v)) if v.as_name().is_some() => {
                 if let Some((name, span)) = v.as_name() {
-                    spans.insert(Site::Initial, span);
+                    spans.at(Site::Initial, span);
                     def.initial = Some(name_of(name));
                 }
             }
             ("single_mutator", Body::Flag) => def.single_mutator = true,
-            ("single_mutator", Body::Value(Value::Bool(b))) => def.single_mutator = b.value,
+            ("single_mutator", Body::Value(Value::Bool(b))) => def.single_mutator = *b,
             ("allow", Body::Value(v)) if v.as_names().is_some() => {
                 for (k, (lint, span)) in v.as_names().unwrap_or_default().into_iter().enumerate() {
-                    spans.insert(Site::Allow(k), span);
+                    spans.at(Site::Allow(k), span);
                     def.allow.push(lint);
                 }
             }
             ("roles" | "guards", Body::Args(entries)) => {
                 for entry in entries {
                     let description = match &entry.body {
-                        Body::Value(Value::Str(s)) => Some(s.value()),
+                        Body::Value(Value::Str(s, _)) => Some(s.clone()),
                         Body::Flag => None,
                         _ => {
                             errors.at(
@@ -475,10 +256,10 @@ fn inline(
                         description,
                     };
                     if item.name() == "roles" {
-                        spans.insert(Site::Role(def.roles.len()), entry.span());
+                        spans.at(Site::Role(def.roles.len()), entry.span());
                         def.roles.push(named);
                     } else {
-                        spans.insert(Site::Guard(def.guards.len()), entry.span());
+                        spans.at(Site::Guard(def.guards.len()), entry.span());
                         def.guards.push(named);
                     }
                 }
@@ -486,7 +267,10 @@ fn inline(
             ("action", Body::Args(args)) => {
                 let a = def.actions.len();
                 if let Some(action) = action(a, args, &name_of, &mut spans, errors) {
-                    spans.insert(Site::Action(a), item.span());
+                    spans.at(Site::Action(a), item.span());
+                    if errors.count() > before {
+                        spans.broken.insert(Site::Action(a));
+                    }
                     def.actions.push(action);
                 }
             }
@@ -509,11 +293,65 @@ fn inline(
             _ => {}
         }
     }
-    let variant_of = variants
-        .iter()
-        .map(|(v, _)| Some(v.ident.clone()))
-        .collect();
-    (def, spans, variant_of)
+    let variant_of = variants.iter().map(|(v, _)| Some(v.name.clone())).collect();
+    Source {
+        def,
+        places: Places::Tokens {
+            spans: spans.spans,
+            fallback: input.name.span(),
+            broken: spans.broken,
+        },
+        variant_of,
+        spec_file: None,
+    }
+}
+
+/// A state from its variant and the variant's `#[fsm(...)]` items.
+fn state(
+    i: usize,
+    v: &EnumVariant,
+    items: &[Item],
+    spans: &mut Spans,
+    errors: &mut Errors,
+) -> StateDef {
+    let mut state = StateDef::new(v.name.to_string(), StateKind::Static);
+    state.description = attr::doc(&v.attributes);
+    for item in items {
+        match (item.name().as_str(), &item.body) {
+            ("name", Body::Value(Value::Str(s, _))) => state.name = s.clone(),
+            ("transition", Body::Flag) => state.kind = StateKind::Transition,
+            ("terminal", Body::Flag) => {
+                state.terminal = true;
+                spans.at(Site::StateTerminal(i), item.span());
+            }
+            ("persisted", Body::Value(Value::Bool(b))) => state.persisted = *b,
+            ("owner", Body::Value(v)) if v.as_name().is_some() => {
+                if let Some((name, span)) = v.as_name() {
+                    spans.at(Site::StateOwner(i), span);
+                    state.owner = Some(name);
+                }
+            }
+            ("description", Body::Value(Value::Str(s, _))) => state.description = Some(s.clone()),
+            ("name" | "description", _) => {
+                errors.at(item.span(), format!("expected `{} = \"...\"`", item.name()))
+            }
+            ("transition" | "terminal", _) => {
+                errors.at(item.span(), format!("`{}` takes no value", item.name()))
+            }
+            ("persisted", _) => errors.at(
+                item.span(),
+                "expected `persisted = true` or `persisted = false`",
+            ),
+            ("owner", _) => errors.at(item.span(), "expected `owner = \"role\"`"),
+            (other, _) => errors.at(
+                item.span(),
+                format!(
+                    "unknown fsm attribute `{other}` on a state; expected one of: {VARIANT_KEYS}"
+                ),
+            ),
+        }
+    }
+    state
 }
 
 const ACTION_KEYS: &str = "from, via, to, to_origin, roles, guards, hidden, description";
@@ -523,7 +361,7 @@ fn action(
     a: usize,
     args: &[Item],
     name_of: &dyn Fn(String) -> String,
-    spans: &mut HashMap<Site, Span>,
+    spans: &mut Spans,
     errors: &mut Errors,
 ) -> Option<ActionDef> {
     let Some((first, rest)) = args
@@ -562,26 +400,26 @@ fn action(
         match item.name().as_str() {
             "from" => {
                 for (k, (name, span)) in names(item, errors).into_iter().enumerate() {
-                    spans.insert(Site::ActionFrom(a, k), span);
+                    spans.at(Site::ActionFrom(a, k), span);
                     action.from.push(name_of(name));
                 }
             }
             "via" => {
                 if let Some((name, span)) = names(item, errors).into_iter().next() {
-                    spans.insert(Site::ActionVia(a), span);
+                    spans.at(Site::ActionVia(a), span);
                     action.via = Some(name_of(name));
                 }
             }
             "to" => match &item.body {
                 Body::Args(pairs) => {
-                    spans.insert(Site::ActionTo(a), item.span());
+                    spans.at(Site::ActionTo(a), item.span());
                     let mut out = Vec::new();
                     for (k, pair) in pairs.iter().enumerate() {
                         match &pair.body {
                             Body::Value(v) if v.as_name().is_some() => {
                                 if let Some((target, span)) = v.as_name() {
-                                    spans.insert(Site::ActionToOrigin(a, k), pair.span());
-                                    spans.insert(Site::ActionToTarget(a, k), span);
+                                    spans.at(Site::ActionToOrigin(a, k), pair.span());
+                                    spans.at(Site::ActionToTarget(a, k), span);
                                     out.push((name_of(pair.name()), name_of(target)));
                                 }
                             }
@@ -592,7 +430,7 @@ fn action(
                 }
                 _ => {
                     if let Some((name, span)) = names(item, errors).into_iter().next() {
-                        spans.insert(Site::ActionTo(a), span);
+                        spans.at(Site::ActionTo(a), span);
                         if !matches!(action.to, TargetDef::Unset) {
                             errors.at(span, "the target is given twice");
                         }
@@ -601,7 +439,7 @@ fn action(
                 }
             },
             "to_origin" => {
-                spans.insert(Site::ActionTo(a), item.span());
+                spans.at(Site::ActionTo(a), item.span());
                 if !matches!(action.to, TargetDef::Unset) {
                     errors.at(
                         item.span(),
@@ -612,19 +450,19 @@ fn action(
             }
             "roles" => {
                 for (k, (name, span)) in names(item, errors).into_iter().enumerate() {
-                    spans.insert(Site::ActionRole(a, k), span);
+                    spans.at(Site::ActionRole(a, k), span);
                     action.roles.push(name);
                 }
             }
             "guards" => {
                 for (k, (name, span)) in names(item, errors).into_iter().enumerate() {
-                    spans.insert(Site::ActionGuard(a, k), span);
+                    spans.at(Site::ActionGuard(a, k), span);
                     action.guards.push(name);
                 }
             }
             "hidden" => action.hidden = true,
             "description" => match &item.body {
-                Body::Value(Value::Str(s)) => action.description = Some(s.value()),
+                Body::Value(Value::Str(s, _)) => action.description = Some(s.clone()),
                 _ => errors.at(item.span(), "expected `description = \"...\"`"),
             },
             other => errors.at(

@@ -1,12 +1,11 @@
-//! The syntax of `#[fsm(...)]` attributes: a list of items, each a flag, a
-//! `key = value` or a `key(items)`. Every token keeps its span, so the checks can
-//! point at the one at fault.
+//! The syntax of `#[fsm(...)]` attributes, read from their token trees: a list of
+//! items, each a flag, a `key = value` or a `key(items)`. Every token keeps its
+//! span, so the checks can point at the one at fault.
 
-use proc_macro2::Span;
-use syn::ext::IdentExt;
-use syn::parse::{Parse, ParseStream};
-use syn::punctuated::Punctuated;
-use syn::{Ident, LitBool, LitStr, Token, bracketed, parenthesized};
+use proc_macro2::{Delimiter, Ident, Literal, Span, TokenTree};
+
+use crate::ctxt::{Error, Errors};
+use crate::input::{Args, Attribute};
 
 /// The name of an item: an identifier, identifiers joined by dashes
 /// (`vpc-operator`), or a string.
@@ -16,50 +15,11 @@ pub struct Key {
     span: Span,
 }
 
-impl Key {
-    pub fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    pub fn span(&self) -> Span {
-        self.span
-    }
-}
-
-impl Parse for Key {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        if input.peek(LitStr) {
-            let s: LitStr = input.parse()?;
-            return Ok(Key {
-                name: s.value(),
-                span: s.span(),
-            });
-        }
-        let (first, name) = dashed(input)?;
-        Ok(Key {
-            name,
-            span: first.span(),
-        })
-    }
-}
-
-/// An identifier, or identifiers joined by dashes; the first identifier gives the span.
-fn dashed(input: ParseStream) -> syn::Result<(Ident, String)> {
-    let first = Ident::parse_any(input)?;
-    let mut name = first.unraw().to_string();
-    while input.peek(Token![-]) && input.peek2(Ident::peek_any) {
-        input.parse::<Token![-]>()?;
-        name.push('-');
-        name.push_str(&Ident::parse_any(input)?.unraw().to_string());
-    }
-    Ok((first, name))
-}
-
 /// A value: a string, a bool, a name, or a list (`[A, B]` or `A | B`).
 #[derive(Clone)]
 pub enum Value {
-    Str(LitStr),
-    Bool(LitBool),
+    Str(String, Span),
+    Bool(bool),
     Name(Ident),
     /// Identifiers joined by dashes: `vpc-operator`.
     Dashed(String, Span),
@@ -73,9 +33,8 @@ impl Value {
     /// The value as a name: a string's contents or an identifier.
     pub fn as_name(&self) -> Option<(String, Span)> {
         match self {
-            Value::Str(s) => Some((s.value(), s.span())),
-            Value::Name(i) => Some((i.unraw().to_string(), i.span())),
-            Value::Dashed(name, span) => Some((name.clone(), *span)),
+            Value::Str(s, span) | Value::Dashed(s, span) => Some((s.clone(), *span)),
+            Value::Name(i) => Some((unraw(i), i.span())),
             _ => None,
         }
     }
@@ -86,44 +45,6 @@ impl Value {
             Value::List(items) => items.iter().map(Value::as_name).collect(),
             other => other.as_name().map(|n| vec![n]),
         }
-    }
-}
-
-fn primary(input: ParseStream) -> syn::Result<Value> {
-    if input.peek(LitStr) {
-        input.parse().map(Value::Str)
-    } else if input.peek(LitBool) {
-        input.parse().map(Value::Bool)
-    } else if input.peek(syn::token::Bracket) {
-        let content;
-        bracketed!(content in input);
-        let items = Punctuated::<Value, Token![,]>::parse_terminated(&content)?;
-        Ok(Value::List(items.into_iter().collect()))
-    } else if input.peek(Ident::peek_any) {
-        let (first, name) = dashed(input)?;
-        Ok(if name.contains('-') {
-            Value::Dashed(name, first.span())
-        } else {
-            Value::Name(first)
-        })
-    } else if input.peek(syn::Lit) {
-        input.parse::<syn::Lit>().map(|_| Value::Other)
-    } else {
-        Err(input.error("expected a string, `true`/`false`, a name or a `[...]` list"))
-    }
-}
-
-impl Parse for Value {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let first = primary(input)?;
-        if !input.peek(Token![|]) {
-            return Ok(first);
-        }
-        let mut items = vec![first];
-        while input.parse::<Option<Token![|]>>()?.is_some() {
-            items.push(primary(input)?);
-        }
-        Ok(Value::List(items))
     }
 }
 
@@ -144,66 +65,257 @@ pub struct Item {
 
 impl Item {
     pub fn name(&self) -> String {
-        self.key.name()
+        self.key.name.clone()
     }
 
     pub fn span(&self) -> Span {
-        self.key.span()
+        self.key.span
     }
 }
 
-impl Parse for Item {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let key: Key = input.parse()?;
-        let body = if input.parse::<Option<Token![=]>>()?.is_some() {
-            Body::Value(input.parse()?)
-        } else if input.peek(syn::token::Paren) {
-            let content;
-            parenthesized!(content in input);
-            Body::Args(Items::parse(&content)?.0)
+/// An identifier as written, without `r#`.
+pub fn unraw(ident: &Ident) -> String {
+    let s = ident.to_string();
+    s.strip_prefix("r#").map_or(s.clone(), str::to_owned)
+}
+
+/// The text of a string literal, escapes resolved; `None` for any other literal.
+pub fn string_value(lit: &Literal) -> Option<String> {
+    let repr = lit.to_string();
+    if let Some(raw) = repr.strip_prefix('r') {
+        let hashes = raw.len() - raw.trim_start_matches('#').len();
+        let inner = raw.get(hashes + 1..raw.len().checked_sub(hashes + 1)?)?;
+        return Some(inner.to_owned());
+    }
+    let inner = repr.strip_prefix('"')?.strip_suffix('"')?;
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next()? {
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            '0' => out.push('\0'),
+            '\\' => out.push('\\'),
+            '"' => out.push('"'),
+            '\'' => out.push('\''),
+            'x' => {
+                let hex: String = chars.by_ref().take(2).collect();
+                out.push(char::from(u8::from_str_radix(&hex, 16).ok()?));
+            }
+            'u' => {
+                let code: String = chars
+                    .by_ref()
+                    .skip_while(|&c| c == '{')
+                    .take_while(|&c| c != '}')
+                    .collect();
+                out.push(char::from_u32(u32::from_str_radix(&code, 16).ok()?)?);
+            }
+            // A line continuation: the line break and the next line's indent go.
+            '\n' => {
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// A cursor over the token trees of an attribute.
+struct Cursor<'a> {
+    tokens: &'a [TokenTree],
+    at: usize,
+    /// Where to point when the tokens run out.
+    end: Span,
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Option<&'a TokenTree> {
+        self.tokens.get(self.at)
+    }
+
+    fn next(&mut self) -> Option<&'a TokenTree> {
+        let t = self.tokens.get(self.at);
+        self.at += 1;
+        t
+    }
+
+    fn span(&self) -> Span {
+        self.peek().map_or(self.end, TokenTree::span)
+    }
+
+    fn punct(&self, c: char) -> bool {
+        matches!(self.peek(), Some(TokenTree::Punct(p)) if p.as_char() == c)
+    }
+
+    /// `-ident` follows: the name goes on with a dash.
+    fn dash_then_ident(&self) -> bool {
+        self.punct('-') && matches!(self.tokens.get(self.at + 1), Some(TokenTree::Ident(_)))
+    }
+
+    fn error(&self, message: &str) -> Error {
+        Error::new(self.span(), message)
+    }
+
+    /// An identifier, or identifiers joined by dashes; the first gives the span.
+    fn dashed(&mut self, first: &Ident) -> String {
+        let mut name = unraw(first);
+        while self.dash_then_ident() {
+            self.next();
+            if let Some(TokenTree::Ident(i)) = self.next() {
+                name.push('-');
+                name.push_str(&unraw(i));
+            }
+        }
+        name
+    }
+
+    fn key(&mut self) -> Result<Key, Error> {
+        match self.next() {
+            Some(TokenTree::Ident(i)) => Ok(Key {
+                name: self.dashed(i),
+                span: i.span(),
+            }),
+            Some(TokenTree::Literal(l)) => match string_value(l) {
+                Some(name) => Ok(Key {
+                    name,
+                    span: l.span(),
+                }),
+                None => Err(Error::new(l.span(), "expected a name")),
+            },
+            Some(other) => Err(Error::new(other.span(), "expected a name")),
+            None => Err(Error::new(self.end, "expected a name")),
+        }
+    }
+
+    fn primary(&mut self) -> Result<Value, Error> {
+        let expected = "expected a string, `true`/`false`, a name or a `[...]` list";
+        match self.next() {
+            Some(TokenTree::Literal(l)) => Ok(match string_value(l) {
+                Some(s) => Value::Str(s, l.span()),
+                None => Value::Other,
+            }),
+            Some(TokenTree::Ident(i)) if i == "true" || i == "false" => {
+                Ok(Value::Bool(i == "true"))
+            }
+            Some(TokenTree::Ident(i)) => {
+                let name = self.dashed(i);
+                Ok(if name.contains('-') {
+                    Value::Dashed(name, i.span())
+                } else {
+                    Value::Name(i.clone())
+                })
+            }
+            Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Bracket => {
+                let tokens: Vec<TokenTree> = g.stream().into_iter().collect();
+                let mut inner = Cursor {
+                    tokens: &tokens,
+                    at: 0,
+                    end: g.span_close(),
+                };
+                let mut items = Vec::new();
+                while inner.peek().is_some() {
+                    items.push(inner.value()?);
+                    if inner.peek().is_some() && !inner.comma() {
+                        return Err(inner.error("expected `,`"));
+                    }
+                }
+                Ok(Value::List(items))
+            }
+            Some(other) => Err(Error::new(other.span(), expected)),
+            None => Err(Error::new(self.end, expected)),
+        }
+    }
+
+    /// A value, or values joined by `|`.
+    fn value(&mut self) -> Result<Value, Error> {
+        let first = self.primary()?;
+        if !self.punct('|') {
+            return Ok(first);
+        }
+        let mut items = vec![first];
+        while self.punct('|') {
+            self.next();
+            items.push(self.primary()?);
+        }
+        Ok(Value::List(items))
+    }
+
+    fn comma(&mut self) -> bool {
+        let comma = self.punct(',');
+        if comma {
+            self.next();
+        }
+        comma
+    }
+
+    fn item(&mut self) -> Result<Item, Error> {
+        let key = self.key()?;
+        let body = if self.punct('=') {
+            self.next();
+            Body::Value(self.value()?)
         } else {
-            Body::Flag
+            match self.peek() {
+                Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis => {
+                    self.next();
+                    Body::Args(items(g.stream().into_iter().collect(), g.span_close())?)
+                }
+                _ => Body::Flag,
+            }
         };
         Ok(Item { key, body })
     }
 }
 
-/// A comma-separated list of items: the inside of `#[fsm(...)]`.
-pub struct Items(pub Vec<Item>);
-
-impl Parse for Items {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let items = Punctuated::<Item, Token![,]>::parse_terminated(input)?;
-        Ok(Items(items.into_iter().collect()))
+/// The comma-separated items of `tokens`: the inside of `#[fsm(...)]`.
+pub fn items(tokens: Vec<TokenTree>, end: Span) -> Result<Vec<Item>, Error> {
+    let mut cursor = Cursor {
+        tokens: &tokens,
+        at: 0,
+        end,
+    };
+    let mut out = Vec::new();
+    while cursor.peek().is_some() {
+        out.push(cursor.item()?);
+        if cursor.peek().is_some() && !cursor.comma() {
+            return Err(cursor.error("expected `,`"));
+        }
     }
+    Ok(out)
 }
 
 /// Every item of every `#[fsm(...)]` among `attrs`.
 ///
 /// An attribute that does not parse is reported and skipped, so the others are
 /// still checked.
-pub fn fsm_items(attrs: &[syn::Attribute], errors: &mut crate::ast::Errors) -> Vec<Item> {
+pub fn fsm_items(attrs: &[Attribute], errors: &mut Errors) -> Vec<Item> {
     let mut out = Vec::new();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("fsm")) {
-        match attr.parse_args::<Items>() {
-            Ok(items) => out.extend(items.0),
-            Err(e) => errors.push(e),
+    for attr in attrs.iter().filter(|a| a.name == "fsm") {
+        match &attr.args {
+            Args::List(tokens, end) => match items(tokens.clone(), *end) {
+                Ok(items) => out.extend(items),
+                Err(e) => errors.push(e),
+            },
+            _ => errors.at(attr.span, "expected `#[fsm(...)]`, a list of settings"),
         }
     }
     out
 }
 
 /// The text of `///` doc comments, joined, trimmed.
-pub fn doc(attrs: &[syn::Attribute]) -> Option<String> {
+pub fn doc(attrs: &[Attribute]) -> Option<String> {
     let lines: Vec<String> = attrs
         .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .filter_map(|a| match &a.meta {
-            syn::Meta::NameValue(nv) => match &nv.value {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
-                }) => Some(s.value().trim().to_owned()),
+        .filter(|a| a.name == "doc")
+        .filter_map(|a| match &a.args {
+            Args::Value(value) => match value.as_slice() {
+                [TokenTree::Literal(l)] => string_value(l).map(|s| s.trim().to_owned()),
                 _ => None,
             },
             _ => None,
@@ -211,4 +323,69 @@ pub fn doc(attrs: &[syn::Attribute]) -> Option<String> {
         .collect();
     let text = lines.join(" ").trim().to_owned();
     (!text.is_empty()).then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(s: &str) -> Literal {
+        s.parse::<proc_macro2::TokenStream>()
+            .unwrap()
+            .into_iter()
+            .find_map(|t| match t {
+                TokenTree::Literal(l) => Some(l),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn string_literals_read_as_written() {
+        assert_eq!(string_value(&lit(r#""plain""#)).unwrap(), "plain");
+        assert_eq!(
+            string_value(&lit(r#""a \"b\"\n\t\\ \u{e9}""#)).unwrap(),
+            "a \"b\"\n\t\\ é"
+        );
+        assert_eq!(
+            string_value(&lit(r##"r#"raw "q""#"##)).unwrap(),
+            "raw \"q\""
+        );
+        assert_eq!(
+            string_value(&lit("\"one \\\n    line\"")).unwrap(),
+            "one line"
+        );
+        assert_eq!(string_value(&lit("3")), None);
+    }
+
+    #[test]
+    fn items_read_flags_values_lists_and_arguments() {
+        let tokens = "initial = Halted, single_mutator, roles(vpc-operator = \"VPC\"), action(go, from = A | B, to = [C])"
+            .parse::<proc_macro2::TokenStream>()
+            .unwrap();
+        let items = items(tokens.into_iter().collect(), Span::call_site())
+            .unwrap_or_else(|e| panic!("{}", e.message));
+        let names: Vec<String> = items.iter().map(Item::name).collect();
+        assert_eq!(names, ["initial", "single_mutator", "roles", "action"]);
+        let Body::Args(roles) = &items[2].body else {
+            panic!()
+        };
+        assert_eq!(roles[0].name(), "vpc-operator");
+        let Body::Args(action) = &items[3].body else {
+            panic!()
+        };
+        let Body::Value(from) = &action[1].body else {
+            panic!()
+        };
+        let from: Vec<String> = from.as_names().unwrap().into_iter().map(|n| n.0).collect();
+        assert_eq!(from, ["A", "B"]);
+        let bad = "a b".parse::<proc_macro2::TokenStream>().unwrap();
+        assert_eq!(
+            super::items(bad.into_iter().collect(), Span::call_site())
+                .err()
+                .unwrap()
+                .message,
+            "expected `,`"
+        );
+    }
 }

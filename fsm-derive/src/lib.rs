@@ -2,13 +2,23 @@
 //! compile time. Use it through the `fsm` crate, which re-exports it and documents
 //! the attributes and the generated API.
 //!
-//! The macro is a thin front end: `attr` reads `#[fsm(...)]`, `ast` builds the
-//! machine's definition (from the attributes or a spec file) and runs
-//! `fsm_core::analysis` on it, `expand` generates the code.
+//! The macro is a thin front end over the table layers (`fsm-model`,
+//! `fsm-analysis`, and `fsm-toml` with the `toml` feature), one stage per module:
+//! `input` splits the enum into its parts, `attr` reads the syntax of `#[fsm(...)]`, `ast` lowers the attributes into the
+//! machine's definition (`spec_file` reads a spec file instead), `check` runs the
+//! analysis and turns its findings into errors at the token at fault, `expand`
+//! generates the code. `ctxt` collects every error, so all of them come out in one
+//! build.
 
 mod ast;
 mod attr;
+mod case;
+mod check;
+mod ctxt;
 mod expand;
+mod input;
+#[cfg(feature = "toml")]
+mod spec_file;
 
 use proc_macro::TokenStream;
 
@@ -17,9 +27,8 @@ use proc_macro::TokenStream;
 /// See the `fsm` crate's documentation for the attributes and what is generated.
 #[proc_macro_derive(StateMachine, attributes(fsm))]
 pub fn derive_state_machine(input: TokenStream) -> TokenStream {
-    let input = syn::parse_macro_input!(input as syn::DeriveInput);
-    ast::parse(&input)
+    ast::parse(input.into())
         .and_then(|input| expand::expand(&input))
-        .unwrap_or_else(syn::Error::into_compile_error)
+        .unwrap_or_else(ctxt::Errors::into_compile_errors)
         .into()
 }

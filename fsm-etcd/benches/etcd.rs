@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
-use fsm_core::runtime::{Actor, Runtime, Store};
-use fsm_core::testing::store::machine;
 use fsm_core::{ActionId, Machine};
 use fsm_etcd::EtcdStore;
+use fsm_runtime::testing::machine;
+use fsm_runtime::{Actor, Runtime, Store};
 
 #[path = "../../benches/report/mod.rs"]
 mod report;
@@ -82,8 +82,10 @@ fn bench(c: &mut Criterion, machine: &Machine) {
         let rt = Runtime::new(machine.clone(), store).unwrap();
         let actor = Actor::new("bench");
         rt.create("size", &actor).unwrap();
-        let record = serde_json::to_vec(&rt.get("size").unwrap()).unwrap();
-        let entry = serde_json::to_vec(&rt.history("size").unwrap()[0]).unwrap();
+        let codec = fsm_runtime::wire::Codec::new(rt.machine());
+        let record = serde_json::to_vec(&codec.encode_record(&rt.get("size").unwrap())).unwrap();
+        let entry =
+            serde_json::to_vec(&codec.encode_entry(&rt.history("size").unwrap()[0])).unwrap();
 
         g.bench_function(CASES[0], |b| {
             b.iter_custom(|iters| {

@@ -3,11 +3,10 @@
 //! one.
 //!
 //! ```no_run
-//! use fsm_core::Machine;
-//! use fsm_core::runtime::{Actor, Runtime};
+//! use fsm_runtime::{Actor, Runtime};
 //! use fsm_etcd::EtcdStore;
 //!
-//! let machine = Machine::from_spec_file("specs/sabakan/machine.toml")?;
+//! let machine = fsm_core::spec::load("specs/sabakan/machine.toml")?;
 //! let store = EtcdStore::connect(["127.0.0.1:2379"], "/sabakan/machines/")?;
 //! let machines = Runtime::builder(machine, store)
 //!     .guard("keys_deleted", |_| true)
@@ -22,6 +21,10 @@
 //! Under its prefix the store keeps, per object, `obj/<id>` (the record, JSON) and
 //! `hist/<id>/<version>` (one history entry per write, JSON, the version
 //! zero-padded so that keys sort in version order); `/` and `%` in ids are escaped.
+//! States and actions are stored by name with the spec's fingerprint
+//! ([`fsm_runtime::wire`]), so `etcdctl get --prefix /sabakan/machines/obj/` reads
+//! `"state":"Healthy"`, and adding or reordering states in the spec changes
+//! nothing stored.
 //!
 //! - **Compare-and-set by transaction.** A record's version is the etcd version of
 //!   its `obj/` key (1 when created, one more per write), so a write is one etcd
@@ -44,7 +47,7 @@
 //!   background; the write that ends it deletes the key. When the process dies its
 //!   lease expires after its time to live ([`EtcdBuilder::lease_ttl`]), the key
 //!   goes, and every process then reads the holder as *abandoned*: a
-//!   [`Healer`](fsm_core::runtime::Healer) anywhere rolls the object back at once,
+//!   [`Healer`](fsm_runtime::Healer) anywhere rolls the object back at once,
 //!   by compare-and-set.
 //! - **A slow action** in a live process keeps its lease: the lease bounds how long
 //!   a dead process holds objects, not how long an action may take (the healer's
@@ -59,7 +62,7 @@
 //!   takes a new lease.
 //! - **Watch gaps.** A broken watch resumes from the last revision it saw; if etcd
 //!   compacted that revision away meanwhile, the events between are lost without a
-//!   [`Lagged`](fsm_core::runtime::Lagged) report: re-read the objects after a
+//!   [`Lagged`](fsm_runtime::Lagged) report: re-read the objects after a
 //!   long outage.
 //!
 //! The store's calls are blocking: they run on the store's own tokio runtime and
@@ -67,15 +70,17 @@
 //! from async code alike.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp,
     TxnOpResponse, WatchOptions,
 };
-use fsm_core::runtime::{
+use fsm_core::Machine;
+use fsm_runtime::wire::{Codec, StoredEntry, StoredRecord};
+use fsm_runtime::{
     Entry, EntryKind, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
 };
 
@@ -109,6 +114,8 @@ struct Inner {
     /// This process's lease, kept alive in the background: the keys that say an
     /// action of ours is in flight are attached to it.
     lease: Arc<AtomicI64>,
+    /// Names to ids and back, for the machine the store was bound to.
+    codec: Arc<OnceLock<Codec>>,
 }
 
 impl Drop for Inner {
@@ -237,11 +244,13 @@ impl EtcdStore {
             .map_err(store_error)?
             .header()
             .map_or(0, |h| h.revision());
+        let codec = Arc::new(OnceLock::new());
         runtime.spawn(feed(
             client.clone(),
             format!("{prefix}hist/"),
             revision + 1,
             publisher.clone(),
+            codec.clone(),
         ));
         Ok(EtcdStore {
             inner: Arc::new(Inner {
@@ -251,6 +260,7 @@ impl EtcdStore {
                 timeout,
                 publisher,
                 lease,
+                codec,
             }),
         })
     }
@@ -312,30 +322,69 @@ fn unescape(segment: &str) -> ObjectId {
     ObjectId::from(segment.replace("%2F", "/").replace("%25", "%"))
 }
 
-fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8], key: &[u8]) -> Result<T, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        unavailable(
-            format!(
-                "etcd: {} does not hold what fsm stored: {e}",
-                String::from_utf8_lossy(key)
-            ),
-            false,
-        )
-    })
+fn unreadable(key: &[u8], reason: impl std::fmt::Display) -> StoreError {
+    StoreError::Unreadable {
+        key: String::from_utf8_lossy(key).into_owned(),
+        reason: reason.to_string(),
+    }
+}
+
+fn json<T: serde::de::DeserializeOwned>(bytes: &[u8], key: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| unreadable(key, format!("not what fsm stores ({e})")))
 }
 
 fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("records and entries serialize")
 }
 
+impl EtcdStore {
+    fn codec(&self) -> Result<&Codec, StoreError> {
+        self.inner
+            .codec
+            .get()
+            .ok_or_else(|| StoreError::Incompatible {
+                machine: String::new(),
+                reason: "no runtime was built over the store yet (`Store::bind`)".into(),
+            })
+    }
+
+    fn decode_record(&self, bytes: &[u8], key: &[u8]) -> Result<Record, StoreError> {
+        let stored: StoredRecord = json(bytes, key)?;
+        self.codec()?
+            .decode_record(stored)
+            .map_err(|e| unreadable(key, e))
+    }
+
+    fn decode_entry(&self, bytes: &[u8], key: &[u8]) -> Result<Entry, StoreError> {
+        let stored: StoredEntry = json(bytes, key)?;
+        self.codec()?
+            .decode_entry(stored)
+            .map_err(|e| unreadable(key, e))
+    }
+}
+
 impl Store for EtcdStore {
+    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
+        let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
+        if codec.fingerprint() == machine.fingerprint() {
+            return Ok(());
+        }
+        Err(StoreError::Incompatible {
+            machine: machine.name().to_owned(),
+            reason: format!(
+                "this store handle already serves a machine with fingerprint {}; open one handle per machine",
+                codec.fingerprint()
+            ),
+        })
+    }
+
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
         let (mut kv, key) = (self.inner.client.kv_client(), self.object_key(id));
         let resp = self.run(async move { kv.get(key, None).await })?;
         let Some(mut record) = resp
             .kvs()
             .first()
-            .map(|kv| decode::<Record>(kv.value(), kv.key()))
+            .map(|kv| self.decode_record(kv.value(), kv.key()))
             .transpose()?
         else {
             return Ok(None);
@@ -380,9 +429,10 @@ impl Store for EtcdStore {
         let key = self.object_key(&id);
         let history = format!("{}{:020}", self.history_prefix(&id), entry.version);
         let version = expected.map_or(0, |e| e.version as i64);
+        let codec = self.codec()?;
         let mut ops = vec![
-            TxnOp::put(key.clone(), encode(&record), None),
-            TxnOp::put(history, encode(&entry), None),
+            TxnOp::put(key.clone(), encode(&codec.encode_record(&record)), None),
+            TxnOp::put(history, encode(&codec.encode_entry(&entry)), None),
         ];
         // The slots' liveness keys: put on this process's lease by the write that
         // starts an action, deleted by a write that ends one.
@@ -417,7 +467,7 @@ impl Store for EtcdStore {
             Some(TxnOpResponse::Get(get)) => get
                 .kvs()
                 .first()
-                .map(|kv| decode::<Record>(kv.value(), kv.key()))
+                .map(|kv| self.decode_record(kv.value(), kv.key()))
                 .transpose()?,
             _ => None,
         };
@@ -434,7 +484,7 @@ impl Store for EtcdStore {
         // etcd answers in key order, which is version order.
         resp.kvs()
             .iter()
-            .map(|kv| decode(kv.value(), kv.key()))
+            .map(|kv| self.decode_entry(kv.value(), kv.key()))
             .collect()
     }
 
@@ -499,7 +549,13 @@ async fn keep_alive(client: Client, ttl: i64, lease: Arc<AtomicI64>) {
 
 /// Publishes every history entry written under `prefix` from `revision` on,
 /// re-watching from the last revision seen when the watch breaks.
-async fn feed(client: Client, prefix: String, mut revision: i64, publisher: Arc<Publisher>) {
+async fn feed(
+    client: Client,
+    prefix: String,
+    mut revision: i64,
+    publisher: Arc<Publisher>,
+    codec: Arc<OnceLock<Codec>>,
+) {
     loop {
         let options = WatchOptions::new()
             .with_prefix()
@@ -523,7 +579,12 @@ async fn feed(client: Client, prefix: String, mut revision: i64, publisher: Arc<
                         else {
                             continue;
                         };
-                        match serde_json::from_slice::<Entry>(kv.value()) {
+                        // Nobody watches before a runtime is built over the store.
+                        let Some(codec) = codec.get() else { continue };
+                        let entry = serde_json::from_slice::<StoredEntry>(kv.value())
+                            .map_err(|e| e.to_string())
+                            .and_then(|e| codec.decode_entry(e).map_err(|e| e.to_string()));
+                        match entry {
                             Ok(entry) => publisher.publish(|| Event { id, entry }),
                             Err(e) => tracing::warn!(key = ?kv.key_str(), "not an fsm entry: {e}"),
                         }

@@ -7,11 +7,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use fsm_core::runtime::{
+use fsm_etcd::EtcdStore;
+use fsm_runtime::testing::{check_store, machine};
+use fsm_runtime::{
     Actor, EntryKind, Healer, Runtime, RuntimeError, Store, StoreError, check_history,
 };
-use fsm_core::testing::store::{check_store, machine};
-use fsm_etcd::EtcdStore;
 
 fn endpoints() -> Vec<String> {
     std::env::var("FSM_ETCD_ENDPOINTS")
@@ -421,10 +421,13 @@ fn a_foreign_value_under_the_prefix_is_a_clear_error() {
             .await
             .unwrap();
     });
-    match store.load(&"x".into()) {
-        Err(StoreError::Unavailable { message, retryable }) => {
-            assert!(!retryable);
+    let rt = Runtime::new(machine(), store).unwrap();
+    match rt.store().load(&"x".into()) {
+        Err(e @ StoreError::Unreadable { .. }) => {
+            assert!(!e.is_retryable());
+            let message = e.to_string();
             assert!(message.contains(&key), "{message}");
+            assert!(message.contains("not what fsm stores"), "{message}");
         }
         other => panic!("{other:?}"),
     }

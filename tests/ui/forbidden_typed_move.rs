@@ -1,6 +1,6 @@
 // A move the table forbids does not compile when stated with marker types.
 #[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[fsm(initial = Halted)]
+#[fsm(initial = Halted, markers)]
 #[fsm(action(start, from = Halted, via = Starting, to = Running))]
 #[fsm(action(stop, from = Running, to = Halted))]
 enum Vm {

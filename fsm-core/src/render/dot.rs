@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use super::{EdgeKind, edge_label, edges, state_notes};
-use crate::spec::Machine;
+use super::{ArrowKind, arrow_label, arrows, state_notes};
+use crate::Machine;
 
 fn quote(s: &str) -> String {
     let mut q = String::with_capacity(s.len() + 2);
@@ -47,9 +47,9 @@ pub(super) fn render(m: &Machine) -> String {
         let _ = writeln!(out, "    {} [{}];", quote(&state.name), attrs.join(", "));
     }
     let _ = writeln!(out, "    \"[*]\" -> {};", quote(&m.state(m.initial()).name));
-    for e in edges(m) {
-        let mut attrs = vec![format!("label={}", quote(&edge_label(m, &e)))];
-        if e.kind == EdgeKind::InPlace {
+    for e in arrows(m) {
+        let mut attrs = vec![format!("label={}", quote(&arrow_label(m, &e)))];
+        if e.kind == ArrowKind::InPlace {
             attrs.push("style=dashed".to_owned());
         }
         let _ = writeln!(

@@ -1,7 +1,8 @@
 //! Drawing a machine: Mermaid `stateDiagram-v2`, Graphviz DOT, PlantUML (the seeds'
 //! own format), and the table as the seed documents print it.
 //!
-//! All diagram formats draw from one list of [`Edge`]s, so they always agree.
+//! All diagram formats draw from one list of [`Arrow`]s, made from the machine's
+//! rules, so they always agree with each other and with the table.
 
 mod dot;
 mod mermaid;
@@ -11,7 +12,7 @@ mod table;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::spec::{ActionId, Machine, StateId, Target};
+use crate::{ActionId, Machine, StateId, Target};
 
 pub use self::table::table;
 
@@ -56,9 +57,20 @@ impl fmt::Display for Format {
 }
 
 /// A format name that is not one of [`Format::ALL`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown diagram format `{0}`; expected mermaid, dot or plantuml")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownFormat(pub String);
+
+impl fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown diagram format `{}`; expected mermaid, dot or plantuml",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
 
 impl FromStr for Format {
     type Err = UnknownFormat;
@@ -79,9 +91,9 @@ pub fn diagram(machine: &Machine, format: Format) -> String {
     }
 }
 
-/// Which part of an action an edge draws.
+/// Which part of a rule an arrow draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EdgeKind {
+pub enum ArrowKind {
     /// Origin into the transition state: the action starts.
     Start,
     /// Transition state into the target: the action finishes.
@@ -94,7 +106,7 @@ pub enum EdgeKind {
 
 /// One arrow of a diagram.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edge {
+pub struct Arrow {
     /// Where the arrow starts.
     pub from: StateId,
     /// Where it ends.
@@ -102,79 +114,60 @@ pub struct Edge {
     /// The action it belongs to.
     pub action: ActionId,
     /// Which part of the action it draws.
-    pub kind: EdgeKind,
+    pub kind: ArrowKind,
 }
 
-/// Every arrow of the machine's diagram, action by action, each once.
-pub fn edges(machine: &Machine) -> Vec<Edge> {
-    let mut out: Vec<Edge> = Vec::new();
-    let mut push = |e: Edge| {
-        if !out.contains(&e) {
-            out.push(e);
+/// Every arrow of the machine's diagram, from its rules, action by action, each
+/// once.
+pub fn arrows(machine: &Machine) -> Vec<Arrow> {
+    let mut out: Vec<Arrow> = Vec::new();
+    let mut push = |from, to, action, kind| {
+        let arrow = Arrow {
+            from,
+            to,
+            action,
+            kind,
+        };
+        if !out.contains(&arrow) {
+            out.push(arrow);
         }
     };
-    for a in machine.action_ids() {
-        let action = machine.action(a);
-        for &origin in action.origins.iter() {
-            let Some(target) = action.target_from(origin) else {
-                continue;
-            };
-            match action.via {
-                Some(via) => {
-                    push(Edge {
-                        from: origin,
-                        to: via,
-                        action: a,
-                        kind: EdgeKind::Start,
-                    });
-                    push(Edge {
-                        from: via,
-                        to: target,
-                        action: a,
-                        kind: EdgeKind::Finish,
-                    });
-                }
-                None if action.changes_state() => push(Edge {
-                    from: origin,
-                    to: target,
-                    action: a,
-                    kind: EdgeKind::Direct,
-                }),
-                None => push(Edge {
-                    from: origin,
-                    to: origin,
-                    action: a,
-                    kind: EdgeKind::InPlace,
-                }),
+    for rule in machine.rules() {
+        let (o, t, a) = (rule.origin, rule.target, rule.action);
+        match rule.via {
+            Some(via) => {
+                push(o, via, a, ArrowKind::Start);
+                push(via, t, a, ArrowKind::Finish);
             }
+            None if rule.changes_state => push(o, t, a, ArrowKind::Direct),
+            None => push(o, o, a, ArrowKind::InPlace),
         }
     }
     out
 }
 
-/// The text on an edge: the action, then its guards in brackets and its roles in
-/// parentheses on the edge that starts it; `(hidden)` for hidden actions. A finishing
-/// edge whose target depends on the origin says which origins it is for, and
-/// `(back)` when the action returns to where it started.
-pub fn edge_label(machine: &Machine, edge: &Edge) -> String {
-    let action = machine.action(edge.action);
+/// The text on an arrow: the action, then its guards in brackets and its roles in
+/// parentheses on the arrow that starts it; `(hidden)` for hidden actions. A
+/// finishing arrow whose target depends on the origin says which origins it is
+/// for, and `(back)` when the action returns to where it started.
+pub fn arrow_label(machine: &Machine, arrow: &Arrow) -> String {
+    let action = machine.action(arrow.action);
     let mut label = action.name.to_string();
-    if edge.kind == EdgeKind::Finish {
+    if arrow.kind == ArrowKind::Finish {
         match &action.target {
             Target::Origin => label.push_str(" (back)"),
             Target::PerOrigin(_) => {
-                let origins: Vec<&str> = action
-                    .origins
-                    .iter()
-                    .filter(|&&o| action.target_from(o) == Some(edge.to))
-                    .map(|&o| &*machine.state(o).name)
+                let origins: Vec<&str> = machine
+                    .rules_of(arrow.action)
+                    .filter(|r| r.target == arrow.to)
+                    .map(|r| &*machine.state(r.origin).name)
                     .collect();
                 label.push_str(&format!(" (from {})", origins.join(" / ")));
             }
             Target::State(_) => {}
         }
     }
-    if edge.kind != EdgeKind::Finish {
+    if arrow.kind != ArrowKind::Finish {
         if !action.guards.is_empty() {
             let guards: Vec<&str> = action
                 .guards

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use super::{edge_label, edges, ident, state_notes};
-use crate::spec::Machine;
+use super::{arrow_label, arrows, ident, state_notes};
+use crate::Machine;
 
 pub(super) fn render(m: &Machine) -> String {
     let mut out = String::new();
@@ -30,13 +30,13 @@ pub(super) fn render(m: &Machine) -> String {
         }
     }
     let _ = writeln!(out, "[*] --> {}", ident(&m.state(m.initial()).name));
-    for e in edges(m) {
+    for e in arrows(m) {
         let _ = writeln!(
             out,
             "{} --> {} : {}",
             ident(&m.state(e.from).name),
             ident(&m.state(e.to).name),
-            edge_label(m, &e)
+            arrow_label(m, &e)
         );
     }
     for s in m.state_ids() {

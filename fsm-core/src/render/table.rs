@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::spec::{Machine, StateId};
+use crate::{Machine, StateId};
 
 /// Renders the machine's table in Markdown, followed by its states and guards.
 ///
@@ -35,19 +35,16 @@ pub fn table(m: &Machine) -> String {
     for a in m.action_ids() {
         let action = m.action(a);
         let mut groups: Vec<(StateId, Vec<StateId>)> = Vec::new();
-        for &o in action.origins.iter() {
-            let Some(t) = action.target_from(o) else {
-                continue;
-            };
+        for rule in m.rules_of(a) {
             // An action that changes no state has one row, whatever its origins.
-            let t = if action.changes_state() {
-                t
+            let t = if rule.changes_state {
+                rule.target
             } else {
                 StateId(usize::MAX)
             };
             match groups.iter_mut().find(|(target, _)| *target == t) {
-                Some((_, origins)) => origins.push(o),
-                None => groups.push((t, vec![o])),
+                Some((_, origins)) => origins.push(rule.origin),
+                None => groups.push((t, vec![rule.origin])),
             }
         }
         for (target, origins) in groups {

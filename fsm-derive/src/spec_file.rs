@@ -1,0 +1,192 @@
+//! `#[fsm(spec = "path.toml")]`: the table read from a spec file by the TOML front
+//! end, and the enum's variants matched to the spec's states.
+
+use std::path::PathBuf;
+
+use crate::input::Variant as EnumVariant;
+use fsm_model::{MachineDef, Site};
+use fsm_toml::{Location, SourceMap};
+use proc_macro2::{Ident, Span};
+
+use crate::ast::Source;
+use crate::attr::{Body, Item};
+use crate::check::Places;
+use crate::ctxt::{Error, Errors};
+
+/// A spec file's text and where its sites are.
+pub struct SpecText {
+    pub shown_path: String,
+    pub text: String,
+    pub map: SourceMap,
+    pub literal: Span,
+}
+
+impl SpecText {
+    /// The `spec = "..."` token, and the message prefixed with file, line and column.
+    pub fn resolve(&self, site: &Site, message: String) -> (Span, String) {
+        let prefix = match self
+            .map
+            .span(site)
+            .map(|span| Location::of(&self.text, span))
+        {
+            Some(l) => format!("{}:{}:{}", self.shown_path, l.line, l.column),
+            None => self.shown_path.clone(),
+        };
+        (self.literal, format!("{prefix}: {message}"))
+    }
+}
+
+/// Spec paths are relative to `FSM_SPEC_DIR` when set (for builds that move sources
+/// away from `Cargo.toml`, and for compile-fail tests), else to the crate's
+/// `CARGO_MANIFEST_DIR`.
+fn file_path(literal: &str) -> PathBuf {
+    let dir = std::env::var_os("FSM_SPEC_DIR")
+        .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    dir.join(literal)
+}
+
+/// The definition in the spec file, its places, and the variant of each state.
+pub fn read(
+    (literal, literal_span): &(String, Span),
+    items: &[Item],
+    variants: &[(&EnumVariant, Vec<Item>)],
+    enum_ident: &Ident,
+    errors: &mut Errors,
+) -> Result<Source, Errors> {
+    for item in items {
+        if !matches!(
+            item.name().as_str(),
+            "spec" | "crate" | "actions" | "markers"
+        ) {
+            errors.at(
+                item.span(),
+                format!(
+                    "`{}` cannot be given here: the table comes from the spec file",
+                    item.name()
+                ),
+            );
+        }
+    }
+    for (_, items) in variants {
+        for item in items.iter().filter(|i| i.name() != "name") {
+            errors.at(
+                item.span(),
+                format!("`{}` cannot be given here: the table comes from the spec file (only `name` maps a variant to a state)", item.name()),
+            );
+        }
+    }
+    let path = file_path(literal);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Error::new(
+            *literal_span,
+            format!("cannot read spec file {}: {e}", path.display()),
+        )
+    })?;
+    let mut file = SpecText {
+        shown_path: literal.clone(),
+        text,
+        map: SourceMap::default(),
+        literal: *literal_span,
+    };
+    let parsed = match fsm_toml::parse(&file.text) {
+        Ok(parsed) => parsed,
+        Err(findings) => {
+            let mut all = Errors::default();
+            for d in &findings {
+                let (span, message) = file.resolve(&d.site, d.message.clone());
+                all.at(span, format!("{message} [{}]", d.lint));
+            }
+            return all
+                .finish()
+                .map(|()| unreachable!("a spec that failed to parse has a finding"));
+        }
+    };
+    file.map = parsed.map;
+    for d in &parsed.diagnostics {
+        let (span, message) = file.resolve(&d.site, d.message.clone());
+        errors.at(span, format!("{message} [{}]", d.lint));
+    }
+    let variant_of = match_variants(&parsed.def, variants, enum_ident, literal, errors);
+    Ok(Source {
+        def: parsed.def,
+        places: Places::File(file),
+        variant_of,
+        spec_file: Some(path),
+    })
+}
+
+/// `ADDING_DISK`, `AddingDisk` and `adding-disk` all normalise to `addingdisk`.
+fn normalise(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The variant of each spec state: the one whose `name` is the state's, or whose
+/// identifier matches it ignoring case and `_`/`-`.
+fn match_variants(
+    def: &MachineDef,
+    variants: &[(&EnumVariant, Vec<Item>)],
+    enum_ident: &Ident,
+    literal: &str,
+    errors: &mut Errors,
+) -> Vec<Option<Ident>> {
+    let explicit = |items: &[Item]| {
+        items
+            .iter()
+            .find(|i| i.name() == "name")
+            .and_then(|i| match &i.body {
+                Body::Value(v) => v.as_name().map(|n| n.0),
+                _ => None,
+            })
+    };
+    // Each variant's key, once: its explicit name, or its normalised identifier.
+    let keys: Vec<(bool, String)> = variants
+        .iter()
+        .map(|(v, items)| match explicit(items) {
+            Some(name) => (true, name),
+            None => (false, normalise(&v.name.to_string())),
+        })
+        .collect();
+    let mut used = vec![false; variants.len()];
+    let mut out = Vec::new();
+    for state in &def.states {
+        let normalised = normalise(&state.name);
+        let found = keys.iter().position(|(exact, key)| {
+            if *exact {
+                *key == state.name
+            } else {
+                *key == normalised
+            }
+        });
+        match found {
+            Some(i) => {
+                used[i] = true;
+                out.push(Some(variants[i].0.name.clone()));
+            }
+            None => {
+                let wanted = crate::case::upper_camel(&state.name);
+                errors.at(
+                    enum_ident.span(),
+                    format!(
+                        "no variant for state `{}` of {}: add a variant `{wanted}`",
+                        state.name, literal
+                    ),
+                );
+                out.push(None);
+            }
+        }
+    }
+    for (i, (v, _)) in variants.iter().enumerate() {
+        if !used[i] {
+            errors.at(
+                v.name.span(),
+                format!("variant `{}` is not a state of {literal}", v.name),
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,66 @@
+//! Naming an action: by its id, by its name in the spec, or by a derived action
+//! enum.
+
+use crate::{ActionId, Machine};
+
+/// An action named for a machine: an [`ActionId`], the action's name as the spec
+/// spells it (ignoring ASCII case), or a derived action enum (`VmStateAction::Pause`).
+pub trait ActionRef {
+    /// The action's id in `machine`.
+    fn resolve(&self, machine: &Machine) -> Result<ActionId, UnknownAction>;
+}
+
+/// A name that is not an action of the machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownAction {
+    /// The machine.
+    pub machine: String,
+    /// The name asked for.
+    pub name: String,
+    /// The closest action name, if one is close.
+    pub suggestion: Option<String>,
+}
+
+impl std::fmt::Display for UnknownAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "machine `{}` has no action `{}`",
+            self.machine, self.name
+        )?;
+        match &self.suggestion {
+            Some(s) => write!(f, "; did you mean `{s}`?"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for UnknownAction {}
+
+impl<T: Copy + Into<ActionId>> ActionRef for T {
+    fn resolve(&self, _: &Machine) -> Result<ActionId, UnknownAction> {
+        Ok((*self).into())
+    }
+}
+
+impl ActionRef for str {
+    fn resolve(&self, machine: &Machine) -> Result<ActionId, UnknownAction> {
+        machine.find_action(self).ok_or_else(|| UnknownAction {
+            machine: machine.name().to_owned(),
+            name: self.to_owned(),
+            suggestion: machine.suggest_action(self).map(str::to_owned),
+        })
+    }
+}
+
+impl ActionRef for &str {
+    fn resolve(&self, machine: &Machine) -> Result<ActionId, UnknownAction> {
+        (**self).resolve(machine)
+    }
+}
+
+impl ActionRef for String {
+    fn resolve(&self, machine: &Machine) -> Result<ActionId, UnknownAction> {
+        self.as_str().resolve(machine)
+    }
+}

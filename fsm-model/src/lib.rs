@@ -1,0 +1,31 @@
+//! `fsm-model`: the model of a state-transition table, the leaf every other layer
+//! reads.
+//!
+//! - [`MachineDef`] and its parts: a machine as its author wrote it, names not yet
+//!   resolved, with [`Site`]s naming each place in it.
+//! - [`Machine`]: the checked machine, states and actions resolved to ids.
+//! - [`rules`]: what a machine allows, stated once ([`Rule`], [`Move`]).
+//! - [`Diagnostic`], [`Lint`], [`Help`]: findings as data, rendered by each front end
+//!   in its own syntax.
+//!
+//! Nothing here parses, checks or draws: the front ends (`fsm-toml`, the derive) and
+//! the analysis (`fsm-analysis`) sit above this crate and the `fsm-core` crate drives
+//! them. Build a machine through `fsm_core::spec::load` or `#[derive(StateMachine)]`.
+
+mod action_ref;
+mod def;
+mod diagnostic;
+mod encode;
+mod machine;
+pub mod rules;
+mod suggest;
+
+pub use action_ref::{ActionRef, UnknownAction};
+pub use def::{ActionDef, MachineDef, NamedDef, Site, StateDef, StateKind, TargetDef};
+pub use diagnostic::{Diagnostic, Help, Lint, Severity};
+pub use machine::{Action, ActionId, Guard, GuardId, Machine, Role, State, StateId, Target, Text};
+pub use rules::{Move, Rule, RuleError, TransitionError};
+pub use suggest::closest as suggest;
+
+#[doc(hidden)]
+pub use machine::__private;

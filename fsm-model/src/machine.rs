@@ -1,0 +1,413 @@
+//! The checked machine: states and actions resolved to indices. What it allows is
+//! stated once, in [`crate::rules`].
+
+use std::borrow::Cow;
+
+use super::def::StateKind;
+
+/// A static string or an owned one: the model can be built at run time from a spec
+/// file, or as a `static` by generated code.
+pub type Text = Cow<'static, str>;
+
+/// The index of a state in [`Machine::states`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StateId(pub usize);
+
+/// The index of an action in [`Machine::actions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ActionId(pub usize);
+
+/// The index of a guard in [`Machine::guards`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GuardId(pub usize);
+
+/// A state of a checked machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct State {
+    /// The name, spelled as the spec spells it.
+    pub name: Text,
+    /// Static or transition.
+    pub kind: StateKind,
+    /// Nothing leaves a terminal state.
+    pub terminal: bool,
+    /// Whether the state is written to the persistent store.
+    pub persisted: bool,
+    /// The role that alone may move an object out of this state.
+    pub owner: Option<Text>,
+    /// What the state means.
+    pub description: Option<Text>,
+}
+
+impl State {
+    /// True for a transition state: an action is running.
+    pub fn is_transition(&self) -> bool {
+        self.kind == StateKind::Transition
+    }
+}
+
+/// Where a checked action leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The same state from every origin.
+    State(StateId),
+    /// Back to the origin. With no transition state this is an action that changes
+    /// no state (sabakan's key operations, OVC's hidden `migrate`).
+    Origin,
+    /// A target for each origin, as `(origin, target)` pairs covering every origin.
+    PerOrigin(Cow<'static, [(StateId, StateId)]>),
+}
+
+/// An action of a checked machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Action {
+    /// The name, spelled as the spec spells it.
+    pub name: Text,
+    /// The static states the action may start from.
+    pub origins: Cow<'static, [StateId]>,
+    /// The transition state the object is in while the action runs.
+    pub via: Option<StateId>,
+    /// Where the action leads.
+    pub target: Target,
+    /// The roles allowed to perform it; empty means anyone.
+    pub roles: Cow<'static, [Text]>,
+    /// Guards that must pass before it starts.
+    pub guards: Cow<'static, [GuardId]>,
+    /// A hidden action runs without a status of its own.
+    pub hidden: bool,
+    /// What the action does.
+    pub description: Option<Text>,
+}
+
+impl Action {
+    /// The state the action ends in when started from `origin`, if it starts there:
+    /// the one place a target is resolved. Callers go through
+    /// [`Machine::rule`](crate::Machine::rule).
+    pub(crate) fn target_from(&self, origin: StateId) -> Option<StateId> {
+        if !self.origins.contains(&origin) {
+            return None;
+        }
+        match &self.target {
+            Target::State(t) => Some(*t),
+            Target::Origin => Some(origin),
+            Target::PerOrigin(pairs) => pairs.iter().find(|(o, _)| *o == origin).map(|p| p.1),
+        }
+    }
+
+    /// True when the action moves the object: it has a transition state or a target
+    /// other than its origin. An action that changes no state (OpenvCloud's hidden
+    /// `migrate`, sabakan's key operations) is allowed in its origins but makes no
+    /// move.
+    pub fn changes_state(&self) -> bool {
+        self.via.is_some() || !matches!(self.target, Target::Origin)
+    }
+}
+
+/// A guard: a named condition implemented by the user's code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Guard {
+    /// The name actions refer to.
+    pub name: Text,
+    /// What the condition means.
+    pub description: Text,
+}
+
+/// A role: an actor that may be allowed to perform actions or own states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Role {
+    /// The role's name.
+    pub name: Text,
+    /// Who holds it.
+    pub description: Option<Text>,
+}
+
+/// A checked state machine. The only public way to get one is through the analysis
+/// (`fsm-analysis`, or a front end built on it; the derive embeds one it checked), so
+/// every reference in it resolves and the analysis found no error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    pub(crate) name: Text,
+    pub(crate) description: Option<Text>,
+    pub(crate) initial: StateId,
+    pub(crate) single_mutator: bool,
+    pub(crate) states: Cow<'static, [State]>,
+    pub(crate) actions: Cow<'static, [Action]>,
+    pub(crate) guards: Cow<'static, [Guard]>,
+    pub(crate) roles: Cow<'static, [Role]>,
+}
+
+impl Machine {
+    /// The machine's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the machine models.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// The initial state.
+    pub fn initial(&self) -> StateId {
+        self.initial
+    }
+
+    /// Whether only one actor may move an object out of any given state.
+    pub fn single_mutator(&self) -> bool {
+        self.single_mutator
+    }
+
+    /// All states, in the order the spec declares them.
+    pub fn states(&self) -> &[State] {
+        &self.states
+    }
+
+    /// All actions, in the order the spec declares them.
+    pub fn actions(&self) -> &[Action] {
+        &self.actions
+    }
+
+    /// All declared guards.
+    pub fn guards(&self) -> &[Guard] {
+        &self.guards
+    }
+
+    /// All declared roles.
+    pub fn roles(&self) -> &[Role] {
+        &self.roles
+    }
+
+    /// The state with this id.
+    ///
+    /// # Panics
+    /// If `id` did not come from this machine.
+    pub fn state(&self, id: StateId) -> &State {
+        &self.states[id.0]
+    }
+
+    /// The action with this id.
+    ///
+    /// # Panics
+    /// If `id` did not come from this machine.
+    pub fn action(&self, id: ActionId) -> &Action {
+        &self.actions[id.0]
+    }
+
+    /// The guard with this id.
+    ///
+    /// # Panics
+    /// If `id` did not come from this machine.
+    pub fn guard(&self, id: GuardId) -> &Guard {
+        &self.guards[id.0]
+    }
+
+    /// Ids of all states.
+    pub fn state_ids(&self) -> impl Iterator<Item = StateId> + '_ {
+        (0..self.states.len()).map(StateId)
+    }
+
+    /// Ids of all actions.
+    pub fn action_ids(&self) -> impl Iterator<Item = ActionId> + '_ {
+        (0..self.actions.len()).map(ActionId)
+    }
+
+    /// The state with exactly this name.
+    pub fn state_id(&self, name: &str) -> Option<StateId> {
+        self.states.iter().position(|s| s.name == name).map(StateId)
+    }
+
+    /// The state whose name matches ignoring ASCII case (the analysis guarantees at
+    /// most one does).
+    pub fn find_state(&self, name: &str) -> Option<StateId> {
+        self.states
+            .iter()
+            .position(|s| s.name.eq_ignore_ascii_case(name))
+            .map(StateId)
+    }
+
+    /// The action whose name matches ignoring ASCII case.
+    pub fn find_action(&self, name: &str) -> Option<ActionId> {
+        self.actions
+            .iter()
+            .position(|a| a.name.eq_ignore_ascii_case(name))
+            .map(ActionId)
+    }
+
+    /// The state name closest to `name`, for a "did you mean" hint.
+    pub fn suggest_state(&self, name: &str) -> Option<&str> {
+        crate::suggest::closest(name, self.states.iter().map(|s| &*s.name))
+    }
+
+    /// The action name closest to `name`, for a "did you mean" hint.
+    pub fn suggest_action(&self, name: &str) -> Option<&str> {
+        crate::suggest::closest(name, self.actions.iter().map(|a| &*a.name))
+    }
+}
+
+/// Constructors for the analysis, which builds the machine it checked, and the
+/// encoding `#[derive(StateMachine)]` embeds a machine it checked in. Not part of the
+/// public API: a machine built by hand this way skips the analysis.
+#[doc(hidden)]
+pub mod __private {
+    use super::*;
+
+    /// A state from owned parts.
+    pub fn owned_state(
+        name: String,
+        kind: StateKind,
+        terminal: bool,
+        persisted: bool,
+        owner: Option<String>,
+        description: Option<String>,
+    ) -> State {
+        State {
+            name: Cow::Owned(name),
+            kind,
+            terminal,
+            persisted,
+            owner: owner.map(Cow::Owned),
+            description: description.map(Cow::Owned),
+        }
+    }
+
+    /// An action from owned parts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn owned_action(
+        name: String,
+        origins: Vec<StateId>,
+        via: Option<StateId>,
+        target: Target,
+        roles: Vec<String>,
+        guards: Vec<GuardId>,
+        hidden: bool,
+        description: Option<String>,
+    ) -> Action {
+        Action {
+            name: Cow::Owned(name),
+            origins: Cow::Owned(origins),
+            via,
+            target,
+            roles: Cow::Owned(roles.into_iter().map(Cow::Owned).collect()),
+            guards: Cow::Owned(guards),
+            hidden,
+            description: description.map(Cow::Owned),
+        }
+    }
+
+    /// A guard from owned parts.
+    pub fn owned_guard(name: String, description: String) -> Guard {
+        Guard {
+            name: Cow::Owned(name),
+            description: Cow::Owned(description),
+        }
+    }
+
+    /// A role from owned parts.
+    pub fn owned_role(name: String, description: Option<String>) -> Role {
+        Role {
+            name: Cow::Owned(name),
+            description: description.map(Cow::Owned),
+        }
+    }
+
+    /// A machine from owned parts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn owned_machine(
+        name: String,
+        description: Option<String>,
+        initial: StateId,
+        single_mutator: bool,
+        states: Vec<State>,
+        actions: Vec<Action>,
+        guards: Vec<Guard>,
+        roles: Vec<Role>,
+    ) -> Machine {
+        Machine {
+            name: Cow::Owned(name),
+            description: description.map(Cow::Owned),
+            initial,
+            single_mutator,
+            states: Cow::Owned(states),
+            actions: Cow::Owned(actions),
+            guards: Cow::Owned(guards),
+            roles: Cow::Owned(roles),
+        }
+    }
+
+    pub use crate::encode::{decode, encode};
+
+    /// Where a derived enum keeps its machine, decoded on first use: a type of its
+    /// own, so that the generated code instantiates nothing generic.
+    #[derive(Debug)]
+    pub struct MachineCell(std::sync::OnceLock<Machine>);
+
+    impl MachineCell {
+        /// An empty cell, for a `static`.
+        pub const fn new() -> Self {
+            MachineCell(std::sync::OnceLock::new())
+        }
+
+        /// The machine `encoded` holds, decoded the first time.
+        pub fn get(&'static self, encoded: &'static str) -> &'static Machine {
+            self.0.get_or_init(|| decode(encoded))
+        }
+    }
+
+    impl Default for MachineCell {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// The index of the name that matches `name` ignoring ASCII case.
+    pub fn position(names: &[&str], name: &str) -> Option<usize> {
+        names.iter().position(|n| n.eq_ignore_ascii_case(name))
+    }
+}
+
+impl Machine {
+    /// A fingerprint of what the machine allows: its name, its states (kind,
+    /// terminal) and its rules, by name and in no particular order, hashed (64-bit
+    /// FNV-1a, as 16 hex digits). Reordering a spec keeps it; any change of meaning
+    /// changes it. Persistent stores keep it beside each record, to say which
+    /// version of the spec wrote it.
+    pub fn fingerprint(&self) -> String {
+        let mut lines: Vec<String> = self
+            .states
+            .iter()
+            .map(|s| format!("state {} {:?} {}", s.name, s.kind, s.terminal))
+            .collect();
+        for (i, a) in self.actions.iter().enumerate() {
+            let mut origins: Vec<String> = a
+                .origins
+                .iter()
+                .filter_map(|&o| {
+                    let target = self.actions[i].target_from(o)?;
+                    Some(format!(
+                        "{}>{}",
+                        self.state(o).name,
+                        self.state(target).name
+                    ))
+                })
+                .collect();
+            origins.sort();
+            let via = a.via.map_or("", |v| &*self.state(v).name);
+            lines.push(format!(
+                "action {} via {via} hidden {} {}",
+                a.name,
+                a.hidden,
+                origins.join(",")
+            ));
+        }
+        lines.sort();
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in self.name.bytes().chain(lines.join("\n").into_bytes()) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{hash:016x}")
+    }
+}

@@ -1,0 +1,212 @@
+//! Why the runtime or a store refused.
+
+use fsm_core::{RuleError, UnknownAction};
+
+use crate::{ObjectId, Record};
+
+/// A store could not carry out a write or a read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The write expected a state and version (or no object, for a create) that no
+    /// longer hold; `found` is what the store holds now (`None`: no such object).
+    #[error("409 Conflict on {id}: the object changed since it was read")]
+    Conflict {
+        /// The object.
+        id: ObjectId,
+        /// What the store holds now.
+        found: Option<Box<Record>>,
+    },
+    /// What the store holds under `key` is not a record or entry of this machine:
+    /// not what fsm writes, or a state or action the spec no longer has (a rename
+    /// needs `renamed_from` in the spec). Retrying cannot help.
+    #[error("{key} cannot be read: {reason}")]
+    Unreadable {
+        /// Where, in the store's own terms (an etcd key).
+        key: String,
+        /// Why.
+        reason: String,
+    },
+    /// The store cannot serve this machine (it is bound to another one, or holds
+    /// objects the machine cannot read).
+    #[error("the store cannot serve machine `{machine}`: {reason}")]
+    Incompatible {
+        /// The machine.
+        machine: String,
+        /// Why.
+        reason: String,
+    },
+    /// The store itself failed: connection lost, timeout, a server restarting.
+    #[error("store unavailable: {message}")]
+    Unavailable {
+        /// What went wrong, from the backend.
+        message: String,
+        /// Whether the same request may succeed if tried again. A write that fails
+        /// this way was not applied, or was applied whole: never half.
+        retryable: bool,
+    },
+}
+
+impl StoreError {
+    /// Whether trying the same request again can help.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Conflict { .. }
+            | StoreError::Unreadable { .. }
+            | StoreError::Incompatible { .. } => false,
+            StoreError::Unavailable { retryable, .. } => *retryable,
+        }
+    }
+}
+
+/// Why the runtime refused a request. Every variant names the object, the states by
+/// their spec names, and the rule or actor that refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// No object with this id.
+    #[error("no object {id}")]
+    NotFound {
+        /// The object.
+        id: ObjectId,
+    },
+    /// `create` of an id that exists.
+    #[error("object {id} already exists (in {state})")]
+    Exists {
+        /// The object.
+        id: ObjectId,
+        /// Its current state.
+        state: String,
+    },
+    /// The machine has no action of this name.
+    #[error(transparent)]
+    UnknownAction(#[from] UnknownAction),
+    /// An action is running on the object (it is in a transition state, or holds a
+    /// hidden or direct action): OpenvCloud's "Cannot execute action at this time".
+    #[error(
+        "cannot execute action at this time: {id} is {state} while `{action}` runs ({} by {holder})",
+        if *.abandoned { "abandoned" } else { "held" }
+    )]
+    Busy {
+        /// The object.
+        id: ObjectId,
+        /// Its current state.
+        state: String,
+        /// The action in flight.
+        action: String,
+        /// Who started it.
+        holder: String,
+        /// Whether its handle was dropped without finishing (the healer's case).
+        abandoned: bool,
+    },
+    /// The table has no rule for the action from the object's state.
+    #[error("{id}: {refused}")]
+    NoRule {
+        /// The object.
+        id: ObjectId,
+        /// What the table says, with the action, the state and where it may start.
+        refused: RuleError,
+    },
+    /// The actor holds none of the roles the action needs.
+    #[error("{actor} may not run `{action}`: it needs the role {}", roles.join(" or "))]
+    MissingRole {
+        /// The actor.
+        actor: String,
+        /// The action.
+        action: String,
+        /// The roles that may run it.
+        roles: Vec<String>,
+    },
+    /// The state has an owner and the actor does not hold its role.
+    #[error("{actor} may not move {id} out of {state}: it is owned by {owner}")]
+    NotOwner {
+        /// The object.
+        id: ObjectId,
+        /// The actor.
+        actor: String,
+        /// The state.
+        state: String,
+        /// The owner's role.
+        owner: String,
+    },
+    /// A guard of the action said no.
+    #[error("guard `{guard}` refused `{action}` on {id}: {description}")]
+    Guard {
+        /// The object.
+        id: ObjectId,
+        /// The action.
+        action: String,
+        /// The guard.
+        guard: String,
+        /// What the guard requires, from the spec.
+        description: String,
+    },
+    /// The object changed between the read and the write (another actor won the
+    /// race, or the healer rolled the action back): `409 Conflict`.
+    #[error(
+        "409 Conflict: {id} was expected in {expected_state} at version {expected_version}, {}",
+        found_text(.found)
+    )]
+    Conflict {
+        /// The object.
+        id: ObjectId,
+        /// The state the write expected.
+        expected_state: String,
+        /// The version the write expected.
+        expected_version: u64,
+        /// The state and version actually found (`None`: the object is gone).
+        found: Option<(String, u64)>,
+    },
+    /// A rollback was asked for a record on which no action (or no hidden action)
+    /// is in flight.
+    #[error("no {} action is in flight on {id} (in {state}): nothing to roll back", if *.hidden { "hidden" } else { "visible" })]
+    NotInFlight {
+        /// The object.
+        id: ObjectId,
+        /// Its state in the record given.
+        state: String,
+        /// Whether a hidden action was asked for.
+        hidden: bool,
+    },
+    /// A guard the machine names has no implementation (from
+    /// [`RuntimeBuilder::build`](crate::RuntimeBuilder::build)).
+    #[error(
+        "guard `{guard}` of machine `{machine}` has no implementation: add it with `.guard(\"{guard}\", ...)`"
+    )]
+    MissingGuard {
+        /// The machine.
+        machine: String,
+        /// The guard.
+        guard: String,
+    },
+    /// A guard implementation was given for a name the machine does not have.
+    #[error("machine `{machine}` has no guard `{guard}`")]
+    UnknownGuard {
+        /// The machine.
+        machine: String,
+        /// The name given.
+        guard: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl RuntimeError {
+    /// Whether the same request may succeed later: after the running action ends
+    /// (`Busy`), after re-reading (`Conflict`), or when the store is back.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            RuntimeError::Busy { .. } | RuntimeError::Conflict { .. } => true,
+            RuntimeError::Store(e) => e.is_retryable(),
+            _ => false,
+        }
+    }
+}
+
+fn found_text(found: &Option<(String, u64)>) -> String {
+    match found {
+        Some((state, version)) => format!("found {state} at version {version}"),
+        None => "found no such object".into(),
+    }
+}

@@ -1,0 +1,214 @@
+//! Self-healing: objects stuck in a transition state are rolled back.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use crate::{Actor, ObjectId, Runtime, RuntimeError, Store};
+
+/// One object the healer restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Healed {
+    /// The object.
+    pub id: ObjectId,
+    /// The action that was stuck.
+    pub action: String,
+    /// The state it was stuck in (for a hidden action, the status it kept).
+    pub stuck_in: String,
+    /// When the action started.
+    pub since: SystemTime,
+    /// The state restored: the static state the action started from.
+    pub restored: String,
+    /// Whether its handle had been dropped (a crashed worker), rather than the
+    /// action having outlived its timeout.
+    pub abandoned: bool,
+    /// Whether the stuck action was a hidden one.
+    pub hidden: bool,
+}
+
+/// What one pass of the healer did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HealReport {
+    /// The objects restored.
+    pub healed: Vec<Healed>,
+    /// Objects whose action ended while the healer looked at them: left alone.
+    pub finished_meanwhile: Vec<ObjectId>,
+    /// Objects the healer could not read or write, and why.
+    pub errors: Vec<(ObjectId, RuntimeError)>,
+}
+
+/// Finds objects stuck in a transition state longer than a timeout, or held by an
+/// abandoned action, and rolls each back to the static state its action started
+/// from, by compare-and-set: an action that finishes meanwhile is never undone.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::{Duration, SystemTime};
+/// use fsm_runtime::{Actor, Healer, ManualClock, MemoryStore, Runtime};
+///
+/// let clock = Arc::new(ManualClock::new(SystemTime::UNIX_EPOCH));
+/// let vms = Runtime::builder(
+///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?,
+///     MemoryStore::new(),
+/// ).clock(clock.clone()).build()?;
+/// let user = Actor::new("user");
+/// vms.create("vm-1", &user)?;
+/// vms.run("vm-1", &user, "deploy")?;
+/// std::mem::forget(vms.start("vm-1", &user, "pause")?); // a worker that hangs
+///
+/// let healer = Healer::new(Duration::from_secs(600));
+/// assert!(healer.heal(&vms)?.healed.is_empty()); // not stuck yet
+/// clock.advance(Duration::from_secs(601));
+/// let report = healer.heal(&vms)?;
+/// assert_eq!(report.healed[0].stuck_in, "PAUSING");
+/// assert_eq!(report.healed[0].restored, "RUNNING");
+/// assert_eq!(vms.state_name("vm-1")?, "RUNNING");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Healer {
+    actor: Actor,
+    timeout: Duration,
+    per_state: HashMap<String, Duration>,
+}
+
+impl Healer {
+    /// A healer that rolls back actions older than `timeout`, acting as `healer`.
+    pub fn new(timeout: Duration) -> Self {
+        Healer {
+            actor: Actor::new("healer"),
+            timeout,
+            per_state: HashMap::new(),
+        }
+    }
+
+    /// A different timeout for objects in `state` (by its spec name).
+    pub fn timeout_for(mut self, state: impl Into<String>, timeout: Duration) -> Self {
+        self.per_state.insert(state.into(), timeout);
+        self
+    }
+
+    /// Acts as `actor` (its name is in the histories of healed objects).
+    pub fn actor(mut self, actor: Actor) -> Self {
+        self.actor = actor;
+        self
+    }
+
+    /// One pass over every object of `runtime`. Fails only when the store cannot
+    /// list its objects; a failure on one object is in the report, and the pass
+    /// goes on with the others.
+    pub fn heal<S: Store>(&self, runtime: &Runtime<S>) -> Result<HealReport, RuntimeError> {
+        let mut report = HealReport::default();
+        let ids = runtime.store().ids().map_err(RuntimeError::Store)?;
+        let now = runtime.now();
+        for id in ids {
+            for hidden in [false, true] {
+                let record = match runtime.get(id.clone()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        report.errors.push((id.clone(), e));
+                        break;
+                    }
+                };
+                let holder = if hidden {
+                    &record.hidden
+                } else {
+                    &record.in_flight
+                };
+                let Some(holder) = holder else { continue };
+                let stuck_in = runtime.machine().state(record.state).name.to_string();
+                let timeout = self
+                    .per_state
+                    .get(&stuck_in)
+                    .copied()
+                    .unwrap_or(self.timeout);
+                let age = now.duration_since(holder.since).unwrap_or_default();
+                if !holder.abandoned && age < timeout {
+                    continue;
+                }
+                let result = if hidden {
+                    runtime.release_hidden(id.clone(), &record, &self.actor)
+                } else {
+                    runtime.roll_back(id.clone(), &record, &self.actor)
+                };
+                match result {
+                    Ok(restored) => {
+                        let healed = Healed {
+                            id: id.clone(),
+                            action: runtime.machine().action(holder.action).name.to_string(),
+                            stuck_in,
+                            since: holder.since,
+                            restored: runtime.machine().state(restored.state).name.to_string(),
+                            abandoned: holder.abandoned,
+                            hidden,
+                        };
+                        tracing::warn!(
+                            object = %id,
+                            action = %healed.action,
+                            stuck_in = %healed.stuck_in,
+                            restored = %healed.restored,
+                            "healed a stuck action"
+                        );
+                        report.healed.push(healed);
+                    }
+                    Err(RuntimeError::Conflict { .. }) => {
+                        report.finished_meanwhile.push(id.clone())
+                    }
+                    Err(e) => report.errors.push((id.clone(), e)),
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Runs [`Healer::heal`] every `every` on a thread of its own, handing each
+    /// outcome to `on_report`, until the returned handle is stopped or dropped.
+    pub fn spawn<S: Store>(
+        self,
+        runtime: Runtime<S>,
+        every: Duration,
+        on_report: impl Fn(Result<HealReport, RuntimeError>) + Send + 'static,
+    ) -> PeriodicHealer {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("fsm-healer".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    on_report(self.heal(&runtime));
+                }
+            })
+            .expect("spawn the healer");
+        PeriodicHealer {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+/// A healer running periodically; stopping or dropping it ends the thread.
+#[derive(Debug)]
+pub struct PeriodicHealer {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PeriodicHealer {
+    /// Stops the healer and waits for its thread.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for PeriodicHealer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

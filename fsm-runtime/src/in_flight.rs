@@ -1,0 +1,239 @@
+//! The handle of a started action, and how it ends: completed, failed, or dropped
+//! and recorded as abandoned.
+
+use std::fmt;
+use std::sync::Arc;
+
+use fsm_core::{ActionId, Rule, StateId};
+
+use crate::write::{self, Change, Slot};
+use crate::{EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store};
+
+/// The runtime an [`InFlight`] handle finishes its action on: borrowed, or owned
+/// for a handle that must outlive the borrow (one sent to a worker thread).
+enum RuntimeRef<'r, S: Store> {
+    Borrowed(&'r Runtime<S>),
+    Owned(Runtime<S>),
+}
+
+impl<S: Store> std::ops::Deref for RuntimeRef<'_, S> {
+    type Target = Runtime<S>;
+
+    fn deref(&self) -> &Runtime<S> {
+        match self {
+            RuntimeRef::Borrowed(rt) => rt,
+            RuntimeRef::Owned(rt) => rt,
+        }
+    }
+}
+
+/// An action running on an object. Finish it with [`InFlight::complete`] or
+/// [`InFlight::fail`]. It borrows its [`Runtime`]; [`InFlight::into_owned`] makes
+/// a `'static` handle to send elsewhere.
+///
+/// Dropped without either (a forgotten handle, a panic in the action), it records
+/// the action as abandoned: the object stays in its transition state, visibly held
+/// by an abandoned action, until the healer rolls it back.
+#[must_use = "an action in flight must be completed or failed"]
+pub struct InFlight<'r, S: Store = crate::MemoryStore> {
+    runtime: RuntimeRef<'r, S>,
+    id: ObjectId,
+    /// The rule the start took: action, origin, transition state, target.
+    rule: Rule,
+    slot: Slot,
+    held: Expected,
+    actor: Arc<str>,
+    /// The record as the start wrote it, while it may still be current.
+    written: Option<Record>,
+    done: bool,
+}
+
+impl<S: Store> fmt::Debug for InFlight<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InFlight")
+            .field("id", &self.id)
+            .field("action", &self.runtime.action_name(self.rule.action))
+            .field("origin", &self.runtime.name(self.rule.origin))
+            .field("version", &self.held.version)
+            .finish()
+    }
+}
+
+impl<'r, S: Store> InFlight<'r, S> {
+    pub(crate) fn new(
+        runtime: &'r Runtime<S>,
+        id: ObjectId,
+        rule: Rule,
+        slot: Slot,
+        held: Expected,
+        actor: Arc<str>,
+        written: Record,
+    ) -> Self {
+        InFlight {
+            runtime: RuntimeRef::Borrowed(runtime),
+            id,
+            rule,
+            slot,
+            held,
+            actor,
+            written: Some(written),
+            done: false,
+        }
+    }
+}
+
+impl<S: Store> InFlight<'_, S> {
+    /// The object.
+    pub fn id(&self) -> &ObjectId {
+        &self.id
+    }
+
+    /// The action.
+    pub fn action(&self) -> ActionId {
+        self.rule.action
+    }
+
+    /// The static state the action started from.
+    pub fn origin(&self) -> StateId {
+        self.rule.origin
+    }
+
+    /// The rule the action runs by: its transition state and target from its origin.
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+
+    /// The state the object showed and the version it had when the action started.
+    pub fn held(&self) -> Expected {
+        self.held
+    }
+
+    /// Whether the action is hidden (it keeps the status and its own slot).
+    pub fn is_hidden(&self) -> bool {
+        self.slot == Slot::Hidden
+    }
+
+    /// The same handle, owning a clone of the runtime: `'static`, to send to
+    /// another thread.
+    pub fn into_owned(mut self) -> InFlight<'static, S> {
+        self.done = true;
+        InFlight {
+            runtime: RuntimeRef::Owned((*self.runtime).clone()),
+            id: self.id.clone(),
+            rule: self.rule,
+            slot: self.slot,
+            held: self.held,
+            actor: self.actor.clone(),
+            written: self.written.take(),
+            done: false,
+        }
+    }
+
+    /// The action succeeded: the object moves to its target (for a back-to-origin
+    /// or hidden action, where it started; a hidden action leaves whatever status a
+    /// user's action has set meanwhile). A [`RuntimeError::Conflict`] means the
+    /// action was rolled back meanwhile by the healer; nothing is written.
+    pub fn complete(mut self) -> Result<Record, RuntimeError> {
+        self.finish(EntryKind::Completed)
+    }
+
+    /// The action failed: the object returns to where it started.
+    pub fn fail(mut self) -> Result<Record, RuntimeError> {
+        self.finish(EntryKind::Failed)
+    }
+
+    /// Writes an outcome of the action held in its slot since `held`: the entry's
+    /// kind, the state `to` computes from the current record, and what the slot
+    /// keeps. Re-reads and retries when the record changed for another reason (a
+    /// hidden action beside a visible one); a different holder ends with the
+    /// conflict.
+    fn settle(
+        &mut self,
+        kind: EntryKind,
+        to: impl Fn(&Record) -> StateId,
+        keep: impl Fn(&Holder) -> Option<Arc<Holder>>,
+    ) -> Result<Record, RuntimeError> {
+        let rt = &*self.runtime;
+        let mut guess = self.written.take();
+        loop {
+            // First the record as the start wrote it, which saves a read when
+            // nothing changed since; then what the store holds.
+            let record = match guess.take() {
+                Some(r) => r,
+                None => match rt.load(&self.id)? {
+                    Some(r) => r,
+                    None => return Err(rt.conflict(self.id.clone(), Some(self.held), None)),
+                },
+            };
+            let Some(holder) = self
+                .slot
+                .get(&record)
+                .filter(|h| h.version == self.held.version)
+            else {
+                return Err(rt.conflict(self.id.clone(), Some(self.held), Some(&record)));
+            };
+            let write = write::change(
+                self.id.clone(),
+                &record,
+                Change {
+                    kind,
+                    action: self.rule.action,
+                    slot: self.slot,
+                    holder: keep(holder),
+                    to: to(&record),
+                    actor: self.actor.clone(),
+                    at: rt.now(),
+                },
+            );
+            let next = write.record.clone();
+            match rt.commit(write) {
+                Err(RuntimeError::Conflict { .. }) => continue,
+                Err(e) => return Err(e),
+                Ok(()) => return Ok(next),
+            }
+        }
+    }
+
+    fn finish(&mut self, kind: EntryKind) -> Result<Record, RuntimeError> {
+        self.done = true;
+        let (rule, hidden) = (self.rule, self.is_hidden());
+        let to = move |record: &Record| match kind {
+            // A hidden action keeps whatever status is shown.
+            _ if hidden => record.state,
+            EntryKind::Completed => rule.target,
+            _ => rule.origin,
+        };
+        let result = self.settle(kind, to, |_| None);
+        tracing::debug!(object = %self.id, ?kind, ok = result.is_ok(), "finished");
+        result
+    }
+}
+
+impl<S: Store> Drop for InFlight<'_, S> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let result = self.settle(
+            EntryKind::Abandoned,
+            |record| record.state,
+            |holder| {
+                let mut kept = holder.clone();
+                kept.abandoned = true;
+                Some(Arc::new(kept))
+            },
+        );
+        match result {
+            Ok(_) => tracing::warn!(
+                object = %self.id,
+                action = %self.runtime.action_name(self.rule.action),
+                "action abandoned: handle dropped without complete or fail"
+            ),
+            // Healed or otherwise moved on: nothing left to record.
+            Err(RuntimeError::Conflict { .. }) => {}
+            Err(e) => {
+                tracing::error!(object = %self.id, error = %e, "abandoned action could not be recorded")
+            }
+        }
+    }
+}

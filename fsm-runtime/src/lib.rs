@@ -1,0 +1,211 @@
+//! `fsm-runtime`: one action at a time per object, and only the right actor moves it.
+//!
+//! A [`Runtime`] holds one checked [`Machine`](fsm_core::Machine) and a [`Store`] of
+//! objects of that machine. Every change of an object's state goes through it:
+//!
+//! - [`Runtime::create`] puts a new object in the initial state.
+//! - [`Runtime::start`] checks the request (the object is not busy, the table has the
+//!   action from the current state, the actor holds one of the action's roles and owns
+//!   the current state, every guard agrees) and moves the object into the action's
+//!   transition state by compare-and-set. The caller gets an [`InFlight`] handle.
+//! - [`InFlight::complete`] moves it to the action's target (or back to where it
+//!   started); [`InFlight::fail`] moves it back to where it started. A handle dropped
+//!   without either leaves the object visibly in its transition state, marked as held
+//!   by an abandoned action, for the healer.
+//!
+//! Every accepted move is one atomic write of the store: the new record (state,
+//! version, time of change, the in-flight action and its holder) together with its
+//! [`Entry`] in the object's history, published to [`Watcher`]s. A write whose
+//! expected state and version no longer hold fails with a conflict carrying what was
+//! found: OpenvCloud's `409 Conflict: Other action currently happening`.
+//!
+//! There is no way to write a record except through these checks: the [`Store`]
+//! trait takes a [`Write`], which only the runtime can build.
+//!
+//! On top: a [`Queuer`] runs requested actions one at a time per object on a pool
+//! of workers (OpenvCloud's queuer), and a [`Healer`] rolls back objects stuck in a
+//! transition state.
+//!
+//! ```
+//! use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+//!
+//! let vm = fsm_core::spec::load_str("vm.toml", r#"
+//!     [machine]
+//!     name = "vm"
+//!     initial = "HALTED"
+//!     [states]
+//!     HALTED = "Off"
+//!     STARTING = { transition = true }
+//!     RUNNING = "On"
+//!     [actions]
+//!     start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
+//!     stop = { from = "RUNNING", to = "HALTED" }
+//! "#)?;
+//! let runtime = Runtime::new(vm, MemoryStore::new())?;
+//! let alice = Actor::new("alice");
+//!
+//! runtime.create("vm-1", &alice)?;
+//! let start = runtime.start("vm-1", &alice, "start")?;
+//! assert_eq!(runtime.state_name("vm-1")?, "STARTING");
+//!
+//! // One action at a time: a second request is refused while `start` runs.
+//! let refused = runtime.start("vm-1", &alice, "start").unwrap_err();
+//! assert!(matches!(refused, RuntimeError::Busy { .. }));
+//! assert_eq!(
+//!     refused.to_string(),
+//!     "cannot execute action at this time: vm-1 is STARTING while `start` runs (held by alice)"
+//! );
+//!
+//! start.complete()?;
+//! assert_eq!(runtime.state_name("vm-1")?, "RUNNING");
+//! assert_eq!(runtime.history("vm-1")?.len(), 3); // created, started, completed
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod admit;
+mod clock;
+mod error;
+mod heal;
+mod history;
+mod in_flight;
+mod memory;
+mod queue;
+mod runtime;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod wire;
+mod write;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use admit::GuardContext;
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{RuntimeError, StoreError};
+pub use fsm_core::ActionRef;
+pub use heal::{HealReport, Healed, Healer, PeriodicHealer};
+pub use history::{HistoryError, check_history};
+pub use in_flight::InFlight;
+pub use memory::MemoryStore;
+pub use queue::{QueueError, Queuer, Request, Ticket, Work};
+pub use runtime::{Runtime, RuntimeBuilder};
+pub use store::{
+    Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Store, Watcher, Write,
+};
+
+/// The name of an object in a store: `vm-42`, a UUID, a machine's serial.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(Arc<str>);
+
+impl ObjectId {
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for ObjectId {
+    fn from(s: &str) -> Self {
+        ObjectId(s.into())
+    }
+}
+
+impl From<String> for ObjectId {
+    fn from(s: String) -> Self {
+        ObjectId(s.into())
+    }
+}
+
+impl From<&String> for ObjectId {
+    fn from(s: &String) -> Self {
+        ObjectId(s.as_str().into())
+    }
+}
+
+/// Maps and sets keyed by `ObjectId` can be searched with a `&str`.
+impl std::borrow::Borrow<str> for ObjectId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&ObjectId> for ObjectId {
+    fn from(id: &ObjectId) -> Self {
+        id.clone()
+    }
+}
+
+/// Who asks for an action: an operator, an admin, a controller. An actor holds
+/// roles; an action that names roles needs one of them, and a state with an owner
+/// is left only by an actor holding the owner's role.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Actor {
+    name: Arc<str>,
+    roles: Arc<[Arc<str>]>,
+}
+
+impl Actor {
+    /// An actor with no role.
+    pub fn new(name: impl AsRef<str>) -> Self {
+        Actor {
+            name: name.as_ref().into(),
+            roles: Arc::new([]),
+        }
+    }
+
+    /// The same actor, also holding `role`.
+    pub fn with_role(self, role: impl AsRef<str>) -> Self {
+        let mut roles: Vec<Arc<str>> = self.roles.iter().cloned().collect();
+        if !self.has_role(role.as_ref()) {
+            roles.push(role.as_ref().into());
+        }
+        Actor {
+            name: self.name,
+            roles: roles.into(),
+        }
+    }
+
+    /// The actor's name, as history records it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The roles the actor holds.
+    pub fn roles(&self) -> impl Iterator<Item = &str> {
+        self.roles.iter().map(|r| &**r)
+    }
+
+    /// Does the actor hold `role`?
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| &**r == role)
+    }
+
+    pub(crate) fn shared_name(&self) -> Arc<str> {
+        self.name.clone()
+    }
+}
+
+impl fmt::Debug for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Actor")
+            .field("name", &&*self.name)
+            .field(
+                "roles",
+                &self.roles.iter().map(|r| &**r).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}

@@ -1,0 +1,535 @@
+//! Per-object action queues: OpenvCloud's queuer.
+//!
+//! A [`Queuer`] owns a bounded pool of worker threads and one queue per object,
+//! created on first use. A request is checked and started at once, so the object
+//! shows the action's transition state as soon as the request is accepted (or keeps
+//! its status, for a hidden action); its work then runs on a worker, after
+//! everything queued before it on the same queue, one action at a time per queue.
+//! Different queues run in parallel. When the work is done the action completes,
+//! or fails back to where it started; if the work panics the action is left
+//! abandoned for the [`Healer`](crate::Healer).
+//!
+//! The model is blocking: actions drive hypervisors, disks and networks through
+//! blocking calls, and a thread pool runs them without imposing an async runtime
+//! on anyone. Async code uses the same queuer without blocking: a [`Ticket`] is a
+//! `Future` (`ticket.await`), and work that is itself async runs on a worker with
+//! the caller's runtime handle (`move || handle.block_on(work())`).
+//!
+//! ```
+//! use fsm_runtime::{Actor, MemoryStore, Queuer, Runtime};
+//!
+//! let vms = Runtime::new(
+//!     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?,
+//!     MemoryStore::new(),
+//! )?;
+//! let user = Actor::new("user");
+//! vms.create("vm-1", &user)?;
+//! let queuer = Queuer::new(2);
+//! let deploy = queuer.request(&vms, "vm-1", &user, "deploy").run(|| Ok(()))?;
+//! // Accepted: the status shows the action at once.
+//! assert!(["DEPLOYING", "RUNNING"].contains(&vms.state_name("vm-1")?));
+//! let record = deploy.wait()?;
+//! assert_eq!(vms.machine().state(record.state).name, "RUNNING");
+//! queuer.terminate();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+
+use tokio::sync::oneshot;
+
+use fsm_core::{ActionId, RuleError};
+
+use fsm_core::ActionRef;
+
+use crate::{Actor, ObjectId, Record, Runtime, RuntimeError, Store};
+
+/// Why a request was not accepted, or how an accepted one ended badly.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// The runtime refused the request (busy, no such action here, role, owner,
+    /// guard, conflict): nothing was queued.
+    #[error(transparent)]
+    Refused(#[from] RuntimeError),
+    /// A step of a composite action may not run from the state the object is in.
+    #[error("{id}: a step of `{action}` is refused: {refused}")]
+    Step {
+        /// The object.
+        id: ObjectId,
+        /// The requested action.
+        action: String,
+        /// What the table says of the step, from the object's state.
+        refused: RuleError,
+    },
+    /// The queue is being stopped: it takes no more requests.
+    #[error("the queue of {id} is stopping and takes no more requests")]
+    Closed {
+        /// The queue.
+        id: ObjectId,
+    },
+    /// The queuer was terminated.
+    #[error("the queuer was terminated")]
+    Terminated,
+    /// A step's work failed; the action failed back to where it started.
+    #[error("step `{step}` failed: {message}")]
+    Failed {
+        /// The step.
+        step: String,
+        /// What its work said.
+        message: String,
+    },
+    /// The work panicked; the action is left abandoned for the healer.
+    #[error("the worker running `{action}` on {id} crashed; the action is left for the healer")]
+    Crashed {
+        /// The object.
+        id: ObjectId,
+        /// The action.
+        action: String,
+    },
+}
+
+/// The work of one step: `Err` with a message fails the action.
+pub type Work = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// A queued job: runs, and says whether its queue should end after it and what to
+/// do once the queue's bookkeeping is done (tell the ticket).
+type Job = Box<dyn FnOnce() -> (bool, Notify) + Send>;
+
+/// Run by the worker after the queue's bookkeeping, so that a ticket resolves only
+/// once its queue reflects the outcome (a queue ended by a terminal state is gone).
+type Notify = Box<dyn FnOnce() + Send>;
+
+type Route = Box<dyn Fn(&str, &ObjectId) -> ObjectId + Send + Sync>;
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    running: bool,
+    closing: bool,
+    /// Held while a request is started and pushed, so that requests enter the
+    /// queue in the order their starts were accepted.
+    intake: Arc<Mutex<()>>,
+}
+
+#[derive(Default)]
+struct Queues {
+    queues: HashMap<ObjectId, Queue>,
+    ready: VecDeque<ObjectId>,
+    terminating: bool,
+    stopped: bool,
+}
+
+struct Shared {
+    state: Mutex<Queues>,
+    /// Workers wait here for a ready queue.
+    work: Condvar,
+    /// `stop` and `terminate` wait here for queues to drain.
+    drained: Condvar,
+    route: Route,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queues> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Per-object action queues run by a bounded pool of workers.
+pub struct Queuer {
+    shared: Arc<Shared>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Queuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queuer")
+            .field("queues", &self.queues())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Queuer {
+    /// A queuer with `workers` threads (at least one), each request queued on its
+    /// own object's queue.
+    pub fn new(workers: usize) -> Self {
+        Self::with_route(workers, |_, id| id.clone())
+    }
+
+    /// A queuer whose `route(machine, id)` names the queue of each request: actions
+    /// on a disk can go to the queue of the VM it is attached to.
+    pub fn with_route(
+        workers: usize,
+        route: impl Fn(&str, &ObjectId) -> ObjectId + Send + Sync + 'static,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(Queues::default()),
+            work: Condvar::new(),
+            drained: Condvar::new(),
+            route: Box::new(route),
+        });
+        let workers = (0..workers.max(1))
+            .map(|n| {
+                let shared = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("fsm-queuer-{n}"))
+                    .spawn(move || work(&shared))
+                    .expect("spawn a queue worker")
+            })
+            .collect();
+        Queuer {
+            shared,
+            workers: Mutex::new(workers),
+        }
+    }
+
+    /// A request for `action` on `id` by `actor`; add its work with
+    /// [`Request::run`], or several steps with [`Request::step`] and
+    /// [`Request::submit`].
+    pub fn request<'a, S: Store>(
+        &'a self,
+        runtime: &'a Runtime<S>,
+        id: impl Into<ObjectId>,
+        actor: &'a Actor,
+        action: impl ActionRef,
+    ) -> Request<'a, S> {
+        let action = action
+            .resolve(runtime.machine())
+            .map_err(RuntimeError::from);
+        Request {
+            queuer: self,
+            runtime,
+            id: id.into(),
+            actor,
+            action,
+            steps: Vec::new(),
+        }
+    }
+
+    /// The queues that exist now, sorted.
+    pub fn queues(&self) -> Vec<ObjectId> {
+        let mut ids: Vec<_> = self.shared.lock().queues.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Stops the queue `id`: it takes no more requests, runs what is queued, and is
+    /// deleted. Returns once it is gone. A later request creates a new queue.
+    pub fn stop(&self, id: impl Into<ObjectId>) {
+        let id = id.into();
+        let mut state = self.shared.lock();
+        if let Some(queue) = state.queues.get_mut(&id) {
+            queue.closing = true;
+            if !queue.running && queue.jobs.is_empty() {
+                state.queues.remove(&id);
+            }
+        }
+        while state.queues.contains_key(&id) {
+            state = self
+                .shared
+                .drained
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Stops every queue as [`Queuer::stop`] does, then the workers. Requests after
+    /// this are refused with [`QueueError::Terminated`].
+    pub fn terminate(&self) {
+        let mut state = self.shared.lock();
+        state.terminating = true;
+        state.queues.retain(|_, q| q.running || !q.jobs.is_empty());
+        for queue in state.queues.values_mut() {
+            queue.closing = true;
+        }
+        while !state.queues.is_empty() {
+            state = self
+                .shared
+                .drained
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        state.stopped = true;
+        drop(state);
+        self.shared.work.notify_all();
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
+        for worker in workers {
+            let _ = worker.join();
+        }
+    }
+
+    /// Accepts a started request into its queue, in order.
+    fn push(&self, key: &ObjectId, job: Job) {
+        let mut state = self.shared.lock();
+        let queue = state.queues.entry(key.clone()).or_default();
+        queue.jobs.push_back(job);
+        if !queue.running {
+            queue.running = true;
+            state.ready.push_back(key.clone());
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// The intake lock of `key`'s queue, creating the queue; refused while it, or
+    /// the queuer, is stopping.
+    fn intake(&self, key: &ObjectId) -> Result<Arc<Mutex<()>>, QueueError> {
+        let mut state = self.shared.lock();
+        if state.terminating {
+            return Err(QueueError::Terminated);
+        }
+        let queue = state.queues.entry(key.clone()).or_default();
+        if queue.closing {
+            return Err(QueueError::Closed { id: key.clone() });
+        }
+        Ok(queue.intake.clone())
+    }
+
+    /// Removes `key`'s queue if it was created for a request that was refused.
+    fn forget_if_idle(&self, key: &ObjectId) {
+        let mut state = self.shared.lock();
+        if state
+            .queues
+            .get(key)
+            .is_some_and(|q| !q.running && q.jobs.is_empty())
+        {
+            state.queues.remove(key);
+        }
+    }
+}
+
+impl Drop for Queuer {
+    fn drop(&mut self) {
+        if !self.shared.lock().stopped {
+            self.terminate();
+        }
+    }
+}
+
+/// A worker: take a ready queue, run its next job, put the queue back if more
+/// jobs wait, delete it when it is closing and empty.
+fn work(shared: &Shared) {
+    loop {
+        let (key, job) = {
+            let mut state = shared.lock();
+            loop {
+                if let Some(key) = state.ready.pop_front() {
+                    let job = state
+                        .queues
+                        .get_mut(&key)
+                        .and_then(|q| q.jobs.pop_front())
+                        .expect("a ready queue has a job");
+                    break (key, job);
+                }
+                if state.stopped {
+                    return;
+                }
+                state = shared.work.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        let (close, notify) = match catch_unwind(AssertUnwindSafe(job)) {
+            Ok(done) => done,
+            Err(_) => {
+                tracing::error!(queue = %key, "an action panicked; it is left abandoned for the healer");
+                (false, Box::new(|| {}) as Notify)
+            }
+        };
+        let mut state = shared.lock();
+        let Some(queue) = state.queues.get_mut(&key) else {
+            drop(state);
+            notify();
+            continue;
+        };
+        queue.closing |= close;
+        if !queue.jobs.is_empty() {
+            state.ready.push_back(key);
+            shared.work.notify_one();
+        } else {
+            queue.running = false;
+            if queue.closing {
+                state.queues.remove(&key);
+                tracing::debug!(queue = %key, "queue ended");
+            }
+        }
+        drop(state);
+        shared.drained.notify_all();
+        notify();
+    }
+}
+
+/// A request being put together: its action and the work of its steps.
+#[must_use = "a request does nothing until `run` or `submit`"]
+pub struct Request<'a, S: Store> {
+    queuer: &'a Queuer,
+    runtime: &'a Runtime<S>,
+    id: ObjectId,
+    actor: &'a Actor,
+    action: Result<ActionId, RuntimeError>,
+    steps: Vec<(Result<ActionId, RuntimeError>, Work)>,
+}
+
+impl<S: Store> Request<'_, S> {
+    /// Queues the action with `work` as its step: its only one, or, after steps
+    /// added with [`Request::step`], its last, named after the action itself.
+    pub fn run(
+        mut self,
+        work: impl FnOnce() -> Result<(), String> + Send + 'static,
+    ) -> Result<Ticket, QueueError> {
+        self.steps.push((self.action.clone(), Box::new(work)));
+        self.submit()
+    }
+
+    /// Adds a step: an action of the table, run in order with the others as the
+    /// work of the requested action (OpenvCloud's `destroy_vm` is `stop`,
+    /// `delete`, `destroy`). Each step must be an action the table allows from the
+    /// state the object is in when the request is accepted.
+    pub fn step(
+        mut self,
+        step: impl ActionRef,
+        work: impl FnOnce() -> Result<(), String> + Send + 'static,
+    ) -> Self {
+        let step = step
+            .resolve(self.runtime.machine())
+            .map_err(RuntimeError::from);
+        self.steps.push((step, Box::new(work)));
+        self
+    }
+
+    /// Checks and starts the request, and queues its steps.
+    ///
+    /// Refused when the runtime refuses the action (an object in a transition state
+    /// answers "cannot execute action at this time"), when a step is not allowed
+    /// from the object's state, or when the queue is stopping. Accepted, the object
+    /// shows the action's transition state at once and the returned [`Ticket`]
+    /// gives the outcome.
+    pub fn submit(self) -> Result<Ticket, QueueError> {
+        let Request {
+            queuer,
+            runtime,
+            id,
+            actor,
+            action,
+            steps,
+        } = self;
+        let action = action?;
+        let machine = runtime.machine();
+        let mut checked = Vec::with_capacity(steps.len());
+        for (step, work) in steps {
+            checked.push((step?, work));
+        }
+        let key = (queuer.shared.route)(machine.name(), &id);
+        let intake = queuer.intake(&key)?;
+        let _order = intake.lock().unwrap_or_else(|e| e.into_inner());
+        let refused = |e: QueueError| {
+            queuer.forget_if_idle(&key);
+            Err(e)
+        };
+        // The first step the table does not allow from `origin`, as the error. The
+        // action itself is the runtime's to check, with its own message.
+        let bad_step = |origin| {
+            checked
+                .iter()
+                .filter(|(step, _)| *step != action)
+                .find_map(|&(step, _)| machine.start(step, origin).err())
+                .map(|refused| QueueError::Step {
+                    id: id.clone(),
+                    action: machine.action(action).name.to_string(),
+                    refused,
+                })
+        };
+        // Checked before the start, so that a refused request writes nothing...
+        // (A busy object is left to the start, which answers that it is busy.)
+        match runtime.get(id.clone()) {
+            Ok(record) if record.in_flight.is_none() => {
+                if let Some(e) = bad_step(record.state) {
+                    return refused(e);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => return refused(e.into()),
+        }
+        let handle = match runtime.start(id.clone(), actor, action) {
+            Ok(handle) => handle.into_owned(),
+            Err(e) => return refused(e.into()),
+        };
+        // ... and again against the state the start found, which may differ.
+        if let Some(e) = bad_step(handle.origin()) {
+            let _ = handle.fail();
+            return refused(e);
+        }
+        let (tx, rx) = oneshot::channel();
+        let names: Vec<String> = checked
+            .iter()
+            .map(|(s, _)| machine.action(*s).name.to_string())
+            .collect();
+        let crashed = QueueError::Crashed {
+            id: id.clone(),
+            action: machine.action(action).name.to_string(),
+        };
+        let rt = runtime.clone();
+        let job: Job = Box::new(move || {
+            let span = tracing::info_span!("queued", object = %handle.id());
+            let _enter = span.enter();
+            // The first step to fail, with its message; the later steps do not run.
+            let mut failed: Option<(String, String)> = None;
+            for ((_, work), name) in checked.into_iter().zip(names) {
+                tracing::debug!(step = %name, "step");
+                if let Err(message) = work() {
+                    failed = Some((name, message));
+                    break;
+                }
+            }
+            let outcome = match failed {
+                Some((step, message)) => match handle.fail() {
+                    Ok(_) => Err(QueueError::Failed { step, message }),
+                    Err(e) => Err(QueueError::Refused(e)),
+                },
+                None => handle.complete().map_err(QueueError::Refused),
+            };
+            // After an object reaches a terminal state its queue ends.
+            let terminal = outcome
+                .as_ref()
+                .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
+            (
+                terminal,
+                Box::new(move || {
+                    let _ = tx.send(outcome);
+                }) as Notify,
+            )
+        });
+        queuer.push(&key, job);
+        Ok(Ticket { rx, crashed })
+    }
+}
+
+/// The outcome of an accepted request: wait for it (blocking) or `.await` it.
+#[derive(Debug)]
+#[must_use = "a ticket is how the outcome of a request is known"]
+pub struct Ticket {
+    rx: oneshot::Receiver<Result<Record, QueueError>>,
+    crashed: QueueError,
+}
+
+impl Ticket {
+    /// Waits for the action to end: the record it left, or why it failed. Do not
+    /// call from async code; `.await` the ticket there.
+    pub fn wait(self) -> Result<Record, QueueError> {
+        self.rx.blocking_recv().unwrap_or(Err(self.crashed))
+    }
+}
+
+impl Future for Ticket {
+    type Output = Result<Record, QueueError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        Pin::new(&mut this.rx)
+            .poll(cx)
+            .map(|r| r.unwrap_or_else(|_| Err(this.crashed.clone())))
+    }
+}

@@ -1,0 +1,418 @@
+//! The runtime of one machine over one store: creating objects, reading them, and
+//! starting actions after the admission checks.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use fsm_core::{ActionId, Machine, StateId};
+
+use crate::admit::{self, GuardContext, GuardFn};
+use crate::in_flight::InFlight;
+use crate::write::{self, Change, Slot};
+use crate::{
+    Actor, Clock, Entry, EntryKind, Expected, Holder, ObjectId, Record, RuntimeError, Store,
+    StoreError, SystemClock, Watcher, Write,
+};
+use fsm_core::ActionRef;
+
+/// Builds a [`Runtime`]: the guards' implementations and the clock.
+pub struct RuntimeBuilder<S: Store> {
+    machine: Machine,
+    store: S,
+    guards: HashMap<String, GuardFn>,
+    clock: Box<dyn Clock>,
+}
+
+impl<S: Store> RuntimeBuilder<S> {
+    /// Implements the guard `name` of the machine: `check` answers whether the action
+    /// may start.
+    pub fn guard(
+        mut self,
+        name: impl Into<String>,
+        check: impl Fn(&GuardContext<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.guards.insert(name.into(), Box::new(check));
+        self
+    }
+
+    /// Reads time from `clock` instead of the system clock.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// The runtime, once every guard the machine names has an implementation and
+    /// every implementation names a guard of the machine.
+    pub fn build(mut self) -> Result<Runtime<S>, RuntimeError> {
+        let machine_name = self.machine.name().to_owned();
+        if let Some(guard) = self
+            .guards
+            .keys()
+            .find(|g| !self.machine.guards().iter().any(|d| d.name == **g))
+        {
+            return Err(RuntimeError::UnknownGuard {
+                machine: machine_name,
+                guard: guard.clone(),
+            });
+        }
+        let mut guards = Vec::new();
+        for def in self.machine.guards() {
+            let Some(check) = self.guards.remove(def.name.as_ref()) else {
+                return Err(RuntimeError::MissingGuard {
+                    machine: machine_name,
+                    guard: def.name.to_string(),
+                });
+            };
+            guards.push(check);
+        }
+        self.store
+            .bind(&self.machine)
+            .map_err(RuntimeError::Store)?;
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                machine: self.machine,
+                store: self.store,
+                guards,
+                clock: self.clock,
+            }),
+        })
+    }
+}
+
+/// The runtime of one machine over one store. Cloning it is cheap and shares both.
+///
+/// See the [crate documentation](crate) for what it guarantees.
+pub struct Runtime<S: Store = crate::MemoryStore> {
+    inner: Arc<Inner<S>>,
+}
+
+struct Inner<S> {
+    machine: Machine,
+    store: S,
+    guards: Vec<GuardFn>,
+    clock: Box<dyn Clock>,
+}
+
+impl<S: Store> Clone for Runtime<S> {
+    fn clone(&self) -> Self {
+        Runtime {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<S: Store> fmt::Debug for Runtime<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("machine", &self.inner.machine.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Store> Runtime<S> {
+    /// The runtime of `machine` over `store`, for a machine with no guards (see
+    /// [`Runtime::builder`] otherwise).
+    pub fn new(machine: Machine, store: S) -> Result<Self, RuntimeError> {
+        Self::builder(machine, store).build()
+    }
+
+    /// A builder, to implement the machine's guards or set the clock.
+    pub fn builder(machine: Machine, store: S) -> RuntimeBuilder<S> {
+        RuntimeBuilder {
+            machine,
+            store,
+            guards: HashMap::new(),
+            clock: Box::new(SystemClock),
+        }
+    }
+
+    /// The machine.
+    pub fn machine(&self) -> &Machine {
+        &self.inner.machine
+    }
+
+    /// The store, to read from. Writing needs a [`Write`], which only the runtime
+    /// makes.
+    pub fn store(&self) -> &S {
+        &self.inner.store
+    }
+
+    /// The current time on the runtime's clock.
+    pub fn now(&self) -> SystemTime {
+        self.inner.clock.now()
+    }
+
+    /// Creates `id` in the machine's initial state.
+    pub fn create(&self, id: impl Into<ObjectId>, actor: &Actor) -> Result<Record, RuntimeError> {
+        let id = id.into();
+        let write = write::create(
+            id.clone(),
+            self.machine().initial(),
+            actor.shared_name(),
+            self.now(),
+        );
+        let record = write.record.clone();
+        match self.commit(write) {
+            Err(RuntimeError::Conflict {
+                found: Some((state, _)),
+                ..
+            }) => Err(RuntimeError::Exists { id, state }),
+            Err(e) => Err(e),
+            Ok(()) => {
+                tracing::debug!(object = %id, actor = actor.name(), "created");
+                Ok(record)
+            }
+        }
+    }
+
+    /// The object's record.
+    pub fn get(&self, id: impl Into<ObjectId>) -> Result<Record, RuntimeError> {
+        let id = id.into();
+        self.load(&id)?.ok_or(RuntimeError::NotFound { id })
+    }
+
+    pub(crate) fn load(&self, id: &ObjectId) -> Result<Option<Record>, RuntimeError> {
+        self.inner.store.load(id).map_err(RuntimeError::Store)
+    }
+
+    /// The object's state.
+    pub fn state(&self, id: impl Into<ObjectId>) -> Result<StateId, RuntimeError> {
+        Ok(self.get(id)?.state)
+    }
+
+    /// The name of the object's state, as the spec spells it.
+    pub fn state_name(&self, id: impl Into<ObjectId>) -> Result<&str, RuntimeError> {
+        let state = self.state(id)?;
+        Ok(&self.machine().state(state).name)
+    }
+
+    /// The object's state as a derived enum (`VmState`).
+    ///
+    /// # Panics
+    ///
+    /// If `M` is not derived from this runtime's machine (a programming error).
+    pub fn state_as<M: fsm_core::typed::StateMachine>(
+        &self,
+        id: impl Into<ObjectId>,
+    ) -> Result<M, RuntimeError> {
+        let state = self.state(id)?;
+        let name = &self.machine().state(state).name;
+        match M::ALL.get(state.0) {
+            Some(&s) if s.name() == name => Ok(s),
+            _ => panic!(
+                "state_as::<{}>: machine `{}` is not the runtime's `{}`",
+                std::any::type_name::<M>(),
+                M::machine().name(),
+                self.machine().name()
+            ),
+        }
+    }
+
+    /// The object's history, oldest first.
+    pub fn history(&self, id: impl Into<ObjectId>) -> Result<Vec<Entry>, RuntimeError> {
+        self.inner
+            .store
+            .history(&id.into())
+            .map_err(RuntimeError::Store)
+    }
+
+    /// A subscription to every accepted write from now on (see [`Watcher`]).
+    pub fn watch(&self) -> Result<Watcher, RuntimeError> {
+        self.inner.store.watch().map_err(RuntimeError::Store)
+    }
+
+    /// Starts `action` on `id` for `actor`.
+    ///
+    /// Refused, in this order, if the object is busy, if the table has no rule for
+    /// the action from its state, if the actor holds none of the action's roles, if
+    /// the action changes the state and the state has an owner whose role the actor
+    /// lacks, or if a guard says no. Otherwise the object moves into the action's
+    /// transition state (an action without one holds the object in its state), by
+    /// compare-and-set against the record read: a concurrent change makes it a
+    /// [`RuntimeError::Conflict`].
+    ///
+    /// Busy means an action is in flight. A hidden action (OpenvCloud's `migrate`)
+    /// keeps the status and holds a slot of its own: while it runs another hidden
+    /// action is refused, but a user's action may start (its status shows at once).
+    /// Running the two one after the other is the job of the
+    /// [`Queuer`](crate::Queuer), as the OpenvCloud seed describes.
+    pub fn start(
+        &self,
+        id: impl Into<ObjectId>,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        let id = id.into();
+        let action = action.resolve(self.machine())?;
+        let span = tracing::debug_span!(
+            "start",
+            object = %id,
+            action = %self.machine().action(action).name,
+            actor = actor.name()
+        );
+        let _enter = span.enter();
+        let record = self.get(id.clone())?;
+        let rule = admit::admit(
+            self.machine(),
+            &self.inner.guards,
+            &id,
+            actor,
+            action,
+            &record,
+        )
+        .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
+        let slot = Slot::of(self.machine().action(action).hidden);
+        let at = self.now();
+        let version = record.version + 1;
+        let holder = Holder {
+            action,
+            origin: record.state,
+            actor: actor.shared_name(),
+            since: at,
+            abandoned: false,
+            version,
+        };
+        let to = rule.via.unwrap_or(record.state);
+        let write = write::change(
+            id.clone(),
+            &record,
+            Change {
+                kind: EntryKind::Started,
+                action,
+                slot,
+                holder: Some(Arc::new(holder)),
+                to,
+                actor: actor.shared_name(),
+                at,
+            },
+        );
+        let written = write.record.clone();
+        self.commit(write)?;
+        tracing::debug!(version, "started");
+        Ok(InFlight::new(
+            self,
+            id,
+            rule,
+            slot,
+            Expected { state: to, version },
+            actor.shared_name(),
+            written,
+        ))
+    }
+
+    /// Starts `action` and completes it at once: a move with nothing to wait for.
+    pub fn run(
+        &self,
+        id: impl Into<ObjectId>,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> Result<Record, RuntimeError> {
+        self.start(id, actor, action)?.complete()
+    }
+
+    /// Rolls back the (visible) action in flight on `id`, its record as read being
+    /// `record`, to the state it started from, as `healer`. The write is a
+    /// compare-and-set against `record`, so it never undoes an action that finished
+    /// meanwhile: that is a [`RuntimeError::Conflict`]. A `record` holding no such
+    /// action is [`RuntimeError::NotInFlight`].
+    pub fn roll_back(
+        &self,
+        id: impl Into<ObjectId>,
+        record: &Record,
+        healer: &Actor,
+    ) -> Result<Record, RuntimeError> {
+        self.heal(id.into(), record, Slot::Visible, healer)
+    }
+
+    /// Releases the hidden action in flight on `id` (its record as read: `record`),
+    /// which changed no state, as `healer`; a compare-and-set like
+    /// [`Runtime::roll_back`].
+    pub fn release_hidden(
+        &self,
+        id: impl Into<ObjectId>,
+        record: &Record,
+        healer: &Actor,
+    ) -> Result<Record, RuntimeError> {
+        self.heal(id.into(), record, Slot::Hidden, healer)
+    }
+
+    fn heal(
+        &self,
+        id: ObjectId,
+        record: &Record,
+        slot: Slot,
+        healer: &Actor,
+    ) -> Result<Record, RuntimeError> {
+        let Some(holder) = slot.get(record) else {
+            return Err(RuntimeError::NotInFlight {
+                id,
+                state: self.name(record.state),
+                hidden: slot == Slot::Hidden,
+            });
+        };
+        let to = match slot {
+            Slot::Hidden => record.state,
+            Slot::Visible => holder.origin,
+        };
+        let action = holder.action;
+        let write = write::change(
+            id.clone(),
+            record,
+            Change {
+                kind: EntryKind::Healed,
+                action,
+                slot,
+                holder: None,
+                to,
+                actor: healer.shared_name(),
+                at: self.now(),
+            },
+        );
+        let healed = write.record.clone();
+        self.commit(write)?;
+        tracing::info!(object = %id, action = %self.machine().action(action).name, "rolled back");
+        Ok(healed)
+    }
+
+    /// A conflict on `id`: the write expected `expected`, the store has `found`.
+    pub(crate) fn conflict(
+        &self,
+        id: ObjectId,
+        expected: Option<Expected>,
+        found: Option<&Record>,
+    ) -> RuntimeError {
+        let (expected_state, expected_version) = match expected {
+            Some(e) => (self.name(e.state), e.version),
+            None => (String::from("(absent)"), 0),
+        };
+        RuntimeError::Conflict {
+            id,
+            expected_state,
+            expected_version,
+            found: found.map(|r| (self.name(r.state), r.version)),
+        }
+    }
+
+    /// Hands a write to the store; a refused compare-and-set is a conflict with the
+    /// names of what was expected and found.
+    pub(crate) fn commit(&self, write: Write) -> Result<(), RuntimeError> {
+        let expected = write.expected;
+        self.inner.store.commit(write).map_err(|e| match e {
+            StoreError::Conflict { id, found } => {
+                tracing::debug!(object = %id, "conflict");
+                self.conflict(id, expected, found.as_deref())
+            }
+            e => RuntimeError::Store(e),
+        })
+    }
+
+    pub(crate) fn name(&self, state: StateId) -> String {
+        self.machine().state(state).name.to_string()
+    }
+
+    pub(crate) fn action_name(&self, action: ActionId) -> &str {
+        &self.machine().action(action).name
+    }
+}

@@ -1,0 +1,312 @@
+//! What a store keeps, and the trait a backend implements.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use tokio::sync::broadcast;
+
+use fsm_core::{ActionId, Machine, StateId};
+
+use crate::{ObjectId, StoreError};
+
+/// An object's current state, as a store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The current state.
+    pub state: StateId,
+    /// Bumped by one on every write; the first write (creation) is version 1.
+    pub version: u64,
+    /// When the last write happened.
+    pub changed_at: SystemTime,
+    /// The action running on the object, if any.
+    pub in_flight: Option<Arc<Holder>>,
+    /// The hidden action running on the object, if any: it keeps the status, and a
+    /// user's action may start beside it (see [`Runtime::start`](crate::Runtime::start)).
+    pub hidden: Option<Arc<Holder>>,
+}
+
+impl Record {
+    /// The state and version a write must find for this record to be current.
+    pub fn expected(&self) -> Expected {
+        Expected {
+            state: self.state,
+            version: self.version,
+        }
+    }
+}
+
+/// The action in flight on an object and who holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The action.
+    pub action: ActionId,
+    /// The static state it started from, where failing returns.
+    pub origin: StateId,
+    /// The actor who started it.
+    pub actor: Arc<str>,
+    /// When it started.
+    pub since: SystemTime,
+    /// Its handle was dropped without completing or failing: nobody will finish
+    /// it, and the healer may roll it back at once.
+    pub abandoned: bool,
+    /// The version of the record its start wrote: which start this is.
+    pub version: u64,
+}
+
+/// The state and version a compare-and-set expects to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Expected {
+    /// The state.
+    pub state: StateId,
+    /// The version.
+    pub version: u64,
+}
+
+/// What one accepted write did, as the object's history keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The record's version after this write.
+    pub version: u64,
+    /// When.
+    pub at: SystemTime,
+    /// Who (the healer's name for a rollback).
+    pub actor: Arc<str>,
+    /// What kind of write.
+    pub kind: EntryKind,
+    /// The action concerned (`None` for a creation).
+    pub action: Option<ActionId>,
+    /// The state before.
+    pub from: StateId,
+    /// The state after (equal to `from` when the state did not change).
+    pub to: StateId,
+}
+
+/// The kinds of write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum EntryKind {
+    /// The object was created in the initial state.
+    Created,
+    /// An action started: into its transition state, or holding the object in its
+    /// state (an action with no transition state).
+    Started,
+    /// The action finished: to its target, or back to its origin.
+    Completed,
+    /// The action failed: back to its origin.
+    Failed,
+    /// The action's handle was dropped without an outcome; the object keeps its
+    /// state until healed.
+    Abandoned,
+    /// The healer rolled a stuck action back to its origin.
+    Healed,
+}
+
+/// One write as a [`Store`] receives it: the new record, the history entry that
+/// goes with it, and what the store must find first.
+///
+/// Only the runtime builds a `Write`, after its checks; a store can read it but no
+/// one else can make one. That is what keeps every change of state behind the
+/// runtime's rules.
+#[derive(Debug, Clone)]
+pub struct Write {
+    pub(crate) id: ObjectId,
+    pub(crate) expected: Option<Expected>,
+    pub(crate) record: Record,
+    pub(crate) entry: Entry,
+}
+
+impl Write {
+    /// The object.
+    pub fn id(&self) -> &ObjectId {
+        &self.id
+    }
+
+    /// The state and version the object must have; `None`: it must not exist.
+    pub fn expected(&self) -> Option<Expected> {
+        self.expected
+    }
+
+    /// The record to store.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// The history entry to append, in the same atomic write.
+    pub fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    /// The write's parts, for a backend that stores them.
+    pub fn into_parts(self) -> (ObjectId, Option<Expected>, Record, Entry) {
+        (self.id, self.expected, self.record, self.entry)
+    }
+}
+
+/// A state store: records and their histories, changed only by atomic
+/// compare-and-set [`Write`]s.
+///
+/// A backend must apply a write whole or not at all: the record and its history
+/// entry together, only if the object is in the expected state at the expected
+/// version (or absent, for a creation), and otherwise answer
+/// [`StoreError::Conflict`] with what it found. Failures of the backend itself are
+/// [`StoreError::Unavailable`], saying whether a retry can help. Every applied write
+/// is published to watchers, in version order per object.
+pub trait Store: Send + Sync + 'static {
+    /// Called by [`RuntimeBuilder::build`](crate::RuntimeBuilder::build) before
+    /// any other call: the machine whose objects the store keeps. A store that
+    /// persists objects keeps their states and actions by name (see
+    /// [`crate::wire`]) and learns here how to read them back; it may refuse a
+    /// machine it cannot serve.
+    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
+        let _ = machine;
+        Ok(())
+    }
+
+    /// The object's record, if it exists.
+    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError>;
+
+    /// Applies `write` atomically, or refuses it.
+    fn commit(&self, write: Write) -> Result<(), StoreError>;
+
+    /// The object's history, oldest first (empty if it does not exist).
+    fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError>;
+
+    /// Every object in the store.
+    fn ids(&self) -> Result<Vec<ObjectId>, StoreError>;
+
+    /// A subscription to every write applied from now on.
+    fn watch(&self) -> Result<Watcher, StoreError>;
+}
+
+/// One applied write, as watchers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The object.
+    pub id: ObjectId,
+    /// The write's history entry.
+    pub entry: Entry,
+}
+
+/// Why a [`Watcher`] returned no event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Lagged {
+    /// The watcher fell behind and its buffer overflowed: `missed` events were
+    /// dropped for it (writers never wait for a watcher). Reading goes on with the
+    /// oldest event still buffered; re-read the objects concerned from the store.
+    #[error("watcher lagged behind and missed {missed} events")]
+    Missed {
+        /// How many.
+        missed: u64,
+    },
+    /// The store is gone; no event will come.
+    #[error("the store was dropped")]
+    Closed,
+}
+
+/// A subscription to a store's writes, with a bounded buffer.
+///
+/// A slow watcher never blocks writers; when its buffer is full it loses the oldest
+/// events and its next read says how many ([`Lagged::Missed`]).
+#[derive(Debug)]
+pub struct Watcher {
+    rx: broadcast::Receiver<Event>,
+    only: Option<ObjectId>,
+    count: Arc<AtomicUsize>,
+}
+
+impl Watcher {
+    /// Only the events of `id`.
+    pub fn only(mut self, id: impl Into<ObjectId>) -> Self {
+        self.only = Some(id.into());
+        self
+    }
+
+    fn wanted(&self, event: &Event) -> bool {
+        self.only.as_ref().is_none_or(|id| *id == event.id)
+    }
+
+    /// The next event, waiting for it. Do not call from async code: use
+    /// [`Watcher::recv_async`] there.
+    pub fn recv(&mut self) -> Result<Event, Lagged> {
+        loop {
+            let event = self.rx.blocking_recv().map_err(lagged)?;
+            if self.wanted(&event) {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// The next event, if one is buffered.
+    pub fn try_recv(&mut self) -> Result<Option<Event>, Lagged> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(event) if self.wanted(&event) => return Ok(Some(event)),
+                Ok(_) => {}
+                Err(broadcast::error::TryRecvError::Empty) => return Ok(None),
+                Err(broadcast::error::TryRecvError::Lagged(missed)) => {
+                    return Err(Lagged::Missed { missed });
+                }
+                Err(broadcast::error::TryRecvError::Closed) => return Err(Lagged::Closed),
+            }
+        }
+    }
+
+    /// The next event, awaiting it.
+    pub async fn recv_async(&mut self) -> Result<Event, Lagged> {
+        loop {
+            let event = self.rx.recv().await.map_err(lagged)?;
+            if self.wanted(&event) {
+                return Ok(event);
+            }
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::Release);
+    }
+}
+
+fn lagged(e: broadcast::error::RecvError) -> Lagged {
+    match e {
+        broadcast::error::RecvError::Lagged(missed) => Lagged::Missed { missed },
+        broadcast::error::RecvError::Closed => Lagged::Closed,
+    }
+}
+
+/// The publishing side for store implementations: a bounded broadcast that costs
+/// one atomic load per write while nobody watches.
+#[derive(Debug)]
+pub struct Publisher {
+    tx: broadcast::Sender<Event>,
+    count: Arc<AtomicUsize>,
+}
+
+impl Publisher {
+    /// A publisher whose watchers buffer up to `capacity` events each.
+    pub fn new(capacity: usize) -> Self {
+        Publisher {
+            tx: broadcast::channel(capacity.max(1)).0,
+            count: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Sends `event` to every watcher; `make` runs only if someone watches.
+    pub fn publish(&self, make: impl FnOnce() -> Event) {
+        if self.count.load(Ordering::Acquire) > 0 {
+            // An error means every watcher was dropped meanwhile: nobody to tell.
+            let _ = self.tx.send(make());
+        }
+    }
+
+    /// A new watcher, seeing events published from now on.
+    pub fn watch(&self) -> Watcher {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        Watcher {
+            rx: self.tx.subscribe(),
+            only: None,
+            count: self.count.clone(),
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! One behavioural suite for every [`Store`] backend: what the runtime relies on,
+//! checked through the runtime. The in-memory store and the etcd store both pass
+//! it; a new backend should too.
+//!
+//! ```
+//! use fsm_runtime::MemoryStore;
+//!
+//! fsm_runtime::testing::check_store(MemoryStore::new);
+//! ```
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use fsm_core::Machine;
+
+use crate::{Actor, EntryKind, Event, Runtime, RuntimeError, Store, Watcher, check_history};
+
+/// The machine the suite runs: a server with a transition state, a back-to-origin
+/// action, a self-loop, a hidden action and a terminal state.
+pub const SPEC: &str = r#"
+[machine]
+name = "server"
+initial = "HALTED"
+
+[states]
+HALTED = "Off"
+STARTING = { transition = true }
+RUNNING = "On"
+STOPPING = { transition = true }
+RESIZING = { transition = true }
+RETIRED = { terminal = true }
+
+[actions]
+start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
+stop = { from = "RUNNING", via = "STOPPING", to = "HALTED" }
+resize = { from = ["HALTED", "RUNNING"], via = "RESIZING", to_origin = true }
+reboot = { from = "RUNNING", to = "RUNNING" }
+retire = { from = "HALTED", to = "RETIRED" }
+migrate = { from = ["HALTED", "RUNNING"], hidden = true }
+"#;
+
+/// The suite's machine.
+pub fn machine() -> Machine {
+    fsm_core::spec::load_str("server.toml", SPEC).expect("the suite's spec is valid")
+}
+
+/// Runs every check on stores made by `make`; each call must give an empty store.
+/// Panics with the name of the check and what went wrong.
+pub fn check_store<S: Store>(make: impl Fn() -> S) {
+    creates_once(make());
+    history_follows_state(make());
+    stale_writes_conflict(make());
+    lists_objects(make());
+    handles_end_as_they_should(make());
+    hidden_actions_keep_their_own_slot(make());
+    watchers_see_writes_in_order(make());
+    concurrent_actors_never_lose_a_write(make(), 4, 150);
+}
+
+fn runtime<S: Store>(store: S) -> Runtime<S> {
+    Runtime::new(machine(), store).expect("no guards")
+}
+
+fn state<S: Store>(rt: &Runtime<S>, id: &str) -> String {
+    rt.state_name(id).expect("the object exists").to_owned()
+}
+
+/// A create of an existing id is refused and changes nothing.
+pub fn creates_once<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    rt.create("a", &user).expect("creates_once: first create");
+    rt.run("a", &user, "start").expect("creates_once: start");
+    match rt.create("a", &user) {
+        Err(RuntimeError::Exists { state, .. }) => assert_eq!(state, "RUNNING"),
+        other => panic!("creates_once: second create answered {other:?}"),
+    }
+    assert_eq!(state(&rt, "a"), "RUNNING", "creates_once: state kept");
+    assert_eq!(
+        rt.history("a").unwrap().len(),
+        3,
+        "creates_once: history kept"
+    );
+}
+
+/// Every write's entry is in the history, in version order, and the last one
+/// says where the object is.
+pub fn history_follows_state<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    rt.create("a", &user).unwrap();
+    for action in ["start", "reboot", "resize", "stop", "retire"] {
+        rt.run("a", &user, action)
+            .unwrap_or_else(|e| panic!("history_follows_state: {action}: {e}"));
+    }
+    let flight = rt.start("a", &user, "start");
+    assert!(
+        matches!(flight, Err(RuntimeError::NoRule { .. })),
+        "history_follows_state: RETIRED is terminal"
+    );
+    let history = rt.history("a").unwrap();
+    check_history(rt.machine(), &history).expect("history_follows_state: a valid path");
+    let versions: Vec<u64> = history.iter().map(|e| e.version).collect();
+    assert_eq!(versions, (1..=history.len() as u64).collect::<Vec<_>>());
+    let record = rt.get("a").unwrap();
+    assert_eq!(record.version, history.len() as u64);
+    assert_eq!(Some(record.state), history.last().map(|e| e.to));
+    assert_eq!(state(&rt, "a"), "RETIRED");
+}
+
+/// A write against a record that has changed since it was read is a conflict and
+/// writes nothing.
+pub fn stale_writes_conflict<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, healer) = (Actor::new("user"), Actor::new("healer"));
+    rt.create("a", &user).unwrap();
+    let flight = rt.start("a", &user, "start").unwrap();
+    let stale = rt.get("a").unwrap();
+    flight.complete().unwrap();
+    match rt.roll_back("a", &stale, &healer) {
+        Err(RuntimeError::Conflict { found, .. }) => {
+            assert_eq!(found, Some(("RUNNING".to_owned(), 3)));
+        }
+        other => panic!("stale_writes_conflict: answered {other:?}"),
+    }
+    assert_eq!(rt.history("a").unwrap().len(), 3, "stale_writes_conflict");
+    // The other way round: the healer wins, the late completion conflicts.
+    let flight = rt.start("a", &user, "stop").unwrap();
+    let held = rt.get("a").unwrap();
+    rt.roll_back("a", &held, &healer).unwrap();
+    assert!(matches!(
+        flight.complete(),
+        Err(RuntimeError::Conflict { .. })
+    ));
+    assert_eq!(state(&rt, "a"), "RUNNING");
+}
+
+/// A failed action returns to its origin; a dropped handle leaves the object held
+/// by an abandoned action, which the healer rolls back at once.
+pub fn handles_end_as_they_should<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, healer) = (Actor::new("user"), Actor::new("healer"));
+    rt.create("a", &user).unwrap();
+    rt.start("a", &user, "start").unwrap().fail().unwrap();
+    assert_eq!(
+        state(&rt, "a"),
+        "HALTED",
+        "handles_end_as_they_should: failed"
+    );
+    drop(rt.start("a", &user, "start").unwrap());
+    let record = rt.get("a").unwrap();
+    assert_eq!(state(&rt, "a"), "STARTING");
+    assert!(
+        record.in_flight.as_ref().is_some_and(|h| h.abandoned),
+        "handles_end_as_they_should: dropped handle is abandoned: {record:?}"
+    );
+    match rt.start("a", &user, "stop") {
+        Err(RuntimeError::Busy { abandoned, .. }) => assert!(abandoned),
+        other => panic!("handles_end_as_they_should: answered {other:?}"),
+    }
+    let report = crate::Healer::new(Duration::from_secs(3600))
+        .actor(healer)
+        .heal(&rt)
+        .unwrap();
+    assert_eq!(
+        report.healed.len(),
+        1,
+        "handles_end_as_they_should: {report:?}"
+    );
+    assert_eq!(state(&rt, "a"), "HALTED");
+    let kinds: Vec<EntryKind> = rt.history("a").unwrap().iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            EntryKind::Created,
+            EntryKind::Started,
+            EntryKind::Failed,
+            EntryKind::Started,
+            EntryKind::Abandoned,
+            EntryKind::Healed,
+        ]
+    );
+}
+
+/// A hidden action keeps the status and its own slot: a user's action may start
+/// beside it, another hidden one may not, and each ends on its own.
+pub fn hidden_actions_keep_their_own_slot<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, balancer) = (Actor::new("user"), Actor::new("balancer"));
+    rt.create("a", &user).unwrap();
+    let migration = rt.start("a", &balancer, "migrate").unwrap();
+    assert_eq!(state(&rt, "a"), "HALTED", "hidden_actions: status kept");
+    assert!(matches!(
+        rt.start("a", &balancer, "migrate"),
+        Err(RuntimeError::Busy { .. })
+    ));
+    let start = rt.start("a", &user, "start").unwrap();
+    assert_eq!(state(&rt, "a"), "STARTING");
+    migration.complete().unwrap();
+    let record = rt.get("a").unwrap();
+    assert!(record.hidden.is_none() && record.in_flight.is_some());
+    assert_eq!(
+        state(&rt, "a"),
+        "STARTING",
+        "hidden_actions: the user's action goes on"
+    );
+    start.complete().unwrap();
+    assert_eq!(state(&rt, "a"), "RUNNING");
+    check_history(rt.machine(), &rt.history("a").unwrap())
+        .expect("hidden_actions: a valid history");
+}
+
+/// `ids` lists every object, and only them.
+pub fn lists_objects<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    for id in ["x", "y", "z"] {
+        rt.create(id, &user).unwrap();
+    }
+    let mut ids: Vec<String> = rt
+        .store()
+        .ids()
+        .unwrap()
+        .iter()
+        .map(|id| id.to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["x", "y", "z"], "lists_objects");
+    assert!(rt.history("nobody").unwrap().is_empty(), "lists_objects");
+}
+
+/// The next event of `watcher`, waiting up to 10 s.
+fn next(watcher: &mut Watcher) -> Event {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match watcher.try_recv() {
+            Ok(Some(event)) => return event,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            other => panic!("watchers_see_writes_in_order: no event ({other:?})"),
+        }
+    }
+}
+
+/// A watcher sees every write from its subscription on, each object's in version
+/// order, with the write's history entry.
+pub fn watchers_see_writes_in_order<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    let mut all = rt.watch().unwrap();
+    let mut only_b = rt.watch().unwrap().only("b");
+    rt.create("a", &user).unwrap();
+    rt.create("b", &user).unwrap();
+    rt.run("b", &user, "start").unwrap();
+    let seen: Vec<(String, u64)> = (0..4)
+        .map(|_| next(&mut all))
+        .map(|e| (e.id.to_string(), e.entry.version))
+        .collect();
+    let b: Vec<u64> = seen
+        .iter()
+        .filter(|(id, _)| id == "b")
+        .map(|e| e.1)
+        .collect();
+    assert_eq!(b, [1, 2, 3], "watchers_see_writes_in_order: {seen:?}");
+    assert!(seen.contains(&("a".into(), 1)));
+    let event = next(&mut only_b);
+    assert_eq!(
+        (event.id.as_str(), event.entry.kind),
+        ("b", EntryKind::Created)
+    );
+    assert_eq!(rt.history("b").unwrap()[0], event.entry);
+}
+
+/// `threads` actors race on a few objects: every accepted action is in the
+/// histories, every history is a path, and every object is where its history ends.
+pub fn concurrent_actors_never_lose_a_write<S: Store>(store: S, threads: usize, attempts: usize) {
+    let rt = runtime(store);
+    let ids: Vec<String> = (0..5).map(|i| format!("obj-{i}")).collect();
+    let admin = Actor::new("admin");
+    for id in &ids {
+        rt.create(id.as_str(), &admin).unwrap();
+    }
+    let completed = AtomicUsize::new(0);
+    let actions = ["start", "stop", "resize", "reboot", "migrate"];
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (rt, ids, completed) = (&rt, &ids, &completed);
+            s.spawn(move || {
+                let actor = Actor::new(format!("actor-{t}"));
+                for i in 0..attempts {
+                    let id = ids[(i * 7 + t) % ids.len()].as_str();
+                    let action = actions[(i + t) % actions.len()];
+                    match rt.start(id, &actor, action) {
+                        Ok(flight) => {
+                            if flight.complete().is_ok() {
+                                completed.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        Err(e) if e.is_retryable() => {}
+                        Err(RuntimeError::NoRule { .. }) => {}
+                        Err(e) => panic!("concurrent: unexpected refusal: {e}"),
+                    }
+                }
+            });
+        }
+    });
+    let mut in_histories = 0;
+    for id in &ids {
+        let history = rt.history(id.as_str()).unwrap();
+        check_history(rt.machine(), &history).unwrap_or_else(|e| panic!("concurrent: {id}: {e}"));
+        let record = rt.get(id.as_str()).unwrap();
+        assert_eq!(
+            Some(record.state),
+            history.last().map(|e| e.to),
+            "concurrent: {id}"
+        );
+        assert_eq!(record.version, history.len() as u64, "concurrent: {id}");
+        in_histories += history
+            .iter()
+            .filter(|e| e.kind == EntryKind::Completed)
+            .count();
+    }
+    assert_eq!(
+        in_histories,
+        completed.load(Ordering::Relaxed),
+        "concurrent: every completed action is in a history, and only those"
+    );
+}

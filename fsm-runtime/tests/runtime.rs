@@ -1,0 +1,553 @@
+//! The runtime, one behaviour at a time: every refusal with its message, the
+//! outcomes of an action, abandoned handles, watchers, and the checks on histories.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use fsm_core::Machine;
+use fsm_runtime::{
+    Actor, EntryKind, Lagged, ManualClock, MemoryStore, Runtime, RuntimeError, check_history,
+};
+
+fn spec(path: &str) -> Machine {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../specs")
+        .join(path);
+    fsm_core::spec::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn vm() -> Runtime {
+    Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap()
+}
+
+fn names(rt: &Runtime, id: &str) -> Vec<(EntryKind, String, String)> {
+    let m = rt.machine();
+    rt.history(id)
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            (
+                e.kind,
+                m.state(e.from).name.to_string(),
+                m.state(e.to).name.to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_action_moves_through_its_transition_state_and_history_records_it() {
+    let rt = vm();
+    let alice = Actor::new("alice");
+    rt.create("vm-1", &alice).unwrap();
+    let deploy = rt.start("vm-1", &alice, "deploy").unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "DEPLOYING");
+    let record = rt.get("vm-1").unwrap();
+    let holder = record.in_flight.as_ref().unwrap();
+    assert_eq!(&*holder.actor, "alice");
+    assert_eq!(rt.machine().state(holder.origin).name, "VIRTUAL");
+    let done = deploy.complete().unwrap();
+    assert_eq!(rt.machine().state(done.state).name, "RUNNING");
+    assert_eq!(done.version, 3);
+    assert_eq!(done.in_flight, None);
+    assert_eq!(
+        names(&rt, "vm-1"),
+        [
+            (EntryKind::Created, "VIRTUAL".into(), "VIRTUAL".into()),
+            (EntryKind::Started, "VIRTUAL".into(), "DEPLOYING".into()),
+            (EntryKind::Completed, "DEPLOYING".into(), "RUNNING".into()),
+        ]
+    );
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+}
+
+#[test]
+fn back_to_origin_and_per_origin_targets_resolve_at_completion() {
+    let rt = vm();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    rt.run("vm-1", &a, "pause").unwrap();
+    let add = rt.start("vm-1", &a, "add_disk").unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "ADDING_DISK");
+    add.complete().unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "PAUSED");
+
+    let disks = Runtime::new(spec("ovc/disk.toml"), MemoryStore::new()).unwrap();
+    for (id, first, end) in [
+        ("d-1", "create", "DELETED"),
+        ("d-2", "assign", "TOBEDELETED"),
+    ] {
+        disks.create(id, &a).unwrap();
+        disks.run(id, &a, first).unwrap();
+        disks.run(id, &a, "delete").unwrap();
+        assert_eq!(disks.state_name(id).unwrap(), end);
+    }
+}
+
+#[test]
+fn a_failed_action_returns_to_its_origin() {
+    let rt = vm();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    let stop = rt.start("vm-1", &a, "stop").unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "STOPPING");
+    stop.fail().unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
+    assert_eq!(
+        names(&rt, "vm-1").last().unwrap(),
+        &(EntryKind::Failed, "STOPPING".into(), "RUNNING".into())
+    );
+}
+
+#[test]
+fn a_busy_object_refuses_every_action() {
+    let rt = vm();
+    let (a, b) = (Actor::new("alice"), Actor::new("bob"));
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    let _pause = rt.start("vm-1", &a, "pause").unwrap();
+    let err = rt.start("vm-1", &b, "stop").unwrap_err();
+    assert!(err.is_retryable());
+    assert_eq!(
+        err.to_string(),
+        "cannot execute action at this time: vm-1 is PAUSING while `pause` runs (held by alice)"
+    );
+}
+
+#[test]
+fn an_action_the_table_lacks_is_refused_with_its_origins() {
+    let rt = vm();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    let err = rt.start("vm-1", &a, "resume").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "vm-1: `resume` cannot start in VIRTUAL: it starts only from PAUSED"
+    );
+    assert!(!err.is_retryable());
+    let err = rt.start("vm-1", &a, "resum").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "machine `vm` has no action `resum`; did you mean `resume`?"
+    );
+    // Nothing was written by a refusal.
+    assert_eq!(rt.get("vm-1").unwrap().version, 1);
+}
+
+fn sabakan(keys_deleted: Arc<AtomicBool>) -> Runtime {
+    Runtime::builder(spec("sabakan/machine.toml"), MemoryStore::new())
+        .guard("keys_deleted", move |_| keys_deleted.load(Ordering::SeqCst))
+        .guard("restarted", |_| true)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn roles_guards_and_state_preserving_actions() {
+    let keys_deleted = Arc::new(AtomicBool::new(false));
+    let rt = sabakan(keys_deleted.clone());
+    let admin = Actor::new("ops").with_role("admin");
+    let controller = Actor::new("sabakan-controller").with_role("controller");
+    rt.create("m-1", &admin).unwrap();
+
+    let err = rt.start("m-1", &controller, "retire").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "sabakan-controller may not run `retire`: it needs the role admin"
+    );
+    rt.run("m-1", &admin, "retire").unwrap();
+
+    let err = rt
+        .start("m-1", &controller, "complete_retirement")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "guard `keys_deleted` refused `complete_retirement` on m-1: All disk encryption keys of the machine have been deleted"
+    );
+
+    // Deleting keys changes no state, but holds the machine while it runs.
+    let delete_keys = rt.start("m-1", &admin, "delete_keys").unwrap();
+    assert_eq!(rt.state_name("m-1").unwrap(), "Retiring");
+    assert!(matches!(
+        rt.start("m-1", &controller, "complete_retirement"),
+        Err(RuntimeError::Busy { .. })
+    ));
+    keys_deleted.store(true, Ordering::SeqCst);
+    assert_eq!(
+        rt.machine()
+            .state(delete_keys.complete().unwrap().state)
+            .name,
+        "Retiring"
+    );
+    rt.run("m-1", &controller, "complete_retirement").unwrap();
+    assert_eq!(rt.state_name("m-1").unwrap(), "Retired");
+    let err = rt.start("m-1", &admin, "add_key").unwrap_err();
+    assert!(matches!(err, RuntimeError::NoRule { .. }), "{err}");
+    check_history(rt.machine(), &rt.history("m-1").unwrap()).unwrap();
+}
+
+#[test]
+fn a_runtime_needs_every_guard_and_only_those() {
+    let err = Runtime::new(spec("sabakan/machine.toml"), MemoryStore::new()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "guard `keys_deleted` of machine `machine` has no implementation: add it with `.guard(\"keys_deleted\", ...)`"
+    );
+    let err = Runtime::builder(spec("ovc/vm.toml"), MemoryStore::new())
+        .guard("drained", |_| true)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.to_string(), "machine `vm` has no guard `drained`");
+}
+
+#[test]
+fn only_the_owner_of_a_state_moves_an_object_out_of_it() {
+    let m = fsm_core::spec::load_str(
+        "test.toml",
+        r#"
+        [machine]
+        name = "divider"
+        initial = "Init"
+        single_mutator = true
+        [roles]
+        divider-operator = "The Divider Operator"
+        bouncer-operator = "The Bouncer Operator"
+        [states]
+        Init = { owner = "bouncer-operator" }
+        Provisioned = { owner = "divider-operator" }
+        [actions]
+        provision = { from = "Init", to = "Provisioned" }
+        reset = { from = "Provisioned", to = "Init" }
+        "#,
+    )
+    .unwrap();
+    let rt = Runtime::new(m, MemoryStore::new()).unwrap();
+    let divider_op = Actor::new("divider-operator-0").with_role("divider-operator");
+    let bouncer_op = Actor::new("bouncer-operator-0").with_role("bouncer-operator");
+    rt.create("div-1", &divider_op).unwrap();
+    let err = rt.start("div-1", &divider_op, "provision").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "divider-operator-0 may not move div-1 out of Init: it is owned by bouncer-operator"
+    );
+    rt.run("div-1", &bouncer_op, "provision").unwrap();
+    assert!(matches!(
+        rt.start("div-1", &bouncer_op, "reset"),
+        Err(RuntimeError::NotOwner { .. })
+    ));
+    rt.run("div-1", &divider_op, "reset").unwrap();
+}
+
+#[test]
+fn create_not_found_and_exists() {
+    let rt = vm();
+    let a = Actor::new("a");
+    assert_eq!(rt.get("nope").unwrap_err().to_string(), "no object nope");
+    assert_eq!(
+        rt.start("nope", &a, "deploy").unwrap_err().to_string(),
+        "no object nope"
+    );
+    rt.create("vm-1", &a).unwrap();
+    assert_eq!(
+        rt.create("vm-1", &a).unwrap_err().to_string(),
+        "object vm-1 already exists (in VIRTUAL)"
+    );
+    assert_eq!(rt.history("vm-1").unwrap().len(), 1);
+}
+
+#[test]
+fn a_lost_race_is_a_conflict_carrying_what_was_found() {
+    // A guard that, the first time it runs, lets another actor start an action on
+    // the same object: the write of the first start then finds the object changed.
+    let runtime: Arc<OnceLock<Runtime>> = Arc::new(OnceLock::new());
+    let raced = Arc::new(AtomicBool::new(false));
+    let m = fsm_core::spec::load_str(
+        "test.toml",
+        r#"
+        [machine]
+        name = "vm"
+        initial = "HALTED"
+        [guards]
+        capacity = "The host has room"
+        [states]
+        HALTED = "Off"
+        STARTING = { transition = true }
+        STOPPING = { transition = true }
+        RUNNING = "On"
+        [actions]
+        start = { from = "HALTED", via = "STARTING", to = "RUNNING", guards = "capacity" }
+        scrub = { from = "HALTED", via = "STOPPING", to = "HALTED" }
+        stop = { from = "RUNNING", to = "HALTED" }
+        "#,
+    )
+    .unwrap();
+    let rt = Runtime::builder(m, MemoryStore::new())
+        .guard("capacity", {
+            let (runtime, raced) = (runtime.clone(), raced.clone());
+            move |ctx| {
+                if !raced.swap(true, Ordering::SeqCst) {
+                    let rt = runtime.get().unwrap();
+                    let scrub = rt.start(ctx.id, &Actor::new("bob"), "scrub").unwrap();
+                    std::mem::forget(scrub);
+                }
+                true
+            }
+        })
+        .build()
+        .unwrap();
+    runtime.set(rt.clone()).unwrap();
+    rt.create("vm-1", &Actor::new("alice")).unwrap();
+    let err = rt.start("vm-1", &Actor::new("alice"), "start").unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::Conflict {
+            id: "vm-1".into(),
+            expected_state: "HALTED".into(),
+            expected_version: 1,
+            found: Some(("STOPPING".into(), 2)),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "409 Conflict: vm-1 was expected in HALTED at version 1, found STOPPING at version 2"
+    );
+    assert!(err.is_retryable());
+    // Bob's start stands, alone.
+    assert_eq!(rt.get("vm-1").unwrap().version, 2);
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+}
+
+#[test]
+fn a_dropped_handle_is_recorded_as_abandoned_and_healed_by_compare_and_set() {
+    let clock = Arc::new(ManualClock::new(SystemTime::UNIX_EPOCH));
+    let rt = Runtime::builder(spec("ovc/vm.toml"), MemoryStore::new())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let (a, healer) = (Actor::new("worker-3"), Actor::new("healer"));
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    clock.advance(Duration::from_secs(60));
+    drop(rt.start("vm-1", &a, "reboot").unwrap());
+
+    let record = rt.get("vm-1").unwrap();
+    assert_eq!(rt.machine().state(record.state).name, "REBOOTING");
+    let holder = record.in_flight.clone().unwrap();
+    assert!(holder.abandoned);
+    assert_eq!(
+        holder.since,
+        SystemTime::UNIX_EPOCH + Duration::from_secs(60)
+    );
+    assert_eq!(
+        rt.start("vm-1", &a, "stop").unwrap_err().to_string(),
+        "cannot execute action at this time: vm-1 is REBOOTING while `reboot` runs (abandoned by worker-3)"
+    );
+
+    // A rollback against a stale read writes nothing.
+    let stale = rt.history("vm-1").unwrap().len();
+    let mut old = record.clone();
+    old.version -= 1;
+    assert!(matches!(
+        rt.roll_back("vm-1", &old, &healer),
+        Err(RuntimeError::Conflict { .. })
+    ));
+    assert_eq!(rt.history("vm-1").unwrap().len(), stale);
+
+    let healed = rt.roll_back("vm-1", &record, &healer).unwrap();
+    assert_eq!(rt.machine().state(healed.state).name, "RUNNING");
+    assert_eq!(
+        rt.roll_back("vm-1", &healed, &healer)
+            .unwrap_err()
+            .to_string(),
+        "no visible action is in flight on vm-1 (in RUNNING): nothing to roll back"
+    );
+    let kinds: Vec<_> = names(&rt, "vm-1").into_iter().map(|e| e.0).collect();
+    assert_eq!(
+        kinds,
+        [
+            EntryKind::Created,
+            EntryKind::Started,
+            EntryKind::Completed,
+            EntryKind::Started,
+            EntryKind::Abandoned,
+            EntryKind::Healed
+        ]
+    );
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+}
+
+#[test]
+fn a_panic_inside_an_action_leaves_it_abandoned_not_lost() {
+    let rt = vm();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    let worker = {
+        let rt = rt.clone();
+        std::thread::spawn(move || {
+            let _stop = rt.start("vm-1", &Actor::new("worker"), "stop").unwrap();
+            panic!("the hypervisor went away");
+        })
+    };
+    assert!(worker.join().is_err());
+    let record = rt.get("vm-1").unwrap();
+    assert_eq!(rt.machine().state(record.state).name, "STOPPING");
+    assert!(record.in_flight.unwrap().abandoned);
+}
+
+#[test]
+fn completing_after_a_rollback_is_a_conflict_and_writes_nothing() {
+    let rt = vm();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    let slow = rt.start("vm-1", &a, "stop").unwrap();
+    let record = rt.get("vm-1").unwrap();
+    rt.roll_back("vm-1", &record, &Actor::new("healer"))
+        .unwrap();
+    let err = slow.complete().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "409 Conflict: vm-1 was expected in STOPPING at version 4, found RUNNING at version 5"
+    );
+    assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+}
+
+#[test]
+fn watchers_see_every_write_in_order_and_a_slow_one_is_told_it_lagged() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), MemoryStore::with_watch_capacity(4)).unwrap();
+    let a = Actor::new("a");
+    let mut all = rt.watch().unwrap();
+    let mut one = rt.watch().unwrap().only("vm-2");
+    rt.create("vm-1", &a).unwrap();
+    rt.create("vm-2", &a).unwrap();
+    rt.run("vm-2", &a, "deploy").unwrap();
+
+    let mut seen = Vec::new();
+    while let Some(e) = all.try_recv().unwrap() {
+        seen.push((e.id.to_string(), e.entry.version, e.entry.kind));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("vm-1".into(), 1, EntryKind::Created),
+            ("vm-2".into(), 1, EntryKind::Created),
+            ("vm-2".into(), 2, EntryKind::Started),
+            ("vm-2".into(), 3, EntryKind::Completed),
+        ]
+    );
+    assert_eq!(one.recv().unwrap().entry.kind, EntryKind::Created);
+
+    // `one` has read 2 of 4; six more writes overflow its buffer of 4.
+    for _ in 0..3 {
+        rt.run("vm-2", &a, "reboot").unwrap();
+    }
+    let lag = one.try_recv().unwrap_err();
+    assert_eq!(lag, Lagged::Missed { missed: 4 });
+    assert_eq!(lag.to_string(), "watcher lagged behind and missed 4 events");
+    // Reading goes on with the oldest event still buffered.
+    let next = one.try_recv().unwrap().unwrap();
+    assert_eq!(next.entry.version, 6);
+    drop(rt);
+}
+
+#[test]
+fn history_checks_catch_what_the_runtime_never_writes() {
+    let rt = vm();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    let good = rt.history("vm-1").unwrap();
+    check_history(rt.machine(), &good).unwrap();
+
+    let mut gap = good.clone();
+    gap[2].version = 4;
+    assert_eq!(
+        check_history(rt.machine(), &gap).unwrap_err().to_string(),
+        "history entry 2 (version 4): version 4 where 3 was due"
+    );
+    let mut jump = good.clone();
+    jump[2].to = rt.machine().find_state("HALTED").unwrap();
+    assert_eq!(
+        check_history(rt.machine(), &jump).unwrap_err().to_string(),
+        "history entry 2 (version 3): Completed `deploy` led to HALTED rather than RUNNING"
+    );
+    let mut twice = good.clone();
+    twice[2] = twice[1].clone();
+    twice[2].version = 3;
+    twice[2].from = twice[1].to;
+    assert!(check_history(rt.machine(), &twice).is_err());
+}
+
+#[test]
+fn a_bounded_history_keeps_the_latest_entries() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new().keep_history(3)).unwrap();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    rt.run("vm-1", &a, "reboot").unwrap();
+    let versions: Vec<_> = rt
+        .history("vm-1")
+        .unwrap()
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(versions, [3, 4, 5]);
+    assert_eq!(rt.get("vm-1").unwrap().version, 5);
+}
+
+/// A store whose backend is down: every call fails, retryably.
+struct Down;
+
+impl fsm_runtime::Store for Down {
+    fn load(
+        &self,
+        _: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Record>, fsm_runtime::StoreError> {
+        Err(fsm_runtime::StoreError::Unavailable {
+            message: "connection refused (127.0.0.1:2379)".into(),
+            retryable: true,
+        })
+    }
+    fn commit(&self, _: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
+        self.load(&"x".into()).map(|_| ())
+    }
+    fn history(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Vec<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.load(id).map(|_| Vec::new())
+    }
+    fn ids(&self) -> Result<Vec<fsm_runtime::ObjectId>, fsm_runtime::StoreError> {
+        self.load(&"x".into()).map(|_| Vec::new())
+    }
+    fn watch(&self) -> Result<fsm_runtime::Watcher, fsm_runtime::StoreError> {
+        Err(self.load(&"x".into()).unwrap_err())
+    }
+}
+
+#[test]
+fn a_failing_store_gives_a_typed_retryable_error() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Down).unwrap();
+    let a = Actor::new("a");
+    for err in [
+        rt.create("vm-1", &a).unwrap_err(),
+        rt.start("vm-1", &a, "deploy").unwrap_err(),
+        rt.watch().unwrap_err(),
+        fsm_runtime::Healer::new(std::time::Duration::from_secs(1))
+            .heal(&rt)
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, RuntimeError::Store(_)), "{err:?}");
+        assert!(err.is_retryable());
+        assert_eq!(
+            err.to_string(),
+            "store unavailable: connection refused (127.0.0.1:2379)"
+        );
+    }
+}
