@@ -18,7 +18,7 @@
 //!   timed).
 //!
 //! Each figure is the median of several runs; the ratios are against rust-fsm's.
-//! `FSM_COMPILE_RUNS` sets the number of runs (default 5 rebuilds, 3 cold builds).
+//! `FSM_COMPILE_RUNS` sets the number of runs (default 9 rebuilds, 3 cold builds).
 //! A breakdown follows: the derived crate with each opt-in item added.
 
 use std::fmt::Write as _;
@@ -193,31 +193,38 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
-/// The median of `runs` builds of the crate alone, its dependencies built.
-fn rebuild(dir: &Path, target: &Path, runs: usize) -> Duration {
-    cargo_build(dir, target);
+/// The package name in `dir`'s manifest.
+fn package(dir: &Path) -> String {
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    let name = manifest
+    manifest
         .lines()
         .find_map(|l| l.strip_prefix("name = \""))
         .and_then(|l| l.strip_suffix('"'))
         .expect("a package name")
-        .to_owned();
-    median(
-        (0..runs)
-            .map(|_| {
-                let status =
-                    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-                        .current_dir(dir)
-                        .env("CARGO_TARGET_DIR", target)
-                        .args(["clean", "--quiet", "--offline", "-p", &name])
-                        .status()
-                        .expect("run cargo clean");
-                assert!(status.success());
-                cargo_build(dir, target)
-            })
-            .collect(),
-    )
+        .to_owned()
+}
+
+/// For each crate, the median of `runs` builds of the crate alone after `cargo
+/// clean -p`, its dependencies built. The crates take turns, so that a drift of the
+/// machine's speed touches them all alike.
+fn rebuilds(dirs: &[&Path], target: &Path, runs: usize) -> Vec<Duration> {
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); dirs.len()];
+    for dir in dirs {
+        cargo_build(dir, target);
+    }
+    for _ in 0..runs {
+        for (i, dir) in dirs.iter().enumerate() {
+            let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+                .current_dir(dir)
+                .env("CARGO_TARGET_DIR", target)
+                .args(["clean", "--quiet", "--offline", "-p", &package(dir)])
+                .status()
+                .expect("run cargo clean");
+            assert!(status.success());
+            times[i].push(cargo_build(dir, target));
+        }
+    }
+    times.into_iter().map(median).collect()
 }
 
 /// The median of `runs` builds from an empty target directory.
@@ -242,8 +249,8 @@ fn main() {
     let runs: usize = std::env::var("FSM_COMPILE_RUNS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
-    let cold_runs = runs.div_ceil(2).max(1);
+        .unwrap_or(9);
+    let cold_runs = runs.div_ceil(3).max(1);
     let base =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from);
     let work = base.join("compile-time");
@@ -302,12 +309,13 @@ fn main() {
         "{:<24} {:>10} {:>10} {:>12} {:>10}",
         "", "rebuild", "÷ rust-fsm", "cold build", "÷ rust-fsm"
     );
-    let mut results = Vec::new();
-    for (name, dir) in &crates {
-        let r = rebuild(dir, &warm, runs);
-        let c = cold(dir, cold_runs);
-        results.push((name, r, c));
-    }
+    let dirs: Vec<&Path> = crates.iter().map(|(_, d)| d.as_path()).collect();
+    let rebuilt = rebuilds(&dirs, &warm, runs);
+    let results: Vec<_> = crates
+        .iter()
+        .zip(rebuilt)
+        .map(|((name, dir), r)| (name, r, cold(dir, cold_runs)))
+        .collect();
     let (_, base_r, base_c) = results[1];
     for (name, r, c) in &results {
         println!(
@@ -320,30 +328,26 @@ fn main() {
         );
     }
 
-    // What each opt-in item adds to the derived crate's rebuild.
+    // What each opt-in item adds to the derived crate's rebuild, measured beside
+    // the default crate.
     println!("\nfsm derive, rebuild with each opt-in item");
-    let extras = [
-        ("default items", ""),
-        ("+ markers (typed moves)", ", markers"),
-    ];
-    let (_, base_derived, _) = results[3];
-    for (name, settings) in extras {
-        let dir = work.join(format!(
-            "derived_{}",
-            name.split_whitespace().last().unwrap()
-        ));
-        write_crate(
-            &dir,
-            "generated_derived_extra",
-            &fsm,
-            &[("src/lib.rs", derived_inline(&table, settings))],
-        );
-        let r = rebuild(&dir, &warm, runs);
+    let markers = work.join("derived_markers");
+    write_crate(
+        &markers,
+        "generated_derived_markers",
+        &fsm,
+        &[("src/lib.rs", derived_inline(&table, ", markers"))],
+    );
+    let pair = rebuilds(&[&crates[3].1, &markers], &warm, runs);
+    for (name, r) in [
+        ("default items", pair[0]),
+        ("+ markers (typed moves)", pair[1]),
+    ] {
         println!(
             "{:<28} {:>8.2} s {:>8.2} × default",
             name,
             r.as_secs_f64(),
-            r.as_secs_f64() / base_derived.as_secs_f64()
+            r.as_secs_f64() / pair[0].as_secs_f64()
         );
     }
 }

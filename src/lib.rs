@@ -58,8 +58,9 @@
 //! # }
 //! ```
 //!
-//! Or from a spec file, whose path is relative to the crate's `Cargo.toml` (or to
-//! the directory in the `FSM_SPEC_DIR` environment variable, when set); the
+//! Or, with the `toml` feature, from a spec file, whose path is relative to the
+//! crate's `Cargo.toml` (or to the directory in the `FSM_SPEC_DIR` environment
+//! variable, when set); the
 //! variants must match the spec's states one to one (`ADDING_DISK` matches
 //! `AddingDisk`, ignoring case, `_` and `-`), and editing the file rebuilds the crate:
 //!
@@ -88,7 +89,7 @@
 //! | `guards(name = "what must hold")` | declared guards |
 //! | `action(name, from = A \| [A, B], via = T, to = B, to_origin, to(A = X, B = Y), roles = r, guards = [g], hidden, description = "...")` | an action |
 //! | `actions = Name` | the generated action enum's name (default: `{Enum}Action`) |
-//! | `markers = name` | the generated marker module's name (default: the enum's name in snake_case) |
+//! | `markers`, `markers = name` | generate the marker module for typed moves, named `name` (default: the enum's name in snake_case); off by default, as it costs a type per state and an impl per move |
 //! | `crate = "path"` | where the `fsm` crate is, if renamed |
 //!
 //! On a variant: `transition`, `terminal`, `persisted = false`, `owner = role`,
@@ -97,26 +98,42 @@
 //!
 //! ## What is generated
 //!
-//! On the enum (`Vm` above): `ALL`, `name`, `id`, `from_id`, `initial`, `is_static`,
-//! `is_transition`, `is_terminal`, `const fn can_transition`, `const fn step` (the
-//! [`Step`] that allows a move), `const fn validate_transition`, `successors`,
-//! `actions_from`, `from_name`, `machine()` (the checked [`Machine`] as a `static`),
-//! `mermaid()`, `dot()`, `plantuml()`, and an implementation of
-//! [`typed::StateMachine`].
+//! Data, and a few `const fn`s: the derive writes the machine's tables and the
+//! checked machine; the methods come from the traits [`StateMachine`] and
+//! [`ActionEnum`] (bring them in with `use fsm::prelude::*;`), so a crate compiles
+//! only the methods it calls.
 //!
-//! An action enum (`VmAction`) with `ALL`, `name`, `origins`, `via`, `target_from`,
-//! `changes_state`, `is_hidden`, `roles`, `guards` and `plan`.
+//! On the enum (`Vm` above), usable in `const` context: `ALL`, `id`, `name`,
+//! `can_transition` (one load and a shift from a bit table) and
+//! `validate_transition`. From [`StateMachine`]: `machine()` (the checked
+//! [`Machine`], decoded on first use), `initial`, `is_static`, `is_transition`,
+//! `is_terminal`, `from_id`, `from_name`, `move_between` (the [`Move`] that allows
+//! `from → to`), `successors`, `actions_from`, `mermaid()`, `dot()`, `plantuml()`.
 //!
-//! `From<Vm> for StateId` and `From<VmAction> for ActionId`, so the
-//! [`runtime`] takes derived states and actions (`runtime.start(id, &actor,
-//! VmAction::Resize)`).
+//! An action enum (`VmAction`) with `ALL` and `id`; from [`ActionEnum`]: `name`,
+//! `origins`, `via`, `target_from`, `changes_state`, `is_hidden`, `roles`, `guards`
+//! and `plan`.
 //!
-//! A module of marker types (`vm::Running`, ...) implementing [`typed::MoveTo`] for
-//! exactly the allowed moves, so [`typed::checked_move`] compiles only for those.
+//! `From<Vm> for StateId` and `From<VmAction> for ActionId`, so the runtime takes
+//! derived states and actions (`runtime.start(id, &actor, VmAction::Resize)`).
 //!
-//! The table part is plain `match`es and `const` slices, no allocation; serde and
-//! strum derives work on the same enum (`#[serde(rename_all = "SCREAMING_SNAKE_CASE")]`
-//! makes OVC states serialize as the spec spells them).
+//! With `markers`, a module of marker types (`vm::Running`, ...) implementing
+//! [`typed::MoveTo`] for exactly the allowed moves, so [`typed::checked_move`]
+//! compiles only for those.
+//!
+//! Serde and strum derives work on the same enum
+//! (`#[serde(rename_all = "SCREAMING_SNAKE_CASE")]` makes OVC states serialize as
+//! the spec spells them).
+//!
+//! ## Features
+//!
+//! | feature | what it adds |
+//! |---|---|
+//! | (none) | the derive with its table in attributes, the checked model, diagrams, test paths |
+//! | `toml` | TOML spec files: `#[fsm(spec = "...")]` and `fsm::spec` to load one at run time |
+//! | `runtime` | `fsm::runtime`: one action at a time per object, queues, healing (the `fsm-runtime` crate) |
+//! | `testing` | `testing`: a model-based test harness for your own system |
+//! | `proptest` | `strategy`: proptest strategies over any derived machine |
 
 /// The trait the derive implements on the generated action enum.
 pub use fsm_core::typed::ActionEnum;

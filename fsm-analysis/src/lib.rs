@@ -2,10 +2,10 @@
 //!
 //! [`check`] takes a [`MachineDef`] from any front end (a TOML spec file, the derive
 //! macro, code), resolves its names ([`resolve`](self) stage), runs every rule, one
-//! function per [`Lint`] (`lints.rs`), and, when nothing is wrong, builds the
+//! function per `Lint` (`lints.rs`), and, when nothing is wrong, builds the
 //! checked [`Machine`]. Every finding is reported, not only the first, at the
-//! [`Site`](fsm_model::Site) at fault; each front end maps sites to its own places
-//! and says the [`Help`](fsm_model::Help) in its own syntax.
+//! `Site` at fault; each front end maps sites to its own places
+//! and says the `Help` in its own syntax.
 //!
 //! These checks are the single statement of what a valid machine is: `fsm check`
 //! runs them on spec files and the derive runs them on its attributes.

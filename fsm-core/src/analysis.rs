@@ -14,7 +14,7 @@ mod text {
     use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 
     use super::{Diagnostic, Severity};
-    use crate::spec::SourceMap;
+    use fsm_toml::SourceMap;
 
     /// The text findings are rendered against.
     #[derive(Debug, Clone)]

@@ -7,6 +7,7 @@
 //! - [`analysis`]: every check a machine must pass, findings rendered like rustc's.
 //! - [`rules`]: what a machine allows, stated once ([`Rule`], [`Move`]).
 //! - [`render`]: Mermaid, Graphviz DOT and PlantUML diagrams, and the seed-style table.
+//! - [`evolve`]: what a change of spec means for stored objects.
 //! - [`paths`]: test paths, the shortest to every state and a set covering every rule.
 //! - [`typed`]: the [`typed::StateMachine`] trait `#[derive(StateMachine)]`
 //!   implements, and marker types that check moves at compile time.
@@ -27,6 +28,7 @@
 //! ```
 
 pub mod analysis;
+pub mod evolve;
 pub mod paths;
 pub mod render;
 #[cfg(feature = "toml")]

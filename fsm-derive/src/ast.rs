@@ -11,7 +11,7 @@ use fsm_model::{ActionDef, Machine, MachineDef, NamedDef, Site, StateDef, StateK
 use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::attr::{self, Body, Item, Value};
-use crate::check::{self, Places};
+use crate::check::{self, Places, Source};
 use crate::ctxt::Errors;
 
 /// A derive input that passed every check.
@@ -32,15 +32,6 @@ pub struct Input {
     /// explicit discriminant, so that `self as usize` is the state's id.
     pub in_order: bool,
     /// The spec file, so that editing it rebuilds the user's crate.
-    pub spec_file: Option<PathBuf>,
-}
-
-/// The definition read from the input, and where each part of it was written.
-pub struct Source {
-    pub def: MachineDef,
-    pub places: Places,
-    /// The variant of each state of `def`, where one was found.
-    pub variant_of: Vec<Option<Ident>>,
     pub spec_file: Option<PathBuf>,
 }
 

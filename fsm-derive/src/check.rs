@@ -20,7 +20,41 @@ pub enum Places {
     },
     /// A spec file: findings say file, line and column, at the `spec = "..."` token.
     #[cfg(feature = "toml")]
-    File(crate::spec_file::SpecText),
+    File(SpecText),
+}
+
+/// A definition read from the input, and where each part of it was written.
+pub struct Source {
+    pub def: MachineDef,
+    pub places: Places,
+    /// The variant of each state of `def`, where one was found.
+    pub variant_of: Vec<Option<proc_macro2::Ident>>,
+    pub spec_file: Option<std::path::PathBuf>,
+}
+
+#[cfg(feature = "toml")]
+/// A spec file's text and where its sites are.
+pub struct SpecText {
+    pub shown_path: String,
+    pub text: String,
+    pub map: fsm_toml::SourceMap,
+    pub literal: Span,
+}
+
+#[cfg(feature = "toml")]
+impl SpecText {
+    /// The `spec = "..."` token, and the message prefixed with file, line and column.
+    pub fn resolve(&self, site: &Site, message: String) -> (Span, String) {
+        let prefix = match self
+            .map
+            .span(site)
+            .map(|span| fsm_toml::Location::of(&self.text, span))
+        {
+            Some(l) => format!("{}:{}:{}", self.shown_path, l.line, l.column),
+            None => self.shown_path.clone(),
+        };
+        (self.literal, format!("{prefix}: {message}"))
+    }
 }
 
 impl Places {

@@ -56,8 +56,8 @@ pub fn expand(input: &Input) -> Result<TokenStream, Errors> {
     // asked of the machine itself, at run time.
     let words = n_states.div_ceil(64).max(1);
     let mut bits = vec![vec![0u64; words]; n_states];
-    for from in m.state_ids() {
-        for to in m.successors(from) {
+    for rule in m.rules() {
+        for (from, to, _) in rule.moves() {
             bits[from.0][to.0 / 64] |= 1 << (to.0 % 64);
         }
     }

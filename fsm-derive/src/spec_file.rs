@@ -4,37 +4,13 @@
 use std::path::PathBuf;
 
 use crate::input::Variant as EnumVariant;
-use fsm_model::{MachineDef, Site};
-use fsm_toml::{Location, SourceMap};
+use fsm_model::MachineDef;
+use fsm_toml::SourceMap;
 use proc_macro2::{Ident, Span};
 
-use crate::ast::Source;
 use crate::attr::{Body, Item};
-use crate::check::Places;
+use crate::check::{Places, Source, SpecText};
 use crate::ctxt::{Error, Errors};
-
-/// A spec file's text and where its sites are.
-pub struct SpecText {
-    pub shown_path: String,
-    pub text: String,
-    pub map: SourceMap,
-    pub literal: Span,
-}
-
-impl SpecText {
-    /// The `spec = "..."` token, and the message prefixed with file, line and column.
-    pub fn resolve(&self, site: &Site, message: String) -> (Span, String) {
-        let prefix = match self
-            .map
-            .span(site)
-            .map(|span| Location::of(&self.text, span))
-        {
-            Some(l) => format!("{}:{}:{}", self.shown_path, l.line, l.column),
-            None => self.shown_path.clone(),
-        };
-        (self.literal, format!("{prefix}: {message}"))
-    }
-}
 
 /// Spec paths are relative to `FSM_SPEC_DIR` when set (for builds that move sources
 /// away from `Cargo.toml`, and for compile-fail tests), else to the crate's

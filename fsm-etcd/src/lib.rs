@@ -3,11 +3,14 @@
 //! one.
 //!
 //! ```no_run
-//! use fsm_runtime::{Actor, Runtime};
+//! use std::time::Duration;
 //! use fsm_etcd::EtcdStore;
+//! use fsm_runtime::{Actor, Runtime};
 //!
+//! let store = EtcdStore::builder(["10.0.0.5:2379"], "/sabakan/machines/")
+//!     .lease_ttl(Duration::from_secs(10))
+//!     .connect()?;
 //! let machine = fsm_core::spec::load("specs/sabakan/machine.toml")?;
-//! let store = EtcdStore::connect(["127.0.0.1:2379"], "/sabakan/machines/")?;
 //! let machines = Runtime::builder(machine, store)
 //!     .guard("keys_deleted", |_| true)
 //!     .guard("restarted", |_| true)
@@ -366,7 +369,7 @@ impl EtcdStore {
 impl Store for EtcdStore {
     fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
         let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
-        if codec.fingerprint() == machine.fingerprint() {
+        if codec.fingerprint() == fsm_core::evolve::fingerprint(machine) {
             return Ok(());
         }
         Err(StoreError::Incompatible {

@@ -282,33 +282,47 @@ impl Machine {
     /// no move. Roles and guards are not consulted: the runtime checks them when an
     /// action starts.
     pub fn move_between(&self, from: StateId, to: StateId) -> Option<Move> {
-        let rules: Box<dyn Iterator<Item = Rule>> = if self.state(from).is_transition() {
-            Box::new(self.rules_via(from))
-        } else {
-            Box::new(self.rules_from(from))
-        };
-        rules
-            .flat_map(|r| r.moves())
-            .find(|&(f, t, _)| f == from && t == to)
-            .map(|(_, _, m)| m)
+        let mut found = None;
+        self.each_move_from(from, |t, m| {
+            if t == to && found.is_none() {
+                found = Some(m);
+            }
+        });
+        found
+    }
+
+    /// Calls `each(to, move)` for every move leaving `from`, in table order: from a
+    /// transition state, the rules through it finish; from a static state, its
+    /// rules start, or run whole.
+    fn each_move_from(&self, from: StateId, mut each: impl FnMut(StateId, Move)) {
+        let transition = self.state(from).is_transition();
+        for a in self.action_ids() {
+            if transition && self.action(a).via != Some(from) {
+                continue;
+            }
+            for rule in self.rules_of(a) {
+                if transition || rule.origin == from {
+                    for (f, t, m) in rule.moves() {
+                        if f == from {
+                            each(t, m);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Every move one rule allows from `from`, in the order of the target states,
     /// each target once with the move [`Machine::move_between`] answers for it.
     pub fn moves_from(&self, from: StateId) -> Vec<(StateId, Move)> {
-        let rules: Box<dyn Iterator<Item = Rule>> = if self.state(from).is_transition() {
-            Box::new(self.rules_via(from))
-        } else {
-            Box::new(self.rules_from(from))
-        };
-        let mut moves: Vec<(StateId, Move)> = Vec::new();
-        for (f, t, m) in rules.flat_map(|r| r.moves()) {
-            if f == from && !moves.iter().any(|&(seen, _)| seen == t) {
-                moves.push((t, m));
-            }
-        }
-        moves.sort_by_key(|&(t, _)| t);
-        moves
+        // The first move to each target, in target order.
+        let mut first: Vec<Option<Move>> = vec![None; self.states().len()];
+        self.each_move_from(from, |t, m| {
+            first[t.0].get_or_insert(m);
+        });
+        (0..first.len())
+            .filter_map(|t| first[t].map(|m| (StateId(t), m)))
+            .collect()
     }
 
     /// The states one move leads to from `from`, each once, in state order.

@@ -30,7 +30,7 @@ pub struct StoredRecord {
     /// The hidden action in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<StoredHolder>,
-    /// The fingerprint of the spec that wrote it ([`Machine::fingerprint`]).
+    /// The fingerprint of the spec that wrote it ([`fsm_core::evolve::fingerprint`]).
     pub spec: String,
 }
 
@@ -112,7 +112,7 @@ impl Codec {
             .collect();
         Codec {
             machine: machine.name().to_owned(),
-            fingerprint: machine.fingerprint(),
+            fingerprint: fsm_core::evolve::fingerprint(machine),
             states: machine
                 .state_ids()
                 .map(|s| (machine.state(s).name.to_string(), s))

@@ -1,0 +1,336 @@
+//! The layers of ARCHITECTURE.md, held: no crate depends on a layer above it, the
+//! derive's dependency tree and the facade's default tree hold no runtime and no
+//! gRPC, and no crate's modules import each other in a cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Each crate of the workspace and its layer; a crate may depend only on crates of
+/// lower layers.
+const LAYERS: &[(&str, u32)] = &[
+    ("fsm-model", 0),
+    ("fsm-toml", 1),
+    ("fsm-analysis", 1),
+    ("fsm-core", 2),
+    ("fsm-derive", 2),
+    ("fsm-runtime", 3),
+    ("fsm-cli", 3),
+    ("fsm-etcd", 4),
+    ("fsm", 5),
+];
+
+/// Crates the table layers must never pull in, by name or name prefix.
+const HEAVY: &[&str] = &[
+    "tokio",
+    "dashmap",
+    "tracing",
+    "tonic",
+    "prost",
+    "etcd-client",
+    "h2",
+    "hyper",
+    "fsm-runtime",
+    "fsm-etcd",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn metadata() -> Value {
+    let out = cargo()
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+}
+
+fn layer(name: &str) -> Option<u32> {
+    LAYERS.iter().find(|(n, _)| *n == name).map(|&(_, l)| l)
+}
+
+#[test]
+fn every_workspace_crate_has_a_layer() {
+    let meta = metadata();
+    let members: BTreeSet<String> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"].is_null())
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    let listed: BTreeSet<String> = LAYERS.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(
+        members, listed,
+        "a crate was added or removed: give it a layer here and in ARCHITECTURE.md"
+    );
+}
+
+#[test]
+fn no_crate_depends_on_a_layer_above_it() {
+    let meta = metadata();
+    let mut wrong = Vec::new();
+    for package in meta["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        let Some(own) = layer(name) else { continue };
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            // Dev-dependencies (tests, benches) may reach up; the code may not.
+            if dep["kind"].as_str() == Some("dev") {
+                continue;
+            }
+            if let Some(theirs) = layer(dep_name) {
+                if theirs >= own && dep_name != name {
+                    wrong.push(format!(
+                        "{name} (layer {own}) depends on {dep_name} (layer {theirs})"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// The crates `cargo tree` resolves for `package` with `features`, normal and build
+/// dependencies, as a build of that package alone would compile them.
+fn tree(package: &str, features: &[&str]) -> BTreeSet<String> {
+    let mut cmd = cargo();
+    cmd.args([
+        "tree",
+        "--offline",
+        "-p",
+        package,
+        "-e",
+        "normal,build",
+        "--prefix",
+        "none",
+    ]);
+    cmd.args(["--format", "{p}"]);
+    if !features.is_empty() {
+        cmd.args(["--features", &features.join(",")]);
+    }
+    let out = cmd.output().expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+fn heavy(tree: &BTreeSet<String>) -> Vec<&String> {
+    tree.iter()
+        .filter(|c| {
+            HEAVY
+                .iter()
+                .any(|h| *c == h || c.starts_with(&format!("{h}-")))
+        })
+        .collect()
+}
+
+#[test]
+fn the_derive_compiles_no_runtime_and_no_grpc() {
+    for features in [&[][..], &["toml"][..]] {
+        let tree = tree("fsm-derive", features);
+        assert!(tree.contains("fsm-analysis"), "{tree:?}");
+        assert_eq!(heavy(&tree), Vec::<&String>::new(), "features {features:?}");
+    }
+}
+
+#[test]
+fn a_crate_that_only_derives_compiles_no_runtime() {
+    let default = tree("fsm", &[]);
+    assert!(
+        default.contains("fsm-derive") && default.contains("fsm-core"),
+        "{default:?}"
+    );
+    assert_eq!(heavy(&default), Vec::<&String>::new());
+    // Spec files add the TOML parser, nothing of the runtime.
+    let with_toml = tree("fsm", &["toml"]);
+    assert!(with_toml.contains("fsm-toml"));
+    assert_eq!(heavy(&with_toml), Vec::<&String>::new());
+    // And the test is able to see a runtime when one is asked for.
+    assert!(tree("fsm", &["runtime"]).contains("tokio"));
+}
+
+#[test]
+fn the_cli_uses_the_table_layers_only() {
+    let tree = tree("fsm-cli", &[]);
+    assert_eq!(heavy(&tree), Vec::<&String>::new());
+}
+
+/// The top-level module a `crate::` or `super::` path names, seen from `module`.
+fn modules_named(text: &str, module: &str, nested: bool) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in text.match_indices("crate::") {
+        // `$crate::` and `fsm_crate::` are not paths into this crate.
+        if text[..i].ends_with(['$', '_']) || text[..i].ends_with(|c: char| c.is_alphanumeric()) {
+            continue;
+        }
+        let rest = &text[i + "crate::".len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            out.insert(name);
+        }
+    }
+    // In a file of a module with children (`render/dot.rs`), `super::` is the module.
+    if !nested {
+        for (i, _) in text.match_indices("super::") {
+            if text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = &text[i + "super::".len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != "super" {
+                out.insert(name);
+            }
+        }
+    }
+    out.remove(module);
+    out
+}
+
+/// For each top-level module of the crate in `src`, the top-level modules it uses.
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut files = Vec::new();
+    let mut dirs = vec![src.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let tops: BTreeSet<String> = files
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(src).unwrap();
+            let first = rel
+                .components()
+                .next()
+                .unwrap()
+                .as_os_str()
+                .to_string_lossy();
+            first.trim_end_matches(".rs").to_owned()
+        })
+        .collect();
+    for file in &files {
+        let rel = file.strip_prefix(src).unwrap();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_owned();
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let nested = rel.components().count() > 1;
+        let text = std::fs::read_to_string(file).unwrap();
+        // Tests inside a module may reach anywhere.
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let used = modules_named(text, &top, nested);
+        graph
+            .entry(top)
+            .or_default()
+            .extend(used.into_iter().filter(|m| tops.contains(m) && m != "lib"));
+    }
+    graph
+}
+
+/// A cycle in `graph`, as the modules along it, if there is one.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_owned());
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|start| visit(start, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_crate_has_a_cycle_between_its_modules() {
+    for (name, _) in LAYERS {
+        let src = if *name == "fsm" {
+            root().join("src")
+        } else {
+            root().join(name).join("src")
+        };
+        let graph = module_graph(&src);
+        assert_eq!(
+            cycle(&graph),
+            None,
+            "{name}: modules that import each other"
+        );
+    }
+}
+
+#[test]
+fn the_cycle_check_finds_a_cycle() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("ast".to_owned(), BTreeSet::from(["attr".to_owned()])),
+        ("attr".to_owned(), BTreeSet::from(["ast".to_owned()])),
+    ]
+    .into();
+    assert_eq!(
+        cycle(&graph),
+        Some(vec!["ast".into(), "attr".into(), "ast".into()])
+    );
+    let used = modules_named(
+        "use crate::ctxt::Errors;\nuse super::x;\n$crate::y",
+        "attr",
+        false,
+    );
+    assert_eq!(used, BTreeSet::from(["ctxt".to_owned(), "x".to_owned()]));
+}
