@@ -250,7 +250,7 @@ fn bench_queue(c: &mut Criterion) {
                 let a = action();
                 let tickets: Vec<_> = ids
                     .iter()
-                    .map(|id| queuer.request(&rt, id, &actor, a).run(|| Ok(())).unwrap())
+                    .map(|id| queuer.request(&rt, id, &actor, a).run(|_| Ok(())).unwrap())
                     .collect();
                 for t in tickets {
                     black_box(t.wait().unwrap());
@@ -273,7 +273,7 @@ fn bench_queue(c: &mut Criterion) {
             black_box(
                 queuer
                     .request(&rt, id, &actor, action())
-                    .run(|| Ok(()))
+                    .run(|_| Ok(()))
                     .unwrap()
                     .wait()
                     .unwrap(),

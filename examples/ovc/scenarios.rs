@@ -57,7 +57,7 @@ pub fn migration() -> Result<Vec<String>, Error> {
     let (finish_migration, migrated) = mpsc::channel::<()>();
     let migration = queuer
         .request(&vms, "vm-1", &balancer, A::Migrate)
-        .run(move || migrated.recv().map_err(|e| e.to_string()))?;
+        .run(move |_| migrated.recv().map_err(|e| e.to_string()))?;
     trace.push(format!(
         "migrate queued; vm-1 still shows {}",
         vms.state_name("vm-1")?
@@ -66,7 +66,7 @@ pub fn migration() -> Result<Vec<String>, Error> {
     let steps = Arc::new(Mutex::new(Vec::new()));
     let step = |name: &'static str| {
         let steps = steps.clone();
-        move || {
+        move |_fence| {
             steps.lock().map_err(|e| e.to_string())?.push(name);
             Ok(())
         }
@@ -120,7 +120,9 @@ pub fn stuck() -> Result<Vec<String>, Error> {
 
     // Ten minutes later the healer finds it.
     clock.advance(Duration::from_secs(601));
-    let healer = Healer::new(Duration::from_secs(600)).actor(Actor::new("self-healing"));
+    let healer = Healer::new()
+        .deadline(Duration::from_secs(600))
+        .actor(Actor::new("self-healing"));
     let report = healer.heal(&vms)?;
     for healed in &report.healed {
         trace.push(format!(

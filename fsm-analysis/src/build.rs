@@ -8,20 +8,7 @@ use crate::resolve::{Cx, ResolvedTarget};
 
 pub(crate) fn machine(cx: &Cx<'_>, initial: usize) -> Machine {
     let def = cx.def;
-    let states = def
-        .states
-        .iter()
-        .map(|s| {
-            owned_state(
-                s.name.clone(),
-                s.kind,
-                s.terminal,
-                s.persisted,
-                s.owner.clone(),
-                s.description.clone(),
-            )
-        })
-        .collect();
+    let states = def.states.iter().map(owned_state).collect();
     let ids = |v: &[Option<usize>]| v.iter().flatten().map(|&i| StateId(i)).collect();
     let actions = def
         .actions
@@ -40,14 +27,11 @@ pub(crate) fn machine(cx: &Cx<'_>, initial: usize) -> Machine {
                 ),
             };
             owned_action(
-                d.name.clone(),
+                d,
                 ids(&r.origins),
                 r.via.flatten().map(StateId),
                 target,
-                d.roles.clone(),
                 r.guards.iter().flatten().map(|&g| GuardId(g)).collect(),
-                d.hidden,
-                d.description.clone(),
             )
         })
         .collect();

@@ -30,6 +30,8 @@ pub(crate) const LINTS: &[fn(&Cx<'_>, &mut Out)] = &[
     unused_role,
     owner_conflict,
     unowned_state,
+    rename_conflict,
+    static_deadline,
 ];
 
 fn missing_initial(cx: &Cx<'_>, out: &mut Out) {
@@ -508,6 +510,73 @@ fn unowned_state(cx: &Cx<'_>, out: &mut Out) {
                 )
                 .with_label("single_mutator needs one owner here")
                 .with_help(Help::NameOwner),
+            );
+        }
+    }
+}
+
+fn static_deadline(cx: &Cx<'_>, out: &mut Out) {
+    for (i, s) in cx.def.states.iter().enumerate() {
+        if s.deadline.is_some() && s.kind == StateKind::Static {
+            out.push(
+                Diagnostic::new(
+                    Lint::StaticDeadline,
+                    Site::StateDeadline(i),
+                    format!("static state `{}` has a deadline", s.name),
+                )
+                .with_label("no action runs in a static state, so nothing can pass a deadline here")
+                .with_help(Help::Text(
+                    "put the deadline on the transition state the action passes through, or on the action".into(),
+                )),
+            );
+        }
+    }
+}
+
+/// Every earlier name must read as one thing: not a current name of its kind, and
+/// claimed once.
+fn rename_conflict(cx: &Cx<'_>, out: &mut Out) {
+    let def = cx.def;
+    let states = def
+        .states
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, &s.name, &s.renamed_from));
+    let actions = def
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(a, x)| (a, &x.name, &x.renamed_from));
+    check_renames("state", states.collect(), Site::StateRename, out);
+    check_renames("action", actions.collect(), Site::ActionRename, out);
+}
+
+fn check_renames(
+    kind: &str,
+    items: Vec<(usize, &String, &Vec<String>)>,
+    site: fn(usize, usize) -> Site,
+    out: &mut Out,
+) {
+    let mut claimed: Vec<(&str, &str)> = Vec::new();
+    for &(i, name, renames) in &items {
+        for (k, old) in renames.iter().enumerate() {
+            let current = items.iter().find(|(_, n, _)| n.eq_ignore_ascii_case(old));
+            let earlier = claimed.iter().find(|(o, _)| o.eq_ignore_ascii_case(old));
+            let problem = match (current, earlier) {
+                (Some((_, n, _)), _) => format!("`{old}` is the name of {kind} `{n}`"),
+                (None, Some((_, by))) => format!("{kind} `{by}` already claims `{old}`"),
+                (None, None) => {
+                    claimed.push((old, name));
+                    continue;
+                }
+            };
+            out.push(
+                Diagnostic::new(
+                    Lint::RenameConflict,
+                    site(i, k),
+                    format!("{kind} `{name}` was renamed from `{old}`, but {problem}"),
+                )
+                .with_label(format!("a stored `{old}` could not be read as one {kind}")),
             );
         }
     }

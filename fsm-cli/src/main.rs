@@ -69,6 +69,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What changing a spec from OLD to NEW breaks, for objects already stored and
+    /// for callers. Prints each change; exits 1 when one breaks something, 0 when
+    /// none does, 2 when a spec is unusable.
+    Diff {
+        /// The spec as it was.
+        old: PathBuf,
+        /// The spec as it is to be.
+        new: PathBuf,
+    },
     /// Print the spec's table as the seed documents print it.
     Show {
         /// The spec file.
@@ -95,6 +104,7 @@ fn main() -> ExitCode {
             print!("{}", paths(&m, json));
             ExitCode::SUCCESS
         }),
+        Command::Diff { old, new } => diff(&old, &new),
         Command::Show { spec } => load(&spec).map(|m| {
             print!("{}", render::table(&m));
             ExitCode::SUCCESS
@@ -287,6 +297,34 @@ fn validate(spec: &Path, from: &str, to: &str) -> Result<ExitCode, Unusable> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+fn diff(old: &Path, new: &Path) -> Result<ExitCode, Unusable> {
+    use fsm_core::evolve::Impact;
+    let (old, new) = (load(old)?, load(new)?);
+    let changes = fsm_core::evolve::diff(&old, &new);
+    let breaking = changes
+        .iter()
+        .filter(|c| c.impact() != Impact::None)
+        .count();
+    for change in &changes {
+        let tag = match change.impact() {
+            Impact::StoredObjects => "breaking (stored objects)",
+            Impact::Callers => "breaking (callers)",
+            Impact::None => "compatible",
+        };
+        println!("{tag}: {change}");
+    }
+    println!(
+        "{} change{}, {breaking} breaking",
+        changes.len(),
+        plural(changes.len())
+    );
+    Ok(if breaking > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn arrow(machine: &Machine, from: StateId, to: StateId) -> String {

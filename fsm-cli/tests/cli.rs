@@ -369,3 +369,72 @@ fn readme_error_example_is_real_output() {
         "README differs from:\n{stderr}"
     );
 }
+
+/// `fsm diff`: the OVC VM spec edited the way specs are in production.
+#[test]
+fn diff_reports_what_an_edit_breaks() {
+    let dir = scratch("diff");
+    let vm = std::fs::read_to_string(spec("ovc/vm.toml")).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let old = write("old.toml", &vm);
+    // A state inserted at the top and actions reordered: nothing breaks.
+    let insert = vm
+        .replacen(
+            "[states]\n",
+            "[states]\nPROVISIONING = { transition = true }\n",
+            1,
+        )
+        .replacen(
+            "[actions]\n",
+            "[actions]\nprovision = { from = \"VIRTUAL\", via = \"PROVISIONING\", to = \"HALTED\" }\n",
+            1,
+        );
+    let inserted = write("inserted.toml", &insert);
+    let (code, stdout, _) = fsm(&["diff", &old, &inserted]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            "compatible: state `PROVISIONING` was added",
+            "compatible: action `provision` was added",
+            "2 changes, 0 breaking",
+        ],
+        "{stdout}"
+    );
+    // PAUSED renamed with a migration, `reset` removed, a role on `reboot`.
+    let edited = vm.replace("PAUSED", "SUSPENDED").replacen(
+        "SUSPENDED = \"Paused\"",
+        "SUSPENDED = { description = \"Paused\", renamed_from = \"PAUSED\" }",
+        1,
+    );
+    assert!(edited.contains("renamed_from = \"PAUSED\""), "{edited}");
+    let edited = write("edited.toml", &edited);
+    let (code, stdout, stderr) = fsm(&["diff", &old, &edited]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("breaking (callers): state `PAUSED` was renamed `SUSPENDED`: stored objects read as `SUSPENDED`"),
+        "{stdout}"
+    );
+    let removed = write(
+        "removed.toml",
+        &vm.lines()
+            .filter(|l| !l.starts_with("reset =") && !l.starts_with("RESETTING ="))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let (code, stdout, stderr) = fsm(&["diff", &old, &removed]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("breaking (stored objects): action `reset` was removed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("breaking (stored objects): state `RESETTING` was removed"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("2 changes, 2 breaking\n"), "{stdout}");
+}

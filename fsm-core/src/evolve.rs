@@ -1,9 +1,13 @@
 //! Specs change in production: what a change means for stored objects.
 //!
 //! [`fingerprint`] names one version of a machine's meaning; persistent stores keep
-//! it beside each record, to say which version of the spec wrote it.
+//! it beside each record, to say which version of the spec wrote it. [`diff`] says
+//! what a change of spec breaks, for objects already stored and for callers, the
+//! way cargo-semver-checks reports an API change (`fsm diff OLD NEW`).
 
-use crate::Machine;
+use std::fmt;
+
+use crate::{Machine, StateId};
 
 /// A fingerprint of what `machine` allows: its name, its states (kind, terminal)
 /// and its rules, by name and in no particular order, hashed (64-bit FNV-1a, as 16
@@ -46,4 +50,352 @@ pub fn fingerprint(machine: &Machine) -> String {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{hash:016x}")
+}
+
+/// Whom a change of spec breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Impact {
+    /// No one: the change adds, or loosens.
+    None,
+    /// Callers: code, actors or scripts that name what changed, or rely on a move
+    /// that is gone or now needs more.
+    Callers,
+    /// Objects already stored: they would not read back, or would read as
+    /// something else.
+    StoredObjects,
+}
+
+/// One difference between two versions of a machine, states and actions matched
+/// by name or by a declared `renamed_from`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A state was added.
+    StateAdded(String),
+    /// A state was removed, with no new state declaring it as an earlier name.
+    StateRemoved(String),
+    /// A state was renamed (declared with `renamed_from`).
+    StateRenamed {
+        /// The old name.
+        from: String,
+        /// The new one.
+        to: String,
+    },
+    /// A state became a transition state, or static.
+    StateKind {
+        /// The state (its new name).
+        state: String,
+        /// Whether it is now a transition state.
+        transition: bool,
+    },
+    /// A state became terminal.
+    StateTerminal(String),
+    /// A state's owner changed.
+    Owner {
+        /// The state.
+        state: String,
+        /// The old owner.
+        from: Option<String>,
+        /// The new one.
+        to: Option<String>,
+    },
+    /// The initial state changed.
+    Initial {
+        /// The old one.
+        from: String,
+        /// The new one.
+        to: String,
+    },
+    /// An action was added.
+    ActionAdded(String),
+    /// An action was removed.
+    ActionRemoved(String),
+    /// An action was renamed (declared with `renamed_from`).
+    ActionRenamed {
+        /// The old name.
+        from: String,
+        /// The new one.
+        to: String,
+    },
+    /// An action no longer starts from a state it started from.
+    MoveRemoved {
+        /// The action.
+        action: String,
+        /// The origin.
+        origin: String,
+    },
+    /// An action now starts from a state it did not.
+    MoveAdded {
+        /// The action.
+        action: String,
+        /// The origin.
+        origin: String,
+    },
+    /// An action started from a state ends somewhere else.
+    TargetChanged {
+        /// The action.
+        action: String,
+        /// The origin.
+        origin: String,
+        /// Where it ended.
+        from: String,
+        /// Where it ends now.
+        to: String,
+    },
+    /// An action needs a role it did not (or needed none and now does).
+    RoleAdded {
+        /// The action.
+        action: String,
+        /// The role.
+        role: String,
+    },
+    /// An action checks a guard it did not.
+    GuardAdded {
+        /// The action.
+        action: String,
+        /// The guard.
+        guard: String,
+    },
+}
+
+impl Change {
+    /// Whom the change breaks.
+    pub fn impact(&self) -> Impact {
+        match self {
+            Change::StateRemoved(_) | Change::StateKind { .. } => Impact::StoredObjects,
+            Change::StateAdded(_) | Change::ActionAdded(_) | Change::MoveAdded { .. } => {
+                Impact::None
+            }
+            Change::ActionRemoved(_) => Impact::StoredObjects,
+            _ => Impact::Callers,
+        }
+    }
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::StateAdded(s) => write!(f, "state `{s}` was added"),
+            Change::StateRemoved(s) => write!(
+                f,
+                "state `{s}` was removed: objects stored in it can no longer be read (if it was renamed, declare `renamed_from`)"
+            ),
+            Change::StateRenamed { from, to } => write!(
+                f,
+                "state `{from}` was renamed `{to}`: stored objects read as `{to}`, callers must use the new name"
+            ),
+            Change::StateKind {
+                state,
+                transition: true,
+            } => write!(
+                f,
+                "state `{state}` became a transition state: objects stored in it now read as busy"
+            ),
+            Change::StateKind { state, .. } => write!(
+                f,
+                "state `{state}` became static: objects stored in it now read as at rest, their action forgotten"
+            ),
+            Change::StateTerminal(s) => {
+                write!(f, "state `{s}` became terminal: nothing leaves it now")
+            }
+            Change::Owner { state, from, to } => write!(
+                f,
+                "state `{state}` is owned by {} (was {})",
+                to.as_deref().unwrap_or("no one"),
+                from.as_deref().unwrap_or("no one")
+            ),
+            Change::Initial { from, to } => {
+                write!(f, "new objects start in `{to}` (was `{from}`)")
+            }
+            Change::ActionAdded(a) => write!(f, "action `{a}` was added"),
+            Change::ActionRemoved(a) => write!(
+                f,
+                "action `{a}` was removed: objects it holds and histories that name it can no longer be read"
+            ),
+            Change::ActionRenamed { from, to } => {
+                write!(
+                    f,
+                    "action `{from}` was renamed `{to}`: callers must use the new name"
+                )
+            }
+            Change::MoveRemoved { action, origin } => {
+                write!(f, "`{action}` no longer starts from `{origin}`")
+            }
+            Change::MoveAdded { action, origin } => {
+                write!(f, "`{action}` now starts from `{origin}`")
+            }
+            Change::TargetChanged {
+                action,
+                origin,
+                from,
+                to,
+            } => write!(
+                f,
+                "`{action}` from `{origin}` ends in `{to}` (was `{from}`)"
+            ),
+            Change::RoleAdded { action, role } => {
+                write!(f, "`{action}` needs the role `{role}` it did not")
+            }
+            Change::GuardAdded { action, guard } => {
+                write!(f, "`{action}` checks the guard `{guard}` it did not")
+            }
+        }
+    }
+}
+
+/// The states and actions of `old` matched in `new`: same name, or a new one that
+/// declares the old name in `renamed_from`.
+fn matched<T>(
+    old: &[T],
+    new: &[T],
+    name: impl Fn(&T) -> &str,
+    renames: impl Fn(&T) -> Vec<&str>,
+) -> Vec<Option<usize>> {
+    old.iter()
+        .map(|o| {
+            let n = name(o);
+            new.iter()
+                .position(|x| name(x) == n)
+                .or_else(|| new.iter().position(|x| renames(x).contains(&n)))
+        })
+        .collect()
+}
+
+/// Every difference between `old` and `new` that matters to stored objects or to
+/// callers, in the order of `old`'s states, then its actions, then what `new` adds.
+/// Reordering states or actions is not a difference.
+///
+/// ```
+/// use fsm_core::evolve::{diff, Impact};
+/// let old = fsm_core::spec::load_str("old.toml", "[machine]\nname = \"m\"\ninitial = \"A\"\n[states]\nA = \"a\"\nB = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"B\" }\n")?;
+/// let new = fsm_core::spec::load_str("new.toml", "[machine]\nname = \"m\"\ninitial = \"A\"\n[states]\nA = \"a\"\nDONE = { terminal = true, renamed_from = \"B\" }\n[actions]\ngo = { from = \"A\", to = \"DONE\" }\n")?;
+/// let changes = diff(&old, &new);
+/// assert_eq!(changes.len(), 1);
+/// assert_eq!(changes[0].impact(), Impact::Callers);
+/// assert_eq!(changes[0].to_string(), "state `B` was renamed `DONE`: stored objects read as `DONE`, callers must use the new name");
+/// # Ok::<(), fsm_core::spec::SpecError>(())
+/// ```
+pub fn diff(old: &Machine, new: &Machine) -> Vec<Change> {
+    let mut out = Vec::new();
+    let states = matched(
+        old.states(),
+        new.states(),
+        |s| &s.name,
+        |s| s.renamed_from.iter().map(|r| &**r).collect(),
+    );
+    let actions = matched(
+        old.actions(),
+        new.actions(),
+        |a| &a.name,
+        |a| a.renamed_from.iter().map(|r| &**r).collect(),
+    );
+    for (o, m) in old.states().iter().zip(&states) {
+        let Some(n) = m.map(|i| &new.states()[i]) else {
+            out.push(Change::StateRemoved(o.name.to_string()));
+            continue;
+        };
+        if n.name != o.name {
+            out.push(Change::StateRenamed {
+                from: o.name.to_string(),
+                to: n.name.to_string(),
+            });
+        }
+        if n.kind != o.kind {
+            out.push(Change::StateKind {
+                state: n.name.to_string(),
+                transition: n.is_transition(),
+            });
+        }
+        if n.terminal && !o.terminal {
+            out.push(Change::StateTerminal(n.name.to_string()));
+        }
+        if n.owner != o.owner {
+            out.push(Change::Owner {
+                state: n.name.to_string(),
+                from: o.owner.as_ref().map(|x| x.to_string()),
+                to: n.owner.as_ref().map(|x| x.to_string()),
+            });
+        }
+    }
+    let old_initial = states[old.initial().0];
+    if old_initial != Some(new.initial().0) {
+        out.push(Change::Initial {
+            from: old.state(old.initial()).name.to_string(),
+            to: new.state(new.initial()).name.to_string(),
+        });
+    }
+    for (a, m) in old.action_ids().zip(&actions) {
+        let o = old.action(a);
+        let Some(na) = m.map(crate::ActionId) else {
+            out.push(Change::ActionRemoved(o.name.to_string()));
+            continue;
+        };
+        let n = new.action(na);
+        if n.name != o.name {
+            out.push(Change::ActionRenamed {
+                from: o.name.to_string(),
+                to: n.name.to_string(),
+            });
+        }
+        for rule in old.rules_of(a) {
+            let origin = old.state(rule.origin).name.to_string();
+            let Some(new_origin) = states[rule.origin.0].map(StateId) else {
+                continue; // reported with its state
+            };
+            match new.rule(na, new_origin) {
+                None => out.push(Change::MoveRemoved {
+                    action: n.name.to_string(),
+                    origin,
+                }),
+                Some(r) if Some(r.target.0) != states[rule.target.0] => {
+                    out.push(Change::TargetChanged {
+                        action: n.name.to_string(),
+                        origin,
+                        from: old.state(rule.target).name.to_string(),
+                        to: new.state(r.target).name.to_string(),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+        for r in new.rules_of(na) {
+            let was = states
+                .iter()
+                .position(|&s| s == Some(r.origin.0))
+                .is_some_and(|old_origin| old.rule(a, StateId(old_origin)).is_some());
+            if !was {
+                out.push(Change::MoveAdded {
+                    action: n.name.to_string(),
+                    origin: new.state(r.origin).name.to_string(),
+                });
+            }
+        }
+        // Roles narrow who may act; none means anyone.
+        for role in n.roles.iter().filter(|r| !o.roles.contains(r)) {
+            out.push(Change::RoleAdded {
+                action: n.name.to_string(),
+                role: role.to_string(),
+            });
+        }
+        let old_guards: Vec<&str> = o.guards.iter().map(|&g| &*old.guard(g).name).collect();
+        for &g in n.guards.iter() {
+            let guard = &new.guard(g).name;
+            if !old_guards.contains(&&**guard) {
+                out.push(Change::GuardAdded {
+                    action: n.name.to_string(),
+                    guard: guard.to_string(),
+                });
+            }
+        }
+    }
+    for (i, s) in new.states().iter().enumerate() {
+        if !states.contains(&Some(i)) {
+            out.push(Change::StateAdded(s.name.to_string()));
+        }
+    }
+    for (i, a) in new.actions().iter().enumerate() {
+        if !actions.contains(&Some(i)) {
+            out.push(Change::ActionAdded(a.name.to_string()));
+        }
+    }
+    out
 }

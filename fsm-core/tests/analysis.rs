@@ -194,6 +194,22 @@ provision = { from = "Init", to = "Provisioned" }
             good_with(r#"stop = { from = "RUNNING", to = "HALTED" }"#, "stop = { from = \"RUNNING\", to = \"HALTED\" }\nunpark = { from = \"PARKED\", to = \"HALTED\" }")
                 .replace(r#"GONE = { terminal = true }"#, "GONE = { terminal = true }\nPARKED = \"Parked\""),
         ),
+        case(
+            "rename_conflict",
+            &[RenameConflict, RenameConflict],
+            good_with(r#"RUNNING = "Running""#, r#"RUNNING = { renamed_from = ["HALTED", "UP"] }"#)
+                .replace(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, renamed_from = "up" }"#),
+        ),
+        case(
+            "static_deadline",
+            &[StaticDeadline],
+            good_with(r#"RUNNING = "Running""#, r#"RUNNING = { deadline = "10m" }"#),
+        ),
+        case(
+            "schema_bad_deadline",
+            &[Schema],
+            good_with("STARTING = { transition = true }", r#"STARTING = { transition = true, deadline = "soon" }"#),
+        ),
         case("unused_guard", &[UnusedGuard], good_with("[states]", "[guards]\ndrained = \"No traffic left\"\n\n[states]")),
         case("unused_role", &[UnusedRole], good_with("[states]", "[roles]\nadmin = \"An administrator\"\n\n[states]")),
         case(

@@ -44,7 +44,8 @@ struct Settings {
 }
 
 const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, crate";
-const VARIANT_KEYS: &str = "name, transition, terminal, persisted, owner, description";
+const VARIANT_KEYS: &str =
+    "name, transition, terminal, persisted, owner, deadline, renamed_from, description";
 
 pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
     let input = crate::input::parse(tokens)?;
@@ -345,7 +346,8 @@ fn state(
     state
 }
 
-const ACTION_KEYS: &str = "from, via, to, to_origin, roles, guards, hidden, description";
+const ACTION_KEYS: &str =
+    "from, via, to, to_origin, roles, guards, hidden, deadline, renamed_from, description";
 
 /// `action(name, from = A | B, via = X, to = Y, roles = "r", guards = ["g"], hidden)`.
 fn action(
@@ -452,6 +454,22 @@ fn action(
                 }
             }
             "hidden" => action.hidden = true,
+            "deadline" => match &item.body {
+                Body::Value(Value::Str(text, span)) => {
+                    spans.at(Site::ActionDeadline(a), *span);
+                    match fsm_model::parse_duration(text) {
+                        Ok(d) => action.deadline = Some(d),
+                        Err(e) => errors.at(*span, e),
+                    }
+                }
+                _ => errors.at(item.span(), "expected `deadline = \"10m\"`"),
+            },
+            "renamed_from" => {
+                for (k, (old, span)) in names(item, errors).into_iter().enumerate() {
+                    spans.at(Site::ActionRename(a, k), span);
+                    action.renamed_from.push(old);
+                }
+            }
             "description" => match &item.body {
                 Body::Value(Value::Str(s, _)) => action.description = Some(s.clone()),
                 _ => errors.at(item.span(), "expected `description = \"...\"`"),

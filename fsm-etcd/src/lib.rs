@@ -367,10 +367,49 @@ impl EtcdStore {
 }
 
 impl Store for EtcdStore {
+    /// Learns the machine's names, then reads every record under the prefix: a
+    /// record in a state or held by an action the spec no longer has (nor declares
+    /// as `renamed_from`) refuses the machine, listing them.
     fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
         let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
         if codec.fingerprint() == fsm_core::evolve::fingerprint(machine) {
-            return Ok(());
+            let prefix = format!("{}obj/", self.inner.prefix);
+            let (mut kv, query) = (self.inner.client.kv_client(), prefix.clone());
+            let resp = self
+                .run(async move { kv.get(query, Some(GetOptions::new().with_prefix())).await })?;
+            let mut unreadable: Vec<String> = resp
+                .kvs()
+                .iter()
+                .filter_map(|kv| {
+                    let stored: StoredRecord = json(kv.value(), kv.key()).ok()?;
+                    let id = kv.key_str().ok()?.strip_prefix(&prefix).map(unescape)?;
+                    let names = [Some(&stored.state)].into_iter().chain(
+                        [&stored.in_flight, &stored.hidden]
+                            .into_iter()
+                            .map(|h| h.as_ref().map(|h| &h.origin)),
+                    );
+                    let bad_state = names.flatten().find(|n| codec.state(n).is_err());
+                    let bad_action = [&stored.in_flight, &stored.hidden]
+                        .into_iter()
+                        .flatten()
+                        .map(|h| &h.action)
+                        .find(|a| codec.action(a).is_err());
+                    bad_state
+                        .or(bad_action)
+                        .map(|name| format!("{id} ({name})"))
+                })
+                .collect();
+            if unreadable.is_empty() {
+                return Ok(());
+            }
+            unreadable.sort();
+            return Err(StoreError::Incompatible {
+                machine: machine.name().to_owned(),
+                reason: format!(
+                    "objects in states or actions the spec no longer has: {}; declare their old names with `renamed_from`",
+                    unreadable.join(", ")
+                ),
+            });
         }
         Err(StoreError::Incompatible {
             machine: machine.name().to_owned(),

@@ -25,19 +25,27 @@ fn endpoints() -> Vec<String> {
         .collect()
 }
 
-/// A store under a prefix no other test uses, or `None` (with a message) when no
-/// etcd is reachable outside CI.
-fn store() -> Option<EtcdStore> {
+/// A prefix no other test uses.
+fn fresh_prefix() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let prefix = format!(
+    format!(
         "/fsm-test/{}-{}/{}/",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos()),
         N.fetch_add(1, Ordering::Relaxed)
-    );
-    match EtcdStore::connect(endpoints(), &prefix) {
+    )
+}
+
+/// A store under a prefix no other test uses, or `None` when no etcd is reachable
+/// and `FSM_SKIP_ETCD` is set (without it, the test fails saying how to get one).
+fn store() -> Option<EtcdStore> {
+    store_at(&fresh_prefix())
+}
+
+fn store_at(prefix: &str) -> Option<EtcdStore> {
+    match EtcdStore::connect(endpoints(), prefix) {
         Ok(store) => Some(store),
         Err(e) => {
             common::missing(
@@ -56,6 +64,15 @@ fn etcd_passes_the_store_suite() {
         return;
     }
     check_store(|| store().expect("etcd was reachable a moment ago"));
+}
+
+#[test]
+fn objects_on_etcd_survive_an_edited_spec() {
+    let prefix = fresh_prefix();
+    if store_at(&prefix).is_none() {
+        return;
+    }
+    fsm_runtime::testing::specs_evolve(|| store_at(&prefix).expect("etcd was reachable"));
 }
 
 #[test]
@@ -245,7 +262,10 @@ fn a_dead_process_is_healed_once_its_lease_expires() {
         other => panic!("{other:?}"),
     }
     // The healer does not wait for its timeout on an abandoned action.
-    let report = Healer::new(Duration::from_secs(3600)).heal(&rt).unwrap();
+    let report = Healer::new()
+        .deadline(Duration::from_secs(3600))
+        .heal(&rt)
+        .unwrap();
     assert_eq!(report.healed.len(), 1, "{report:?}");
     assert!(report.healed[0].abandoned);
     assert_eq!(report.healed[0].restored, "HALTED");
@@ -390,7 +410,10 @@ fn killing_etcd_mid_run_loses_no_accepted_action() {
         "the actors never noticed etcd was gone"
     );
     // Actions whose handles were lost with the connection are abandoned: heal them.
-    Healer::new(Duration::from_secs(3600)).heal(&rt).unwrap();
+    Healer::new()
+        .deadline(Duration::from_secs(3600))
+        .heal(&rt)
+        .unwrap();
     let mut in_histories = 0;
     for id in OBJECTS {
         let history = rt.history(id).unwrap();

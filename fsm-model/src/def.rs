@@ -6,6 +6,7 @@
 //! back to its own notion of a span (a byte range in a file, a token of a derive).
 
 use std::ops::Range;
+use std::time::Duration;
 
 /// A machine as written: states, actions, guards and roles, referring to each other by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,6 +64,12 @@ pub struct StateDef {
     pub persisted: bool,
     /// The role that alone may move an object out of this state.
     pub owner: Option<String>,
+    /// For a transition state: how long an action may hold an object in it before a
+    /// healer may roll it back, however alive its holder.
+    pub deadline: Option<Duration>,
+    /// Names the state had in earlier versions of the spec: stored objects in those
+    /// states read as in this one.
+    pub renamed_from: Vec<String>,
     /// What the state means.
     pub description: Option<String>,
 }
@@ -76,6 +83,8 @@ impl StateDef {
             terminal: false,
             persisted: true,
             owner: None,
+            deadline: None,
+            renamed_from: Vec::new(),
             description: None,
         }
     }
@@ -114,6 +123,12 @@ pub struct ActionDef {
     pub guards: Vec<String>,
     /// A hidden action runs without showing a status of its own (OVC `migrate`).
     pub hidden: bool,
+    /// How long the action may hold an object before a healer may roll it back,
+    /// however alive its holder (for a visible action, the default is its transition
+    /// state's deadline).
+    pub deadline: Option<Duration>,
+    /// Names the action had in earlier versions of the spec.
+    pub renamed_from: Vec<String>,
     /// What the action does.
     pub description: Option<String>,
 }
@@ -139,6 +154,10 @@ pub enum Site {
     StateOwner(usize),
     /// A state's `terminal` flag.
     StateTerminal(usize),
+    /// A state's deadline.
+    StateDeadline(usize),
+    /// Earlier name number `.1` of state `.0`.
+    StateRename(usize, usize),
     /// An action's name.
     Action(usize),
     /// Origin number `.1` of action `.0`.
@@ -155,6 +174,10 @@ pub enum Site {
     ActionRole(usize, usize),
     /// Guard number `.1` of action `.0`.
     ActionGuard(usize, usize),
+    /// An action's deadline.
+    ActionDeadline(usize),
+    /// Earlier name number `.1` of action `.0`.
+    ActionRename(usize, usize),
     /// A byte range of the source text, for findings made before a definition exists
     /// (syntax errors, wrong value types).
     Text(Range<usize>),
@@ -169,13 +192,75 @@ impl Site {
                 Site::Machine
             }
             Site::Action(_) => Site::Machine,
-            Site::StateOwner(s) | Site::StateTerminal(s) => Site::State(s),
+            Site::StateOwner(s)
+            | Site::StateTerminal(s)
+            | Site::StateDeadline(s)
+            | Site::StateRename(s, _) => Site::State(s),
             Site::ActionFrom(a, _)
             | Site::ActionVia(a)
             | Site::ActionTo(a)
             | Site::ActionRole(a, _)
-            | Site::ActionGuard(a, _) => Site::Action(a),
+            | Site::ActionGuard(a, _)
+            | Site::ActionDeadline(a)
+            | Site::ActionRename(a, _) => Site::Action(a),
             Site::ActionToOrigin(a, _) | Site::ActionToTarget(a, _) => Site::ActionTo(a),
         })
     }
+}
+
+/// A duration as specs write it: numbers with units, `500ms`, `30s`, `10m`, `2h`,
+/// `1d`, or several together (`1h30m`).
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(fsm_model::parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+/// assert!(fsm_model::parse_duration("ten minutes").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let expected = || {
+        format!(
+            "`{text}` is not a duration; expected a number and a unit (ms, s, m, h, d), such as `30s` or `1h30m`"
+        )
+    };
+    let mut total = Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(expected());
+    }
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let number: u64 = rest[..digits].parse().map_err(|_| expected())?;
+        rest = &rest[digits..];
+        let unit_len = rest.len()
+            - rest
+                .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .len();
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(number),
+            "s" => Duration::from_secs(number),
+            "m" => Duration::from_secs(number * 60),
+            "h" => Duration::from_secs(number * 3600),
+            "d" => Duration::from_secs(number * 86_400),
+            _ => return Err(expected()),
+        };
+        total += unit;
+        rest = rest[unit_len..].trim_start();
+    }
+    Ok(total)
+}
+
+/// A duration as [`parse_duration`] reads it, in its largest exact unit.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1000),
+    ] {
+        if ms > 0 && ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
 }

@@ -109,6 +109,11 @@ lints! {
     OwnerConflict = ("owner-conflict", Error),
     /// Under `single_mutator`, nobody is named to move an object out of a state.
     UnownedState = ("unowned-state", Error),
+    /// A state or action claims an earlier name that is a current name, or that
+    /// another one claims too: stored objects could not be read unambiguously.
+    RenameConflict = ("rename-conflict", Error),
+    /// A deadline on a static state, where no action runs.
+    StaticDeadline = ("static-deadline", Error),
     /// No path from the initial state reaches this state.
     Unreachable = ("unreachable", Warning),
     /// A declared guard that no action uses.

@@ -9,10 +9,11 @@
 //! numbers as `<digits>;`, text as `<length>:<bytes>`, absent text as `-`.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use crate::{Action, Guard, GuardId, Machine, Role, State, StateId, StateKind, Target};
 
-const TAG: &str = "fsm1|";
+const TAG: &str = "fsm2|";
 
 struct Writer(String);
 
@@ -30,6 +31,11 @@ impl Writer {
         self.0.push_str(&text.len().to_string());
         self.0.push(':');
         self.0.push_str(text);
+    }
+
+    /// A deadline as milliseconds plus one, `0` for none.
+    fn deadline(&mut self, d: Option<Duration>) {
+        self.n(d.map_or(0, |d| d.as_millis() as usize + 1));
     }
 
     fn o(&mut self, text: Option<&str>) {
@@ -54,6 +60,11 @@ pub fn encode(machine: &Machine) -> String {
         w.flag(s.terminal);
         w.flag(s.persisted);
         w.o(s.owner.as_deref());
+        w.deadline(s.deadline);
+        w.n(s.renamed_from.len());
+        for r in s.renamed_from.iter() {
+            w.s(r);
+        }
         w.o(s.description.as_deref());
     }
     w.n(machine.actions.len());
@@ -88,6 +99,11 @@ pub fn encode(machine: &Machine) -> String {
             w.n(g.0);
         }
         w.flag(a.hidden);
+        w.deadline(a.deadline);
+        w.n(a.renamed_from.len());
+        for r in a.renamed_from.iter() {
+            w.s(r);
+        }
         w.o(a.description.as_deref());
     }
     w.n(machine.guards.len());
@@ -122,6 +138,12 @@ impl<'a> Reader<'a> {
         let (text, rest) = rest.split_at(len);
         self.0 = rest;
         Cow::Borrowed(text)
+    }
+
+    fn deadline(&mut self) -> Option<Duration> {
+        self.n()
+            .checked_sub(1)
+            .map(|ms| Duration::from_millis(ms as u64))
     }
 
     fn o(&mut self) -> Option<Cow<'a, str>> {
@@ -164,6 +186,8 @@ pub fn decode(encoded: &'static str) -> Machine {
         terminal: r.flag(),
         persisted: r.flag(),
         owner: r.o(),
+        deadline: r.deadline(),
+        renamed_from: Cow::Owned(r.list(|r| r.s())),
         description: r.o(),
     });
     let actions = r.list(|r| Action {
@@ -178,6 +202,8 @@ pub fn decode(encoded: &'static str) -> Machine {
         roles: Cow::Owned(r.list(|r| r.s())),
         guards: Cow::Owned(r.list(|r| GuardId(r.n()))),
         hidden: r.flag(),
+        deadline: r.deadline(),
+        renamed_from: Cow::Owned(r.list(|r| r.s())),
         description: r.o(),
     });
     let guards = r.list(|r| Guard {
@@ -211,6 +237,8 @@ mod tests {
             terminal: false,
             persisted: true,
             owner: None,
+            deadline: None,
+            renamed_from: Cow::Borrowed(&[]),
             description: description.map(Cow::Borrowed),
         }
     }
@@ -229,6 +257,8 @@ mod tests {
                     terminal: true,
                     persisted: false,
                     owner: Some(Cow::Borrowed("ops")),
+                    deadline: Some(Duration::from_secs(90)),
+                    renamed_from: Cow::Owned(vec![Cow::Borrowed("OLD:1;"), Cow::Borrowed("-")]),
                     ..state("GONE", StateKind::Static, Some("-"))
                 },
             ]),
@@ -241,6 +271,8 @@ mod tests {
                     roles: Cow::Owned(vec![Cow::Borrowed("ops")]),
                     guards: Cow::Owned(vec![GuardId(0)]),
                     hidden: false,
+                    deadline: Some(Duration::from_millis(1)),
+                    renamed_from: Cow::Owned(vec![Cow::Borrowed("begin")]),
                     description: None,
                 },
                 Action {
@@ -251,6 +283,8 @@ mod tests {
                     roles: Cow::Owned(vec![]),
                     guards: Cow::Owned(vec![]),
                     hidden: true,
+                    deadline: None,
+                    renamed_from: Cow::Borrowed(&[]),
                     description: Some(Cow::Borrowed("")),
                 },
             ]),

@@ -21,7 +21,10 @@ pub mod rules;
 mod suggest;
 
 pub use action_ref::{ActionRef, UnknownAction};
-pub use def::{ActionDef, MachineDef, NamedDef, Site, StateDef, StateKind, TargetDef};
+pub use def::{
+    ActionDef, MachineDef, NamedDef, Site, StateDef, StateKind, TargetDef, format_duration,
+    parse_duration,
+};
 pub use diagnostic::{Diagnostic, Help, Lint, Severity};
 pub use machine::{Action, ActionId, Guard, GuardId, Machine, Role, State, StateId, Target, Text};
 pub use rules::{Move, Rule, RuleError, TransitionError};

@@ -2,6 +2,7 @@
 //! stated once, in [`crate::rules`].
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use super::def::StateKind;
 
@@ -35,6 +36,11 @@ pub struct State {
     pub persisted: bool,
     /// The role that alone may move an object out of this state.
     pub owner: Option<Text>,
+    /// For a transition state: how long an action may hold an object in it before
+    /// a healer may roll it back, however alive its holder.
+    pub deadline: Option<Duration>,
+    /// Names the state had in earlier versions of the spec.
+    pub renamed_from: Cow<'static, [Text]>,
     /// What the state means.
     pub description: Option<Text>,
 }
@@ -76,6 +82,11 @@ pub struct Action {
     pub guards: Cow<'static, [GuardId]>,
     /// A hidden action runs without a status of its own.
     pub hidden: bool,
+    /// How long the action may hold an object before a healer may roll it back
+    /// (see [`Machine::deadline`]).
+    pub deadline: Option<Duration>,
+    /// Names the action had in earlier versions of the spec.
+    pub renamed_from: Cow<'static, [Text]>,
     /// What the action does.
     pub description: Option<Text>,
 }
@@ -236,6 +247,32 @@ impl Machine {
             .map(ActionId)
     }
 
+    /// The state called `name` now, or in an earlier version of the spec (its
+    /// `renamed_from`): how a stored name is read.
+    pub fn state_named(&self, name: &str) -> Option<StateId> {
+        self.state_id(name).or_else(|| {
+            self.states
+                .iter()
+                .position(|s| s.renamed_from.iter().any(|r| r == name))
+                .map(StateId)
+        })
+    }
+
+    /// The action called `name` now, or in an earlier version of the spec.
+    pub fn action_named(&self, name: &str) -> Option<ActionId> {
+        self.actions
+            .iter()
+            .position(|a| a.name == name || a.renamed_from.iter().any(|r| r == name))
+            .map(ActionId)
+    }
+
+    /// How long `action` may hold an object in `state` (its transition state, or
+    /// its origin) before a healer may roll it back however alive its holder: the
+    /// action's own deadline, else the state's.
+    pub fn deadline(&self, action: ActionId, state: StateId) -> Option<Duration> {
+        self.action(action).deadline.or(self.state(state).deadline)
+    }
+
     /// The state name closest to `name`, for a "did you mean" hint.
     pub fn suggest_state(&self, name: &str) -> Option<&str> {
         crate::suggest::closest(name, self.states.iter().map(|s| &*s.name))
@@ -254,46 +291,39 @@ impl Machine {
 pub mod __private {
     use super::*;
 
-    /// A state from owned parts.
-    pub fn owned_state(
-        name: String,
-        kind: StateKind,
-        terminal: bool,
-        persisted: bool,
-        owner: Option<String>,
-        description: Option<String>,
-    ) -> State {
+    /// A state from its definition, which the analysis checked.
+    pub fn owned_state(def: &crate::StateDef) -> State {
         State {
-            name: Cow::Owned(name),
-            kind,
-            terminal,
-            persisted,
-            owner: owner.map(Cow::Owned),
-            description: description.map(Cow::Owned),
+            name: Cow::Owned(def.name.clone()),
+            kind: def.kind,
+            terminal: def.terminal,
+            persisted: def.persisted,
+            owner: def.owner.clone().map(Cow::Owned),
+            deadline: def.deadline,
+            renamed_from: def.renamed_from.iter().cloned().map(Cow::Owned).collect(),
+            description: def.description.clone().map(Cow::Owned),
         }
     }
 
-    /// An action from owned parts.
-    #[allow(clippy::too_many_arguments)]
+    /// An action from its definition and its resolved parts.
     pub fn owned_action(
-        name: String,
+        def: &crate::ActionDef,
         origins: Vec<StateId>,
         via: Option<StateId>,
         target: Target,
-        roles: Vec<String>,
         guards: Vec<GuardId>,
-        hidden: bool,
-        description: Option<String>,
     ) -> Action {
         Action {
-            name: Cow::Owned(name),
+            name: Cow::Owned(def.name.clone()),
             origins: Cow::Owned(origins),
             via,
             target,
-            roles: Cow::Owned(roles.into_iter().map(Cow::Owned).collect()),
+            roles: def.roles.iter().cloned().map(Cow::Owned).collect(),
             guards: Cow::Owned(guards),
-            hidden,
-            description: description.map(Cow::Owned),
+            hidden: def.hidden,
+            deadline: def.deadline,
+            renamed_from: def.renamed_from.iter().cloned().map(Cow::Owned).collect(),
+            description: def.description.clone().map(Cow::Owned),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use fsm_core::{RuleError, UnknownAction};
 
-use crate::{ObjectId, Record};
+use crate::{Fence, ObjectId, Record, Revocation};
 
 /// A store could not carry out a write or a read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -157,6 +157,19 @@ pub enum RuntimeError {
         /// The state and version actually found (`None`: the object is gone).
         found: Option<(String, u64)>,
     },
+    /// The action's hold on the object was ended by someone else (the healer rolled
+    /// it back): its work must stop, and any later step is refused.
+    #[error("{id}: `{action}` ({fence}) no longer holds the object: {}", revoked_text(.by))]
+    Revoked {
+        /// The object.
+        id: ObjectId,
+        /// The action.
+        action: String,
+        /// Its fencing token.
+        fence: Fence,
+        /// Who ended the hold and when, if the history says.
+        by: Option<Revocation>,
+    },
     /// A rollback was asked for a record on which no action (or no hidden action)
     /// is in flight.
     #[error("no {} action is in flight on {id} (in {state}): nothing to roll back", if *.hidden { "hidden" } else { "visible" })]
@@ -208,5 +221,17 @@ fn found_text(found: &Option<(String, u64)>) -> String {
     match found {
         Some((state, version)) => format!("found {state} at version {version}"),
         None => "found no such object".into(),
+    }
+}
+
+fn revoked_text(by: &Option<Revocation>) -> String {
+    match by {
+        Some(r) => format!(
+            "revoked by {} at {} (version {})",
+            r.by,
+            crate::clock::rfc3339(r.at),
+            r.version
+        ),
+        None => "its hold is gone".into(),
     }
 }

@@ -1,4 +1,14 @@
-//! Self-healing: objects stuck in a transition state are rolled back.
+//! Self-healing: holds whose holder is gone, or that passed a hard deadline, are
+//! rolled back.
+//!
+//! A hold lives as long as its holder: in process, the [`InFlight`](crate::InFlight)
+//! handle (dropped without an outcome, or unwound by a panic, it records the hold as
+//! abandoned at once); across processes on etcd, the holding process's lease, which
+//! it keeps alive (a process that dies or is cut off longer than the lease's time to
+//! live shows its holds as abandoned). A hold whose holder lives is rolled back only
+//! when it passes a hard deadline: the spec's (`deadline` on the action or on its
+//! transition state), or one given to the healer. A slow action that is alive is
+//! left alone.
 
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -20,9 +30,11 @@ pub struct Healed {
     pub since: SystemTime,
     /// The state restored: the static state the action started from.
     pub restored: String,
-    /// Whether its handle had been dropped (a crashed worker), rather than the
-    /// action having outlived its timeout.
+    /// Whether its holder was gone (a dropped handle, a dead process), rather
+    /// than the hold having passed its deadline.
     pub abandoned: bool,
+    /// The deadline the hold passed, when its holder was alive.
+    pub deadline: Option<Duration>,
     /// Whether the stuck action was a hidden one.
     pub hidden: bool,
 }
@@ -38,9 +50,11 @@ pub struct HealReport {
     pub errors: Vec<(ObjectId, RuntimeError)>,
 }
 
-/// Finds objects stuck in a transition state longer than a timeout, or held by an
-/// abandoned action, and rolls each back to the static state its action started
-/// from, by compare-and-set: an action that finishes meanwhile is never undone.
+/// Finds objects held by an action whose holder is gone, or that passed its hard
+/// deadline, and rolls each back to the static state its action started from, by
+/// compare-and-set: an action that finishes meanwhile is never undone, and a worker
+/// that comes back late finds its hold revoked (its completion is a `409 Conflict`,
+/// its next queued step is refused).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -55,37 +69,53 @@ pub struct HealReport {
 /// let user = Actor::new("user");
 /// vms.create("vm-1", &user)?;
 /// vms.run("vm-1", &user, "deploy")?;
-/// std::mem::forget(vms.start("vm-1", &user, "pause")?); // a worker that hangs
+/// let slow = vms.start("vm-1", &user, "pause")?; // a worker that is slow, but alive
 ///
-/// let healer = Healer::new(Duration::from_secs(600));
-/// assert!(healer.heal(&vms)?.healed.is_empty()); // not stuck yet
-/// clock.advance(Duration::from_secs(601));
+/// let healer = Healer::new().deadline_for("PAUSING", Duration::from_secs(600));
+/// clock.advance(Duration::from_secs(300));
+/// assert!(healer.heal(&vms)?.healed.is_empty()); // alive, and within its deadline
+/// clock.advance(Duration::from_secs(301));
 /// let report = healer.heal(&vms)?;
 /// assert_eq!(report.healed[0].stuck_in, "PAUSING");
 /// assert_eq!(report.healed[0].restored, "RUNNING");
 /// assert_eq!(vms.state_name("vm-1")?, "RUNNING");
+/// assert!(slow.complete().is_err()); // the late worker's 409
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Healer {
     actor: Actor,
-    timeout: Duration,
+    default: Option<Duration>,
     per_state: HashMap<String, Duration>,
 }
 
+impl Default for Healer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Healer {
-    /// A healer that rolls back actions older than `timeout`, acting as `healer`.
-    pub fn new(timeout: Duration) -> Self {
+    /// A healer, acting as `healer`, that rolls back holds whose holder is gone and
+    /// holds past the deadline the spec declares for their action or transition
+    /// state.
+    pub fn new() -> Self {
         Healer {
             actor: Actor::new("healer"),
-            timeout,
+            default: None,
             per_state: HashMap::new(),
         }
     }
 
-    /// A different timeout for objects in `state` (by its spec name).
-    pub fn timeout_for(mut self, state: impl Into<String>, timeout: Duration) -> Self {
-        self.per_state.insert(state.into(), timeout);
+    /// A hard deadline for holds the spec gives none.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.default = Some(deadline);
+        self
+    }
+
+    /// A hard deadline for holds in `state` (by its spec name), over the spec's.
+    pub fn deadline_for(mut self, state: impl Into<String>, deadline: Duration) -> Self {
+        self.per_state.insert(state.into(), deadline);
         self
     }
 
@@ -118,13 +148,15 @@ impl Healer {
                 };
                 let Some(holder) = holder else { continue };
                 let stuck_in = runtime.machine().state(record.state).name.to_string();
-                let timeout = self
-                    .per_state
-                    .get(&stuck_in)
-                    .copied()
-                    .unwrap_or(self.timeout);
+                let deadline = self.per_state.get(&stuck_in).copied().or_else(|| {
+                    runtime
+                        .machine()
+                        .deadline(holder.action, record.state)
+                        .or(self.default)
+                });
                 let age = now.duration_since(holder.since).unwrap_or_default();
-                if !holder.abandoned && age < timeout {
+                let late = deadline.is_some_and(|d| age >= d);
+                if !holder.abandoned && !late {
                     continue;
                 }
                 let result = if hidden {
@@ -141,6 +173,7 @@ impl Healer {
                             since: holder.since,
                             restored: runtime.machine().state(restored.state).name.to_string(),
                             abandoned: holder.abandoned,
+                            deadline: deadline.filter(|_| !holder.abandoned),
                             hidden,
                         };
                         tracing::warn!(

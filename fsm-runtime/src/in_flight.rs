@@ -3,11 +3,38 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use fsm_core::{ActionId, Rule, StateId};
 
 use crate::write::{self, Change, Slot};
 use crate::{EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store};
+
+/// The fencing token of an action in flight: the version of the record its start
+/// wrote, higher for every later start on the same object. Pass it to the systems
+/// the action's work drives, and have them refuse a token lower than one they have
+/// seen: once the healer revokes a hold, a slow worker still holding the old token
+/// cannot act on the object (Kleppmann's fencing tokens, Chubby's sequencers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Fence(pub u64);
+
+impl fmt::Display for Fence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "fence {}", self.0)
+    }
+}
+
+/// An action's hold on its object ended by someone else (the healer rolled it back),
+/// as [`InFlight::still_held`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revocation {
+    /// Who ended the hold, as the object's history records it.
+    pub by: String,
+    /// When.
+    pub at: SystemTime,
+    /// The version of the write that ended it.
+    pub version: u64,
+}
 
 /// The runtime an [`InFlight`] handle finishes its action on: borrowed, or owned
 /// for a handle that must outlive the borrow (one sent to a worker thread).
@@ -106,6 +133,48 @@ impl<S: Store> InFlight<'_, S> {
     /// The state the object showed and the version it had when the action started.
     pub fn held(&self) -> Expected {
         self.held
+    }
+
+    /// The action's fencing token: pass it to the systems its work drives.
+    pub fn fence(&self) -> Fence {
+        Fence(self.held.version)
+    }
+
+    /// Whether the action still holds its object: `Ok` while its start's holder is
+    /// in its slot; otherwise who ended the hold and when (the healer rolled it
+    /// back), read from the object's history. Check it before each step of long
+    /// work: a revoked action must do nothing more.
+    pub fn still_held(&self) -> Result<(), RuntimeError> {
+        let rt = &*self.runtime;
+        let record = rt.load(&self.id)?;
+        if record
+            .as_ref()
+            .and_then(|r| self.slot.get(r))
+            .is_some_and(|h| h.version == self.held.version)
+        {
+            return Ok(());
+        }
+        let history = rt.history(self.id.clone())?;
+        let ended = history.iter().find(|e| {
+            e.version > self.held.version
+                && e.action == Some(self.rule.action)
+                && e.kind != EntryKind::Started
+        });
+        Err(RuntimeError::Revoked {
+            id: self.id.clone(),
+            action: rt.action_name(self.rule.action).to_owned(),
+            fence: self.fence(),
+            by: ended.map(|e| Revocation {
+                by: e.actor.to_string(),
+                at: e.at,
+                version: e.version,
+            }),
+        })
+    }
+
+    /// Lets go of a revoked action without writing: its hold is already gone.
+    pub(crate) fn relinquish(mut self) {
+        self.done = true;
     }
 
     /// Whether the action is hidden (it keeps the status and its own slot).

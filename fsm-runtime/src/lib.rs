@@ -72,6 +72,7 @@ mod memory;
 mod queue;
 mod runtime;
 mod store;
+mod sync;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod wire;
@@ -81,12 +82,12 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use admit::GuardContext;
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, SystemClock, rfc3339};
 pub use error::{RuntimeError, StoreError};
 pub use fsm_core::ActionRef;
 pub use heal::{HealReport, Healed, Healer, PeriodicHealer};
 pub use history::{HistoryError, check_history};
-pub use in_flight::InFlight;
+pub use in_flight::{Fence, InFlight, Revocation};
 pub use memory::MemoryStore;
 pub use queue::{QueueError, Queuer, Request, Ticket, Work};
 pub use runtime::{Runtime, RuntimeBuilder};

@@ -1,33 +1,47 @@
 //! The embedded default store: in memory, safe under many threads.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
 
-use dashmap::DashMap;
-use dashmap::mapref::entry::Entry as MapEntry;
+use fsm_core::{ActionId, Machine, StateId};
 
+use crate::sync::{Mutex, MutexGuard};
 use crate::{Entry, Event, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write};
+
+type Hasher = foldhash::fast::RandomState;
 
 /// Records and histories in memory.
 ///
-/// Objects live in a sharded map (with a fast, randomly seeded hash): a write locks
-/// only the shard of its object, for
-/// the time of one comparison and one push, so writes to different objects run in
-/// parallel and there is no global lock. Each write is applied whole under that lock
-/// (record, history entry and the event to watchers, in version order).
+/// Objects live in shards, each a map behind its own lock, chosen by a fast,
+/// randomly seeded hash of the id: a write locks only its object's shard, for one
+/// comparison and one push, so writes to different objects run in parallel and
+/// there is no global lock. Each write is applied whole under that lock (record,
+/// history entry and the event to watchers, in version order).
 ///
 /// Histories are kept whole by default. A long-running process that only needs the
 /// recent past can bound them with [`MemoryStore::keep_history`].
+///
+/// Records hold states and actions by id. Opening a runtime of an edited spec over
+/// the same store ([`Store::bind`]) translates them by name, renames included, or
+/// refuses, listing the objects the new spec cannot read.
 #[derive(Debug)]
 pub struct MemoryStore {
-    objects: DashMap<ObjectId, Slot, foldhash::fast::RandomState>,
+    shards: Box<[Mutex<HashMap<ObjectId, Slot, Hasher>>]>,
+    hasher: Hasher,
     publisher: Publisher,
     keep: usize,
+    /// The machine whose ids the records hold.
+    bound: Mutex<Option<Machine>>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Slot {
     record: Record,
     history: VecDeque<Entry>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl MemoryStore {
@@ -41,10 +55,17 @@ impl MemoryStore {
 
     /// An empty store whose watchers buffer up to `capacity` events each.
     pub fn with_watch_capacity(capacity: usize) -> Self {
+        // Enough shards that threads rarely meet on one.
+        let shards =
+            (std::thread::available_parallelism().map_or(4, |n| n.get()) * 8).next_power_of_two();
         MemoryStore {
-            objects: DashMap::default(),
+            shards: (0..shards)
+                .map(|_| Mutex::new(HashMap::with_hasher(Hasher::default())))
+                .collect(),
+            hasher: Hasher::default(),
             publisher: Publisher::new(capacity),
             keep: usize::MAX,
+            bound: Mutex::new(None),
         }
     }
 
@@ -55,6 +76,11 @@ impl MemoryStore {
         self.keep = entries.max(1);
         self
     }
+
+    fn shard(&self, id: &ObjectId) -> &Mutex<HashMap<ObjectId, Slot, Hasher>> {
+        let hash = self.hasher.hash_one(id.as_str());
+        &self.shards[(hash as usize) & (self.shards.len() - 1)]
+    }
 }
 
 impl Default for MemoryStore {
@@ -63,65 +89,148 @@ impl Default for MemoryStore {
     }
 }
 
+/// Reads the ids of one version of a machine as those of another, by name.
+struct Translation<'m> {
+    old: &'m Machine,
+    new: &'m Machine,
+}
+
+impl Translation<'_> {
+    fn state(&self, s: StateId) -> Result<StateId, String> {
+        let name = &self.old.state(s).name;
+        self.new.state_named(name).ok_or_else(|| name.to_string())
+    }
+
+    fn action(&self, a: ActionId) -> Result<ActionId, String> {
+        let name = &self.old.action(a).name;
+        self.new.action_named(name).ok_or_else(|| name.to_string())
+    }
+
+    fn slot(&self, slot: &Slot) -> Result<Slot, String> {
+        let mut out = slot.clone();
+        let r = &mut out.record;
+        r.state = self.state(r.state)?;
+        for holder in [&mut r.in_flight, &mut r.hidden].into_iter().flatten() {
+            let h = std::sync::Arc::make_mut(holder);
+            h.action = self.action(h.action)?;
+            h.origin = self.state(h.origin)?;
+        }
+        for e in &mut out.history {
+            e.from = self.state(e.from)?;
+            e.to = self.state(e.to)?;
+            if let Some(a) = &mut e.action {
+                *a = self.action(*a)?;
+            }
+        }
+        Ok(out)
+    }
+}
+
 impl Store for MemoryStore {
+    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
+        let mut bound = lock(&self.bound);
+        let Some(old) = bound.as_ref() else {
+            *bound = Some(machine.clone());
+            return Ok(());
+        };
+        if fsm_core::evolve::fingerprint(old) == fsm_core::evolve::fingerprint(machine) {
+            return Ok(());
+        }
+        // An edited spec: translate every object by name, all or nothing.
+        let t = Translation { old, new: machine };
+        let mut shards: Vec<_> = self.shards.iter().map(lock).collect();
+        let mut unreadable = Vec::new();
+        let mut translated = Vec::new();
+        for shard in &shards {
+            let mut out = HashMap::with_hasher(Hasher::default());
+            for (id, slot) in shard.iter() {
+                match t.slot(slot) {
+                    Ok(slot) => {
+                        out.insert(id.clone(), slot);
+                    }
+                    Err(name) => unreadable.push(format!("{id} ({name})")),
+                }
+            }
+            translated.push(out);
+        }
+        if !unreadable.is_empty() {
+            unreadable.sort();
+            return Err(StoreError::Incompatible {
+                machine: machine.name().to_owned(),
+                reason: format!(
+                    "objects in states or actions the spec no longer has: {}; declare their old names with `renamed_from`",
+                    unreadable.join(", ")
+                ),
+            });
+        }
+        for (shard, out) in shards.iter_mut().zip(translated) {
+            **shard = out;
+        }
+        *bound = Some(machine.clone());
+        Ok(())
+    }
+
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
-        Ok(self.objects.get(id).map(|slot| slot.record.clone()))
+        Ok(lock(self.shard(id)).get(id).map(|slot| slot.record.clone()))
     }
 
     fn commit(&self, write: Write) -> Result<(), StoreError> {
         let (id, expected, record, entry) = write.into_parts();
+        let mut shard = lock(self.shard(&id));
         let publish = |entry: &Entry, id: &ObjectId| {
             self.publisher.publish(|| Event {
                 id: id.clone(),
                 entry: entry.clone(),
             })
         };
-        match expected {
-            None => match self.objects.entry(id) {
-                MapEntry::Occupied(slot) => Err(StoreError::Conflict {
-                    id: slot.key().clone(),
-                    found: Some(Box::new(slot.get().record.clone())),
-                }),
-                MapEntry::Vacant(slot) => {
-                    publish(&entry, slot.key());
-                    slot.insert(Slot {
-                        record,
-                        history: VecDeque::from([entry]),
-                    });
-                    Ok(())
-                }
-            },
-            Some(expected) => {
-                let Some(mut slot) = self.objects.get_mut(&id) else {
-                    return Err(StoreError::Conflict { id, found: None });
-                };
-                if slot.record.expected() != expected {
-                    return Err(StoreError::Conflict {
-                        id,
-                        found: Some(Box::new(slot.record.clone())),
-                    });
-                }
-                publish(&entry, &id);
-                slot.record = record;
-                if slot.history.len() == self.keep {
-                    slot.history.pop_front();
-                }
-                slot.history.push_back(entry);
-                Ok(())
+        let Some(expected) = expected else {
+            if let Some(slot) = shard.get(&id) {
+                return Err(StoreError::Conflict {
+                    found: Some(Box::new(slot.record.clone())),
+                    id,
+                });
             }
+            publish(&entry, &id);
+            shard.insert(
+                id,
+                Slot {
+                    record,
+                    history: VecDeque::from([entry]),
+                },
+            );
+            return Ok(());
+        };
+        let Some(slot) = shard.get_mut(&id) else {
+            return Err(StoreError::Conflict { id, found: None });
+        };
+        if slot.record.expected() != expected {
+            return Err(StoreError::Conflict {
+                found: Some(Box::new(slot.record.clone())),
+                id,
+            });
         }
+        publish(&entry, &id);
+        slot.record = record;
+        if slot.history.len() == self.keep {
+            slot.history.pop_front();
+        }
+        slot.history.push_back(entry);
+        Ok(())
     }
 
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
-        Ok(self
-            .objects
+        Ok(lock(self.shard(id))
             .get(id)
             .map(|slot| slot.history.iter().cloned().collect())
             .unwrap_or_default())
     }
 
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
-        let mut ids: Vec<_> = self.objects.iter().map(|e| e.key().clone()).collect();
+        let mut ids: Vec<_> = self
+            .shards
+            .iter()
+            .flat_map(|shard| lock(shard).keys().cloned().collect::<Vec<_>>())
+            .collect();
         ids.sort();
         Ok(ids)
     }

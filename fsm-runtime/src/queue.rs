@@ -25,7 +25,7 @@
 //! let user = Actor::new("user");
 //! vms.create("vm-1", &user)?;
 //! let queuer = Queuer::new(2);
-//! let deploy = queuer.request(&vms, "vm-1", &user, "deploy").run(|| Ok(()))?;
+//! let deploy = queuer.request(&vms, "vm-1", &user, "deploy").run(|_| Ok(()))?;
 //! // Accepted: the status shows the action at once.
 //! assert!(["DEPLOYING", "RUNNING"].contains(&vms.state_name("vm-1")?));
 //! let record = deploy.wait()?;
@@ -48,7 +48,7 @@ use fsm_core::{ActionId, RuleError};
 
 use fsm_core::ActionRef;
 
-use crate::{Actor, ObjectId, Record, Runtime, RuntimeError, Store};
+use crate::{Actor, Fence, ObjectId, Record, Runtime, RuntimeError, Store};
 
 /// Why a request was not accepted, or how an accepted one ended badly.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -85,6 +85,10 @@ pub enum QueueError {
         /// What its work said.
         message: String,
     },
+    /// The action's hold was revoked (the healer rolled it back) before its work
+    /// was done: no step ran after that, and nothing was written.
+    #[error(transparent)]
+    Revoked(RuntimeError),
     /// The work panicked; the action is left abandoned for the healer.
     #[error("the worker running `{action}` on {id} crashed; the action is left for the healer")]
     Crashed {
@@ -95,8 +99,9 @@ pub enum QueueError {
     },
 }
 
-/// The work of one step: `Err` with a message fails the action.
-pub type Work = Box<dyn FnOnce() -> Result<(), String> + Send>;
+/// The work of one step, given the action's fencing token to pass on to the
+/// systems it drives: `Err` with a message fails the action.
+pub type Work = Box<dyn FnOnce(Fence) -> Result<(), String> + Send>;
 
 /// A queued job: runs, and says whether its queue should end after it and what to
 /// do once the queue's bookkeeping is done (tell the ticket).
@@ -378,7 +383,7 @@ impl<S: Store> Request<'_, S> {
     /// added with [`Request::step`], its last, named after the action itself.
     pub fn run(
         mut self,
-        work: impl FnOnce() -> Result<(), String> + Send + 'static,
+        work: impl FnOnce(Fence) -> Result<(), String> + Send + 'static,
     ) -> Result<Ticket, QueueError> {
         self.steps.push((self.action.clone(), Box::new(work)));
         self.submit()
@@ -391,7 +396,7 @@ impl<S: Store> Request<'_, S> {
     pub fn step(
         mut self,
         step: impl ActionRef,
-        work: impl FnOnce() -> Result<(), String> + Send + 'static,
+        work: impl FnOnce(Fence) -> Result<(), String> + Send + 'static,
     ) -> Self {
         let step = step
             .resolve(self.runtime.machine())
@@ -472,29 +477,46 @@ impl<S: Store> Request<'_, S> {
             action: machine.action(action).name.to_string(),
         };
         let rt = runtime.clone();
+        let own_queue = key == id;
         let job: Job = Box::new(move || {
             let span = tracing::info_span!("queued", object = %handle.id());
             let _enter = span.enter();
+            let fence = handle.fence();
             // The first step to fail, with its message; the later steps do not run.
+            // Before each step, the action must still hold the object: a hold the
+            // healer revoked while the job waited, or during an earlier step, runs
+            // nothing more.
             let mut failed: Option<(String, String)> = None;
+            let mut revoked = None;
             for ((_, work), name) in checked.into_iter().zip(names) {
-                tracing::debug!(step = %name, "step");
-                if let Err(message) = work() {
+                if let Err(e) = handle.still_held() {
+                    revoked = Some(e);
+                    break;
+                }
+                tracing::debug!(step = %name, %fence, "step");
+                if let Err(message) = work(fence) {
                     failed = Some((name, message));
                     break;
                 }
             }
-            let outcome = match failed {
-                Some((step, message)) => match handle.fail() {
+            let outcome = match (revoked, failed) {
+                (Some(e), _) => {
+                    tracing::warn!(error = %e, "revoked: no further step runs");
+                    handle.relinquish();
+                    Err(QueueError::Revoked(e))
+                }
+                (None, Some((step, message))) => match handle.fail() {
                     Ok(_) => Err(QueueError::Failed { step, message }),
                     Err(e) => Err(QueueError::Refused(e)),
                 },
-                None => handle.complete().map_err(QueueError::Refused),
+                (None, None) => handle.complete().map_err(QueueError::Refused),
             };
-            // After an object reaches a terminal state its queue ends.
-            let terminal = outcome
-                .as_ref()
-                .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
+            // After an object reaches a terminal state its own queue ends; a queue
+            // it was routed to (its VM's) goes on.
+            let terminal = own_queue
+                && outcome
+                    .as_ref()
+                    .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
             (
                 terminal,
                 Box::new(move || {

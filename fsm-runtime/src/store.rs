@@ -1,7 +1,7 @@
 //! What a store keeps, and the trait a backend implements.
 
+use crate::sync::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use tokio::sync::broadcast;
@@ -308,5 +308,28 @@ impl Publisher {
             only: None,
             count: self.count.clone(),
         }
+    }
+}
+
+/// A store shared by several runtimes (of one machine), or kept by the caller to
+/// open a runtime over it again later.
+impl<S: Store> Store for Arc<S> {
+    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
+        (**self).bind(machine)
+    }
+    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+        (**self).load(id)
+    }
+    fn commit(&self, write: Write) -> Result<(), StoreError> {
+        (**self).commit(write)
+    }
+    fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
+        (**self).history(id)
+    }
+    fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
+        (**self).ids()
+    }
+    fn watch(&self) -> Result<Watcher, StoreError> {
+        (**self).watch()
     }
 }

@@ -158,7 +158,8 @@ pub fn handles_end_as_they_should<S: Store>(store: S) {
         Err(RuntimeError::Busy { abandoned, .. }) => assert!(abandoned),
         other => panic!("handles_end_as_they_should: answered {other:?}"),
     }
-    let report = crate::Healer::new(Duration::from_secs(3600))
+    let report = crate::Healer::new()
+        .deadline(Duration::from_secs(3600))
         .actor(healer)
         .heal(&rt)
         .unwrap();
@@ -324,4 +325,108 @@ pub fn concurrent_actors_never_lose_a_write<S: Store>(store: S, threads: usize, 
         completed.load(Ordering::Relaxed),
         "concurrent: every completed action is in a history, and only those"
     );
+}
+
+/// The suite's machine edited as specs are in production: a state inserted before
+/// the others (every index moves), `RUNNING` renamed `UP` and `resize` renamed
+/// `rescale`, both declared with `renamed_from`.
+pub const SPEC_EDITED: &str = r#"
+[machine]
+name = "server"
+initial = "HALTED"
+
+[states]
+BOOTING = { transition = true }
+HALTED = "Off"
+STARTING = { transition = true }
+UP = { description = "On", renamed_from = "RUNNING" }
+STOPPING = { transition = true }
+RESIZING = { transition = true }
+RETIRED = { terminal = true }
+
+[actions]
+boot = { from = "HALTED", via = "BOOTING", to = "UP" }
+start = { from = "HALTED", via = "STARTING", to = "UP" }
+stop = { from = "UP", via = "STOPPING", to = "HALTED" }
+rescale = { from = ["HALTED", "UP"], via = "RESIZING", to_origin = true, renamed_from = "resize" }
+reboot = { from = "UP", to = "UP" }
+retire = { from = "HALTED", to = "RETIRED" }
+migrate = { from = ["HALTED", "UP"], hidden = true }
+"#;
+
+/// Objects written under one version of the spec are read and moved under an edited
+/// one; a version that drops a state some object is in is refused, naming it.
+/// `open` opens the same store again each time it is called (a clone of an
+/// `Arc<MemoryStore>`, a new etcd handle on the same prefix); the store starts
+/// empty.
+pub fn specs_evolve<S: Store>(open: impl Fn() -> S) {
+    let user = Actor::new("user");
+    let old = runtime(open());
+    old.create("up", &user).expect("specs_evolve: create");
+    old.run("up", &user, "start").expect("specs_evolve: start");
+    old.create("resizing", &user).expect("specs_evolve: create");
+    // A worker that died during a resize: its hold is abandoned.
+    drop(
+        old.start("resizing", &user, "resize")
+            .expect("specs_evolve: resize"),
+    );
+    old.create("retired", &user).expect("specs_evolve: create");
+    old.run("retired", &user, "retire")
+        .expect("specs_evolve: retire");
+    drop(old);
+
+    let edited = fsm_core::spec::load_str("server.toml", SPEC_EDITED).expect("a valid spec");
+    let new = Runtime::new(edited.clone(), open())
+        .expect("specs_evolve: the edited spec reads every object");
+    assert_eq!(
+        new.state_name("up").unwrap(),
+        "UP",
+        "specs_evolve: a renamed state"
+    );
+    let history = new.history("up").unwrap();
+    let names: Vec<&str> = history.iter().map(|e| &*edited.state(e.to).name).collect();
+    assert_eq!(
+        names,
+        ["HALTED", "STARTING", "UP"],
+        "specs_evolve: history by the new names"
+    );
+    check_history(&edited, &history)
+        .expect("specs_evolve: the history is a path of the edited spec");
+    // Moved under the edited spec.
+    new.run("up", &user, "stop").expect("specs_evolve: stop");
+    new.run("up", &user, "boot")
+        .expect("specs_evolve: a new action");
+    assert_eq!(new.state_name("up").unwrap(), "UP");
+    check_history(&edited, &new.history("up").unwrap()).expect("specs_evolve: history after moves");
+    // The abandoned resize reads as the renamed action and is healed back.
+    let record = new.get("resizing").unwrap();
+    let holder = record.in_flight.as_ref().expect("specs_evolve: still held");
+    assert_eq!(edited.action(holder.action).name, "rescale");
+    let report = crate::Healer::new().heal(&new).expect("specs_evolve: heal");
+    assert_eq!(report.healed.len(), 1, "specs_evolve: {report:?}");
+    assert_eq!(new.state_name("resizing").unwrap(), "HALTED");
+    drop(new);
+
+    // Retiring a state some object is in, without a migration, is refused.
+    let without_retired = SPEC_EDITED
+        .replace("RETIRED = { terminal = true }\n", "")
+        .replace("retire = { from = \"HALTED\", to = \"RETIRED\" }\n", "");
+    let dropped = fsm_core::spec::load_str("server.toml", without_retired).expect("a valid spec");
+    match Runtime::new(dropped, open()) {
+        Err(RuntimeError::Store(e @ crate::StoreError::Incompatible { .. })) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("retired (RETIRED)"),
+                "specs_evolve: {message}"
+            );
+            assert!(
+                !message.contains("up ("),
+                "specs_evolve: only what is unreadable: {message}"
+            );
+        }
+        other => panic!("specs_evolve: a spec without RETIRED answered {other:?}"),
+    }
+    // And the store still serves the spec it was serving.
+    let again = Runtime::new(edited, open()).expect("specs_evolve: reopened");
+    assert_eq!(again.state_name("retired").unwrap(), "RETIRED");
 }

@@ -76,7 +76,9 @@ pub struct StoredEntry {
 
 /// A stored name the machine does not have (nor had, by a declared rename).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("machine `{machine}` has no {kind} `{name}`")]
+#[error(
+    "machine `{machine}` has no {kind} `{name}` (if it was renamed, say so with `renamed_from` in the spec)"
+)]
 pub struct UnknownName {
     /// The machine.
     pub machine: String,
@@ -113,13 +115,26 @@ impl Codec {
         Codec {
             machine: machine.name().to_owned(),
             fingerprint: fsm_core::evolve::fingerprint(machine),
+            // Current names, and the earlier ones the spec declares (`renamed_from`):
+            // an object stored under an old name reads as in the renamed state, and
+            // is written back under the new one.
             states: machine
                 .state_ids()
-                .map(|s| (machine.state(s).name.to_string(), s))
+                .flat_map(|s| {
+                    let state = machine.state(s);
+                    std::iter::once(&state.name)
+                        .chain(state.renamed_from.iter())
+                        .map(move |n| (n.to_string(), s))
+                })
                 .collect(),
             actions: machine
                 .action_ids()
-                .map(|a| (machine.action(a).name.to_string(), a))
+                .flat_map(|a| {
+                    let action = machine.action(a);
+                    std::iter::once(&action.name)
+                        .chain(action.renamed_from.iter())
+                        .map(move |n| (n.to_string(), a))
+                })
                 .collect(),
             state_names,
             action_names,

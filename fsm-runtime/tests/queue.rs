@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use fsm_core::Machine;
 use fsm_runtime::{
-    Actor, Healer, ManualClock, MemoryStore, QueueError, Queuer, Runtime, check_history,
+    Actor, Fence, Healer, ManualClock, MemoryStore, QueueError, Queuer, Runtime, RuntimeError,
+    check_history,
 };
 
 fn spec(path: &str) -> Machine {
@@ -24,9 +25,9 @@ fn spec(path: &str) -> Machine {
 type Log = Arc<Mutex<Vec<String>>>;
 
 /// Work that records `what` in `log`.
-fn note(log: &Log, what: &str) -> impl FnOnce() -> Result<(), String> + Send + 'static {
+fn note(log: &Log, what: &str) -> impl FnOnce(Fence) -> Result<(), String> + Send + 'static {
     let (log, what) = (log.clone(), what.to_owned());
-    move || {
+    move |_| {
         log.lock().unwrap().push(what);
         Ok(())
     }
@@ -64,7 +65,7 @@ fn scenario_1_a_destroy_requested_during_a_migration_waits_for_it() {
         let log = log.clone();
         queuer
             .request(&vms, "vm-1", &platform, "migrate")
-            .run(move || {
+            .run(move |_| {
                 log.lock().unwrap().push("migrate".into());
                 started.send(()).unwrap();
                 released.recv().unwrap();
@@ -89,7 +90,7 @@ fn scenario_1_a_destroy_requested_during_a_migration_waits_for_it() {
     // Only one user request at a time: a second one is refused.
     let refused = queuer
         .request(&vms, "vm-1", &user, "reboot")
-        .run(|| Ok(()))
+        .run(|_| Ok(()))
         .unwrap_err();
     assert_eq!(
         refused.to_string(),
@@ -124,7 +125,7 @@ fn a_refused_request_queues_nothing_and_a_step_is_checked_against_the_table() {
     let queuer = Queuer::new(1);
     let err = queuer
         .request(&vms, "vm-1", &user, "pause")
-        .run(|| Ok(()))
+        .run(|_| Ok(()))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -136,7 +137,7 @@ fn a_refused_request_queues_nothing_and_a_step_is_checked_against_the_table() {
     let written = vms.history("vm-2").unwrap().len();
     let err = queuer
         .request(&vms, "vm-2", &user, "destroy")
-        .step("resume", || Ok(()))
+        .step("resume", |_| Ok(()))
         .submit()
         .unwrap_err();
     assert_eq!(
@@ -158,7 +159,7 @@ fn failing_work_fails_the_action_back_to_its_origin() {
     let outcome = queuer
         .request(&vms, "vm-1", &Actor::new("user"), "destroy")
         .step("stop", note(&log, "stop"))
-        .step("delete", || Err("the hypervisor said no".into()))
+        .step("delete", |_| Err("the hypervisor said no".into()))
         .step("destroy", note(&log, "destroy"))
         .submit()
         .unwrap()
@@ -202,7 +203,7 @@ fn actions_on_a_disk_wait_in_the_queue_of_its_vm() {
         let log = log.clone();
         queuer
             .request(&vms, "vm-1", &user, "reboot")
-            .run(move || {
+            .run(move |_| {
                 started.send(()).unwrap();
                 released.recv().unwrap();
                 log.lock().unwrap().push("reboot vm-1".into());
@@ -236,7 +237,7 @@ fn stop_runs_what_is_queued_then_deletes_the_queue() {
         let log = log.clone();
         queuer
             .request(&vms, "vm-1", &user, "pause")
-            .run(move || {
+            .run(move |_| {
                 released.recv().unwrap();
                 log.lock().unwrap().push("pause".into());
                 Ok(())
@@ -247,7 +248,7 @@ fn stop_runs_what_is_queued_then_deletes_the_queue() {
         let stopping = s.spawn(|| queuer.stop("vm-1"));
         // Once `stop` has begun, the queue takes no more requests.
         let closed = loop {
-            match queuer.request(&vms, "vm-1", &user, "stop").run(|| Ok(())) {
+            match queuer.request(&vms, "vm-1", &user, "stop").run(|_| Ok(())) {
                 Err(QueueError::Refused(_)) => std::thread::yield_now(),
                 other => break other.map(|_| ()),
             }
@@ -272,7 +273,7 @@ fn stop_runs_what_is_queued_then_deletes_the_queue() {
     // A later request makes a new queue.
     queuer
         .request(&vms, "vm-1", &user, "resume")
-        .run(|| Ok(()))
+        .run(|_| Ok(()))
         .unwrap()
         .wait()
         .unwrap();
@@ -280,7 +281,7 @@ fn stop_runs_what_is_queued_then_deletes_the_queue() {
     assert_eq!(
         queuer
             .request(&vms, "vm-1", &user, "pause")
-            .run(|| Ok(()))
+            .run(|_| Ok(()))
             .unwrap_err(),
         QueueError::Terminated
     );
@@ -294,7 +295,7 @@ fn a_crashed_worker_leaves_the_object_for_the_healer() {
     quiet_planned_panics();
     let ticket = queuer
         .request(&vms, "vm-1", &Actor::new("user"), "stop")
-        .run(|| panic!("worker crashed"))
+        .run(|_| panic!("worker crashed"))
         .unwrap();
     assert!(matches!(ticket.wait(), Err(QueueError::Crashed { .. })));
     let record = vms.get("vm-1").unwrap();
@@ -304,14 +305,17 @@ fn a_crashed_worker_leaves_the_object_for_the_healer() {
     running_vm(&vms, "vm-2");
     let paused = queuer
         .request(&vms, "vm-2", &Actor::new("user"), "pause")
-        .run(|| Ok(()))
+        .run(|_| Ok(()))
         .unwrap()
         .wait()
         .unwrap();
     assert_eq!(vms.machine().state(paused.state).name, "PAUSED");
 
     // Abandoned: healed at once, whatever the timeout.
-    let report = Healer::new(Duration::from_secs(3600)).heal(&vms).unwrap();
+    let report = Healer::new()
+        .deadline(Duration::from_secs(3600))
+        .heal(&vms)
+        .unwrap();
     assert_eq!(report.healed.len(), 1);
     let healed = &report.healed[0];
     assert_eq!(
@@ -339,8 +343,9 @@ fn the_healer_waits_for_the_timeout_of_the_state_and_never_undoes_a_finished_act
     let pausing = vms.start("vm-1", &user, "pause").unwrap();
     let rebooting = vms.start("vm-2", &user, "reboot").unwrap();
     let finishing = vms.start("vm-3", &user, "stop").unwrap();
-    let healer = Healer::new(Duration::from_secs(600))
-        .timeout_for("REBOOTING", Duration::from_secs(60))
+    let healer = Healer::new()
+        .deadline(Duration::from_secs(600))
+        .deadline_for("REBOOTING", Duration::from_secs(60))
         .actor(Actor::new("selfhealing"));
 
     clock.advance(Duration::from_secs(61));
@@ -387,7 +392,7 @@ fn the_periodic_healer_reports_and_stops() {
     running_vm(&vms, "vm-1");
     drop(vms.start("vm-1", &Actor::new("user"), "pause").unwrap());
     let (tx, reports) = mpsc::channel();
-    let healer = Healer::new(Duration::from_secs(60)).spawn(
+    let healer = Healer::new().deadline(Duration::from_secs(60)).spawn(
         vms.clone(),
         Duration::from_millis(1),
         move |r| {
@@ -415,7 +420,7 @@ fn an_async_caller_awaits_its_ticket() {
     let record = rt.block_on(async {
         queuer
             .request(&vms, "vm-1", &Actor::new("user"), "pause")
-            .run(|| Ok(()))
+            .run(|_| Ok(()))
             .unwrap()
             .await
     });
@@ -457,7 +462,7 @@ fn stress_the_healer_leaves_nothing_stuck_and_every_history_is_a_path() {
             action = all[0];
         }
         let fate = next(100);
-        let work = move || -> Result<(), String> {
+        let work = move |_: Fence| -> Result<(), String> {
             match fate {
                 0 => panic!("worker crashed"),
                 1..=9 => Err("the hypervisor said no".into()),
@@ -488,7 +493,10 @@ fn stress_the_healer_leaves_nothing_stuck_and_every_history_is_a_path() {
     assert!(crashed > 0);
 
     clock.advance(Duration::from_secs(3600));
-    let report = Healer::new(Duration::from_secs(600)).heal(&vms).unwrap();
+    let report = Healer::new()
+        .deadline(Duration::from_secs(600))
+        .heal(&vms)
+        .unwrap();
     assert_eq!(
         report.healed.len(),
         crashed,
@@ -514,4 +522,291 @@ fn quiet_planned_panics() {
             previous(info);
         }
     }));
+}
+
+/// The issue's Scenario 1 with a healer: `migrate` runs hidden, `destroy` (stop,
+/// delete, destroy) waits behind it, the healer rolls the VM back when DESTROYING
+/// passes its deadline. When the migration ends, none of the destroy's steps runs,
+/// and its ticket says who revoked it and when.
+#[test]
+fn a_destroy_revoked_while_it_waits_runs_none_of_its_steps() {
+    let (clock, vms) = clocked_vms();
+    running_vm(&vms, "vm-1");
+    let (user, platform) = (Actor::new("user"), Actor::new("load-balancer"));
+    let queuer = Queuer::new(2);
+    let (started, migrating) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let migration = queuer
+        .request(&vms, "vm-1", &platform, "migrate")
+        .run(move |_| {
+            started.send(()).unwrap();
+            released.recv().unwrap();
+            Ok(())
+        })
+        .unwrap();
+    migrating.recv().unwrap();
+    let log: Log = Arc::default();
+    let destroy = queuer
+        .request(&vms, "vm-1", &user, "destroy")
+        .step("stop", note(&log, "stop"))
+        .step("delete", note(&log, "delete"))
+        .step("destroy", note(&log, "destroy"))
+        .submit()
+        .unwrap();
+    assert_eq!(vms.state_name("vm-1").unwrap(), "DESTROYING");
+
+    clock.advance(Duration::from_secs(601));
+    let healer = Healer::new().deadline_for("DESTROYING", Duration::from_secs(600));
+    let report = healer.heal(&vms).unwrap();
+    // Only the destroy passed a deadline: the migration, alive, has none.
+    assert_eq!(report.healed.len(), 1, "{report:?}");
+    assert_eq!(report.healed[0].action, "destroy");
+    assert_eq!(report.healed[0].deadline, Some(Duration::from_secs(600)));
+    assert_eq!(vms.state_name("vm-1").unwrap(), "RUNNING");
+
+    release.send(()).unwrap();
+    migration.wait().unwrap();
+    let err = destroy.wait().unwrap_err();
+    let QueueError::Revoked(RuntimeError::Revoked {
+        by: Some(by),
+        fence,
+        ..
+    }) = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert_eq!((by.by.as_str(), by.at), ("healer", clock_now(&clock)));
+    // Created 1, deploy 2 and 3, migrate's start 4, destroy's start 5.
+    assert_eq!(fence.0, 5, "{err}");
+    assert!(
+        err.to_string().starts_with("vm-1: `destroy` (fence "),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("revoked by healer at 1970-01-01T00:10:01.000Z"),
+        "{err}"
+    );
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "steps ran: {:?}",
+        log.lock().unwrap()
+    );
+    assert_eq!(vms.state_name("vm-1").unwrap(), "RUNNING");
+    check_history(vms.machine(), &vms.history("vm-1").unwrap()).unwrap();
+    queuer.terminate();
+}
+
+/// A hold revoked during a step: the later steps do not run.
+#[test]
+fn a_hold_revoked_during_a_step_runs_no_later_step() {
+    let (clock, vms) = clocked_vms();
+    running_vm(&vms, "vm-1");
+    let queuer = Queuer::new(1);
+    let log: Log = Arc::default();
+    let heal = {
+        let (vms, clock, log) = (vms.clone(), clock.clone(), log.clone());
+        move |_: Fence| {
+            log.lock().unwrap().push("stop".into());
+            clock.advance(Duration::from_secs(61));
+            let report = Healer::new()
+                .deadline(Duration::from_secs(60))
+                .heal(&vms)
+                .unwrap();
+            assert_eq!(report.healed.len(), 1);
+            Ok(())
+        }
+    };
+    let ticket = queuer
+        .request(&vms, "vm-1", &Actor::new("user"), "destroy")
+        .step("stop", heal)
+        .step("delete", note(&log, "delete"))
+        .step("destroy", note(&log, "destroy"))
+        .submit()
+        .unwrap();
+    assert!(matches!(ticket.wait(), Err(QueueError::Revoked(_))));
+    assert_eq!(*log.lock().unwrap(), ["stop"]);
+    check_history(vms.machine(), &vms.history("vm-1").unwrap()).unwrap();
+}
+
+/// Every step's work gets the action's fencing token, and each start on an object
+/// takes a higher one.
+#[test]
+fn work_gets_the_fence_and_fences_only_grow() {
+    let vms = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    running_vm(&vms, "vm-1");
+    let queuer = Queuer::new(1);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for action in ["pause", "resume", "reboot"] {
+        let seen = seen.clone();
+        queuer
+            .request(&vms, "vm-1", &Actor::new("user"), action)
+            .run(move |fence| {
+                seen.lock().unwrap().push(fence);
+                Ok(())
+            })
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+    let seen = seen.lock().unwrap().clone();
+    // Each start's fence is the version it wrote: created 1, deploy 2-3, then two
+    // versions per action.
+    assert_eq!(seen, [Fence(4), Fence(6), Fence(8)]);
+    let handle = vms.start("vm-1", &Actor::new("user"), "pause").unwrap();
+    assert_eq!(handle.fence(), Fence(10));
+    assert!(handle.still_held().is_ok());
+    handle.complete().unwrap();
+}
+
+/// A slow action whose holder lives is not healed, however long it takes, unless it
+/// passes a hard deadline; one whose holder is gone is healed at once.
+#[test]
+fn a_slow_live_action_is_left_alone_and_a_dead_one_is_healed() {
+    let (clock, vms) = clocked_vms();
+    running_vm(&vms, "vm-slow");
+    running_vm(&vms, "vm-dead");
+    let user = Actor::new("user");
+    let slow = vms.start("vm-slow", &user, "pause").unwrap();
+    drop(vms.start("vm-dead", &user, "pause").unwrap());
+    clock.advance(Duration::from_secs(30 * 86_400));
+    let report = Healer::new().heal(&vms).unwrap();
+    let healed: Vec<&str> = report.healed.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(healed, ["vm-dead"]);
+    assert!(report.healed[0].abandoned);
+    assert_eq!(vms.state_name("vm-slow").unwrap(), "PAUSING");
+    assert!(slow.still_held().is_ok());
+    slow.complete().unwrap();
+    assert_eq!(vms.state_name("vm-slow").unwrap(), "PAUSED");
+}
+
+/// A deadline declared in the spec, on a transition state or on an action, is the
+/// healer's without being told.
+#[test]
+fn deadlines_come_from_the_spec() {
+    let machine = fsm_core::spec::load_str(
+        "job.toml",
+        r#"
+        [machine]
+        name = "job"
+        initial = "IDLE"
+        [states]
+        IDLE = "Waiting"
+        RUNNING = { transition = true, deadline = "10m" }
+        [actions]
+        run = { from = "IDLE", via = "RUNNING", to = "IDLE" }
+        poke = { from = "IDLE", hidden = true, deadline = "30s" }
+        "#,
+    )
+    .unwrap();
+    let clock = Arc::new(ManualClock::new(SystemTime::UNIX_EPOCH));
+    let jobs = Runtime::builder(machine, MemoryStore::new())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let user = Actor::new("user");
+    jobs.create("j", &user).unwrap();
+    // A hidden action first: a visible one may start beside it, not the reverse.
+    let poke = jobs.start("j", &user, "poke").unwrap();
+    let run = jobs.start("j", &user, "run").unwrap();
+    clock.advance(Duration::from_secs(31));
+    let first = Healer::new().heal(&jobs).unwrap();
+    assert_eq!(
+        first
+            .healed
+            .iter()
+            .map(|h| (h.action.as_str(), h.deadline))
+            .collect::<Vec<_>>(),
+        [("poke", Some(Duration::from_secs(30)))]
+    );
+    clock.advance(Duration::from_secs(600));
+    let second = Healer::new().heal(&jobs).unwrap();
+    assert_eq!(second.healed[0].action, "run");
+    assert_eq!(second.healed[0].deadline, Some(Duration::from_secs(600)));
+    assert!(matches!(run.complete(), Err(RuntimeError::Conflict { .. })));
+    assert!(matches!(
+        poke.complete(),
+        Err(RuntimeError::Conflict { .. })
+    ));
+    check_history(jobs.machine(), &jobs.history("j").unwrap()).unwrap();
+}
+
+/// A disk routed to its VM's queue reaches a terminal state: the VM's queue goes
+/// on taking requests; `terminate` runs what is queued before it returns.
+#[test]
+fn a_routed_object_ending_does_not_end_the_queue_it_was_routed_to() {
+    let vms = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    let disks = Runtime::new(spec("ovc/disk.toml"), MemoryStore::new()).unwrap();
+    running_vm(&vms, "vm-1");
+    let user = Actor::new("user");
+    for disk in ["disk-7", "disk-8"] {
+        disks.create(disk, &user).unwrap();
+    }
+    disks.run("disk-7", &user, "create").unwrap();
+    let queuer = Queuer::with_route(1, |machine, id| {
+        if machine == "disk" {
+            "vm-1".into()
+        } else {
+            id.clone()
+        }
+    });
+    let log: Log = Arc::default();
+    let gate = |name: &'static str| {
+        let (release, released) = mpsc::channel::<()>();
+        let (started, running) = mpsc::channel();
+        let log = log.clone();
+        let work = move |_: Fence| {
+            started.send(()).unwrap();
+            released.recv().unwrap();
+            log.lock().unwrap().push(name.to_owned());
+            Ok(())
+        };
+        (work, release, running)
+    };
+    // On vm-1's queue: disk-8 created (held), disk-7 deleted (terminal), vm-1 paused
+    // (held).
+    let (create_work, release_create, _creating) = gate("create disk-8");
+    let create = queuer
+        .request(&disks, "disk-8", &user, "create")
+        .run(create_work)
+        .unwrap();
+    let delete = queuer
+        .request(&disks, "disk-7", &user, "delete")
+        .run(note(&log, "delete disk-7"))
+        .unwrap();
+    let (pause_work, release_pause, pausing) = gate("pause vm-1");
+    let pause = queuer
+        .request(&vms, "vm-1", &user, "pause")
+        .run(pause_work)
+        .unwrap();
+    release_create.send(()).unwrap();
+    create.wait().unwrap();
+    let deleted = delete.wait().unwrap();
+    assert!(
+        disks.machine().state(deleted.state).terminal,
+        "disk-7 is gone"
+    );
+    pausing.recv().unwrap();
+    // The disk's end did not close the VM's queue: it still takes a request while
+    // the pause runs.
+    let attach = queuer
+        .request(&disks, "disk-8", &user, "attach")
+        .run(note(&log, "attach disk-8"))
+        .unwrap();
+    assert_eq!(queuer.queues(), ["vm-1".into()]);
+    release_pause.send(()).unwrap();
+    queuer.terminate();
+    // Drained: everything queued ran before `terminate` returned.
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "create disk-8",
+            "delete disk-7",
+            "pause vm-1",
+            "attach disk-8"
+        ]
+    );
+    pause.wait().unwrap();
+    attach.wait().unwrap();
+    assert!(queuer.queues().is_empty());
 }

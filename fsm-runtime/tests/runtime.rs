@@ -539,7 +539,8 @@ fn a_failing_store_gives_a_typed_retryable_error() {
         rt.create("vm-1", &a).unwrap_err(),
         rt.start("vm-1", &a, "deploy").unwrap_err(),
         rt.watch().unwrap_err(),
-        fsm_runtime::Healer::new(std::time::Duration::from_secs(1))
+        fsm_runtime::Healer::new()
+            .deadline(std::time::Duration::from_secs(1))
             .heal(&rt)
             .unwrap_err(),
     ] {

@@ -308,6 +308,8 @@ impl Reader {
             "terminal",
             "persisted",
             "owner",
+            "deadline",
+            "renamed_from",
             "description",
         ];
         let Some(fields) = self.fields(v, &what, "a description or a table of settings", &known)
@@ -343,6 +345,19 @@ impl Reader {
             self.map.insert(Site::StateOwner(i), owner.span());
             state.owner = Some(owner.into_inner());
         }
+        if let Some(d) = fields.get("deadline") {
+            state.deadline = self.deadline(d, &of("deadline"), Site::StateDeadline(i));
+        }
+        if let Some(r) = fields.get("renamed_from") {
+            for (k, old) in self
+                .names(r, &of("renamed_from"), "a name")
+                .into_iter()
+                .enumerate()
+            {
+                self.map.insert(Site::StateRename(i, k), old.span());
+                state.renamed_from.push(old.into_inner());
+            }
+        }
         if let Some(d) = fields.get("description") {
             state.description = self.string(d, &of("description")).map(Spanned::into_inner);
         }
@@ -363,6 +378,8 @@ impl Reader {
             "roles",
             "guards",
             "hidden",
+            "deadline",
+            "renamed_from",
             "description",
         ];
         let Some(fields) = self.fields(v, &what, "a table of settings", &known) else {
@@ -439,10 +456,36 @@ impl Reader {
                 .bool(hidden, &of("hidden"))
                 .is_some_and(|b| *b.get_ref());
         }
+        if let Some(d) = fields.get("deadline") {
+            action.deadline = self.deadline(d, &of("deadline"), Site::ActionDeadline(a));
+        }
+        if let Some(r) = fields.get("renamed_from") {
+            for (k, old) in self
+                .names(r, &of("renamed_from"), "a name")
+                .into_iter()
+                .enumerate()
+            {
+                self.map.insert(Site::ActionRename(a, k), old.span());
+                action.renamed_from.push(old.into_inner());
+            }
+        }
         if let Some(d) = fields.get("description") {
             action.description = self.string(d, &of("description")).map(Spanned::into_inner);
         }
         action
+    }
+
+    /// `"30s"`, `"10m"`, `"1h30m"`: a duration, at `site`.
+    fn deadline(&mut self, v: &Value<'_>, what: &str, site: Site) -> Option<std::time::Duration> {
+        let text = self.string(v, what)?;
+        self.map.insert(site, text.span());
+        match fsm_model::parse_duration(text.get_ref()) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.schema(text.span(), format!("{what}: {e}"));
+                None
+            }
+        }
     }
 
     /// `"STATE"` or `{ ORIGIN = "TARGET", ... }`.

@@ -1,0 +1,167 @@
+//! `evolve::diff`: every kind of change, with whom it breaks; the fingerprint.
+
+use fsm_core::evolve::{Change, Impact, diff, fingerprint};
+
+const OLD: &str = r#"
+[machine]
+name = "server"
+initial = "HALTED"
+[roles]
+admin = "An admin"
+ops = "Operations"
+[guards]
+drained = "No workload left"
+[states]
+HALTED = "Off"
+STARTING = { transition = true }
+RUNNING = "On"
+PARKED = "Parked"
+RETIRED = { terminal = true }
+[actions]
+start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
+stop = { from = ["RUNNING", "PARKED"], to = "HALTED" }
+park = { from = "RUNNING", to = "PARKED" }
+retire = { from = "HALTED", to = "RETIRED", roles = "admin" }
+"#;
+
+fn load(name: &str, text: &str) -> fsm_core::Machine {
+    fsm_core::spec::load_str(name, text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn changes(new: &str) -> Vec<(Impact, String)> {
+    diff(&load("old.toml", OLD), &load("new.toml", new))
+        .into_iter()
+        .map(|c| (c.impact(), c.to_string()))
+        .collect()
+}
+
+#[test]
+fn the_same_spec_reordered_has_no_change_and_the_same_fingerprint() {
+    let reordered = OLD.replace(
+        "HALTED = \"Off\"\nSTARTING = { transition = true }\n",
+        "STARTING = { transition = true }\nHALTED = \"Off\"\n",
+    );
+    assert_ne!(reordered, OLD);
+    assert_eq!(changes(&reordered), []);
+    assert_eq!(
+        fingerprint(&load("a", OLD)),
+        fingerprint(&load("b", &reordered))
+    );
+    let moved = OLD.replace(
+        "park = { from = \"RUNNING\", to = \"PARKED\" }",
+        "park = { from = \"RUNNING\", to = \"HALTED\" }",
+    );
+    assert_ne!(
+        fingerprint(&load("a", OLD)),
+        fingerprint(&load("c", &moved))
+    );
+}
+
+#[test]
+fn every_kind_of_change_says_whom_it_breaks() {
+    let new = OLD
+        // PARKED becomes a transition state, RUNNING gets an owner, STARTING is
+        // renamed BOOTING, RETIRED goes.
+        .replace("PARKED = \"Parked\"", "PARKED = { transition = true }")
+        .replace("RUNNING = \"On\"", "RUNNING = { owner = \"ops\" }")
+        .replace(
+            "STARTING = { transition = true }",
+            "BOOTING = { transition = true, renamed_from = \"STARTING\" }",
+        )
+        .replace("via = \"STARTING\"", "via = \"BOOTING\"")
+        .replace(
+            "RETIRED = { terminal = true }\n",
+            "GONE = { terminal = true }\n",
+        )
+        .replace(
+            "retire = { from = \"HALTED\", to = \"RETIRED\", roles = \"admin\" }",
+            "retire = { from = \"HALTED\", to = \"GONE\", roles = \"admin\" }",
+        )
+        // `stop` no longer starts from PARKED (a transition state now), `park`
+        // needs a role and a guard.
+        .replace(
+            "stop = { from = [\"RUNNING\", \"PARKED\"], to = \"HALTED\" }",
+            "stop = { from = \"RUNNING\", to = \"HALTED\", guards = \"drained\" }",
+        )
+        .replace(
+            "park = { from = \"RUNNING\", to = \"PARKED\" }",
+            "park = { from = \"RUNNING\", via = \"PARKED\", to = \"HALTED\", roles = \"ops\" }",
+        );
+    let got = changes(&new);
+    let expected = [
+        (
+            Impact::Callers,
+            "state `STARTING` was renamed `BOOTING`: stored objects read as `BOOTING`, callers must use the new name",
+        ),
+        (
+            Impact::Callers,
+            "state `RUNNING` is owned by ops (was no one)",
+        ),
+        (
+            Impact::StoredObjects,
+            "state `PARKED` became a transition state: objects stored in it now read as busy",
+        ),
+        (
+            Impact::StoredObjects,
+            "state `RETIRED` was removed: objects stored in it can no longer be read (if it was renamed, declare `renamed_from`)",
+        ),
+        (Impact::Callers, "`stop` no longer starts from `PARKED`"),
+        (
+            Impact::Callers,
+            "`stop` checks the guard `drained` it did not",
+        ),
+        (
+            Impact::Callers,
+            "`park` from `RUNNING` ends in `HALTED` (was `PARKED`)",
+        ),
+        (Impact::Callers, "`park` needs the role `ops` it did not"),
+        (
+            Impact::Callers,
+            "`retire` from `HALTED` ends in `GONE` (was `RETIRED`)",
+        ),
+        (Impact::None, "state `GONE` was added"),
+    ];
+    let got: Vec<(Impact, &str)> = got.iter().map(|(i, s)| (*i, s.as_str())).collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn initial_terminal_and_actions_added_removed_and_renamed() {
+    let new = OLD
+        .replace("initial = \"HALTED\"", "initial = \"PARKED\"")
+        .replace("PARKED = \"Parked\"", "PARKED = { terminal = true }")
+        .replace("stop = { from = [\"RUNNING\", \"PARKED\"], to = \"HALTED\" }", "halt = { from = \"RUNNING\", to = \"HALTED\", renamed_from = \"stop\" }\nunpark = { from = \"RUNNING\", to = \"HALTED\" }")
+        .replace("retire = { from = \"HALTED\", to = \"RETIRED\", roles = \"admin\" }\n", "retire = { from = [\"HALTED\", \"RUNNING\"], to = \"RETIRED\", roles = \"admin\" }\n")
+        .replace("park = { from = \"RUNNING\", to = \"PARKED\" }\n", "");
+    let d = diff(&load("old.toml", OLD), &load("new.toml", &new));
+    assert!(
+        d.contains(&Change::Initial {
+            from: "HALTED".into(),
+            to: "PARKED".into()
+        }),
+        "{d:#?}"
+    );
+    assert!(d.contains(&Change::StateTerminal("PARKED".into())));
+    assert!(d.contains(&Change::ActionRenamed {
+        from: "stop".into(),
+        to: "halt".into()
+    }));
+    assert!(d.contains(&Change::ActionRemoved("park".into())));
+    assert!(d.contains(&Change::ActionAdded("unpark".into())));
+    assert!(d.contains(&Change::MoveAdded {
+        action: "retire".into(),
+        origin: "RUNNING".into()
+    }));
+    assert_eq!(
+        Change::ActionRemoved("park".into()).impact(),
+        Impact::StoredObjects
+    );
+    assert_eq!(
+        Change::MoveAdded {
+            action: "a".into(),
+            origin: "b".into()
+        }
+        .impact(),
+        Impact::None
+    );
+}
