@@ -48,7 +48,13 @@ fn cargo() -> Command {
 
 fn metadata() -> Value {
     let out = cargo()
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .output()
         .expect("run cargo metadata");
     assert!(
