@@ -619,7 +619,7 @@ async fn feed(
         let wake = tokio::select! {
             event = watcher.recv_async() => match event {
                 Ok(event) => Wake::Object(kind, event.id),
-                Err(Lagged::Missed { .. }) => {
+                Err(Lagged::Missed { .. } | Lagged::Gap) => {
                     cluster.inner.lags.fetch_add(1, Ordering::Relaxed);
                     Wake::Resync
                 }

@@ -60,13 +60,19 @@
 //!   off longer than the lease's time to live, its actions read as abandoned and
 //!   may be rolled back by a healer elsewhere; when it comes back, its completion
 //!   is a `409 Conflict` and writes nothing. What the action did outside the store
-//!   must therefore be safe to redo or to undo. The same holds when the lease
-//!   expires because keep-alives failed while the process lived on; the store then
-//!   takes a new lease.
-//! - **Watch gaps.** A broken watch resumes from the last revision it saw; if etcd
-//!   compacted that revision away meanwhile, the events between are lost without a
-//!   [`Lagged`](fsm_runtime::Lagged) report: re-read the objects after a
-//!   long outage.
+//!   must therefore be safe to redo or to undo, and it should pass the action's
+//!   [`Fence`](fsm_runtime::Fence) to the systems it drives, which refuse a lower
+//!   one than they have seen. [`InFlight::still_held`](fsm_runtime::InFlight::still_held)
+//!   tells the holder it was revoked, by whom and when; the queue checks it before
+//!   each step. The same holds when the lease expires because keep-alives failed
+//!   while the process lived on; the store then takes a new lease (at once, if a
+//!   write finds the old one gone before the keep-alive task does).
+//! - **Watch gaps.** A watch broken by a lost connection or an etcd restart resumes
+//!   from the last revision it saw, so watchers see each object's versions without
+//!   a gap. If etcd compacted that revision away meanwhile, the events between are
+//!   gone: every watcher's next read answers
+//!   [`Lagged::Gap`](fsm_runtime::Lagged::Gap), and reading goes on from the
+//!   oldest revision etcd kept; re-read the objects then.
 //!
 //! The store's calls are blocking: they run on the store's own tokio runtime and
 //! wait for it, so they work from plain threads and (blocking a worker briefly)
@@ -117,6 +123,8 @@ struct Inner {
     /// This process's lease, kept alive in the background: the keys that say an
     /// action of ours is in flight are attached to it.
     lease: Arc<AtomicI64>,
+    /// The lease's time to live, in seconds.
+    ttl: i64,
     /// Names to ids and back, for the machine the store was bound to.
     codec: Arc<OnceLock<Codec>>,
 }
@@ -263,6 +271,7 @@ impl EtcdStore {
                 timeout,
                 publisher,
                 lease,
+                ttl,
                 codec,
             }),
         })
@@ -472,36 +481,63 @@ impl Store for EtcdStore {
         let history = format!("{}{:020}", self.history_prefix(&id), entry.version);
         let version = expected.map_or(0, |e| e.version as i64);
         let codec = self.codec()?;
-        let mut ops = vec![
+        let ops = vec![
             TxnOp::put(key.clone(), encode(&codec.encode_record(&record)), None),
             TxnOp::put(history, encode(&codec.encode_entry(&entry)), None),
         ];
         // The slots' liveness keys: put on this process's lease by the write that
         // starts an action, deleted by a write that ends one.
-        let lease = self.inner.lease.load(Ordering::Relaxed);
         let ends = matches!(
             entry.kind,
             EntryKind::Completed | EntryKind::Failed | EntryKind::Abandoned | EntryKind::Healed
         );
-        for (holder, hidden) in [(&record.in_flight, false), (&record.hidden, true)] {
-            let held = self.held_key(&id, hidden);
-            match holder {
-                Some(h) if h.version == record.version && !h.abandoned => ops.push(TxnOp::put(
-                    held,
-                    h.version.to_string(),
-                    Some(PutOptions::new().with_lease(lease)),
-                )),
-                Some(h) if h.abandoned && ends => ops.push(TxnOp::delete(held, None)),
-                None if ends => ops.push(TxnOp::delete(held, None)),
-                _ => {}
+        let liveness =
+            [(&record.in_flight, false), (&record.hidden, true)].map(|(holder, hidden)| {
+                let held = self.held_key(&id, hidden);
+                match holder {
+                    Some(h) if h.version == record.version && !h.abandoned => {
+                        Some((held, Some(h.version.to_string())))
+                    }
+                    Some(h) if h.abandoned && ends => Some((held, None)),
+                    None if ends => Some((held, None)),
+                    _ => None,
+                }
+            });
+        let txn = move |lease: i64| {
+            let mut ops = ops.clone();
+            for (held, holder) in liveness.iter().flatten() {
+                ops.push(match holder {
+                    Some(version) => TxnOp::put(
+                        held.clone(),
+                        version.clone(),
+                        Some(PutOptions::new().with_lease(lease)),
+                    ),
+                    None => TxnOp::delete(held.clone(), None),
+                });
             }
-        }
-        let txn = Txn::new()
-            .when([Compare::version(key.clone(), CompareOp::Equal, version)])
-            .and_then(ops)
-            .or_else([TxnOp::get(key, None)]);
-        let mut kv = self.inner.client.kv_client();
-        let resp = self.run(async move { kv.txn(txn).await })?;
+            Txn::new()
+                .when([Compare::version(key.clone(), CompareOp::Equal, version)])
+                .and_then(ops)
+                .or_else([TxnOp::get(key.clone(), None)])
+        };
+        let (mut kv, client, lease, ttl) = (
+            self.inner.client.kv_client(),
+            self.inner.client.clone(),
+            self.inner.lease.clone(),
+            self.inner.ttl,
+        );
+        let resp = self.run(async move {
+            let held_on = lease.load(Ordering::Acquire);
+            match kv.txn(txn(held_on)).await {
+                // Our lease expired while we were cut off, before the keep-alive
+                // task noticed: take a new one now, and write again.
+                Err(e) if lease_not_found(&e) => {
+                    let renewed = replace_lease(&client, ttl, &lease, held_on).await?;
+                    kv.txn(txn(renewed)).await
+                }
+                done => done,
+            }
+        })?;
         if resp.succeeded() {
             return Ok(());
         }
@@ -553,6 +589,35 @@ impl Store for EtcdStore {
     }
 }
 
+/// Whether etcd refused a write because the lease it names has expired.
+fn lease_not_found(e: &etcd_client::Error) -> bool {
+    matches!(e, etcd_client::Error::GRpcStatus(status)
+        if status.code() == tonic::Code::NotFound && status.message().contains("lease not found"))
+}
+
+/// Replaces the expired lease `old` with a new one, unless another task already
+/// did (then that one is kept, and the lease granted here is revoked): every key
+/// of this process must be on the one lease the keep-alive task renews.
+async fn replace_lease(
+    client: &Client,
+    ttl: i64,
+    lease: &AtomicI64,
+    old: i64,
+) -> Result<i64, etcd_client::Error> {
+    let mut leases = client.lease_client();
+    let granted = leases.grant(ttl, None).await?.id();
+    match lease.compare_exchange(old, granted, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => {
+            tracing::debug!(old, new = granted, "etcd lease lost; took a new one");
+            Ok(granted)
+        }
+        Err(current) => {
+            let _ = leases.revoke(granted).await;
+            Ok(current)
+        }
+    }
+}
+
 /// Keeps this process's lease alive; when it was lost (etcd unreachable longer
 /// than its time to live), takes a new one: the actions held under the old one
 /// show as abandoned elsewhere meanwhile, and their completions get a conflict if
@@ -560,7 +625,7 @@ impl Store for EtcdStore {
 async fn keep_alive(client: Client, ttl: i64, lease: Arc<AtomicI64>) {
     let every = Duration::from_millis((ttl as u64 * 1000 / 3).max(200));
     loop {
-        let id = lease.load(Ordering::Relaxed);
+        let id = lease.load(Ordering::Acquire);
         let mut leases = client.lease_client();
         if let Ok((mut keeper, mut stream)) = leases.keep_alive(id).await {
             loop {
@@ -572,19 +637,23 @@ async fn keep_alive(client: Client, ttl: i64, lease: Arc<AtomicI64>) {
                     _ => break,
                 }
                 tokio::time::sleep(every).await;
+                // A write that found the lease expired replaced it meanwhile.
+                if lease.load(Ordering::Acquire) != id {
+                    break;
+                }
             }
         }
-        tracing::debug!(lease = id, "etcd lease lost; taking a new one");
         tokio::time::sleep(every).await;
+        if lease.load(Ordering::Acquire) != id {
+            continue;
+        }
         // A lease that still lives is kept; an expired one is replaced.
         let expired = match leases.time_to_live(id, None).await {
             Ok(resp) => resp.ttl() <= 0,
             Err(_) => continue,
         };
         if expired {
-            if let Ok(resp) = leases.grant(ttl, None).await {
-                lease.store(resp.id(), Ordering::Relaxed);
-            }
+            let _ = replace_lease(&client, ttl, &lease, id).await;
         }
     }
 }
@@ -606,6 +675,18 @@ async fn feed(
         match watch.watch(prefix.clone(), Some(options)).await {
             Ok(mut stream) => {
                 while let Ok(Some(resp)) = stream.message().await {
+                    // The revision to resume from was compacted away: the events
+                    // between are gone. Say so, and go on from what etcd kept.
+                    if resp.canceled() && resp.compact_revision() > 0 {
+                        tracing::warn!(
+                            from = revision,
+                            to = resp.compact_revision(),
+                            "etcd compacted the watch's revisions; watchers told of the gap"
+                        );
+                        publisher.gap();
+                        revision = resp.compact_revision();
+                        break;
+                    }
                     for event in resp.events() {
                         let Some(kv) = event.kv() else { continue };
                         revision = revision.max(kv.mod_revision() + 1);

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use fsm_etcd::EtcdStore;
 use fsm_runtime::testing::{check_store, machine};
 use fsm_runtime::{
-    Actor, EntryKind, Healer, Runtime, RuntimeError, Store, StoreError, check_history,
+    Actor, EntryKind, Healer, Lagged, Runtime, RuntimeError, Store, StoreError, Watcher,
+    check_history,
 };
 
 fn endpoints() -> Vec<String> {
@@ -358,11 +359,24 @@ fn killing_etcd_mid_run_loses_no_accepted_action() {
     let ambiguous = AtomicUsize::new(0);
     let refused_retryable = AtomicUsize::new(0);
     let restarted = std::sync::atomic::AtomicBool::new(false);
+    let mut watcher = rt.watch().unwrap();
+    let mut seen = Vec::new();
+    let done = std::sync::atomic::AtomicBool::new(false);
     let etcd = std::thread::scope(|s| {
+        // A watcher reads throughout, across the restart.
+        let (watcher, seen, done) = (&mut watcher, &mut seen, &done);
+        s.spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if !read_some(watcher, seen) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        });
+        let mut actors = Vec::new();
         for t in 0..3 {
             let (rt, completed, ambiguous, refused, restarted) =
                 (&rt, &completed, &ambiguous, &refused_retryable, &restarted);
-            s.spawn(move || {
+            actors.push(s.spawn(move || {
                 let actor = Actor::new(format!("actor-{t}"));
                 let mut i = 0;
                 // Until some time after the restart.
@@ -393,7 +407,7 @@ fn killing_etcd_mid_run_loses_no_accepted_action() {
                         Err(_) => {}
                     }
                 }
-            });
+            }));
         }
         // Kill etcd in the middle of the run, then start it again on its data.
         while completed.load(Ordering::Relaxed) < 60 {
@@ -403,6 +417,10 @@ fn killing_etcd_mid_run_loses_no_accepted_action() {
         std::thread::sleep(Duration::from_millis(500));
         let etcd = OwnEtcd::start(&dir, 23795).expect("etcd restarts");
         restarted.store(true, Ordering::Relaxed);
+        for actor in actors {
+            actor.join().unwrap();
+        }
+        done.store(true, Ordering::Relaxed);
         etcd
     });
     assert!(
@@ -414,6 +432,14 @@ fn killing_etcd_mid_run_loses_no_accepted_action() {
         .deadline(Duration::from_secs(3600))
         .heal(&rt)
         .unwrap();
+    // The watcher saw each object's versions one after the other across the
+    // restart (or was told of a gap), up to the last.
+    let last: Vec<(String, u64)> = OBJECTS
+        .iter()
+        .map(|&id| (id.to_string(), rt.get(id).unwrap().version))
+        .collect();
+    read_until(&mut watcher, &mut seen, &last);
+    assert_contiguous_or_lagged(&seen);
     let mut in_histories = 0;
     for id in OBJECTS {
         let history = rt.history(id).unwrap();
@@ -461,4 +487,263 @@ fn a_foreign_value_under_the_prefix_is_a_clear_error() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// A TCP proxy between one client and etcd that can cut the client off: a network
+/// partition of that client alone, while others still reach etcd directly.
+struct Partition {
+    addr: std::net::SocketAddr,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Partition {
+    /// A proxy to `upstream` (`host:port`), passing traffic until cut.
+    fn to(upstream: &str) -> Partition {
+        use std::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::<TcpStream>::new()));
+        let (upstream, accepting_cut, accepting_open) =
+            (upstream.to_owned(), cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                // Cut off: the connection goes nowhere.
+                if accepting_cut.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let mut open = accepting_open.lock().unwrap();
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+                open.extend([client, server]);
+            }
+        });
+        Partition { addr, cut, open }
+    }
+
+    fn endpoint(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Cuts the client off: its connections close and new ones go nowhere.
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Lets the client through again.
+    fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// A process cut off from etcd for longer than its lease: a healer in another
+/// process rolls its action back, and when the partition heals, the original
+/// holder learns it was revoked (by whom) and its completion is a `409 Conflict`
+/// that writes nothing.
+#[test]
+fn a_partition_longer_than_the_lease_is_healed_elsewhere_and_fenced_off() {
+    let Some(healer_store) = store() else { return };
+    let prefix = healer_store.prefix().to_owned();
+    let partition = Partition::to(&endpoints()[0]);
+    let cut_off_store = EtcdStore::builder([partition.endpoint()], &prefix)
+        .lease_ttl(Duration::from_secs(1))
+        .timeout(Duration::from_millis(500))
+        .connect()
+        .unwrap();
+    let elsewhere = Runtime::new(machine(), healer_store).unwrap();
+    let cut_off = Runtime::new(machine(), cut_off_store).unwrap();
+    let admin = Actor::new("admin");
+    cut_off.create("vm", &admin).unwrap();
+    cut_off.create("other", &admin).unwrap();
+    let flight = cut_off
+        .start("vm", &Actor::new("slow-worker"), "start")
+        .unwrap();
+    let fence = flight.fence();
+    let before = elsewhere.get("vm").unwrap();
+    assert!(before.in_flight.as_ref().is_some_and(|h| !h.abandoned));
+
+    partition.cut();
+    // Cut off, the process can neither read nor write: a retryable error.
+    match cut_off.start("other", &admin, "start") {
+        Err(RuntimeError::Store(e)) => assert!(e.is_retryable(), "{e}"),
+        other => panic!("a cut-off start answered {other:?}"),
+    }
+    // Elsewhere, once the lease has expired, the action reads as abandoned...
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !elsewhere.get("vm").unwrap().in_flight.unwrap().abandoned {
+        assert!(Instant::now() < deadline, "the cut-off lease never expired");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // ...and a healer there rolls it back at once.
+    let report = Healer::new()
+        .deadline(Duration::from_secs(3600))
+        .heal(&elsewhere)
+        .unwrap();
+    assert_eq!(report.healed.len(), 1, "{report:?}");
+    assert!(report.healed[0].abandoned);
+    assert_eq!(elsewhere.state_name("vm").unwrap(), "HALTED");
+    let healed = elsewhere.get("vm").unwrap();
+    let history_len = elsewhere.history("vm").unwrap().len();
+
+    partition.heal();
+    // Back on the network, the holder finds out it no longer holds the object.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let revoked = loop {
+        match flight.still_held() {
+            Err(RuntimeError::Store(e)) if e.is_retryable() => {
+                assert!(Instant::now() < deadline, "never reconnected: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => break other,
+        }
+    };
+    match revoked {
+        Err(RuntimeError::Revoked {
+            fence: revoked, by, ..
+        }) => {
+            assert_eq!(revoked, fence);
+            assert_eq!(by.expect("the history says who").by, "healer");
+        }
+        other => panic!("expected Revoked, got {other:?}"),
+    }
+    // Its completion loses the compare-and-set and writes nothing.
+    match flight.complete() {
+        Err(RuntimeError::Conflict { .. }) => {}
+        other => panic!("expected a 409 Conflict, got {other:?}"),
+    }
+    let after = elsewhere.get("vm").unwrap();
+    assert_eq!(after, healed, "the late completion changed the record");
+    assert_eq!(elsewhere.history("vm").unwrap().len(), history_len);
+    check_history(elsewhere.machine(), &elsewhere.history("vm").unwrap()).unwrap();
+    // And the process works again.
+    cut_off.run("other", &admin, "start").unwrap();
+}
+
+/// What a watcher read: an event's object and version, or why it had none.
+type Seen = Result<(String, u64), Lagged>;
+
+/// Reads what `watcher` has buffered into `seen`; whether there was anything.
+fn read_some(watcher: &mut Watcher, seen: &mut Vec<Seen>) -> bool {
+    let mut any = false;
+    loop {
+        match watcher.try_recv() {
+            Ok(Some(event)) => seen.push(Ok((event.id.to_string(), event.entry.version))),
+            Ok(None) => return any,
+            Err(lag) => seen.push(Err(lag)),
+        }
+        any = true;
+    }
+}
+
+/// Reads `watcher` until it has seen every `(object, version)` of `last`.
+fn read_until(watcher: &mut Watcher, seen: &mut Vec<Seen>, last: &[(String, u64)]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !last
+        .iter()
+        .all(|want| seen.iter().any(|s| s.as_ref() == Ok(want)))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the watcher never saw {last:?}; it saw {seen:?}"
+        );
+        if !read_some(watcher, seen) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Each object's versions follow one another, except across a lag the watcher
+/// was told of.
+fn assert_contiguous_or_lagged(seen: &[Seen]) {
+    let mut last = std::collections::HashMap::new();
+    for (at, s) in seen.iter().enumerate() {
+        match s {
+            Ok((id, version)) => {
+                if let Some(before) = last.insert(id, *version) {
+                    assert_eq!(
+                        *version,
+                        before + 1,
+                        "{id} went from {before} to {version} unannounced (read {at} of {seen:?})"
+                    );
+                }
+            }
+            Err(Lagged::Closed) => panic!("the watcher closed: {seen:?}"),
+            Err(_) => last.clear(),
+        }
+    }
+}
+
+/// A watcher cut off while etcd compacts away the revisions it would resume from
+/// is told of the gap, then goes on with the events etcd kept.
+#[test]
+fn a_watch_resumed_past_a_compaction_reports_the_gap() {
+    let Some(writer) = store() else { return };
+    let prefix = writer.prefix().to_owned();
+    let partition = Partition::to(&endpoints()[0]);
+    let watching = EtcdStore::builder([partition.endpoint()], &prefix)
+        .timeout(Duration::from_millis(500))
+        .connect()
+        .unwrap();
+    let writer = Runtime::new(machine(), writer).unwrap();
+    let watching = Runtime::new(machine(), watching).unwrap();
+    let mut watcher = watching.watch().unwrap();
+    let mut seen = Vec::new();
+    let admin = Actor::new("admin");
+    writer.create("vm", &admin).unwrap();
+    read_until(&mut watcher, &mut seen, &[("vm".into(), 1)]);
+
+    partition.cut();
+    writer.run("vm", &admin, "start").unwrap();
+    // Compact everything written so far.
+    block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints(), None)
+            .await
+            .unwrap();
+        let revision = client
+            .get("/", None)
+            .await
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision();
+        client.compact(revision, None).await.unwrap();
+    });
+    partition.heal();
+    writer.run("vm", &admin, "stop").unwrap();
+
+    read_until(&mut watcher, &mut seen, &[("vm".into(), 5)]);
+    assert_contiguous_or_lagged(&seen);
+    let gap = seen.iter().position(|s| *s == Err(Lagged::Gap));
+    let gap = gap.unwrap_or_else(|| panic!("no gap reported: {seen:?}"));
+    assert_eq!(seen[..gap], [Ok(("vm".to_string(), 1))]);
+    // Versions 2 and 3 were compacted away (the last write of the compacted
+    // range may survive it); 4 and 5 follow.
+    assert!(!seen.contains(&Ok(("vm".into(), 2))), "{seen:?}");
+    assert!(
+        seen.ends_with(&[Ok(("vm".into(), 4)), Ok(("vm".into(), 5))]),
+        "{seen:?}"
+    );
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }

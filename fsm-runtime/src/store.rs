@@ -198,9 +198,21 @@ pub enum Lagged {
         /// How many.
         missed: u64,
     },
+    /// The store's own feed lost events it could not recover (an etcd watch that
+    /// resumed after its start revision had been compacted away). Reading goes on
+    /// with the events after the gap; re-read every object from the store.
+    #[error("the store's feed lost events it could not recover; re-read the objects")]
+    Gap,
     /// The store is gone; no event will come.
     #[error("the store was dropped")]
     Closed,
+}
+
+/// What a [`Publisher`] sends its watchers.
+#[derive(Debug, Clone)]
+enum Note {
+    Event(Event),
+    Gap,
 }
 
 /// A subscription to a store's writes, with a bounded buffer.
@@ -209,7 +221,7 @@ pub enum Lagged {
 /// events and its next read says how many ([`Lagged::Missed`]).
 #[derive(Debug)]
 pub struct Watcher {
-    rx: broadcast::Receiver<Event>,
+    rx: broadcast::Receiver<Note>,
     only: Option<ObjectId>,
     count: Arc<AtomicUsize>,
 }
@@ -221,17 +233,25 @@ impl Watcher {
         self
     }
 
-    fn wanted(&self, event: &Event) -> bool {
-        self.only.as_ref().is_none_or(|id| *id == event.id)
+    /// The event to hand out for `note`, if this watcher wants it.
+    fn wanted(&self, note: Note) -> Option<Result<Event, Lagged>> {
+        match note {
+            Note::Event(event) => self
+                .only
+                .as_ref()
+                .is_none_or(|id| *id == event.id)
+                .then_some(Ok(event)),
+            Note::Gap => Some(Err(Lagged::Gap)),
+        }
     }
 
     /// The next event, waiting for it. Do not call from async code: use
     /// [`Watcher::recv_async`] there.
     pub fn recv(&mut self) -> Result<Event, Lagged> {
         loop {
-            let event = self.rx.blocking_recv().map_err(lagged)?;
-            if self.wanted(&event) {
-                return Ok(event);
+            let note = self.rx.blocking_recv().map_err(lagged)?;
+            if let Some(event) = self.wanted(note) {
+                return event;
             }
         }
     }
@@ -240,8 +260,11 @@ impl Watcher {
     pub fn try_recv(&mut self) -> Result<Option<Event>, Lagged> {
         loop {
             match self.rx.try_recv() {
-                Ok(event) if self.wanted(&event) => return Ok(Some(event)),
-                Ok(_) => {}
+                Ok(note) => {
+                    if let Some(event) = self.wanted(note) {
+                        return event.map(Some);
+                    }
+                }
                 Err(broadcast::error::TryRecvError::Empty) => return Ok(None),
                 Err(broadcast::error::TryRecvError::Lagged(missed)) => {
                     return Err(Lagged::Missed { missed });
@@ -254,9 +277,9 @@ impl Watcher {
     /// The next event, awaiting it.
     pub async fn recv_async(&mut self) -> Result<Event, Lagged> {
         loop {
-            let event = self.rx.recv().await.map_err(lagged)?;
-            if self.wanted(&event) {
-                return Ok(event);
+            let note = self.rx.recv().await.map_err(lagged)?;
+            if let Some(event) = self.wanted(note) {
+                return event;
             }
         }
     }
@@ -279,7 +302,7 @@ fn lagged(e: broadcast::error::RecvError) -> Lagged {
 /// one atomic load per write while nobody watches.
 #[derive(Debug)]
 pub struct Publisher {
-    tx: broadcast::Sender<Event>,
+    tx: broadcast::Sender<Note>,
     count: Arc<AtomicUsize>,
 }
 
@@ -296,7 +319,16 @@ impl Publisher {
     pub fn publish(&self, make: impl FnOnce() -> Event) {
         if self.count.load(Ordering::Acquire) > 0 {
             // An error means every watcher was dropped meanwhile: nobody to tell.
-            let _ = self.tx.send(make());
+            let _ = self.tx.send(Note::Event(make()));
+        }
+    }
+
+    /// Tells every watcher that events were lost upstream and cannot be replayed:
+    /// each one's next read answers [`Lagged::Gap`] (for a store whose own feed
+    /// broke, like an etcd watch resumed after a compaction).
+    pub fn gap(&self) {
+        if self.count.load(Ordering::Acquire) > 0 {
+            let _ = self.tx.send(Note::Gap);
         }
     }
 

@@ -456,6 +456,40 @@ fn watchers_see_every_write_in_order_and_a_slow_one_is_told_it_lagged() {
     drop(rt);
 }
 
+/// A publisher's gap (events its store's feed lost) reaches every watcher, filtered
+/// or not, as `Lagged::Gap`, between the events before and after it.
+#[test]
+fn a_gap_upstream_reaches_every_watcher_in_place() {
+    let rt = vm();
+    let a = Actor::new("a");
+    let mut source = rt.watch().unwrap();
+    rt.create("vm-1", &a).unwrap();
+    rt.create("vm-2", &a).unwrap();
+    let (first, second) = (source.recv().unwrap(), source.recv().unwrap());
+
+    let publisher = fsm_runtime::Publisher::new(8);
+    // Nobody watches yet: nothing is kept for later watchers.
+    publisher.gap();
+    let mut all = publisher.watch();
+    let mut one = publisher.watch().only("vm-2");
+    publisher.publish(|| first.clone());
+    publisher.gap();
+    publisher.publish(|| second.clone());
+
+    assert_eq!(all.try_recv().unwrap().unwrap().id, first.id);
+    let gap = all.try_recv().unwrap_err();
+    assert_eq!(gap, Lagged::Gap);
+    assert_eq!(
+        gap.to_string(),
+        "the store's feed lost events it could not recover; re-read the objects"
+    );
+    assert_eq!(all.try_recv().unwrap().unwrap().id, second.id);
+    assert_eq!(all.try_recv().unwrap(), None);
+    // The filtered watcher skips vm-1's event, but not the gap.
+    assert_eq!(one.recv().unwrap_err(), Lagged::Gap);
+    assert_eq!(one.recv().unwrap().id, second.id);
+}
+
 #[test]
 fn history_checks_catch_what_the_runtime_never_writes() {
     let rt = vm();
