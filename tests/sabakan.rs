@@ -164,13 +164,39 @@ fn a_healthy_machine_can_transition_to_unhealthy_unreachable_retiring_and_updati
 fn an_unreachable_machine_can_transition_to_healthy() {
     only(
         S::Unreachable,
-        &[(A::Recover, S::Healthy), (A::Retire, S::Retiring)],
+        &[
+            (A::Recover, S::Healthy),
+            (A::Retire, S::Retiring),
+            (A::Reinitialize, S::Uninitialized),
+        ],
     );
+}
+
+/// The seed's diagram: "Unhealthy --> Uninitialized: Initialize manually" and
+/// "Unreachable --> Uninitialized: Prepare the machine manually", made by admins.
+#[test]
+fn unhealthy_and_unreachable_machines_are_reinitialized_by_hand() {
+    for from in [S::Unhealthy, S::Unreachable] {
+        assert_eq!(
+            machine_in(from).transition("m", &admin(), A::Reinitialize),
+            Ok(S::Uninitialized)
+        );
+        assert_eq!(
+            refusal(from, &controller(), A::Reinitialize),
+            "neco may not run `reinitialize`: it needs the role admin"
+        );
+    }
 }
 
 #[test]
 fn an_unhealthy_machine_cannot_return_to_healthy_directly() {
-    only(S::Unhealthy, &[(A::Retire, S::Retiring)]);
+    only(
+        S::Unhealthy,
+        &[
+            (A::Retire, S::Retiring),
+            (A::Reinitialize, S::Uninitialized),
+        ],
+    );
     assert_eq!(
         refusal(S::Unhealthy, &controller(), A::Recover),
         "m: `recover` cannot start in Unhealthy: it starts only from Unreachable"

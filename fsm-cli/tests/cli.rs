@@ -196,7 +196,7 @@ fn validate_refuses_with_the_reason() {
     assert_eq!(code, 1);
     assert_eq!(
         stdout.trim(),
-        "refused: no action moves Unhealthy to Healthy; from Unhealthy the table allows: retire -> Retiring"
+        "refused: no action moves Unhealthy to Healthy; from Unhealthy the table allows: retire -> Retiring, reinitialize -> Uninitialized"
     );
 }
 
