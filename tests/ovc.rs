@@ -61,3 +61,37 @@ fn a_stuck_vm_is_healed_and_the_late_worker_gets_409() {
     ];
     assert_eq!(trace, expected);
 }
+
+#[test]
+fn cloudspace_admin_actions_refuse_a_user() {
+    use fsm::StateMachine;
+    // The scenario covers every admin-only action of the cloudspace spec.
+    let m = machines::CloudspaceState::machine();
+    let admin_only: Vec<&str> = m
+        .actions()
+        .iter()
+        .filter(|a| a.roles.iter().any(|r| &**r == "admin"))
+        .map(|a| &*a.name)
+        .collect();
+    assert_eq!(admin_only, ["pause", "resume", "reset"]);
+
+    let trace = scenarios::cloudspace().unwrap();
+    let expected = [
+        "refused: user may not run `pause`: it needs the role admin",
+        "cloudbroker pause: cs-1 is PAUSED",
+        "refused: user may not run `resume`: it needs the role admin",
+        "cloudbroker resume: cs-1 is DEPLOYED",
+        "refused: user may not run `reset`: it needs the role admin",
+        "cloudbroker reset: cs-1 is DEPLOYED",
+        "  cs-1 v1 Created create by user: VIRTUAL -> VIRTUAL",
+        "  cs-1 v2 Started deploy by user: VIRTUAL -> DEPLOYING",
+        "  cs-1 v3 Completed deploy by user: DEPLOYING -> DEPLOYED",
+        "  cs-1 v4 Started pause by cloudbroker: DEPLOYED -> PAUSING",
+        "  cs-1 v5 Completed pause by cloudbroker: PAUSING -> PAUSED",
+        "  cs-1 v6 Started resume by cloudbroker: PAUSED -> RESUMING",
+        "  cs-1 v7 Completed resume by cloudbroker: RESUMING -> DEPLOYED",
+        "  cs-1 v8 Started reset by cloudbroker: DEPLOYED -> RESETTING",
+        "  cs-1 v9 Completed reset by cloudbroker: RESETTING -> DEPLOYED",
+    ];
+    assert_eq!(trace, expected);
+}

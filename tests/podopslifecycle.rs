@@ -252,7 +252,8 @@ async fn operate_waits_for_every_protection_finalizer_to_go() {
     assert!(ops.pod().protected());
     assert!(!ops.pod().service_ready, "prepare turns service-ready off");
 
-    ops.edit("traffic-manager", |pod| pod.finalizers.remove(traffic));
+    ops.edit("traffic-manager", |pod| pod.finalizers.remove(traffic))
+        .unwrap();
     assert!(ops.wait_until(LIMIT, in_phase("op", S::Operate)).await);
     replace.finish(&ops, "op").unwrap();
 
@@ -263,7 +264,8 @@ async fn operate_waits_for_every_protection_finalizer_to_go() {
     assert!(!available(&ops));
     ops.edit("traffic-manager", |pod| {
         pod.finalizers.insert(traffic.to_owned())
-    });
+    })
+    .unwrap();
     assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
     controllers.stop().await;
     assert_eq!(ops.phase("op"), Some(S::Available));
@@ -290,7 +292,8 @@ async fn transition_rules_of_the_type_gate_the_pre_check() {
 
     ops.edit("user", |pod| {
         pod.labels.insert(allow.to_owned(), "yes".into())
-    });
+    })
+    .unwrap();
     assert!(ops.wait_until(LIMIT, in_phase("op", S::Operate)).await);
     assert!(
         ops.pod()
@@ -298,5 +301,75 @@ async fn transition_rules_of_the_type_gate_the_pre_check() {
             .contains_key(&label("operation-permission", "delete"))
     );
     controllers.stop().await;
+    assert_eq!(ops.violations(), Vec::<String>::new());
+}
+
+/// "The label operating/<id>=<time> and operation-type/<id>=<type> will be validated
+/// by a validating webhook server, they must be added or removed at the same time."
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_keeps_operating_and_operation_type_together() {
+    let ops = PodOps::new("web-0");
+    let rogue = |ops: &PodOps, change: fn(&mut pod::Pod)| {
+        let before = ops.pod();
+        let refused = ops.edit("rogue-controller", change).unwrap_err();
+        assert_eq!(
+            ops.pod(),
+            before,
+            "a refused change leaves the pod as it was"
+        );
+        refused
+    };
+    // Added alone, either one.
+    let refused = rogue(&ops, |pod| {
+        pod.labels
+            .insert(label("operating", "op"), "1700000000".into());
+    });
+    assert_eq!(
+        refused,
+        PodOpsError::Webhook {
+            pod: "web-0".into(),
+            who: "rogue-controller".into(),
+            present: label("operating", "op"),
+            missing: label("operation-type", "op"),
+        }
+    );
+    assert_eq!(
+        refused.to_string(),
+        "validating webhook refused rogue-controller's change to web-0: it leaves \
+         operating.podopslifecycle.kusionstack.io/op without \
+         operation-type.podopslifecycle.kusionstack.io/op; the two are added and removed together"
+    );
+    let refused = rogue(&ops, |pod| {
+        pod.labels
+            .insert(label("operation-type", "op"), "replace".into());
+    });
+    assert!(
+        matches!(refused, PodOpsError::Webhook { present, .. } if present == label("operation-type", "op"))
+    );
+
+    // Begun the right way (both at once), then removed alone: refused; together: accepted.
+    let controllers = ops.start();
+    OperationController::new("replace")
+        .begin(&ops, "op")
+        .unwrap();
+    let refused = rogue(&ops, |pod| {
+        pod.labels.remove(&label("operation-type", "op"));
+    });
+    assert!(
+        matches!(refused, PodOpsError::Webhook { missing, .. } if missing == label("operation-type", "op"))
+    );
+    // Other labels are not the webhook's business.
+    ops.edit("user", |pod| {
+        pod.labels.insert("example.com/team".into(), "web".into());
+    })
+    .unwrap();
+    controllers.stop().await;
+    ops.edit("rogue-controller", |pod| {
+        pod.labels.remove(&label("operating", "op"));
+        pod.labels.remove(&label("operation-type", "op"));
+    })
+    .unwrap();
+    assert!(!ops.pod().labels.contains_key(&label("operating", "op")));
+    // The seed's own controllers never tripped it.
     assert_eq!(ops.violations(), Vec::<String>::new());
 }

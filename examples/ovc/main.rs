@@ -1,7 +1,7 @@
 //! OpenvCloud's transition states (`ovc-transition-states.md`) on the fsm runtime:
 //! `validate_transition`, the queuer's Scenario 1 (a hidden migration, a destroy
 //! queued behind it), refusals while in a transition state, `409 Conflict`, and the
-//! self-healing of a stuck VM.
+//! self-healing of a stuck VM, and the cloudspace actions only administrators make.
 //!
 //! `cargo run --example ovc`
 
@@ -20,6 +20,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("\nA stuck VM:");
     for line in scenarios::stuck()? {
+        println!("  {line}");
+    }
+    println!("\nCloudspace administration:");
+    for line in scenarios::cloudspace()? {
         println!("  {line}");
     }
     Ok(())

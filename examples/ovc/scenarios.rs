@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use fsm::StateMachine;
 use fsm_runtime::{Actor, Healer, ManualClock, MemoryStore, Queuer, Runtime, RuntimeError};
 
-use crate::machines::{VmState, VmStateAction as A};
+use crate::machines::{CloudspaceState, CloudspaceStateAction as C, VmState, VmStateAction as A};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -145,6 +145,42 @@ pub fn stuck() -> Result<Vec<String>, Error> {
         vms.state_name("vm-2")?
     ));
     trace.extend(history(&vms, "vm-2")?);
+    Ok(trace)
+}
+
+/// Cloudspace administration: "Pausing is an administrative action that cannot be
+/// recreated by the user", and the cloudspace comes back "by starting or resetting
+/// VFW by administrator". A user is refused all three; an admin makes them.
+pub fn cloudspace() -> Result<Vec<String>, Error> {
+    let mut trace = Vec::new();
+    let spaces = Runtime::builder(CloudspaceState::machine().clone(), MemoryStore::new())
+        .clock(clock())
+        .build()?;
+    let (user, admin) = (
+        Actor::new("user"),
+        Actor::new("cloudbroker").with_role("admin"),
+    );
+    spaces.create("cs-1", &user)?;
+    spaces.run("cs-1", &user, C::Deploy)?;
+    for (action, who) in [
+        (C::Pause, &user),
+        (C::Pause, &admin),
+        (C::Resume, &user),
+        (C::Resume, &admin),
+        (C::Reset, &user),
+        (C::Reset, &admin),
+    ] {
+        trace.push(match spaces.run("cs-1", who, action) {
+            Ok(_) => format!(
+                "{} {}: cs-1 is {}",
+                who.name(),
+                spaces.machine().action(action.into()).name,
+                spaces.state_name("cs-1")?
+            ),
+            Err(e) => format!("refused: {e}"),
+        });
+    }
+    trace.extend(history(&spaces, "cs-1")?);
     Ok(trace)
 }
 

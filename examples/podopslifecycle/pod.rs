@@ -101,6 +101,23 @@ impl Pod {
         self.finalizers.iter().any(|f| f.starts_with(PROTECTION))
     }
 
+    /// An operation the validating webhook would refuse: one of
+    /// `operating/<id>` and `operation-type/<id>` without the other (they "must be
+    /// added or removed at the same time"); the label present and the one missing.
+    pub fn unpaired(&self) -> Option<(String, String)> {
+        self.operation_ids().into_iter().find_map(|id| {
+            let [operating, kind] = [label("operating", &id), label("operation-type", &id)];
+            match (
+                self.labels.contains_key(&operating),
+                self.labels.contains_key(&kind),
+            ) {
+                (true, false) => Some((operating, kind)),
+                (false, true) => Some((kind, operating)),
+                _ => None,
+            }
+        })
+    }
+
     fn remove_id(&mut self, id: &str) {
         for phase in ID_LABELS {
             self.labels.remove(&label(phase, id));
@@ -161,6 +178,21 @@ pub enum PodOpsError {
     /// The runtime refused (see its message).
     #[error(transparent)]
     Refused(#[from] RuntimeError),
+    /// The validating webhook refused a change of the pod's labels: the operating
+    /// and operation-type labels of an operation are added and removed together.
+    #[error(
+        "validating webhook refused {who}'s change to {pod}: it leaves {present} without {missing}; the two are added and removed together"
+    )]
+    Webhook {
+        /// The pod.
+        pod: String,
+        /// Who changed it.
+        who: String,
+        /// The label the change would leave.
+        present: String,
+        /// Its missing pair.
+        missing: String,
+    },
     /// The operation controller runs one operation of its type at a time.
     #[error("an operation of type {kind} is already running on {pod}: {running}")]
     TypeBusy {
@@ -325,19 +357,30 @@ impl PodOps {
 
     /// Another controller's protection: the pod serves only with `finalizer` on.
     pub fn protect(&self, finalizer: &str) {
-        self.edit("user", |pod| {
+        self.apply("user", |pod| {
             pod.protections.insert(finalizer.to_owned());
             pod.finalizers.insert(finalizer.to_owned());
         });
     }
 
-    /// Changes the pod as `who`, checks the promises, and wakes the controllers if
-    /// anything changed.
-    pub fn edit<R>(&self, who: &str, change: impl FnOnce(&mut Pod) -> R) -> R {
+    /// Changes the pod as `who`, through the validating webhook: a change that
+    /// adds or removes one of an operation's `operating` and `operation-type` labels
+    /// without the other is refused, and the pod stays as it was. Checks the
+    /// promises and wakes the controllers if anything changed.
+    pub fn edit<R>(&self, who: &str, change: impl FnOnce(&mut Pod) -> R) -> Result<R, PodOpsError> {
         let (r, changed) = {
             let mut pod = lock(&self.inner.pod);
             let before = pod.clone();
             let r = change(&mut pod);
+            if let Some((present, missing)) = pod.unpaired() {
+                *pod = before;
+                return Err(PodOpsError::Webhook {
+                    pod: self.inner.name.clone(),
+                    who: who.to_owned(),
+                    present,
+                    missing,
+                });
+            }
             if pod.labels.contains_key(SERVICE_AVAILABLE) && !pod.operation_ids().is_empty() {
                 self.violation(format!(
                     "{who} left service-available on while operations {:?} have labels",
@@ -349,7 +392,15 @@ impl PodOps {
         if changed {
             self.wake();
         }
-        r
+        Ok(r)
+    }
+
+    /// A change by one of the seed's controllers: they never break the webhook's
+    /// rule, so a refusal is recorded as a broken promise.
+    fn apply<R>(&self, who: &str, change: impl FnOnce(&mut Pod) -> R) -> Option<R> {
+        self.edit(who, change)
+            .map_err(|refused| self.violation(refused.to_string()))
+            .ok()
     }
 
     /// Makes the controllers look at the pod again.
@@ -389,12 +440,16 @@ impl PodOps {
         effect: impl FnOnce(&mut Pod),
     ) -> Result<(), RuntimeError> {
         let flight = self.inner.runtime.start(id, actor, action)?;
-        self.edit(actor.name(), |pod| {
+        let applied = self.apply(actor.name(), |pod| {
             if pod.labels.contains_key(SERVICE_AVAILABLE) {
                 self.violation(format!("{id} moves while the pod is service-available"));
             }
             effect(pod);
         });
+        if applied.is_none() {
+            flight.fail()?;
+            return Ok(());
+        }
         let record = flight.complete()?;
         let m = self.inner.runtime.machine();
         self.log(
@@ -564,7 +619,7 @@ fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), Runt
             // with the same id. If all the operations with the same type have been
             // canceled, remove operation-permission/<type>."
             let kind = ops.kind_of(id);
-            ops.edit(actor.name(), |pod| {
+            ops.apply(actor.name(), |pod| {
                 pod.remove_id(id);
                 let same_type_left = pod
                     .operation_ids()
@@ -589,7 +644,7 @@ fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), Runt
 /// "If there is no label with id, add podopslifecycle.kusionstack.io/service-available"
 /// (once the protection finalizers are all back).
 fn serve(ops: &PodOps, actor: &Actor) {
-    let served = ops.edit(actor.name(), |pod| {
+    let served = ops.apply(actor.name(), |pod| {
         let idle = pod.operation_ids().is_empty() && pod.protections.is_subset(&pod.finalizers);
         let fresh = idle && !pod.labels.contains_key(SERVICE_AVAILABLE);
         if fresh {
@@ -599,7 +654,7 @@ fn serve(ops: &PodOps, actor: &Actor) {
         }
         fresh
     });
-    if served {
+    if served == Some(true) {
         ops.log(
             ops.inner.clock.micros(),
             None,
@@ -647,7 +702,7 @@ fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), Runtim
         S::Undone
             if !pod.finalizers.contains(SERVICE_FINALIZER) && pod.operation_ids().is_empty() =>
         {
-            ops.edit(actor.name(), |pod| {
+            ops.apply(actor.name(), |pod| {
                 pod.finalizers.insert(SERVICE_FINALIZER.to_owned())
             });
             let what = "traffic on again: finalizer back after the undo".to_owned();
@@ -710,11 +765,11 @@ impl OperationController {
             pod.labels.insert(label("operating", id), t);
             pod.labels
                 .insert(label("operation-type", id), self.kind.clone());
-        });
+        })?;
         let record = match ops.inner.runtime.create(id, &self.actor) {
             Ok(record) => record,
             Err(e) => {
-                ops.edit(self.actor.name(), |pod| pod.remove_id(id));
+                ops.apply(self.actor.name(), |pod| pod.remove_id(id));
                 return Err(e.into());
             }
         };
