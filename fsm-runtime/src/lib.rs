@@ -26,6 +26,33 @@
 //! of workers (OpenvCloud's queuer), and a [`Healer`] rolls back objects stuck in a
 //! transition state.
 //!
+//! # Guarantees
+//!
+//! - **One action at a time.** At most one visible action holds an object, and at
+//!   most one hidden one beside it; a start that finds it held is refused
+//!   ([`RuntimeError::Busy`]), a start or an end that loses a compare-and-set to
+//!   another writer is [`RuntimeError::Conflict`] and writes nothing.
+//! - **Fencing.** A started action carries a [`Fence`]: the version its start wrote,
+//!   higher for every later start on the object. Pass it to the systems the work
+//!   drives and have them refuse a lower one. [`InFlight::still_held`] says whether
+//!   the hold still stands or who revoked it and when; a [`Queuer`] checks it before
+//!   every step of a job's work and stops with [`QueueError::Revoked`] instead of
+//!   acting on an object it no longer holds.
+//! - **Healing only what is dead or overdue.** A [`Healer`] rolls back a hold whose
+//!   holder is gone (a dropped handle in process; an expired lease on etcd) at
+//!   once, and a live one only past its hard deadline: the spec's `deadline` for the
+//!   transition state or the action, else the healer's own. A slow, live action is
+//!   left alone. The rolled-back holder's completion is a `409` that writes nothing.
+//! - **Histories are whole.** A state change and its [`Entry`] are written in one
+//!   step, in version order; [`check_history`] verifies a history is a path of the
+//!   machine. Watchers see each object's writes in order; one that falls behind,
+//!   or whose store's feed broke, is told ([`Lagged`]) rather than left with a gap.
+//! - **Names on the wire; specs that evolve.** Persistent stores keep states and
+//!   actions by name with the spec's fingerprint ([`wire`]): adding or reordering
+//!   states and actions changes nothing stored, `renamed_from` in the spec carries
+//!   renames, and [`Store::bind`] refuses to open a store holding objects the new
+//!   spec cannot read, listing them ([`StoreError::Incompatible`]).
+//!
 //! ```
 //! use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
 //!
