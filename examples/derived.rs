@@ -29,10 +29,9 @@ fn main() {
         "vm: add_disk from PAUSED shows {:?} and returns to {:?}",
         plan.via, plan.target
     );
-    println!(
-        "vm: serialized as {}",
-        serde_json::to_string(&VmState::AddingDisk).expect("serializes")
-    );
+    // Names on the wire are the spec's (and serde's too, with the `serde` feature).
+    let parsed: VmState = "ADDING_DISK".parse().expect("a state of vm");
+    println!("vm: {:?} is written {parsed}", VmState::AddingDisk);
 
     // A move the type system checks: this line would not compile for HALTED -> PAUSED.
     let (from, to) = checked_move::<vm_state::Running, vm_state::Pausing>();

@@ -107,10 +107,11 @@
 //! `can_transition` (one load and a shift from a bit table) and
 //! `validate_transition`. From [`StateMachine`]: `machine()` (the checked
 //! [`Machine`], decoded on first use), `initial`, `is_static`, `is_transition`,
-//! `is_terminal`, `from_id`, `from_name`, `move_between` (the [`Move`] that allows
+//! `is_terminal`, `from_id`, `from_name` (ignoring case), `parse` (exact, as
+//! `FromStr`), `move_between` (the [`Move`] that allows
 //! `from → to`), `successors`, `actions_from`, `mermaid()`, `dot()`, `plantuml()`.
 //!
-//! An action enum (`VmAction`) with `ALL` and `id`; from [`ActionEnum`]: `name`,
+//! An action enum (`VmAction`) with `ALL` and `id`; from [`ActionEnum`]: `name`, `parse`,
 //! `origins`, `via`, `target_from`, `changes_state`, `is_hidden`, `roles`, `guards`
 //! and `plan`.
 //!
@@ -121,9 +122,14 @@
 //! [`typed::MoveTo`] for exactly the allowed moves, so [`typed::checked_move`]
 //! compiles only for those.
 //!
-//! Serde and strum derives work on the same enum
-//! (`#[serde(rename_all = "SCREAMING_SNAKE_CASE")]` makes OVC states serialize as
-//! the spec spells them).
+//! Names on the wire, both enums: `Display` writes the spec's name and `FromStr`
+//! reads it back (`"RUNNING".parse::<VmState>()`, `VmState::AddingDisk.to_string()
+//! == "ADDING_DISK"`), exactly, or a name from before a rename (`renamed_from`); an
+//! unknown name is a [`typed::UnknownName`] listing the valid ones. With the
+//! feature `serde`, `Serialize` and `Deserialize` use the same names and refuse
+//! unknown ones, with nothing to add to the enum (a `#[derive(Serialize)]` of your
+//! own beside it would then conflict: drop it). Other derives, strum's for
+//! example, work on the same enum.
 //!
 //! ## Features
 //!
@@ -134,6 +140,7 @@
 //! | `runtime` | `fsm::runtime`: one action at a time per object, queues, healing (the `fsm-runtime` crate) |
 //! | `testing` | `testing`: a model-based test harness for your own system |
 //! | `proptest` | `strategy`: proptest strategies over any derived machine |
+//! | `serde` | `Serialize`/`Deserialize` on derived enums, by the spec's names |
 
 /// The trait the derive implements on the generated action enum.
 pub use fsm_core::typed::ActionEnum;
@@ -158,7 +165,8 @@ pub use fsm_runtime as runtime;
 #[cfg(feature = "proptest")]
 pub mod strategy;
 
-/// The README's Rust examples, compiled and run as doctests.
-#[cfg(doctest)]
+/// The README's Rust examples, compiled and run as doctests (they use the spec
+/// files and the runtime: `cargo test --all-features`, as `scripts/test` runs).
+#[cfg(all(doctest, feature = "toml", feature = "runtime"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

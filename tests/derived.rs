@@ -189,16 +189,130 @@ fn const_context() {
 }
 
 #[test]
-fn serde_and_strum_spell_states_as_the_spec() {
+fn strum_sits_beside_the_derive() {
     for state in VmState::ALL {
-        let json = serde_json::to_string(&state).unwrap();
-        assert_eq!(json, format!("\"{}\"", state.name()));
-        assert_eq!(serde_json::from_str::<VmState>(&json).unwrap(), state);
         let strum_name: &'static str = state.into();
         assert_eq!(strum_name, state.name());
     }
     use strum::IntoEnumIterator;
     assert_eq!(VmState::iter().collect::<Vec<_>>(), VmState::ALL);
+}
+
+/// What goes on the wire: with the `serde` feature, serde both ways.
+#[cfg(feature = "serde")]
+trait Wire: serde::Serialize + serde::de::DeserializeOwned {}
+#[cfg(feature = "serde")]
+impl<T: serde::Serialize + serde::de::DeserializeOwned> Wire for T {}
+#[cfg(not(feature = "serde"))]
+trait Wire {}
+#[cfg(not(feature = "serde"))]
+impl<T> Wire for T {}
+
+/// Every state and action of `S` goes out by its spec name and comes back, through
+/// `Display`/`FromStr` and (with the `serde` feature) JSON.
+fn names_round_trip<S>(path: &str)
+where
+    S: StateMachine + Wire + std::fmt::Display + std::str::FromStr<Err = fsm::typed::UnknownName>,
+    S::Action: Wire + std::fmt::Display + std::str::FromStr<Err = fsm::typed::UnknownName>,
+{
+    let m = spec(path);
+    for (&state, spec_state) in S::ALL.iter().zip(m.states()) {
+        assert_eq!(state.to_string(), spec_state.name);
+        assert_eq!(spec_state.name.parse::<S>(), Ok(state));
+        #[cfg(feature = "serde")]
+        serde_round_trip(state, &spec_state.name);
+    }
+    for (&action, spec_action) in S::ACTIONS.iter().zip(m.actions()) {
+        assert_eq!(action.to_string(), spec_action.name);
+        assert_eq!(spec_action.name.parse::<S::Action>(), Ok(action));
+        #[cfg(feature = "serde")]
+        serde_round_trip(action, &spec_action.name);
+    }
+    // Names are exact: another case is not the name on the wire.
+    let first = m.states()[0].name.to_lowercase();
+    if first != *m.states()[0].name {
+        assert!(first.parse::<S>().is_err(), "{path}: {first}");
+    }
+}
+
+#[cfg(feature = "serde")]
+fn serde_round_trip<T>(value: T, name: &str)
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let json = serde_json::to_string(&value).unwrap();
+    assert_eq!(json, serde_json::to_string(name).unwrap());
+    assert_eq!(serde_json::from_str::<T>(&json).unwrap(), value);
+}
+
+#[test]
+fn every_seed_machine_round_trips_its_names() {
+    names_round_trip::<VmState>("ovc/vm.toml");
+    names_round_trip::<CloudspaceState>("ovc/cloudspace.toml");
+    names_round_trip::<AccountState>("ovc/account.toml");
+    names_round_trip::<DiskState>("ovc/disk.toml");
+    names_round_trip::<ImageState>("ovc/image.toml");
+    names_round_trip::<NodeState>("ovc/node.toml");
+    names_round_trip::<MachineState>("sabakan/machine.toml");
+    names_round_trip::<VpcState>("mizar/vpc.toml");
+    names_round_trip::<DividerState>("mizar/divider.toml");
+    names_round_trip::<BouncerState>("mizar/bouncer.toml");
+    names_round_trip::<NetworkState>("mizar/network.toml");
+    names_round_trip::<EndpointState>("mizar/endpoint.toml");
+    names_round_trip::<DropletState>("mizar/droplet.toml");
+    names_round_trip::<PodOpsState>("kusionstack/podopslifecycle.toml");
+}
+
+#[test]
+fn names_on_the_wire_are_the_specs() {
+    assert_eq!("RUNNING".parse::<VmState>(), Ok(VmState::Running));
+    assert_eq!(VmState::AddingDisk.to_string(), "ADDING_DISK");
+    assert_eq!(VmStateAction::AddDisk.to_string(), "add_disk");
+    assert_eq!(format!("{:>10}|", VmState::Halted), "    HALTED|");
+    let err = "RUNNIG".parse::<VmState>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`RUNNIG` is not a state of vm (did you mean `RUNNING`?); expected one of: VIRTUAL, \
+         DEPLOYING, RUNNING, PAUSING, PAUSED, RESUMING, STOPPING, HALTED, REBOOTING, \
+         RESETTING, ADDING_DISK, ATTACHING_DISK, DETACHING_DISK, DELETING, DELETED, \
+         DESTROYING, DESTROYED"
+    );
+    let err = "explode".parse::<VmStateAction>().unwrap_err();
+    assert_eq!(err.kind, fsm::typed::NameKind::Action);
+    assert!(
+        err.to_string()
+            .starts_with("`explode` is not an action of vm; expected one of: deploy, "),
+        "{err}"
+    );
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn serde_refuses_unknown_names_and_reads_renamed_ones() {
+    #[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[fsm(spec = "tests/specs/renamed.toml")]
+    enum Door {
+        Open,
+        Shut,
+    }
+    let err = serde_json::from_str::<VmState>("\"RUNNIG\"").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("`RUNNIG` is not a state of vm (did you mean `RUNNING`?)"),
+        "{err}"
+    );
+    assert!(serde_json::from_str::<VmState>("4").is_err());
+    // A name from before a rename reads as the state it became; it is written anew.
+    assert_eq!(
+        serde_json::from_str::<Door>("\"CLOSED\"").unwrap(),
+        Door::Shut
+    );
+    assert_eq!("CLOSED".parse::<Door>(), Ok(Door::Shut));
+    assert_eq!(serde_json::to_string(&Door::Shut).unwrap(), "\"SHUT\"");
+    assert_eq!(
+        serde_json::from_str::<DoorAction>("\"close\"").unwrap(),
+        DoorAction::Shut
+    );
 }
 
 #[test]

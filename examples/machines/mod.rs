@@ -5,25 +5,14 @@
 #![allow(dead_code)]
 
 pub use fsm::{ActionEnum, StateMachine};
-use serde::{Deserialize, Serialize};
 
-/// An OpenvCloud virtual machine. Serde and strum derives sit beside the table;
-/// states serialize as the spec spells them.
+/// An OpenvCloud virtual machine. strum's derives sit beside the table. Its names
+/// on the wire need nothing more: `Display`, `FromStr` and (with the `serde`
+/// feature) serde use the spec's names, `ADDING_DISK` for `AddingDisk`.
 #[derive(
-    StateMachine,
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::EnumIter,
-    strum::IntoStaticStr,
+    StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash, strum::EnumIter, strum::IntoStaticStr,
 )]
 #[fsm(spec = "specs/ovc/vm.toml", markers)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum VmState {
     Virtual,

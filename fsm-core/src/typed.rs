@@ -146,6 +146,23 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
         crate::__private::position(Self::TABLE.state_names, name).map(|i| Self::ALL[i])
     }
 
+    /// The state named exactly `name` in the spec, or in an earlier version of it
+    /// (`renamed_from`): how a name read from the wire or a store is taken back.
+    /// The derive's `FromStr` (and, with the `serde` feature, `Deserialize`).
+    fn parse(name: &str) -> Result<Self, UnknownName> {
+        let machine = Self::machine();
+        machine
+            .state_named(name)
+            .map(|id| Self::ALL[id.0])
+            .ok_or_else(|| UnknownName {
+                kind: NameKind::State,
+                machine: machine.name(),
+                name: name.to_owned(),
+                expected: Self::TABLE.state_names,
+                suggestion: machine.suggest_state(name),
+            })
+    }
+
     /// True when `from → to` is one move of the table.
     fn can_transition(from: Self, to: Self) -> bool {
         Self::TABLE.allows(from.id().0, to.id().0)
@@ -221,6 +238,23 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
         Self::table().action_names[self.id().0]
     }
 
+    /// The action named exactly `name` in the spec, or in an earlier version of it
+    /// (`renamed_from`). The derive's `FromStr` (and, with the `serde` feature,
+    /// `Deserialize`).
+    fn parse(name: &str) -> Result<Self, UnknownName> {
+        let machine = Self::State::machine();
+        machine
+            .action_named(name)
+            .map(|id| Self::ALL[id.0])
+            .ok_or_else(|| UnknownName {
+                kind: NameKind::Action,
+                machine: machine.name(),
+                name: name.to_owned(),
+                expected: Self::table().action_names,
+                suggestion: machine.suggest_action(name),
+            })
+    }
+
     /// The static states the action may start from, in the order written.
     fn origins(self) -> Vec<Self::State> {
         let action = Self::State::machine().action(self.id());
@@ -285,6 +319,62 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
         <Self::State as StateMachine>::TABLE
     }
 }
+
+/// What an [`UnknownName`] was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NameKind {
+    /// A state.
+    State,
+    /// An action.
+    Action,
+}
+
+impl fmt::Display for NameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NameKind::State => "state",
+            NameKind::Action => "action",
+        })
+    }
+}
+
+/// A name that is no state (or action) of a derived machine: the error of its
+/// `FromStr` and, with the `serde` feature, of its `Deserialize`. Names are the
+/// spec's, exactly (or a `renamed_from` one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// State or action.
+    pub kind: NameKind,
+    /// The machine.
+    pub machine: &'static str,
+    /// The name given.
+    pub name: String,
+    /// The valid names, in the order of the table.
+    pub expected: &'static [&'static str],
+    /// The closest valid name, if one is close.
+    pub suggestion: Option<&'static str>,
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` is not {} of {}",
+            self.name,
+            match self.kind {
+                NameKind::State => "a state",
+                NameKind::Action => "an action",
+            },
+            self.machine
+        )?;
+        if let Some(s) = self.suggestion {
+            write!(f, " (did you mean `{s}`?)")?;
+        }
+        write!(f, "; expected one of: {}", self.expected.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownName {}
 
 /// Why a derived machine refused a move, in brief; [`InvalidTransition`]'s
 /// `Display` gives the full reason.
@@ -418,4 +508,73 @@ where
     To: StateMarker<Machine = From::Machine>,
 {
     (From::STATE, To::STATE)
+}
+
+/// Serde by the spec's names, for the impls `#[derive(StateMachine)]` asks for
+/// through [`__serde_names!`](crate::__serde_names).
+#[cfg(feature = "serde")]
+#[doc(hidden)]
+pub mod names_serde {
+    use std::marker::PhantomData;
+
+    pub use serde;
+
+    /// Reads a name as `T` by `parse`, refusing unknown names with the message.
+    pub struct Visitor<T>(
+        pub fn(&str) -> Result<T, super::UnknownName>,
+        pub PhantomData<T>,
+    );
+
+    impl<T> serde::de::Visitor<'_> for Visitor<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a name of the machine's spec")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<T, E> {
+            (self.0)(name).map_err(E::custom)
+        }
+    }
+}
+
+/// `Serialize` and `Deserialize` by the spec's names for a derived state enum and
+/// its action enum, when fsm-core's `serde` feature is on; nothing otherwise.
+/// Called by `#[derive(StateMachine)]`, not by hand.
+#[cfg(feature = "serde")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __serde_names {
+    ($state:ty, $action:ty) => {
+        $crate::__serde_names!(@one $state, $crate::typed::StateMachine::name, $crate::typed::StateMachine::parse);
+        $crate::__serde_names!(@one $action, $crate::typed::ActionEnum::name, $crate::typed::ActionEnum::parse);
+    };
+    (@one $ty:ty, $name:path, $parse:path) => {
+        impl $crate::typed::names_serde::serde::Serialize for $ty {
+            fn serialize<S: $crate::typed::names_serde::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::core::result::Result<S::Ok, S::Error> {
+                serializer.serialize_str($name(*self))
+            }
+        }
+        impl<'de> $crate::typed::names_serde::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: $crate::typed::names_serde::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::core::result::Result<Self, D::Error> {
+                deserializer.deserialize_str($crate::typed::names_serde::Visitor(
+                    $parse,
+                    ::core::marker::PhantomData,
+                ))
+            }
+        }
+    };
+}
+
+/// Without the `serde` feature, the derive's call expands to nothing.
+#[cfg(not(feature = "serde"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __serde_names {
+    ($state:ty, $action:ty) => {};
 }

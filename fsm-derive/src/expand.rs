@@ -188,6 +188,36 @@ pub fn expand(input: &Input) -> Result<TokenStream, Errors> {
             }
         }
 
+        // Names on the wire: the spec's names, both ways.
+        impl ::core::fmt::Display for #ident {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.pad(#ident::name(*self))
+            }
+        }
+
+        impl ::core::str::FromStr for #ident {
+            type Err = #krate::typed::UnknownName;
+            fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {
+                <Self as #krate::StateMachine>::parse(name)
+            }
+        }
+
+        impl ::core::fmt::Display for #action_enum {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.pad(<Self as #krate::typed::ActionEnum>::name(*self))
+            }
+        }
+
+        impl ::core::str::FromStr for #action_enum {
+            type Err = #krate::typed::UnknownName;
+            fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {
+                <Self as #krate::typed::ActionEnum>::parse(name)
+            }
+        }
+
+        // By the same names with serde, when the `serde` feature is on (else nothing).
+        #krate::__serde_names!(#ident, #action_enum);
+
         impl ::core::convert::From<#ident> for #krate::StateId {
             fn from(state: #ident) -> Self { state.id() }
         }

@@ -347,10 +347,20 @@ fn killing_etcd_mid_run_loses_no_accepted_action() {
     let Some(etcd) = OwnEtcd::start(&dir, 23795) else {
         return;
     };
-    let store = EtcdStore::builder([etcd.endpoint()], "/fault/")
-        .timeout(Duration::from_secs(1))
-        .connect()
-        .unwrap();
+    // A fresh etcd may take a moment to answer its first requests.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let store = loop {
+        match EtcdStore::builder([etcd.endpoint()], "/fault/")
+            .timeout(Duration::from_secs(1))
+            .connect()
+        {
+            Ok(store) => break store,
+            Err(e) if e.is_retryable() && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("etcd never answered: {e}"),
+        }
+    };
     let rt = Runtime::new(machine(), store).unwrap();
     for id in OBJECTS {
         rt.create(id, &Actor::new("admin")).unwrap();
