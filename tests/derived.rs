@@ -330,6 +330,14 @@ fn diagrams_of_a_derived_enum_are_the_spec_diagrams() {
         VmState::plantuml(),
         fsm::render::diagram(&m, fsm::render::Format::PlantUml)
     );
+    for format in fsm::render::Format::ALL {
+        for view in fsm::render::View::ALL {
+            assert_eq!(
+                VmState::diagram(format, view),
+                fsm::render::render(&m, format, view)
+            );
+        }
+    }
 }
 
 #[cfg(feature = "proptest")]

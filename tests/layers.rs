@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("fsm-model", 0),
     ("fsm-toml", 1),
     ("fsm-analysis", 1),
+    ("fsm-render", 1),
     ("fsm-core", 2),
     ("fsm-derive", 2),
     ("fsm-runtime", 3),

@@ -352,6 +352,14 @@ async fn the_webhook_keeps_operating_and_operation_type_together() {
     OperationController::new("replace")
         .begin(&ops, "op")
         .unwrap();
+    // The seed's controllers take it as far as `operate`, through the webhook;
+    // then they stop, so that nothing else changes the pod while the rogue tries.
+    assert!(
+        ops.wait_until(LIMIT, in_phase("op", S::Operate)).await,
+        "{:#?}",
+        ops.trace()
+    );
+    controllers.stop().await;
     let refused = rogue(&ops, |pod| {
         pod.labels.remove(&label("operation-type", "op"));
     });
@@ -363,7 +371,6 @@ async fn the_webhook_keeps_operating_and_operation_type_together() {
         pod.labels.insert("example.com/team".into(), "web".into());
     })
     .unwrap();
-    controllers.stop().await;
     ops.edit("rogue-controller", |pod| {
         pod.labels.remove(&label("operating", "op"));
         pod.labels.remove(&label("operation-type", "op"));

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use fsm_core::paths::Path as TestPath;
-use fsm_core::render::{self, Format};
+use fsm_core::render::{self, Format, View};
 use fsm_core::spec::{Checked, SpecFile};
 use fsm_core::{Lint, Machine, Move, Severity, StateId, Target};
 
@@ -28,7 +28,8 @@ enum Command {
         /// Spec files, or directories searched for `*.toml` files.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Also write every clean spec's diagrams, in every format, into this directory.
+        /// Also write every clean spec's diagrams, in every format and both views,
+        /// into this directory (`<group>/<spec>.<ext>` full, `<spec>.folded.<ext>`).
         #[arg(long, value_name = "DIR")]
         diagrams: Option<PathBuf>,
     },
@@ -56,6 +57,10 @@ enum Command {
         /// mermaid, dot or plantuml.
         #[arg(long, short, default_value = "mermaid")]
         format: Format,
+        /// full (every state, each action as start and finish arrows) or folded
+        /// (static states only, each move labelled with its transition state).
+        #[arg(long, default_value = "full")]
+        view: View,
         /// Write to this file instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -98,8 +103,9 @@ fn main() -> ExitCode {
         Command::Diagram {
             spec,
             format,
+            view,
             output,
-        } => diagram(&spec, format, output.as_deref()),
+        } => diagram(&spec, format, view, output.as_deref()),
         Command::Paths { spec, json } => load(&spec).map(|m| {
             print!("{}", paths(&m, json));
             ExitCode::SUCCESS
@@ -237,8 +243,13 @@ fn write_diagrams(dir: &Path, spec: &Path, machine: &Machine) -> Result<(), Unus
         Unusable
     })?;
     for format in Format::ALL {
-        let path = out_dir.join(&stem).with_extension(format.extension());
-        write_file(&path, &render::diagram(machine, format))?;
+        for view in View::ALL {
+            let name = match view {
+                View::Full => format!("{}.{}", stem.display(), format.extension()),
+                _ => format!("{}.{view}.{}", stem.display(), format.extension()),
+            };
+            write_file(&out_dir.join(name), &render::render(machine, format, view))?;
+        }
     }
     Ok(())
 }
@@ -282,11 +293,7 @@ fn validate(spec: &Path, from: &str, to: &str) -> Result<ExitCode, Unusable> {
                 line.push_str(&format!("; roles: {}", action.roles.join(", ")));
             }
             if !action.guards.is_empty() && step != Move::Finish(step.action()) {
-                let guards: Vec<&str> = action
-                    .guards
-                    .iter()
-                    .map(|&g| &*machine.guard(g).name)
-                    .collect();
+                let guards = machine.guard_names(step.action());
                 line.push_str(&format!("; guards: {}", guards.join(", ")));
             }
             println!("{line}");
@@ -373,11 +380,7 @@ fn actions(spec: &Path, name: &str) -> Result<ExitCode, Unusable> {
             line.push_str(&format!("; roles: {}", action.roles.join(", ")));
         }
         if !action.guards.is_empty() {
-            let guards: Vec<&str> = action
-                .guards
-                .iter()
-                .map(|&g| &*machine.guard(g).name)
-                .collect();
+            let guards = machine.guard_names(a);
             line.push_str(&format!("; guards: {}", guards.join(", ")));
         }
         if action.hidden {
@@ -388,9 +391,14 @@ fn actions(spec: &Path, name: &str) -> Result<ExitCode, Unusable> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn diagram(spec: &Path, format: Format, output: Option<&Path>) -> Result<ExitCode, Unusable> {
+fn diagram(
+    spec: &Path,
+    format: Format,
+    view: View,
+    output: Option<&Path>,
+) -> Result<ExitCode, Unusable> {
     let machine = load(spec)?;
-    let text = render::diagram(&machine, format);
+    let text = render::render(&machine, format, view);
     match output {
         Some(path) => write_file(path, &text)?,
         None => print!("{text}"),

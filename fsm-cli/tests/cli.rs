@@ -63,7 +63,14 @@ fn check_every_shipped_spec_and_write_diagrams() {
         "mizar/vpc",
         "kusionstack/podopslifecycle",
     ] {
-        for ext in ["mmd", "dot", "puml"] {
+        for ext in [
+            "mmd",
+            "dot",
+            "puml",
+            "folded.mmd",
+            "folded.dot",
+            "folded.puml",
+        ] {
             let file = out.join(format!("{group}.{ext}"));
             assert!(
                 std::fs::metadata(&file).is_ok_and(|m| m.len() > 0),
@@ -265,6 +272,29 @@ fn diagram_writes_the_chosen_format() {
     let (code, _, stderr) = fsm(&["diagram", &spec("ovc/vm.toml"), "-f", "svg"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("unknown diagram format `svg`"), "{stderr}");
+}
+
+#[test]
+fn diagram_draws_the_chosen_view() {
+    let vm = spec("ovc/vm.toml");
+    let (code, full, _) = fsm(&["diagram", &vm]);
+    assert_eq!(code, 0);
+    assert!(full.contains("    RUNNING --> PAUSING: pause\n"), "{full}");
+    let (code, folded, _) = fsm(&["diagram", &vm, "--view", "folded"]);
+    assert_eq!(code, 0);
+    assert!(
+        folded.contains("    RUNNING --> PAUSED: pause (PAUSING)\n"),
+        "{folded}"
+    );
+    assert!(!folded.contains("PAUSING --> "), "{folded}");
+    let (code, explicit, _) = fsm(&["diagram", &vm, "--view", "full"]);
+    assert_eq!((code, explicit), (0, full));
+    let (code, _, stderr) = fsm(&["diagram", &vm, "--view", "flat"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("unknown diagram view `flat`; expected full or folded"),
+        "{stderr}"
+    );
 }
 
 #[test]

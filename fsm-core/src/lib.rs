@@ -30,7 +30,6 @@
 pub mod analysis;
 pub mod evolve;
 pub mod paths;
-pub mod render;
 #[cfg(feature = "toml")]
 pub mod spec;
 #[cfg(feature = "testing")]
@@ -45,3 +44,6 @@ pub use fsm_model::{
 
 #[doc(hidden)]
 pub use fsm_model::__private;
+/// Drawing a machine: Mermaid, Graphviz DOT and PlantUML, in a full or a folded
+/// view, and the table as the seeds print it (the `fsm-render` crate).
+pub use fsm_render as render;

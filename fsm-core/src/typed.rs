@@ -218,6 +218,12 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     fn plantuml() -> String {
         crate::render::diagram(Self::machine(), crate::render::Format::PlantUml)
     }
+
+    /// The machine in `format` and `view` ([`View::Folded`](crate::render::View)
+    /// labels each move with its transition state instead of drawing it).
+    fn diagram(format: crate::render::Format, view: crate::render::View) -> String {
+        crate::render::render(Self::machine(), format, view)
+    }
 }
 
 /// The action enum `#[derive(StateMachine)]` generates beside a state enum

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::specs;
-use fsm_core::render::{self, ArrowKind, Format};
+use fsm_core::render::{self, ArrowKind, Drawing, Format, View};
 
 fn snapshot_name(spec: &Path, suffix: &str) -> String {
     let group = spec
@@ -28,6 +28,10 @@ fn every_spec_in_every_format() {
             insta::assert_snapshot!(
                 snapshot_name(&spec, format.name()),
                 render::diagram(&machine, format)
+            );
+            insta::assert_snapshot!(
+                snapshot_name(&spec, &format!("{}_folded", format.name())),
+                render::render(&machine, format, View::Folded)
             );
         }
         insta::assert_snapshot!(snapshot_name(&spec, "table"), render::table(&machine));
@@ -71,6 +75,65 @@ fn arrows_are_exactly_the_allowed_steps() {
     }
 }
 
+/// The folded view draws every rule once: a move between two static states as an
+/// edge labelled with the action and the transition state it shows, an action
+/// that ends where it started as a line on its origin. No transition state is
+/// drawn (unless it is where objects start).
+#[test]
+fn the_folded_view_draws_each_rule_once() {
+    for spec in specs() {
+        let m = fsm_core::spec::load(&spec).unwrap();
+        let d = Drawing::new(&m, View::Folded);
+        for s in &d.states {
+            assert!(!m.state(s.id).is_transition() || s.id == m.initial());
+        }
+        let mut edges = d.edges.clone();
+        let mut loops: Vec<(fsm_core::StateId, String)> = d
+            .states
+            .iter()
+            .flat_map(|s| s.loops.iter().map(move |l| (s.id, l.clone())))
+            .collect();
+        for rule in m.rules() {
+            let action = &m.action(rule.action).name;
+            let via = rule
+                .via
+                .map(|v| format!(" ({})", m.state(v).name))
+                .unwrap_or_default();
+            let starts = |label: &str| label.starts_with(&format!("{action}{via}"));
+            if rule.origin == rule.target {
+                let at = loops
+                    .iter()
+                    .position(|(s, l)| *s == rule.origin && starts(l.trim_start_matches("↻ ")));
+                loops.remove(
+                    at.unwrap_or_else(|| panic!("{}: {rule:?} has no line", spec.display())),
+                );
+            } else {
+                let at = edges
+                    .iter()
+                    .position(|e| e.from == rule.origin && e.to == rule.target && starts(&e.label));
+                edges.remove(
+                    at.unwrap_or_else(|| panic!("{}: {rule:?} has no edge", spec.display())),
+                );
+            }
+        }
+        assert!(
+            edges.is_empty() && loops.is_empty(),
+            "{}: drawn twice or for nothing: {edges:?} {loops:?}",
+            spec.display()
+        );
+    }
+    // The seed's own words for the VM: `RUNNING → PAUSED: pause (PAUSING)`.
+    let vm =
+        fsm_core::spec::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"))
+            .unwrap();
+    let mermaid = render::render(&vm, Format::Mermaid, View::Folded);
+    assert!(
+        mermaid.contains("    RUNNING --> PAUSED: pause (PAUSING)\n"),
+        "{mermaid}"
+    );
+    assert!(mermaid.contains("        ↻ migrate, hidden\n"), "{mermaid}");
+}
+
 /// Runs `tool args` on `input`. A tool that is not installed fails the test, unless
 /// `FSM_SKIP_TOOLS` is set (then `None`).
 fn run_tool(tool: &str, args: &[&str], input: &str) -> Option<(bool, String)> {
@@ -108,10 +171,17 @@ fn run_tool(tool: &str, args: &[&str], input: &str) -> Option<(bool, String)> {
 fn dot_output_parses_with_graphviz() {
     for spec in specs() {
         let m = fsm_core::spec::load(&spec).unwrap();
-        let Some((ok, out)) = run_tool("dot", &["-Tsvg"], &render::diagram(&m, Format::Dot)) else {
-            return;
-        };
-        assert!(ok && out.contains("<svg"), "{}: {out}", spec.display());
+        for view in View::ALL {
+            let dot = render::render(&m, Format::Dot, view);
+            let Some((ok, out)) = run_tool("dot", &["-Tsvg"], &dot) else {
+                return;
+            };
+            assert!(
+                ok && out.contains("<svg"),
+                "{} ({view}): {out}",
+                spec.display()
+            );
+        }
     }
 }
 
@@ -119,14 +189,17 @@ fn dot_output_parses_with_graphviz() {
 fn plantuml_output_parses_with_plantuml() {
     for spec in specs() {
         let m = fsm_core::spec::load(&spec).unwrap();
-        let Some((ok, out)) = run_tool(
-            "plantuml",
-            &["-syntax"],
-            &render::diagram(&m, Format::PlantUml),
-        ) else {
-            return;
-        };
-        assert!(ok && out.starts_with("STATE"), "{}: {out}", spec.display());
+        for view in View::ALL {
+            let puml = render::render(&m, Format::PlantUml, view);
+            let Some((ok, out)) = run_tool("plantuml", &["-syntax"], &puml) else {
+                return;
+            };
+            assert!(
+                ok && out.starts_with("STATE"),
+                "{} ({view}): {out}",
+                spec.display()
+            );
+        }
     }
 }
 
@@ -153,7 +226,7 @@ fn readme_diagram_is_the_rendered_vm() {
     let readme = readme("../README.md");
     assert_eq!(
         blocks(&readme, "mermaid"),
-        [render::diagram(&vm, Format::Mermaid)]
+        [render::render(&vm, Format::Mermaid, View::Folded)]
     );
 }
 

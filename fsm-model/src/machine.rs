@@ -215,6 +215,15 @@ impl Machine {
         &self.guards[id.0]
     }
 
+    /// The names of the guards `action` waits on, in the order written.
+    pub fn guard_names(&self, action: ActionId) -> Vec<&str> {
+        self.action(action)
+            .guards
+            .iter()
+            .map(|&g| &*self.guard(g).name)
+            .collect()
+    }
+
     /// Ids of all states.
     pub fn state_ids(&self) -> impl Iterator<Item = StateId> + '_ {
         (0..self.states.len()).map(StateId)

@@ -2,43 +2,51 @@
 
 use std::fmt::Write;
 
-use super::{arrow_label, arrows, ident, state_notes};
-use crate::Machine;
+use fsm_model::Machine;
 
-pub(super) fn render(m: &Machine) -> String {
+use crate::drawing::Drawing;
+use crate::ident;
+
+pub(super) fn render(m: &Machine, d: &Drawing) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "---\ntitle: {}\n---\nstateDiagram-v2", m.name());
     out.push_str("    classDef transition fill:#fff4d6,stroke:#c98a00,stroke-dasharray:4 4\n");
     out.push_str("    classDef terminal fill:#e8e8e8,stroke:#555\n");
-    for s in m.state_ids() {
-        let name = &m.state(s).name;
+    for s in &d.states {
+        let name = &m.state(s.id).name;
         if ident(name) != **name {
             let _ = writeln!(out, "    state \"{name}\" as {}", ident(name));
         }
     }
     let _ = writeln!(out, "    [*] --> {}", ident(&m.state(m.initial()).name));
-    for e in arrows(m) {
+    for e in &d.edges {
         let _ = writeln!(
             out,
             "    {} --> {}: {}",
             ident(&m.state(e.from).name),
             ident(&m.state(e.to).name),
-            arrow_label(m, &e)
+            e.label
         );
     }
-    for s in m.state_ids() {
-        let state = m.state(s);
+    for s in &d.states {
+        let state = m.state(s.id);
         let id = ident(&state.name);
         if state.terminal {
             let _ = writeln!(out, "    {id} --> [*]");
         }
-        let notes = state_notes(m, s);
-        if !notes.is_empty() {
-            let _ = writeln!(out, "    note right of {id}: {}", notes.join(", "));
+        if !s.notes.is_empty() {
+            let _ = writeln!(out, "    note right of {id}: {}", s.notes.join(", "));
+        }
+        if !s.loops.is_empty() {
+            let _ = writeln!(out, "    note left of {id}");
+            for line in &s.loops {
+                let _ = writeln!(out, "        {line}");
+            }
+            out.push_str("    end note\n");
         }
     }
-    for s in m.state_ids() {
-        let state = m.state(s);
+    for s in &d.states {
+        let state = m.state(s.id);
         if state.is_transition() {
             let _ = writeln!(out, "    class {} transition", ident(&state.name));
         } else if state.terminal {

@@ -2,10 +2,12 @@
 
 use std::fmt::Write;
 
-use super::{arrow_label, arrows, ident, state_notes};
-use crate::Machine;
+use fsm_model::Machine;
 
-pub(super) fn render(m: &Machine) -> String {
+use crate::drawing::Drawing;
+use crate::ident;
+
+pub(super) fn render(m: &Machine, d: &Drawing) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "@startuml {}", ident(m.name()));
     out.push_str("hide empty description\n");
@@ -14,8 +16,8 @@ pub(super) fn render(m: &Machine) -> String {
     out.push_str("  BorderColor<<transition>> #C98A00\n");
     out.push_str("  BackgroundColor<<terminal>> #E8E8E8\n");
     out.push_str("}\n");
-    for s in m.state_ids() {
-        let state = m.state(s);
+    for s in &d.states {
+        let state = m.state(s.id);
         let stereotype = if state.is_transition() {
             " <<transition>>"
         } else if state.terminal {
@@ -25,23 +27,23 @@ pub(super) fn render(m: &Machine) -> String {
         };
         let id = ident(&state.name);
         let _ = writeln!(out, "state \"{}\" as {id}{stereotype}", state.name);
-        for note in state_notes(m, s) {
-            let _ = writeln!(out, "{id} : {note}");
+        for line in s.notes.iter().chain(&s.loops) {
+            let _ = writeln!(out, "{id} : {line}");
         }
     }
     let _ = writeln!(out, "[*] --> {}", ident(&m.state(m.initial()).name));
-    for e in arrows(m) {
+    for e in &d.edges {
         let _ = writeln!(
             out,
             "{} --> {} : {}",
             ident(&m.state(e.from).name),
             ident(&m.state(e.to).name),
-            arrow_label(m, &e)
+            e.label
         );
     }
-    for s in m.state_ids() {
-        if m.state(s).terminal {
-            let _ = writeln!(out, "{} --> [*]", ident(&m.state(s).name));
+    for s in &d.states {
+        if m.state(s.id).terminal {
+            let _ = writeln!(out, "{} --> [*]", ident(&m.state(s.id).name));
         }
     }
     out.push_str("@enduml\n");

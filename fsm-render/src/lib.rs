@@ -1,10 +1,13 @@
 //! Drawing a machine: Mermaid `stateDiagram-v2`, Graphviz DOT, PlantUML (the seeds'
 //! own format), and the table as the seed documents print it.
 //!
-//! All diagram formats draw from one list of [`Arrow`]s, made from the machine's
-//! rules, so they always agree with each other and with the table.
+//! All diagram formats draw one [`Drawing`], made from the machine's rules in a
+//! [`View`]: the full one (every state, an arrow for each part of each action) or
+//! the folded one (static states, each move labelled with the transition state it
+//! shows), so they always agree with each other and with the table.
 
 mod dot;
+mod drawing;
 mod mermaid;
 mod plantuml;
 mod table;
@@ -12,8 +15,9 @@ mod table;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{ActionId, Machine, StateId, Target};
+use fsm_model::{ActionId, Machine, StateId, Target};
 
+pub use self::drawing::{Drawing, DrawnState, Edge, UnknownView, View};
 pub use self::table::table;
 
 /// A diagram format.
@@ -82,12 +86,18 @@ impl FromStr for Format {
     }
 }
 
-/// Renders `machine` in `format`.
+/// Renders `machine` in `format`, full view.
 pub fn diagram(machine: &Machine, format: Format) -> String {
+    render(machine, format, View::Full)
+}
+
+/// Renders `machine` in `format` and `view`.
+pub fn render(machine: &Machine, format: Format, view: View) -> String {
+    let drawing = Drawing::new(machine, view);
     match format {
-        Format::Mermaid => mermaid::render(machine),
-        Format::Dot => dot::render(machine),
-        Format::PlantUml => plantuml::render(machine),
+        Format::Mermaid => mermaid::render(machine, &drawing),
+        Format::Dot => dot::render(machine, &drawing),
+        Format::PlantUml => plantuml::render(machine, &drawing),
     }
 }
 
@@ -169,12 +179,10 @@ pub fn arrow_label(machine: &Machine, arrow: &Arrow) -> String {
     }
     if arrow.kind != ArrowKind::Finish {
         if !action.guards.is_empty() {
-            let guards: Vec<&str> = action
-                .guards
-                .iter()
-                .map(|&g| &*machine.guard(g).name)
-                .collect();
-            label.push_str(&format!(" [{}]", guards.join(", ")));
+            label.push_str(&format!(
+                " [{}]",
+                machine.guard_names(arrow.action).join(", ")
+            ));
         }
         if !action.roles.is_empty() {
             let roles: Vec<&str> = action.roles.iter().map(|r| &**r).collect();

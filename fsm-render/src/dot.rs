@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use super::{ArrowKind, arrow_label, arrows, state_notes};
-use crate::Machine;
+use fsm_model::Machine;
+
+use crate::drawing::Drawing;
 
 fn quote(s: &str) -> String {
     let mut q = String::with_capacity(s.len() + 2);
@@ -22,18 +23,21 @@ fn quote(s: &str) -> String {
     q
 }
 
-pub(super) fn render(m: &Machine) -> String {
+pub(super) fn render(m: &Machine, d: &Drawing) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "digraph {} {{", quote(m.name()));
     out.push_str("    rankdir=LR;\n");
     out.push_str("    node [shape=box, style=rounded, fontname=\"Helvetica\"];\n");
     out.push_str("    edge [fontname=\"Helvetica\", fontsize=10];\n");
     out.push_str("    \"[*]\" [shape=point, width=0.2];\n");
-    for s in m.state_ids() {
-        let state = m.state(s);
+    for s in &d.states {
+        let state = m.state(s.id);
         let mut label = state.name.to_string();
-        for note in state_notes(m, s) {
+        for note in &s.notes {
             label.push_str(&format!("\n({note})"));
+        }
+        for line in &s.loops {
+            label.push_str(&format!("\n{line}"));
         }
         let mut attrs = vec![format!("label={}", quote(&label))];
         if state.is_transition() {
@@ -47,9 +51,9 @@ pub(super) fn render(m: &Machine) -> String {
         let _ = writeln!(out, "    {} [{}];", quote(&state.name), attrs.join(", "));
     }
     let _ = writeln!(out, "    \"[*]\" -> {};", quote(&m.state(m.initial()).name));
-    for e in arrows(m) {
-        let mut attrs = vec![format!("label={}", quote(&arrow_label(m, &e)))];
-        if e.kind == ArrowKind::InPlace {
+    for e in &d.edges {
+        let mut attrs = vec![format!("label={}", quote(&e.label))];
+        if e.in_place {
             attrs.push("style=dashed".to_owned());
         }
         let _ = writeln!(

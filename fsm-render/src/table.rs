@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::{Machine, StateId};
+use fsm_model::{Machine, StateId};
 
 /// Renders the machine's table in Markdown, followed by its states and guards.
 ///
@@ -64,8 +64,7 @@ pub fn table(m: &Machine) -> String {
                 row.push(action.roles.join(", "));
             }
             if with_guards {
-                let guards: Vec<&str> = action.guards.iter().map(|&g| &*m.guard(g).name).collect();
-                row.push(guards.join(", "));
+                row.push(m.guard_names(a).join(", "));
             }
             let _ = writeln!(out, "|{}|", row.join("|"));
         }
