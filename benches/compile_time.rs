@@ -338,16 +338,36 @@ fn main() {
         &fsm,
         &[("src/lib.rs", derived_inline(&table, ", markers"))],
     );
-    let pair = rebuilds(&[&crates[3].1, &markers], &warm, runs);
+    // The feature `diagram`: the derive lays the machine out and puts the SVG and
+    // the table on the enum's documentation page.
+    let diagram = work.join("derived_diagram");
+    write_crate(
+        &diagram,
+        "generated_derived_diagram",
+        &format!(
+            "fsm = {{ path = {:?}, features = [\"diagram\"] }}",
+            root().display().to_string()
+        ),
+        &[("src/lib.rs", derived_inline(&table, ""))],
+    );
+    let rebuilt = rebuilds(&[&crates[3].1, &markers, &diagram], &warm, runs);
     for (name, r) in [
-        ("default items", pair[0]),
-        ("+ markers (typed moves)", pair[1]),
+        ("default items", rebuilt[0]),
+        ("+ markers (typed moves)", rebuilt[1]),
+        ("+ feature diagram", rebuilt[2]),
     ] {
         println!(
             "{:<28} {:>8.2} s {:>8.2} × default",
             name,
             r.as_secs_f64(),
-            r.as_secs_f64() / pair[0].as_secs_f64()
+            r.as_secs_f64() / rebuilt[0].as_secs_f64()
         );
     }
+    let (plain, drawn) = (cold(&crates[3].1, cold_runs), cold(&diagram, cold_runs));
+    println!(
+        "{:<28} {:>8.2} s {:>8.2} × default (cold build)",
+        "+ feature diagram, cold",
+        drawn.as_secs_f64(),
+        drawn.as_secs_f64() / plain.as_secs_f64()
+    );
 }

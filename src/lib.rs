@@ -90,6 +90,7 @@
 //! | `action(name, from = A \| [A, B], via = T, to = B, to_origin, to(A = X, B = Y), roles = r, guards = [g], hidden, description = "...")` | an action |
 //! | `actions = Name` | the generated action enum's name (default: `{Enum}Action`) |
 //! | `markers`, `markers = name` | generate the marker module for typed moves, named `name` (default: the enum's name in snake_case); off by default, as it costs a type per state and an impl per move |
+//! | `diagram = folded \| full \| none` | the view drawn on the enum's documentation page with the feature `diagram` (default: `folded`) |
 //! | `crate = "path"` | where the `fsm` crate is, if renamed |
 //!
 //! On a variant: `transition`, `terminal`, `persisted = false`, `owner = role`,
@@ -118,6 +119,10 @@
 //! `From<Vm> for StateId` and `From<VmAction> for ActionId`, so the runtime takes
 //! derived states and actions (`runtime.start(id, &actor, VmAction::Resize)`).
 //!
+//! With the feature `diagram`, the enum's page (the documentation of its
+//! generated `impl` block) shows the machine drawn as an SVG in the chosen view,
+//! and the table of actions: origins, transition state, target, roles, guards.
+//!
 //! With `markers`, a module of marker types (`vm::Running`, ...) implementing
 //! [`typed::MoveTo`] for exactly the allowed moves, so [`typed::checked_move`]
 //! compiles only for those.
@@ -141,6 +146,7 @@
 //! | `testing` | `testing`: a model-based test harness for your own system |
 //! | `proptest` | `strategy`: proptest strategies over any derived machine |
 //! | `serde` | `Serialize`/`Deserialize` on derived enums, by the spec's names |
+//! | `diagram` | each derived enum's documentation page draws its machine (an SVG laid out at compile time: no tool, nothing fetched, shown offline and on docs.rs) and prints its table of actions |
 
 /// The trait the derive implements on the generated action enum.
 pub use fsm_core::typed::ActionEnum;

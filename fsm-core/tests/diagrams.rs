@@ -203,6 +203,78 @@ fn plantuml_output_parses_with_plantuml() {
     }
 }
 
+/// Mermaid itself, in headless Chromium (`scripts/mermaid/check.mjs`), renders
+/// every spec in both views, and each rendering shows every state drawn.
+#[test]
+fn mermaid_output_renders_with_mermaid() {
+    let dir = std::env::temp_dir().join(format!("fsm-mermaid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for spec in specs() {
+        let m = fsm_core::spec::load(&spec).unwrap();
+        for view in View::ALL {
+            let file = dir.join(format!("{}.mmd", snapshot_name(&spec, view.name())));
+            std::fs::write(&file, render::render(&m, Format::Mermaid, view)).unwrap();
+            let names: Vec<String> = Drawing::new(&m, view)
+                .states
+                .iter()
+                .map(|s| m.state(s.id).name.to_string())
+                .collect();
+            files.push((file, names));
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mermaid/check.mjs");
+    let out = Command::new("node")
+        .arg(&script)
+        .args(files.iter().map(|(f, _)| f))
+        .output();
+    let out = match out {
+        Ok(out) if out.status.code() != Some(2) => out,
+        Ok(out) => {
+            let why = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+            common::missing(
+                "FSM_SKIP_TOOLS",
+                &format!("Mermaid cannot run: {why}"),
+                "scripts/setup installs Chromium, Node.js and Mermaid",
+            );
+            return;
+        }
+        Err(e) => {
+            common::missing(
+                "FSM_SKIP_TOOLS",
+                &format!("`node` cannot run ({e})"),
+                "scripts/setup installs Node.js",
+            );
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.len(),
+        files.len(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for ((file, names), line) in files.iter().zip(lines) {
+        let head = format!("{{\"file\":{:?},\"svg\":\"<svg", file.display().to_string());
+        assert!(
+            line.starts_with(&head),
+            "Mermaid refused {}: {line}",
+            file.display()
+        );
+        for name in names {
+            assert!(
+                line.contains(&format!(">{name}<")),
+                "{}: {name} not drawn",
+                file.display()
+            );
+        }
+    }
+    assert!(out.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn readme(path: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
 }

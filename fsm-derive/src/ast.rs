@@ -33,6 +33,22 @@ pub struct Input {
     pub in_order: bool,
     /// The spec file, so that editing it rebuilds the user's crate.
     pub spec_file: Option<PathBuf>,
+    /// The diagram drawn on the enum's documentation page (feature `diagram`).
+    #[cfg_attr(not(feature = "diagram"), allow(dead_code))]
+    pub diagram: DocDiagram,
+}
+
+/// `#[fsm(diagram = folded | full | none)]`: which view of the machine the enum's
+/// documentation page draws, with the feature `diagram`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DocDiagram {
+    /// Static states, moves labelled with their transition state.
+    #[default]
+    Folded,
+    /// Every state.
+    Full,
+    /// No diagram.
+    None,
 }
 
 /// Container settings that are not part of the table.
@@ -41,9 +57,10 @@ struct Settings {
     krate: TokenStream,
     action_enum: Option<Ident>,
     markers: Option<Option<Ident>>,
+    diagram: DocDiagram,
 }
 
-const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, crate";
+const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, diagram, crate";
 const VARIANT_KEYS: &str =
     "name, transition, terminal, persisted, owner, deadline, renamed_from, description";
 
@@ -104,6 +121,7 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
         variants,
         in_order,
         spec_file: source.spec_file,
+        diagram: settings.diagram,
     })
 }
 
@@ -139,6 +157,7 @@ fn settings(items: &[Item], errors: &mut Errors) -> Settings {
         krate: quote::quote!(::fsm),
         action_enum: None,
         markers: None,
+        diagram: DocDiagram::default(),
     };
     for item in items {
         match (item.name().as_str(), &item.body) {
@@ -155,6 +174,19 @@ fn settings(items: &[Item], errors: &mut Errors) -> Settings {
             }
             ("actions", _) => errors.at(item.span(), "expected `actions = Name`"),
             ("markers", _) => errors.at(item.span(), "expected `markers` or `markers = name`"),
+            ("diagram", Body::Value(Value::Name(view))) => match view.to_string().as_str() {
+                "folded" => s.diagram = DocDiagram::Folded,
+                "full" => s.diagram = DocDiagram::Full,
+                "none" => s.diagram = DocDiagram::None,
+                other => errors.at(
+                    view.span(),
+                    format!("unknown diagram view `{other}`; expected `folded`, `full` or `none`"),
+                ),
+            },
+            ("diagram", _) => errors.at(
+                item.span(),
+                "expected `diagram = folded`, `diagram = full` or `diagram = none`",
+            ),
             (
                 "name" | "description" | "initial" | "single_mutator" | "allow" | "roles"
                 | "guards" | "action",

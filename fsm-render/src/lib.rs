@@ -4,12 +4,14 @@
 //! All diagram formats draw one [`Drawing`], made from the machine's rules in a
 //! [`View`]: the full one (every state, an arrow for each part of each action) or
 //! the folded one (static states, each move labelled with the transition state it
-//! shows), so they always agree with each other and with the table.
+//! shows), so they always agree with each other and with the table. [`svg`]
+//! draws a drawing with a layout of its own, needing no tool.
 
 mod dot;
 mod drawing;
 mod mermaid;
 mod plantuml;
+mod svg;
 mod table;
 
 use std::fmt;
@@ -18,6 +20,7 @@ use std::str::FromStr;
 use fsm_model::{ActionId, Machine, StateId, Target};
 
 pub use self::drawing::{Drawing, DrawnState, Edge, UnknownView, View};
+pub use self::svg::svg;
 pub use self::table::table;
 
 /// A diagram format.

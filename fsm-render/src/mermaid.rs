@@ -34,8 +34,13 @@ pub(super) fn render(m: &Machine, d: &Drawing) -> String {
         if state.terminal {
             let _ = writeln!(out, "    {id} --> [*]");
         }
+        // Notes as blocks: a one-line note ends at its first colon.
         if !s.notes.is_empty() {
-            let _ = writeln!(out, "    note right of {id}: {}", s.notes.join(", "));
+            let _ = writeln!(out, "    note right of {id}");
+            for note in &s.notes {
+                let _ = writeln!(out, "        {note}");
+            }
+            out.push_str("    end note\n");
         }
         if !s.loops.is_empty() {
             let _ = writeln!(out, "    note left of {id}");
