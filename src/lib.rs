@@ -143,7 +143,7 @@
 //! | (none) | the derive with its table in attributes, the checked model, diagrams, test paths |
 //! | `toml` | TOML spec files: `#[fsm(spec = "...")]` and `fsm::spec` to load one at run time |
 //! | `runtime` | `fsm::runtime`: one action at a time per object, queues, healing (the `fsm-runtime` crate) |
-//! | `testing` | `testing`: a model-based test harness for your own system |
+//! | `testing` | `testing`: your system against its table, on proptest-state-machine (`Reference`, `Expected::check`) and along the test paths (`Harness`) |
 //! | `proptest` | `strategy`: proptest strategies over any derived machine |
 //! | `serde` | `Serialize`/`Deserialize` on derived enums, by the spec's names |
 //! | `diagram` | each derived enum's documentation page draws its machine (an SVG laid out at compile time: no tool, nothing fetched, shown offline and on docs.rs) and prints its table of actions |

@@ -493,3 +493,62 @@ mod harness {
         agrees::<VpcState>("mizar/vpc.toml");
     }
 }
+
+/// proptest-state-machine with a derived machine as its reference: a system with a
+/// planted bug (it accepts `resume` while RUNNING) is caught, and the failing walk
+/// is shrunk, by proptest-state-machine's deletions, to the two actions that show
+/// it.
+#[cfg(feature = "testing")]
+mod reference {
+    use super::*;
+    use fsm::testing::{Derived, Expected, Reference, ReferenceStateMachine, StateMachineTest};
+    use proptest::test_runner::{Config, TestError, TestRunner};
+
+    struct BuggyVm;
+
+    impl StateMachineTest for BuggyVm {
+        type SystemUnderTest = VmState;
+        type Reference = Reference<Derived<VmState>>;
+
+        fn init_test(_: &Expected<VmState>) -> VmState {
+            VmState::initial()
+        }
+
+        fn apply(vm: VmState, expected: &Expected<VmState>, action: VmStateAction) -> VmState {
+            let (outcome, now) = match (vm, action) {
+                // The bug.
+                (VmState::Running, VmStateAction::Resume) => (Ok(()), VmState::Running),
+                _ => match action.plan(vm) {
+                    Ok(plan) => (Ok(()), plan.target),
+                    Err(e) => (Err(e.to_string()), vm),
+                },
+            };
+            if let Err(problem) = expected.check(VmState::machine(), action, outcome, now) {
+                panic!("{problem}");
+            }
+            now
+        }
+    }
+
+    #[test]
+    fn a_planted_bug_is_caught_and_shrunk() {
+        let mut runner = TestRunner::new(Config {
+            cases: 256,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let walks = Reference::<Derived<VmState>>::sequential_strategy(1..24);
+        let result = runner.run(&walks, |(initial, transitions, seen)| {
+            BuggyVm::test_sequential(Config::default(), initial, transitions, seen);
+            Ok(())
+        });
+        let Err(TestError::Fail(why, (_, transitions, _))) = result else {
+            panic!("the bug was not found: {result:?}");
+        };
+        assert!(
+            why.message().contains("`resume` from RUNNING is forbidden"),
+            "{why}"
+        );
+        assert_eq!(transitions, [VmStateAction::Deploy, VmStateAction::Resume]);
+    }
+}

@@ -310,89 +310,134 @@ fn updating_machines_can_transition_only_to_uninitialized_after_restarting() {
     only(S::Updating, &[(A::FinishUpdate, S::Uninitialized)]);
 }
 
-/// The registry against its table through the model-based harness: every path of
-/// the machine and random walks with forbidden moves. The adapter satisfies the
-/// guards the way sabakan's users do (keys deleted before retirement completes, a
-/// restart reported before an update finishes); removal, which takes the machine
-/// out of the registry, is the table's part only.
+/// The registry against its table on proptest-state-machine's own API: the
+/// reference is the derived enum's table (`fsm::testing::Reference`), each
+/// transition an action, allowed or forbidden, performed on a fresh registry and
+/// checked with `Expected::check`; a failure is shrunk by deleting transitions.
+/// The test satisfies the guards the way sabakan's users do (keys deleted before
+/// retirement completes, a restart reported before an update finishes); removal,
+/// which takes the machine out of the registry, is the table's part only.
 #[cfg(feature = "testing")]
-mod harness {
+mod model {
     use super::*;
     use fsm::StateMachine;
-    use fsm::testing::{Adapter, Harness};
-    use fsm::{ActionId, StateId};
+    use fsm::testing::{
+        Derived, Expected, Reference, ReferenceStateMachine, StateMachineTest, prop_state_machine,
+    };
 
+    /// One registry and its machine under test.
     struct Sabakan {
         registry: Registry,
-        serial: String,
-        n: usize,
         actor: Actor,
     }
 
-    impl Adapter for Sabakan {
-        fn reset(&mut self) {
-            self.n += 1;
-            self.serial = format!("node-{}", self.n);
-            self.registry.register(&self.serial, &self.actor).unwrap();
-            // A machine with a key: retirement has something to delete.
-            self.registry
-                .add_key(&self.serial, &self.actor, "disk0")
-                .unwrap();
-        }
+    const SERIAL: &str = "node-1";
 
-        fn perform(&mut self, action: ActionId) -> Result<(), String> {
-            let (registry, serial, actor) = (&self.registry, self.serial.as_str(), &self.actor);
+    impl Sabakan {
+        fn perform(&self, action: A) -> Result<(), String> {
+            let (registry, actor) = (&self.registry, &self.actor);
             let refused = |e: RegistryError| e.to_string();
-            match S::ACTIONS[action.0] {
-                A::AddKey => registry.add_key(serial, actor, "disk1").map_err(refused),
+            match action {
+                A::AddKey => registry.add_key(SERIAL, actor, "disk1").map_err(refused),
                 A::DeleteKeys => registry
-                    .delete_keys(serial, actor)
+                    .delete_keys(SERIAL, actor)
                     .map(drop)
                     .map_err(refused),
                 A::Remove => registry
                     .runtime()
-                    .run(serial, actor, A::Remove)
+                    .run(SERIAL, actor, A::Remove)
                     .map(drop)
                     .map_err(|e| e.to_string()),
                 other => {
                     if other == A::CompleteRetirement {
                         // Only possible while Retiring; elsewhere it is refused and
                         // the transition after it too.
-                        let _ = registry.delete_keys(serial, actor);
+                        let _ = registry.delete_keys(SERIAL, actor);
                     }
                     if other == A::FinishUpdate {
-                        registry.report_restart(serial);
+                        registry.report_restart(SERIAL);
                     }
                     registry
-                        .transition(serial, actor, other)
+                        .transition(SERIAL, actor, other)
                         .map(drop)
                         .map_err(refused)
                 }
             }
         }
+    }
 
-        fn state(&mut self) -> StateId {
-            self.registry.state(&self.serial).unwrap().id()
+    struct RegistryTest;
+
+    impl StateMachineTest for RegistryTest {
+        type SystemUnderTest = Sabakan;
+        type Reference = Reference<Derived<S>>;
+
+        fn init_test(_: &Expected<S>) -> Sabakan {
+            let sabakan = Sabakan {
+                registry: Registry::new(),
+                actor: Actor::new("ops").with_role("admin").with_role("controller"),
+            };
+            sabakan.registry.register(SERIAL, &sabakan.actor).unwrap();
+            // A machine with a key: retirement has something to delete.
+            sabakan
+                .registry
+                .add_key(SERIAL, &sabakan.actor, "disk0")
+                .unwrap();
+            sabakan
+        }
+
+        fn apply(sabakan: Sabakan, expected: &Expected<S>, action: A) -> Sabakan {
+            let outcome = sabakan.perform(action);
+            let now = sabakan.registry.state(SERIAL).unwrap();
+            if let Err(problem) = expected.check(S::machine(), action, outcome, now) {
+                panic!("{problem}");
+            }
+            sabakan
+        }
+
+        fn check_invariants(sabakan: &Sabakan, _: &Expected<S>) {
+            let rt = sabakan.registry.runtime();
+            check_history(rt.machine(), &rt.history(SERIAL).unwrap()).unwrap();
         }
     }
 
+    prop_state_machine! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 64,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+        #[test]
+        fn the_registry_agrees_with_its_table(sequential 1..32 => RegistryTest);
+    }
+
+    /// The deterministic complement: the machine's test paths, every action from
+    /// every reachable origin, through the same test.
     #[test]
-    fn the_registry_agrees_with_its_table() {
-        let mut sabakan = Sabakan {
-            registry: Registry::new(),
-            serial: String::new(),
-            n: 0,
-            actor: Actor::new("ops").with_role("admin").with_role("controller"),
-        };
-        Harness::new(S::machine())
-            .cases(64)
-            .check(&mut sabakan)
-            .unwrap_or_else(|f| panic!("{f}"));
-        // Every check ran on a fresh machine, and each left a valid history.
-        assert!(sabakan.n > 64);
-        let rt = sabakan.registry.runtime();
-        for n in 1..=sabakan.n {
-            check_history(rt.machine(), &rt.history(format!("node-{n}")).unwrap()).unwrap();
+    fn the_registry_takes_every_path_of_its_table() {
+        let paths = fsm::paths::TestPaths::of(S::machine());
+        let all = paths
+            .shortest
+            .iter()
+            .map(|s| &s.path)
+            .chain(paths.cover.iter());
+        let mut taken = 0;
+        for path in all {
+            let mut expected = Expected {
+                from: S::initial(),
+                state: S::initial(),
+            };
+            let mut sabakan = RegistryTest::init_test(&expected);
+            for rule in &path.rules {
+                let action = S::ACTIONS[rule.action.0];
+                expected = Reference::<Derived<S>>::apply(expected, &action);
+                sabakan = RegistryTest::apply(sabakan, &expected, action);
+                taken += 1;
+            }
         }
+        assert!(
+            taken > S::machine().rules().count(),
+            "{taken} actions taken"
+        );
     }
 }

@@ -95,3 +95,22 @@ fn a_broken_system_is_caught_and_shrunk_to_a_short_sequence() {
          `resume` from RUNNING is forbidden, but the system accepted it (now RUNNING)"
     );
 }
+
+/// The random walks alone (no test paths first): proptest-state-machine's walks
+/// of the machine's reference find the planted bug and shrink it.
+#[test]
+fn random_walks_alone_find_and_shrink_the_bug() {
+    let machine = fsm_core::spec::load(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
+    )
+    .unwrap();
+    let mut adapter = RuntimeAdapter::new(machine.clone());
+    adapter.broken = Some(("resume", "RUNNING"));
+    let failure = Harness::new(&machine)
+        .check_random(&mut adapter)
+        .unwrap_err();
+    assert_eq!(failure.actions, ["deploy", "resume"]);
+    // And a system without the bug passes them.
+    adapter.broken = None;
+    Harness::new(&machine).check_random(&mut adapter).unwrap();
+}
