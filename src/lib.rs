@@ -148,8 +148,47 @@
 //! | `serde` | `Serialize`/`Deserialize` on derived enums, by the spec's names |
 //! | `diagram` | each derived enum's documentation page draws its machine (an SVG laid out at compile time: no tool, nothing fetched, shown offline and on docs.rs) and prints its table of actions |
 
+// The derive names this crate `::fsm`; so does the example below.
+extern crate self as fsm;
+
 /// The trait the derive implements on the generated action enum.
 pub use fsm_core::typed::ActionEnum;
+
+/// What `#[derive(StateMachine)]` generates, shown on the example at the top of
+/// these docs: its page draws the machine and lists its actions (built with the
+/// feature `diagram`, as docs.rs builds this crate). Documentation only.
+#[cfg(doc)]
+pub mod example {
+    use crate::prelude::*;
+
+    /// A virtual machine, the example at the top of the crate's documentation.
+    #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[fsm(initial = Halted, markers)]
+    #[fsm(roles(admin = "A cloud administrator"))]
+    #[fsm(guards(drained = "No workload is left on the VM"))]
+    #[fsm(action(start, from = Halted, via = Starting, to = Running))]
+    #[fsm(action(stop, from = Running, via = Stopping, to = Halted, guards = drained))]
+    #[fsm(action(resize, from = [Running, Halted], via = Resizing, to_origin))]
+    #[fsm(action(destroy, from = Halted, to = Destroyed, roles = admin))]
+    pub enum Vm {
+        /// Powered off.
+        Halted,
+        /// Booting.
+        #[fsm(transition)]
+        Starting,
+        /// Up.
+        Running,
+        /// Shutting down.
+        #[fsm(transition)]
+        Stopping,
+        /// Changing size, back where it started once done.
+        #[fsm(transition)]
+        Resizing,
+        /// Gone.
+        #[fsm(terminal)]
+        Destroyed,
+    }
+}
 
 /// The traits a derived machine's methods come from: `use fsm::prelude::*;`.
 pub mod prelude {
