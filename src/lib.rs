@@ -146,6 +146,7 @@
 //! | `testing` | `testing`: your system against its table, on proptest-state-machine (`Reference`, `Expected::check`) and along the test paths (`Harness`) |
 //! | `proptest` | `strategy`: proptest strategies over any derived machine |
 //! | `serde` | `Serialize`/`Deserialize` on derived enums, by the spec's names |
+//! | `interchange` | `interchange`: XState v5 and SCXML export, PlantUML import (the `fsm-interchange` crate) |
 //! | `diagram` | each derived enum's documentation page draws its machine (an SVG laid out at compile time: no tool, nothing fetched, shown offline and on docs.rs) and prints its table of actions |
 
 // The derive names this crate `::fsm`; so does the example below.
@@ -209,6 +210,11 @@ pub use fsm_runtime as runtime;
 
 #[cfg(feature = "proptest")]
 pub mod strategy;
+
+/// Machines to and from other tools (feature `interchange`; also usable on its own
+/// as the `fsm-interchange` crate): XState v5 and SCXML export, PlantUML import.
+#[cfg(feature = "interchange")]
+pub use fsm_interchange as interchange;
 
 /// The README's Rust examples, compiled and run as doctests (they use the spec
 /// files and the runtime: `cargo test --all-features`, as `scripts/test` runs).

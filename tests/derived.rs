@@ -532,9 +532,12 @@ mod reference {
 
     #[test]
     fn a_planted_bug_is_caught_and_shrunk() {
+        // A fixed seed: which walk fails first, and so how far it shrinks, is the
+        // same on every run.
         let mut runner = TestRunner::new(Config {
             cases: 256,
             failure_persistence: None,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(7),
             ..Config::default()
         });
         let walks = Reference::<Derived<VmState>>::sequential_strategy(1..24);

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("fsm-toml", 1),
     ("fsm-analysis", 1),
     ("fsm-render", 1),
+    ("fsm-interchange", 1),
     ("fsm-core", 2),
     ("fsm-derive", 2),
     ("fsm-runtime", 3),

@@ -88,6 +88,51 @@ enum Command {
         /// The spec file.
         spec: PathBuf,
     },
+    /// Export a spec for another engine: an XState v5 machine config (JSON) or a
+    /// W3C SCXML document.
+    Export {
+        /// xstate or scxml.
+        #[arg(long, short)]
+        format: ExportFormat,
+        /// The spec file.
+        spec: PathBuf,
+        /// Write to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Import a diagram of another tool as a spec (TOML).
+    Import {
+        /// The diagram's format.
+        #[command(subcommand)]
+        from: ImportFrom,
+    },
+}
+
+/// What `fsm export` writes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ExportFormat {
+    /// An XState v5 machine config, as JSON.
+    Xstate,
+    /// A W3C SCXML document.
+    Scxml,
+}
+
+/// What `fsm import` reads.
+#[derive(Subcommand)]
+enum ImportFrom {
+    /// A PlantUML state diagram (`@startuml` ... `@enduml`), or a document
+    /// holding one as a PlantUML server's image address.
+    Plantuml {
+        /// The diagram file.
+        file: PathBuf,
+        /// The machine's name, unless the diagram names itself (default: the
+        /// file's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Write the spec to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
 }
 
 /// A failure that ends the command with exit code 2 (unusable input), after its
@@ -115,6 +160,14 @@ fn main() -> ExitCode {
             print!("{}", render::table(&m));
             ExitCode::SUCCESS
         }),
+        Command::Export {
+            format,
+            spec,
+            output,
+        } => export(&spec, format, output.as_deref()),
+        Command::Import {
+            from: ImportFrom::Plantuml { file, name, output },
+        } => import_plantuml(&file, name.as_deref(), output.as_deref()),
     };
     result.unwrap_or(ExitCode::from(2))
 }
@@ -387,6 +440,60 @@ fn actions(spec: &Path, name: &str) -> Result<ExitCode, Unusable> {
             line.push_str("; hidden");
         }
         let _ = writeln!(out, "{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(spec: &Path, format: ExportFormat, output: Option<&Path>) -> Result<ExitCode, Unusable> {
+    let machine = load(spec)?;
+    let text = match format {
+        ExportFormat::Xstate => fsm_interchange::xstate(&machine),
+        ExportFormat::Scxml => fsm_interchange::scxml(&machine),
+    };
+    match output {
+        Some(path) => write_file(path, &text)?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Imports a PlantUML diagram; the spec it writes is checked before it is
+/// written, so what comes out loads. Exit 2 when the diagram cannot be read.
+fn import_plantuml(
+    file: &Path,
+    name: Option<&str>,
+    output: Option<&Path>,
+) -> Result<ExitCode, Unusable> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        eprintln!("error: cannot read {}: {e}", file.display());
+        Unusable
+    })?;
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "machine".into());
+    let unreadable = |e: fsm_interchange::ImportError| {
+        eprintln!("error: {}: {e}", file.display());
+        Unusable
+    };
+    // A document that holds the diagram as a PlantUML server's image address
+    // (Markdown, like the sabakan seed) is read through the address.
+    let text = if !text.contains("@startuml") && text.contains("/plantuml/") {
+        fsm_interchange::source_from_url(&text).map_err(unreadable)?
+    } else {
+        text
+    };
+    let spec = fsm_interchange::plantuml(&text, name.unwrap_or(&stem)).map_err(unreadable)?;
+    if let Err(e) = fsm_core::spec::load_str("imported.toml", &spec) {
+        eprintln!(
+            "error: {} imports as a spec that does not check:\n{e}",
+            file.display()
+        );
+        return Err(Unusable);
+    }
+    match output {
+        Some(path) => write_file(path, &spec)?,
+        None => print!("{spec}"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -468,3 +468,49 @@ fn diff_reports_what_an_edit_breaks() {
     );
     assert!(stdout.ends_with("2 changes, 2 breaking\n"), "{stdout}");
 }
+
+#[test]
+fn export_writes_xstate_and_scxml() {
+    let (code, json, _) = fsm(&["export", "--format", "xstate", &spec("ovc/vm.toml")]);
+    assert_eq!(code, 0);
+    let config: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(config["id"], "vm");
+    assert_eq!(
+        config["states"]["RUNNING"]["on"]["pause"]["target"],
+        "#vm.PAUSING.RUNNING"
+    );
+    assert_eq!(
+        config["states"]["PAUSING"]["states"]["RUNNING"]["on"]["pause_done"]["target"],
+        "#vm.PAUSED"
+    );
+    let (code, xml, _) = fsm(&["export", "-f", "scxml", &spec("ovc/vm.toml")]);
+    assert_eq!(code, 0);
+    assert!(
+        xml.contains("<transition event=\"pause\" target=\"PAUSING.RUNNING\"/>"),
+        "{xml}"
+    );
+    let (code, _, stderr) = fsm(&["export", "-f", "bpmn", &spec("ovc/vm.toml")]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("invalid value 'bpmn'"), "{stderr}");
+}
+
+#[test]
+fn import_plantuml_reads_a_diagram_or_its_address() {
+    let seed = spec("sabakan/seed.md");
+    let (code, toml, stderr) = fsm(&["import", "plantuml", &seed, "--name", "machine"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        toml.contains("[machine]\nname = \"machine\"\ninitial = \"Uninitialized\""),
+        "{toml}"
+    );
+    let dir = scratch("import");
+    let bad = dir.join("bad.puml");
+    std::fs::write(&bad, "@startuml\n[*] --> A\nA ==> B\n@enduml\n").unwrap();
+    let (code, stdout, stderr) = fsm(&["import", "plantuml", &bad.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("bad.puml: line 3, column 1: expected `state"),
+        "{stderr}"
+    );
+}

@@ -408,8 +408,8 @@ impl<'m> Harness<'m> {
 
     /// Random walks that mix allowed and forbidden actions, drawn by
     /// proptest-state-machine from the machine's [`Reference`]; a failure is
-    /// shrunk by it (transitions deleted, then simplified) and cut at the action
-    /// at fault.
+    /// shrunk by it (transitions deleted, then simplified), then until no single
+    /// action can go, and cut at the action at fault.
     pub fn check_random(&self, adapter: &mut impl Adapter) -> Result<(), Failure> {
         Current::set(self.machine);
         let walks = Reference::<Loaded<Current>>::sequential_strategy(1..=self.max_len);
@@ -428,14 +428,8 @@ impl<'m> Harness<'m> {
         match result {
             Ok(()) => Ok(()),
             Err(TestError::Fail(_, (_, actions, _))) => {
-                let (at, problem) = match self.replay(&mut **adapter.borrow_mut(), &actions, None) {
-                    Err(found) => found,
-                    Ok(()) => (
-                        actions.len(),
-                        "the system failed on this walk once, but not when replayed".into(),
-                    ),
-                };
-                Err(self.failure(&actions[..at], problem))
+                let (actions, problem) = self.minimize(&mut **adapter.borrow_mut(), actions);
+                Err(self.failure(&actions, problem))
             }
             Err(TestError::Abort(why)) => Err(Failure {
                 machine: self.machine.name().to_owned(),
@@ -443,6 +437,38 @@ impl<'m> Harness<'m> {
                 problem: format!("proptest gave up: {why}"),
             }),
         }
+    }
+
+    /// Finishes proptest-state-machine's shrinking, which deletes each transition
+    /// once, from the last to the first: a transition kept because deleting it hid
+    /// the failure may be deletable once a later one is gone. Deletes single
+    /// actions until none can go; the result ends at the action at fault.
+    fn minimize(
+        &self,
+        adapter: &mut (impl Adapter + ?Sized),
+        actions: Vec<ActionId>,
+    ) -> (Vec<ActionId>, String) {
+        // A system that does not fail the same way twice keeps the walk.
+        let Err((at, mut problem)) = self.replay(adapter, &actions, None) else {
+            let problem = "the system failed on this walk once, but not when replayed".into();
+            return (actions, problem);
+        };
+        let mut best = actions[..at].to_vec();
+        let mut i = 0;
+        while i < best.len() {
+            let mut candidate = best.clone();
+            candidate.remove(i);
+            match self.replay(adapter, &candidate, None) {
+                Err((at, why)) => {
+                    candidate.truncate(at);
+                    best = candidate;
+                    problem = why;
+                    i = 0;
+                }
+                Ok(()) => i += 1,
+            }
+        }
+        (best, problem)
     }
 
     /// Performs `actions` on a fresh object, checking each step (and counting it

@@ -343,34 +343,6 @@ fn moves_from_agrees_with_validate_transition_everywhere() {
     }
 }
 
-/// The PlantUML source of a `plantuml.com/plantuml/svg/<code>` image: PlantUML's
-/// base64 alphabet (`0-9A-Za-z-_`) over raw deflate.
-fn plantuml_source(code: &str) -> String {
-    const ALPHABET: &[u8; 64] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
-    let sextets: Vec<u32> = code
-        .bytes()
-        .map(|c| {
-            ALPHABET
-                .iter()
-                .position(|&a| a == c)
-                .unwrap_or_else(|| panic!("{:?} is not in PlantUML's alphabet", c as char))
-                as u32
-        })
-        .collect();
-    let mut deflated = Vec::new();
-    for chunk in sextets.chunks(4) {
-        let n = chunk
-            .iter()
-            .chain(std::iter::repeat(&0))
-            .take(4)
-            .fold(0, |n, &s| n << 6 | s);
-        deflated.extend_from_slice(&n.to_be_bytes()[1..]);
-    }
-    let source = miniz_oxide::inflate::decompress_to_vec(&deflated)
-        .unwrap_or_else(|e| panic!("not raw deflate: {e:?}"));
-    String::from_utf8(source).unwrap()
-}
-
 /// The arrows of a PlantUML state diagram: `(from, to, label)`, `[*]` for the
 /// start and end pseudo-states.
 fn arrows(source: &str) -> Vec<(String, String, String)> {
@@ -402,7 +374,7 @@ fn sabakan_agrees_with_every_arrow_of_its_diagram() {
         .nth(1)
         .and_then(|rest| rest.split(')').next())
         .expect("the seed has its diagram's URL");
-    let source = plantuml_source(code);
+    let source = fsm_interchange::source_from_url(code).unwrap();
     assert!(source.starts_with("@startuml"), "{source}");
     let arrows = arrows(&source);
     assert_eq!(arrows.len(), 16, "{source}");

@@ -2,28 +2,10 @@
 //! drawn once as a box, none overlapping another; every edge drawn, with its label;
 //! everything inside the image.
 
-use std::path::{Path, PathBuf};
+#[path = "../../fsm-core/tests/common/mod.rs"]
+mod common;
 
 use fsm_render::{Drawing, View, svg};
-
-fn specs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs");
-    let mut out = Vec::new();
-    for group in std::fs::read_dir(&root).unwrap() {
-        let group = group.unwrap().path();
-        if group.is_dir() {
-            for spec in std::fs::read_dir(group).unwrap() {
-                let spec = spec.unwrap().path();
-                if spec.extension().is_some_and(|e| e == "toml") {
-                    out.push(spec);
-                }
-            }
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 15, "{out:?}");
-    out
-}
 
 fn number(node: roxmltree::Node<'_, '_>, attr: &str) -> f64 {
     node.attribute(attr)
@@ -34,7 +16,7 @@ fn number(node: roxmltree::Node<'_, '_>, attr: &str) -> f64 {
 
 #[test]
 fn every_spec_draws_as_a_whole_svg() {
-    for spec in specs() {
+    for spec in common::specs() {
         let m = fsm_core::spec::load(&spec).unwrap();
         for view in View::ALL {
             let text = svg(&m, view);

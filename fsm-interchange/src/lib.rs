@@ -1,0 +1,75 @@
+//! Machines exchanged with other tools: exported as an XState v5 machine config
+//! ([`xstate`]) or a W3C SCXML document ([`scxml`]), imported from a PlantUML state
+//! diagram ([`plantuml`]), also one carried in a PlantUML server's image address
+//! ([`source_from_url`]).
+//!
+//! # The contract of both exports
+//!
+//! - An action is an event named as the action.
+//! - An action with a transition state enters it; there, the event `<action>_done`
+//!   leads to the action's target and `<action>_failed` back to the origin; every
+//!   other event is ignored there. Back-to-origin and per-origin targets resolve
+//!   per origin: the transition state is a compound state with one child per
+//!   origin (`DEPLOYING.VIRTUAL` in SCXML, `#vm.DEPLOYING.VIRTUAL` in XState),
+//!   entered from that origin.
+//! - An action without a transition state moves straight to its target.
+//! - A refused event changes nothing (the engines ignore events a state has no
+//!   transition for).
+//! - Hidden actions and actions that change no state are metadata, not moves;
+//!   roles, guards, owners, deadlines and descriptions are metadata too (XState
+//!   `meta` and `description`, SCXML comments). Terminal states are final states.
+//!
+//! The machine a tool runs from either export agrees with the table on every
+//! event from every reachable state; the test suite checks it with the engines
+//! themselves (`xstate` in node, python-statemachine's SCXML interpreter).
+
+mod plantuml;
+mod scxml;
+mod xstate;
+
+pub use plantuml::{ImportError, plantuml, source_from_url};
+pub use scxml::scxml;
+pub use xstate::xstate;
+
+use fsm_model::{ActionId, Machine, StateId};
+
+/// The event that ends `action` successfully, in its transition state.
+pub fn done_event(machine: &Machine, action: ActionId) -> String {
+    format!("{}_done", machine.action(action).name)
+}
+
+/// The event that ends `action` in failure, back to where it started.
+pub fn failed_event(machine: &Machine, action: ActionId) -> String {
+    format!("{}_failed", machine.action(action).name)
+}
+
+/// One way into a transition state: `action` from `origin`, ending in `target`.
+struct Entry {
+    action: ActionId,
+    origin: StateId,
+    target: StateId,
+}
+
+/// The ways into transition state `via`, one per rule that shows it.
+fn entries(m: &Machine, via: StateId) -> Vec<Entry> {
+    m.rules()
+        .filter(|r| r.via == Some(via))
+        .map(|r| Entry {
+            action: r.action,
+            origin: r.origin,
+            target: r.target,
+        })
+        .collect()
+}
+
+/// The name of the child of transition state `via` entered from `origin` by
+/// `action` (the origin's name; the action's too when several actions share the
+/// transition state).
+fn child(m: &Machine, via: StateId, action: ActionId, origin: StateId) -> String {
+    let shared = entries(m, via).iter().any(|e| e.action != action);
+    if shared {
+        format!("{}_{}", m.action(action).name, m.state(origin).name)
+    } else {
+        m.state(origin).name.to_string()
+    }
+}

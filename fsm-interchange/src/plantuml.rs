@@ -1,0 +1,693 @@
+//! PlantUML state diagrams to specs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// A line of a PlantUML file that the importer could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub column: usize,
+    /// What was expected, and what was found.
+    pub message: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// A state as the diagram says it.
+#[derive(Debug, Default, Clone)]
+struct DrawnState {
+    name: String,
+    transition: bool,
+    terminal: bool,
+    owner: Option<String>,
+    persisted: bool,
+    descriptions: Vec<String>,
+    /// `X --> [*]`.
+    ends: bool,
+}
+
+/// An arrow between two states (`[*]` for the pseudo-state).
+#[derive(Debug, Clone)]
+struct Arrow {
+    from: String,
+    to: String,
+    label: String,
+}
+
+/// What a label of `fsm diagram` says: the action, its guards and roles, hidden,
+/// back to the origin, or the origins a target is for. Free text (a diagram drawn
+/// by hand) is an action named after it.
+#[derive(Debug, Default, Clone)]
+struct Label {
+    action: String,
+    guards: Vec<String>,
+    roles: Vec<String>,
+    hidden: bool,
+    back: bool,
+}
+
+fn is_ident(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !word.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// `Detects an error` → `detects_an_error`.
+fn snake(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('_') && !out.is_empty() {
+            out.push('_');
+        }
+    }
+    let out = out.trim_end_matches('_').to_owned();
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("a_{out}")
+    } else {
+        out
+    }
+}
+
+fn parse_label(label: &str) -> Label {
+    let label = label.trim();
+    let (first, rest) = label.split_once(' ').unwrap_or((label, ""));
+    let mut parsed = Label {
+        action: first.to_owned(),
+        ..Label::default()
+    };
+    // The annotations `fsm diagram` writes after the action's name.
+    let mut rest = rest.trim();
+    let mut ours = is_ident(first);
+    while ours && !rest.is_empty() {
+        let (open, close) = match rest.chars().next() {
+            Some('[') => ('[', ']'),
+            Some('(') => ('(', ')'),
+            _ => {
+                ours = false;
+                break;
+            }
+        };
+        let Some(end) = rest.find(close) else {
+            ours = false;
+            break;
+        };
+        let inner = rest[open.len_utf8()..end].trim();
+        let items: Vec<String> = inner.split(',').map(|s| s.trim().to_owned()).collect();
+        match (open, inner) {
+            ('[', _) => parsed.guards = items,
+            ('(', "hidden") => parsed.hidden = true,
+            ('(', "back") => parsed.back = true,
+            ('(', from) if from.starts_with("from ") => {}
+            ('(', _) if items.iter().all(|i| is_ident(i)) => parsed.roles = items,
+            _ => ours = false,
+        }
+        rest = rest[end + close.len_utf8()..].trim();
+    }
+    if !ours {
+        return Label {
+            action: snake(label),
+            ..Label::default()
+        };
+    }
+    parsed
+}
+
+fn quote(s: &str) -> String {
+    let mut q = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+fn list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// The diagram as read, before the spec is written.
+#[derive(Default)]
+struct Diagram {
+    name: Option<String>,
+    /// By the id the diagram uses.
+    states: Vec<(String, DrawnState)>,
+    arrows: Vec<Arrow>,
+    initial: Option<(String, usize)>,
+}
+
+impl Diagram {
+    fn state(&mut self, id: &str) -> &mut DrawnState {
+        let at = match self.states.iter().position(|(i, _)| i == id) {
+            Some(at) => at,
+            None => {
+                self.states.push((
+                    id.to_owned(),
+                    DrawnState {
+                        name: id.to_owned(),
+                        persisted: true,
+                        ..DrawnState::default()
+                    },
+                ));
+                self.states.len() - 1
+            }
+        };
+        &mut self.states[at].1
+    }
+}
+
+const EXPECTED: &str =
+    "expected `state \"NAME\" as ID`, an arrow `A --> B : label`, or a description `A : text`";
+
+/// Reads one line; `Err` with the column at fault.
+fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, String)> {
+    let indent = text.len() - text.trim_start().len();
+    let t = text.trim();
+    let col = |byte: usize| text[..byte].chars().count() + 1;
+    if let Some(rest) = t.strip_prefix("state ") {
+        let rest = rest.trim();
+        let (rest, stereotype) = match rest.find("<<") {
+            Some(at) => {
+                let end = rest[at..].find(">>").ok_or((
+                    col(indent + 6 + at),
+                    "a stereotype `<<...>>` is not closed".to_owned(),
+                ))?;
+                (
+                    rest[..at].trim(),
+                    Some(rest[at + 2..at + end].trim().to_owned()),
+                )
+            }
+            None => (rest, None),
+        };
+        if rest.ends_with('{') {
+            return Err((
+                col(indent),
+                "composite states are not supported: a spec's states are flat".into(),
+            ));
+        }
+        let (rest, description) = match rest.split_once(':') {
+            Some((r, desc)) => (r.trim(), Some(desc.trim().to_owned())),
+            None => (rest, None),
+        };
+        let (name, id) = if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"').ok_or((
+                col(indent + 6),
+                "a state name's quote is not closed".to_owned(),
+            ))?;
+            let name = &quoted[..end];
+            let after = quoted[end + 1..].trim();
+            let id = after.strip_prefix("as ").map(str::trim).unwrap_or(name);
+            (name.to_owned(), id.to_owned())
+        } else {
+            let id = rest.split_whitespace().next().unwrap_or("");
+            (id.to_owned(), id.to_owned())
+        };
+        if id.is_empty() || !is_ident(&id) {
+            return Err((
+                col(indent + 6),
+                format!("expected a state id, found `{rest}`"),
+            ));
+        }
+        let state = d.state(&id);
+        state.name = name;
+        match stereotype.as_deref() {
+            Some("transition") => state.transition = true,
+            Some("terminal") => state.terminal = true,
+            _ => {}
+        }
+        if let Some(desc) = description {
+            state.descriptions.push(desc);
+        }
+        return Ok(());
+    }
+    // An arrow: FROM -...-> TO [: label].
+    let (head, label) = match t.split_once(':') {
+        Some((h, l)) => (h.trim(), l.trim()),
+        None => (t, ""),
+    };
+    let words: Vec<&str> = head.split_whitespace().collect();
+    if let [from, link, to] = words[..]
+        && link.starts_with('-')
+        && link.ends_with('>')
+    {
+        for (word, what) in [(from, "state"), (to, "state")] {
+            if word != "[*]" && !is_ident(word) {
+                let at = text.find(word).unwrap_or(indent);
+                return Err((
+                    col(at),
+                    format!("expected a {what} id or `[*]`, found `{word}`"),
+                ));
+            }
+        }
+        match (from, to) {
+            ("[*]", "[*]") => return Err((col(indent), "an arrow from `[*]` to `[*]`".into())),
+            ("[*]", to) => {
+                if let Some((first, at)) = &d.initial {
+                    return Err((
+                        col(indent),
+                        format!(
+                            "a second initial state `{to}`: `{first}` is the initial state (line {at})"
+                        ),
+                    ));
+                }
+                d.state(to);
+                d.initial = Some((to.to_owned(), line));
+            }
+            (from, "[*]") => d.state(from).ends = true,
+            (from, to) => {
+                d.state(from);
+                d.state(to);
+                d.arrows.push(Arrow {
+                    from: from.to_owned(),
+                    to: to.to_owned(),
+                    label: label.to_owned(),
+                });
+            }
+        }
+        return Ok(());
+    }
+    // A description: ID : text.
+    if let [id] = words[..]
+        && is_ident(id)
+        && !label.is_empty()
+    {
+        let state = d.state(id);
+        if let Some(owner) = label.strip_prefix("owner: ") {
+            state.owner = Some(owner.trim().to_owned());
+        } else if label == "not persisted" {
+            state.persisted = false;
+        } else {
+            state.descriptions.push(label.to_owned());
+        }
+        return Ok(());
+    }
+    Err((col(indent), format!("{EXPECTED}; found `{t}`")))
+}
+
+/// Reads a PlantUML state diagram (`@startuml` … `@enduml`) and writes a spec
+/// (TOML) with the same moves, named `name` unless the diagram names itself.
+///
+/// Arrows become actions: labelled `fsm diagram` style (`deploy [guard] (role)`),
+/// or named after their free-text label (`Detects an error` → `detects_an_error`),
+/// or `to_<target>` when unlabelled. States drawn `<<transition>>` become
+/// transition states, and the arrows in and out of them one action with a `via`;
+/// `<<terminal>>`, or `X --> [*]` with no way out, terminal states. What a diagram
+/// cannot say (which states are transition states, roles and guards, unless it
+/// was drawn by `fsm diagram`) is said in comments at the top of the spec.
+pub fn plantuml(text: &str, name: &str) -> Result<String, ImportError> {
+    let mut d = Diagram::default();
+    let mut in_block: Option<&str> = None;
+    let mut started = false;
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, raw) in lines.iter().enumerate() {
+        let line = i + 1;
+        let t = raw.trim();
+        if let Some(end) = in_block {
+            if t == end || t.starts_with(end) {
+                in_block = None;
+            }
+            continue;
+        }
+        if t.is_empty() || t.starts_with('\'') {
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("@startuml") {
+            started = true;
+            let rest = rest.trim();
+            if !rest.is_empty() {
+                d.name = Some(rest.to_owned());
+            }
+            continue;
+        }
+        if !started {
+            let column = raw.len() - raw.trim_start().len() + 1;
+            return Err(ImportError {
+                line,
+                column,
+                message: format!("expected `@startuml`, found `{t}`"),
+            });
+        }
+        if t.starts_with("@enduml") {
+            break;
+        }
+        if t.starts_with("skinparam") && t.ends_with('{') {
+            in_block = Some("}");
+            continue;
+        }
+        if t.starts_with("note ") && !t.contains(':') {
+            in_block = Some("end note");
+            continue;
+        }
+        if [
+            "hide ",
+            "skinparam ",
+            "title ",
+            "left to right",
+            "top to bottom",
+            "note ",
+            "scale ",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p))
+        {
+            continue;
+        }
+        read_line(&mut d, raw, line).map_err(|(column, message)| ImportError {
+            line,
+            column,
+            message,
+        })?;
+    }
+    if !started {
+        return Err(ImportError {
+            line: 1,
+            column: 1,
+            message: "expected `@startuml`: the text holds no PlantUML diagram".into(),
+        });
+    }
+    let Some((initial, _)) = d.initial.clone() else {
+        return Err(ImportError {
+            line: lines.len().max(1),
+            column: 1,
+            message: "no initial state: expected an arrow `[*] --> STATE`".into(),
+        });
+    };
+    Ok(write_spec(&d, name, &initial))
+}
+
+/// An action being assembled from arrows.
+#[derive(Default)]
+struct Assembled {
+    /// Origins and their targets, in the order drawn.
+    moves: Vec<(String, String)>,
+    via: Option<String>,
+    back: bool,
+    in_place: bool,
+    label: Label,
+}
+
+fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
+    let display = |id: &str| -> String {
+        d.states
+            .iter()
+            .find(|(i, _)| i == id)
+            .map_or(id.to_owned(), |(_, s)| s.name.clone())
+    };
+    let is_transition = |id: &str| d.states.iter().any(|(i, s)| i == id && s.transition);
+    let mut actions: Vec<(String, Assembled)> = Vec::new();
+    let slot = |name: &str, actions: &mut Vec<(String, Assembled)>| -> usize {
+        match actions.iter().position(|(n, _)| n == name) {
+            Some(at) => at,
+            None => {
+                actions.push((name.to_owned(), Assembled::default()));
+                actions.len() - 1
+            }
+        }
+    };
+    // Arrows out of a transition state end the action that entered it.
+    let mut finishes: HashMap<(String, String), Vec<(String, Label)>> = HashMap::new();
+    for a in &d.arrows {
+        if is_transition(&a.from) {
+            let label = parse_label(&a.label);
+            finishes
+                .entry((a.from.clone(), label.action.clone()))
+                .or_default()
+                .push((a.to.clone(), label));
+        }
+    }
+    for a in d.arrows.iter().filter(|a| !is_transition(&a.from)) {
+        let label = if a.label.is_empty() {
+            Label {
+                action: format!("to_{}", snake(&display(&a.to))),
+                ..Label::default()
+            }
+        } else {
+            parse_label(&a.label)
+        };
+        let (from, to) = (display(&a.from), display(&a.to));
+        if is_transition(&a.to) {
+            let ends = finishes
+                .get(&(a.to.clone(), label.action.clone()))
+                .cloned()
+                .unwrap_or_default();
+            let at = slot(&label.action, &mut actions);
+            let action = &mut actions[at].1;
+            action.via = Some(display(&a.to));
+            action.label = label.clone();
+            action.back = ends.iter().any(|(_, l)| l.back);
+            // The target from this origin: the one finish arrow, or the one whose
+            // label names this origin.
+            let target = ends.iter().find(|(_, l)| !l.back).map(|(t, _)| display(t));
+            let per_origin = d.arrows.iter().find(|f| {
+                f.from == a.to
+                    && parse_label(&f.label).action == label.action
+                    && f.label.contains("(from ")
+                    && f.label.split("(from ").nth(1).is_some_and(|o| {
+                        o.trim_end_matches(')')
+                            .split(" / ")
+                            .any(|o| o.trim() == from)
+                    })
+            });
+            let target = per_origin
+                .map(|f| display(&f.to))
+                .or(target)
+                .unwrap_or_else(|| from.clone());
+            action.moves.push((from, target));
+        } else {
+            // Several arrows with one name but different targets from one origin
+            // cannot be one action: the later ones are named after their target.
+            let mut key = label.action.clone();
+            if let Some((_, existing)) = actions.iter().find(|(n, _)| *n == key)
+                && existing.moves.iter().any(|(o, t)| *o == from && *t != to)
+            {
+                key = format!("{}_to_{}", key, snake(&to));
+            }
+            let at = slot(&key, &mut actions);
+            let action = &mut actions[at].1;
+            action.label = label;
+            action.in_place = a.from == a.to;
+            action.moves.push((from, to));
+        }
+    }
+
+    let mut out = String::new();
+    out.push_str("# Imported from a PlantUML state diagram by `fsm import plantuml`.\n");
+    let drawn_by_fsm = d.states.iter().any(|(_, s)| s.transition || s.terminal);
+    if !drawn_by_fsm {
+        out.push_str(
+            "#\n# A diagram cannot say which states are transition states (an action's\n\
+             # status while it runs), nor who may perform each action (roles) or what\n\
+             # must hold first (guards): add `via`, `roles` and `guards` where they apply.\n",
+        );
+    }
+    for (id, s) in &d.states {
+        if s.ends && !s.terminal && d.arrows.iter().any(|a| a.from == *id && a.to != *id) {
+            out.push_str(&format!(
+                "# The diagram ends objects in {} (`{id} --> [*]`), which also has ways out.\n",
+                s.name
+            ));
+        }
+    }
+    out.push_str("\n[machine]\n");
+    out.push_str(&format!(
+        "name = {}\n",
+        quote(&snake(d.name.as_deref().unwrap_or(name)))
+    ));
+    out.push_str(&format!("initial = {}\n", quote(&display(initial))));
+
+    let roles: Vec<String> = {
+        let mut r: Vec<String> = actions
+            .iter()
+            .flat_map(|(_, a)| a.label.roles.clone())
+            .collect();
+        r.extend(d.states.iter().filter_map(|(_, s)| s.owner.clone()));
+        r.sort();
+        r.dedup();
+        r
+    };
+    if !roles.is_empty() {
+        out.push_str("\n[roles]\n");
+        for r in &roles {
+            out.push_str(&format!("{} = \"Imported from the diagram\"\n", quote(r)));
+        }
+    }
+    let guards: Vec<String> = {
+        let mut g: Vec<String> = actions
+            .iter()
+            .flat_map(|(_, a)| a.label.guards.clone())
+            .collect();
+        g.sort();
+        g.dedup();
+        g
+    };
+    if !guards.is_empty() {
+        out.push_str("\n[guards]\n");
+        for g in &guards {
+            out.push_str(&format!(
+                "{} = \"Imported from the diagram: say what must hold\"\n",
+                quote(g)
+            ));
+        }
+    }
+
+    out.push_str("\n[states]\n");
+    for (id, s) in &d.states {
+        let has_exit = d.arrows.iter().any(|a| a.from == *id && a.to != *id);
+        let terminal = s.terminal || (s.ends && !has_exit);
+        let mut fields = Vec::new();
+        if s.transition {
+            fields.push("transition = true".to_owned());
+        }
+        if terminal {
+            fields.push("terminal = true".to_owned());
+        }
+        if let Some(owner) = &s.owner {
+            fields.push(format!("owner = {}", quote(owner)));
+        }
+        if !s.persisted {
+            fields.push("persisted = false".to_owned());
+        }
+        if !s.descriptions.is_empty() {
+            fields.push(format!(
+                "description = {}",
+                quote(&s.descriptions.join("; "))
+            ));
+        }
+        let value = if fields.is_empty() {
+            quote(&s.name)
+        } else {
+            format!("{{ {} }}", fields.join(", "))
+        };
+        out.push_str(&format!("{} = {value}\n", quote(&s.name)));
+    }
+
+    out.push_str("\n[actions]\n");
+    for (name, a) in &actions {
+        let mut origins: Vec<String> = Vec::new();
+        for (o, _) in &a.moves {
+            if !origins.contains(o) {
+                origins.push(o.clone());
+            }
+        }
+        let mut fields = vec![format!("from = {}", list(&origins))];
+        if let Some(via) = &a.via {
+            fields.push(format!("via = {}", quote(via)));
+        }
+        let targets: BTreeMap<&str, &str> = a
+            .moves
+            .iter()
+            .map(|(o, t)| (o.as_str(), t.as_str()))
+            .collect();
+        let mut distinct: Vec<&str> = targets.values().copied().collect();
+        distinct.sort();
+        distinct.dedup();
+        if a.back || (a.via.is_some() && a.moves.iter().all(|(o, t)| o == t)) {
+            fields.push("to_origin = true".to_owned());
+        } else if a.in_place && a.via.is_none() {
+            // An action that changes no state: allowed in its origins only.
+        } else if distinct.len() == 1 {
+            fields.push(format!("to = {}", quote(distinct[0])));
+        } else {
+            let per: Vec<String> = origins
+                .iter()
+                .map(|o| format!("{} = {}", quote(o), quote(targets[o.as_str()])))
+                .collect();
+            fields.push(format!("to = {{ {} }}", per.join(", ")));
+        }
+        if !a.label.roles.is_empty() {
+            fields.push(format!("roles = {}", list(&a.label.roles)));
+        }
+        if !a.label.guards.is_empty() {
+            fields.push(format!("guards = {}", list(&a.label.guards)));
+        }
+        if a.label.hidden {
+            fields.push("hidden = true".to_owned());
+        }
+        out.push_str(&format!("{} = {{ {} }}\n", quote(name), fields.join(", ")));
+    }
+    out
+}
+
+const ALPHABET: &[u8; 64] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+
+/// The PlantUML source a PlantUML server's image address carries
+/// (`http://www.plantuml.com/plantuml/svg/<code>`, or the code alone): PlantUML's
+/// base64 alphabet (`0-9A-Za-z-_`) over raw deflate. The first such address in
+/// `text` is read, so a Markdown document holding the image works too (the
+/// sabakan seed draws its diagram that way).
+pub fn source_from_url(text: &str) -> Result<String, ImportError> {
+    let (code, line, column) = match text.find("/plantuml/") {
+        Some(at) => {
+            let after = &text[at + "/plantuml/".len()..];
+            // `svg/`, `png/`, `uml/`, ... then the code.
+            let start = after.find('/').map_or(0, |s| s + 1);
+            let code: String = after[start..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            let before = &text[..at + "/plantuml/".len() + start];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            (code, line, column)
+        }
+        None => (text.trim().to_owned(), 1, 1),
+    };
+    let error = |message: String| ImportError {
+        line,
+        column,
+        message,
+    };
+    let mut deflated = Vec::with_capacity(code.len() * 3 / 4);
+    let sextets: Vec<u32> = code
+        .bytes()
+        .map(|c| {
+            ALPHABET
+                .iter()
+                .position(|&a| a == c)
+                .map(|p| p as u32)
+                .ok_or_else(|| error(format!("`{}` is not in PlantUML's alphabet", c as char)))
+        })
+        .collect::<Result<_, _>>()?;
+    if sextets.is_empty() {
+        return Err(error(
+            "expected a PlantUML server address or its code".into(),
+        ));
+    }
+    for chunk in sextets.chunks(4) {
+        let n = chunk
+            .iter()
+            .chain(std::iter::repeat(&0))
+            .take(4)
+            .fold(0, |n, &s| (n << 6) | s);
+        deflated.extend_from_slice(&n.to_be_bytes()[1..]);
+    }
+    let source = miniz_oxide::inflate::decompress_to_vec(&deflated).map_err(|e| {
+        error(format!(
+            "the address's code is not a compressed diagram ({:?})",
+            e.status
+        ))
+    })?;
+    String::from_utf8(source).map_err(|_| error("the diagram is not UTF-8 text".into()))
+}

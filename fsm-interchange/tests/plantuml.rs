@@ -1,0 +1,145 @@
+//! `fsm import plantuml`: the sabakan seed's own diagram (decoded from the image
+//! address in the seed) imports as a machine that agrees with the diagram on every
+//! pair of states; every shipped spec drawn by `fsm diagram --format plantuml`
+//! imports back to the same moves, actions, roles and guards; bad input gets its
+//! line and column.
+
+#[path = "../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use fsm_core::Machine;
+use fsm_core::render::{self, Format, View};
+use fsm_interchange::{ImportError, plantuml, source_from_url};
+
+/// Every `(from, to)` the machine allows as one move, by name.
+fn moves(m: &Machine) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for from in m.state_ids() {
+        for to in m.state_ids() {
+            if m.validate_transition(from, to).is_ok() {
+                out.insert((m.state(from).name.to_string(), m.state(to).name.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn load(spec: &str) -> Machine {
+    fsm_core::spec::load_str("imported.toml", spec).unwrap_or_else(|e| panic!("{e}\n{spec}"))
+}
+
+#[test]
+fn the_sabakan_seed_diagram_imports_as_its_arrows() {
+    let seed = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/seed.md"),
+    )
+    .unwrap();
+    // The seed is Markdown: the diagram is the image's address.
+    let source = source_from_url(&seed).unwrap();
+    let spec = plantuml(&source, "machine").unwrap();
+    let m = load(&spec);
+    assert_eq!(m.state(m.initial()).name, "Uninitialized");
+    // The arrows, as the diagram draws them.
+    let mut arrows = BTreeSet::new();
+    for line in source.lines() {
+        let head = line.split(':').next().unwrap();
+        let words: Vec<&str> = head.split_whitespace().collect();
+        if let [from, link, to] = words[..]
+            && link.ends_with("->")
+            && from != "[*]"
+            && to != "[*]"
+        {
+            arrows.insert((from.to_owned(), to.to_owned()));
+        }
+    }
+    assert_eq!(arrows.len(), 14, "{source}");
+    // On every pair of states, the imported machine agrees with the diagram.
+    assert_eq!(moves(&m), arrows, "{spec}");
+    // And what the diagram could not say is said.
+    assert!(spec.contains("A diagram cannot say which states are transition states"));
+    assert!(spec.contains("`Retired --> [*]`"), "{spec}");
+    assert!(spec.contains("\"detects_an_error\""), "{spec}");
+}
+
+#[test]
+fn every_shipped_spec_round_trips_through_its_plantuml_drawing() {
+    for path in common::specs() {
+        let m = fsm_core::spec::load(&path).unwrap();
+        let drawn = render::render(&m, Format::PlantUml, View::Full);
+        let spec = plantuml(&drawn, m.name())
+            .unwrap_or_else(|e| panic!("{}: {e}\n{drawn}", path.display()));
+        let back = load(&spec);
+        let names = |m: &Machine| -> Vec<String> {
+            let mut n: Vec<String> = m.states().iter().map(|s| s.name.to_string()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&back), names(&m), "{}", path.display());
+        assert_eq!(back.state(back.initial()).name, m.state(m.initial()).name);
+        assert_eq!(moves(&back), moves(&m), "{}:\n{spec}", path.display());
+        for s in m.states() {
+            let b = &back.states()[back.state_id(&s.name).unwrap().0];
+            assert_eq!(
+                (s.is_transition(), s.terminal, &s.owner),
+                (b.is_transition(), b.terminal, &b.owner),
+                "{}: {}",
+                path.display(),
+                s.name
+            );
+        }
+        // Actions that change state come back with their roles and guards.
+        for a in m.action_ids() {
+            let action = m.action(a);
+            let Some(b) = back.find_action(&action.name) else {
+                panic!("{}: `{}` lost:\n{spec}", path.display(), action.name);
+            };
+            assert_eq!(back.action(b).roles, action.roles, "{}", action.name);
+            assert_eq!(back.guard_names(b), m.guard_names(a), "{}", action.name);
+            assert_eq!(back.action(b).hidden, action.hidden, "{}", action.name);
+        }
+    }
+}
+
+#[test]
+fn bad_plantuml_says_where() {
+    let err = |text: &str| plantuml(text, "m").unwrap_err();
+    assert_eq!(
+        err("@startuml\n[*] --> A\nA --> B\n  A ==> C : x\n@enduml\n"),
+        ImportError {
+            line: 4,
+            column: 3,
+            message: "expected `state \"NAME\" as ID`, an arrow `A --> B : label`, or a \
+                      description `A : text`; found `A ==> C : x`"
+                .into()
+        }
+    );
+    assert_eq!(
+        err("A --> B\n").to_string(),
+        "line 1, column 1: expected `@startuml`, found `A --> B`"
+    );
+    assert_eq!(
+        err("@startuml\nA --> B\n@enduml\n").to_string(),
+        "line 3, column 1: no initial state: expected an arrow `[*] --> STATE`"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\n[*] --> B\n@enduml\n").to_string(),
+        "line 3, column 1: a second initial state `B`: `A` is the initial state (line 2)"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\nstate A {\n}\n@enduml\n").to_string(),
+        "line 3, column 1: composite states are not supported: a spec's states are flat"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\nA --> B!\n@enduml\n").to_string(),
+        "line 3, column 7: expected a state id or `[*]`, found `B!`"
+    );
+    assert_eq!(
+        source_from_url("http://www.plantuml.com/plantuml/svg/ab*c")
+            .unwrap_err()
+            .to_string(),
+        "line 1, column 38: the address's code is not a compressed diagram (FailedCannotMakeProgress)"
+    );
+}

@@ -1,0 +1,43 @@
+// Runs an XState v5 machine config (fsm export --format xstate) in XState and
+// checks it against cases computed from the table:
+//
+//   node scripts/interchange/xstate-check.mjs MACHINE.json CASES.json
+//
+// CASES.json: [{"events": [...], "expect": "STATE"}, ...]. For each case a fresh
+// actor takes the events in order; its state's top-level node must be "expect".
+// Prints one JSON line per disagreement and a last line {"cases": N, "failed": M};
+// exits 0 when none failed, 1 otherwise, 2 when XState is missing.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(join(here, "package.json"));
+let xstate;
+try {
+  xstate = require("xstate");
+} catch (e) {
+  console.error(`missing: ${e.message} (run npm ci in ${here}, or scripts/setup)`);
+  process.exit(2);
+}
+const { createMachine, createActor } = xstate;
+
+const [machineFile, casesFile] = process.argv.slice(2);
+const machine = createMachine(JSON.parse(readFileSync(machineFile, "utf8")));
+const cases = JSON.parse(readFileSync(casesFile, "utf8"));
+
+const top = (value) => (typeof value === "string" ? value : Object.keys(value)[0]);
+let failed = 0;
+for (const [i, c] of cases.entries()) {
+  const actor = createActor(machine).start();
+  for (const type of c.events) actor.send({ type });
+  const got = top(actor.getSnapshot().value);
+  actor.stop();
+  if (got !== c.expect) {
+    failed += 1;
+    console.log(JSON.stringify({ case: i, events: c.events, expect: c.expect, got }));
+  }
+}
+console.log(JSON.stringify({ cases: cases.length, failed }));
+process.exit(failed ? 1 : 0);
