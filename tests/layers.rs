@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("fsm-runtime", 3),
     ("fsm-cli", 3),
     ("fsm-etcd", 4),
+    ("fsm-serve", 5),
     ("fsm", 5),
 ];
 

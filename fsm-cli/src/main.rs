@@ -100,6 +100,15 @@ enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Serve specs over REST with a live web page: runs the `fsm-serve` binary
+    /// (found beside `fsm`, or on PATH, or at $FSM_SERVE) with these arguments;
+    /// `fsm serve --help` lists them.
+    #[command(disable_help_flag = true)]
+    Serve {
+        /// The arguments of `fsm-serve`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Import a diagram of another tool as a spec (TOML).
     Import {
         /// The diagram's format.
@@ -168,6 +177,7 @@ fn main() -> ExitCode {
         Command::Import {
             from: ImportFrom::Plantuml { file, name, output },
         } => import_plantuml(&file, name.as_deref(), output.as_deref()),
+        Command::Serve { args } => serve(&args),
     };
     result.unwrap_or(ExitCode::from(2))
 }
@@ -442,6 +452,34 @@ fn actions(spec: &Path, name: &str) -> Result<ExitCode, Unusable> {
         let _ = writeln!(out, "{line}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `fsm-serve` with `args`: the server lives in its own binary, so that the
+/// table tools carry no server, async runtime or gRPC.
+fn serve(args: &[std::ffi::OsString]) -> Result<ExitCode, Unusable> {
+    let name = format!("fsm-serve{}", std::env::consts::EXE_SUFFIX);
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(&name)))
+        .filter(|p| p.is_file());
+    let program = std::env::var_os("FSM_SERVE")
+        .map(PathBuf::from)
+        .or(beside)
+        .unwrap_or_else(|| PathBuf::from(&name));
+    match std::process::Command::new(&program).args(args).status() {
+        Ok(status) => Ok(match status.code() {
+            Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            None => ExitCode::FAILURE,
+        }),
+        Err(e) => {
+            eprintln!(
+                "error: `fsm serve` runs `{}`, which could not be started ({e}); \
+                 install it with `cargo install --path fsm-serve`",
+                program.display()
+            );
+            Err(Unusable)
+        }
+    }
 }
 
 fn export(spec: &Path, format: ExportFormat, output: Option<&Path>) -> Result<ExitCode, Unusable> {

@@ -514,3 +514,38 @@ fn import_plantuml_reads_a_diagram_or_its_address() {
         "{stderr}"
     );
 }
+
+#[test]
+#[cfg(unix)]
+fn serve_runs_the_server_binary_with_its_arguments() {
+    use std::os::unix::fs::PermissionsExt;
+    // A stand-in for fsm-serve that shows what it was given and exits 3.
+    let dir = scratch("serve");
+    let fake = dir.join("fake-serve");
+    std::fs::write(&fake, "#!/bin/sh\necho \"served: $*\"\nexit 3\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsm"))
+        .args([
+            "serve",
+            "specs/ovc/vm.toml",
+            "--listen",
+            "127.0.0.1:9",
+            "--tokens",
+            "t.toml",
+        ])
+        .env("FSM_SERVE", &fake)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "served: specs/ovc/vm.toml --listen 127.0.0.1:9 --tokens t.toml\n"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsm"))
+        .args(["serve", "--help"])
+        .env("FSM_SERVE", dir.join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cargo install --path fsm-serve"));
+}

@@ -203,7 +203,7 @@ fn plantuml_output_parses_with_plantuml() {
     }
 }
 
-/// Mermaid itself, in headless Chromium (`scripts/mermaid/check.mjs`), renders
+/// Mermaid itself, in headless Chromium (`scripts/browser/mermaid-check.mjs`), renders
 /// every spec in both views, and each rendering shows every state drawn.
 #[test]
 fn mermaid_output_renders_with_mermaid() {
@@ -223,7 +223,7 @@ fn mermaid_output_renders_with_mermaid() {
             files.push((file, names));
         }
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mermaid/check.mjs");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/browser/mermaid-check.mjs");
     let out = Command::new("node")
         .arg(&script)
         .args(files.iter().map(|(f, _)| f))

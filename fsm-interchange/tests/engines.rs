@@ -238,7 +238,7 @@ fn xstate_runs_every_exported_machine_as_the_table_says() {
 
 #[test]
 fn python_statemachine_runs_every_exported_scxml_as_the_table_says() {
-    let python = scripts().join(".venv/bin/python");
+    let python = scripts().join("../python/.venv/bin/python");
     // Not KusionStack's: python-statemachine turns events into attributes of the
     // machine, and its action `prepare` shadows the library's own `prepare` (an
     // AttributeError inside the engine), whatever the document says.

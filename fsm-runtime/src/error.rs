@@ -170,6 +170,19 @@ pub enum RuntimeError {
         /// Who ended the hold and when, if the history says.
         by: Option<Revocation>,
     },
+    /// A start asked for a version of the object that is no longer current (an HTTP
+    /// `If-Match` that does not match: `412 Precondition Failed`).
+    #[error("{id} is at version {found} (in {state}), not {expected}")]
+    VersionMismatch {
+        /// The object.
+        id: ObjectId,
+        /// The version asked for.
+        expected: u64,
+        /// The version found.
+        found: u64,
+        /// The state found.
+        state: String,
+    },
     /// A rollback was asked for a record on which no action (or no hidden action)
     /// is in flight.
     #[error("no {} action is in flight on {id} (in {state}): nothing to roll back", if *.hidden { "hidden" } else { "visible" })]

@@ -244,7 +244,30 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        let id = id.into();
+        self.start_expecting(id.into(), actor, action, None)
+    }
+
+    /// [`start`](Self::start), only if the object is at `version` (an HTTP
+    /// `If-Match`): otherwise [`RuntimeError::VersionMismatch`], and nothing is
+    /// written. The start's compare-and-set is against that version, so nobody can
+    /// write in between.
+    pub fn start_at(
+        &self,
+        id: impl Into<ObjectId>,
+        version: u64,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        self.start_expecting(id.into(), actor, action, Some(version))
+    }
+
+    fn start_expecting(
+        &self,
+        id: ObjectId,
+        actor: &Actor,
+        action: impl ActionRef,
+        version: Option<u64>,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
         let action = action.resolve(self.machine())?;
         let span = tracing::debug_span!(
             "start",
@@ -254,6 +277,14 @@ impl<S: Store> Runtime<S> {
         );
         let _enter = span.enter();
         let record = self.get(id.clone())?;
+        if let Some(expected) = version.filter(|&v| v != record.version) {
+            return Err(RuntimeError::VersionMismatch {
+                id,
+                expected,
+                found: record.version,
+                state: self.machine().state(record.state).name.to_string(),
+            });
+        }
         let rule = admit::admit(
             self.machine(),
             &self.inner.guards,

@@ -586,3 +586,39 @@ fn a_failing_store_gives_a_typed_retryable_error() {
         );
     }
 }
+
+/// `start_at`: the start happens only at the version asked for (HTTP `If-Match`);
+/// otherwise it is refused with what was found, and nothing is written.
+#[test]
+fn a_start_at_a_stale_version_is_refused_and_writes_nothing() {
+    let rt = vm();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    rt.run("vm-1", &a, "deploy").unwrap();
+    let current = rt.get("vm-1").unwrap().version;
+    let err = rt
+        .start_at("vm-1", current - 1, &a, "stop")
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::VersionMismatch {
+            id: "vm-1".into(),
+            expected: current - 1,
+            found: current,
+            state: "RUNNING".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "vm-1 is at version {current} (in RUNNING), not {}",
+            current - 1
+        )
+    );
+    assert_eq!(rt.history("vm-1").unwrap().len() as u64, current);
+    let flight = rt.start_at("vm-1", current, &a, "stop").unwrap();
+    assert_eq!(flight.fence().0, current + 1);
+    flight.complete().unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "HALTED");
+}

@@ -1,7 +1,7 @@
 // Renders Mermaid diagrams with Mermaid itself, in headless Chromium, and prints
 // one JSON line per file: {"file": ..., "svg": ...} or {"file": ..., "error": ...}.
 //
-//   node scripts/mermaid/check.mjs FILE.mmd...
+//   node scripts/browser/mermaid-check.mjs FILE.mmd...
 //
 // Chromium is Debian's (/usr/bin/chromium, or $CHROMIUM); Mermaid and
 // playwright-core come from this folder's node_modules (`npm ci` here, which

@@ -1,0 +1,752 @@
+//! The REST API: routes, the JSON of objects and errors, and how each refusal of
+//! the runtime maps to a status.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use fsm_core::Machine;
+use fsm_runtime::{Actor, Holder, Record, RuntimeError, Store, StoreError, rfc3339};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::feed::Note;
+use crate::{MachineService, Service};
+
+/// A refusal, as the API answers it: a status and `{"error": kind, "message",
+/// ...facts}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+    facts: Map<String, Value>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            message: message.into(),
+            facts: Map::new(),
+        }
+    }
+
+    fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.facts.insert(key.into(), value.into());
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = Map::new();
+        body.insert("error".into(), json!(self.kind));
+        body.insert("message".into(), json!(self.message));
+        body.extend(self.facts);
+        let mut response = (self.status, axum::Json(Value::Object(body))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// How each refusal of the runtime is answered, with its facts.
+fn refused(e: RuntimeError) -> ApiError {
+    let message = e.to_string();
+    match e {
+        RuntimeError::NotFound { id } => {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", message).with("id", id.as_str())
+        }
+        RuntimeError::Exists { id, state } => {
+            ApiError::new(StatusCode::CONFLICT, "exists", message)
+                .with("id", id.as_str())
+                .with("state", state)
+        }
+        RuntimeError::UnknownAction(u) => {
+            let mut e = ApiError::new(StatusCode::NOT_FOUND, "unknown_action", message)
+                .with("action", u.name);
+            if let Some(s) = u.suggestion {
+                e = e.with("did_you_mean", s);
+            }
+            e
+        }
+        RuntimeError::Busy {
+            id,
+            state,
+            action,
+            holder,
+            abandoned,
+        } => ApiError::new(StatusCode::CONFLICT, "busy", message)
+            .with("id", id.as_str())
+            .with("state", state)
+            .with("action", action)
+            .with("holder", holder)
+            .with("abandoned", abandoned),
+        RuntimeError::Conflict {
+            id,
+            expected_state,
+            expected_version,
+            found,
+        } => {
+            let mut e = ApiError::new(StatusCode::CONFLICT, "conflict", message)
+                .with("id", id.as_str())
+                .with("expected_state", expected_state)
+                .with("expected_version", expected_version);
+            if let Some((state, version)) = found {
+                e = e.with("found_state", state).with("found_version", version);
+            }
+            e
+        }
+        RuntimeError::VersionMismatch {
+            id,
+            expected,
+            found,
+            state,
+        } => ApiError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "precondition_failed",
+            message,
+        )
+        .with("id", id.as_str())
+        .with("expected_version", expected)
+        .with("found_version", found)
+        .with("found_state", state),
+        RuntimeError::NoRule { id, refused } => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "no_rule", message)
+                .with("id", id.as_str())
+                .with("refused", refused.to_string())
+        }
+        RuntimeError::MissingRole {
+            actor,
+            action,
+            roles,
+        } => ApiError::new(StatusCode::FORBIDDEN, "missing_role", message)
+            .with("actor", actor)
+            .with("action", action)
+            .with("roles_required", roles),
+        RuntimeError::NotOwner {
+            id,
+            actor,
+            state,
+            owner,
+        } => ApiError::new(StatusCode::FORBIDDEN, "not_owner", message)
+            .with("id", id.as_str())
+            .with("actor", actor)
+            .with("state", state)
+            .with("owner", owner),
+        RuntimeError::Guard {
+            id, action, guard, ..
+        } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "guard", message)
+            .with("id", id.as_str())
+            .with("action", action)
+            .with("guard", guard),
+        RuntimeError::Revoked {
+            id,
+            action,
+            fence,
+            by,
+        } => {
+            let mut e = ApiError::new(StatusCode::CONFLICT, "revoked", message)
+                .with("id", id.as_str())
+                .with("action", action)
+                .with("fence", fence.0);
+            if let Some(by) = by {
+                e = e
+                    .with("revoked_by", by.by)
+                    .with("revoked_at", rfc3339(by.at));
+            }
+            e
+        }
+        RuntimeError::Store(StoreError::Unavailable { .. }) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+        }
+        _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message),
+    }
+}
+
+/// The bearer's actor, or 401.
+fn actor(service: &Service, headers: &HeaderMap) -> Result<Actor, ApiError> {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "an `Authorization: Bearer <token>` header is required",
+            )
+        })?;
+    service.tokens.actor(presented.trim()).ok_or_else(|| {
+        tracing::warn!("refused: unknown token");
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unknown token")
+    })
+}
+
+fn machine<'s>(service: &'s Service, name: &str) -> Result<&'s Arc<MachineService>, ApiError> {
+    service.machines.get(name).ok_or_else(|| {
+        let known: Vec<&str> = service.machines.keys().map(String::as_str).collect();
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_machine",
+            format!(
+                "no machine `{name}`; this service has: {}",
+                known.join(", ")
+            ),
+        )
+        .with("machine", name)
+    })
+}
+
+/// A body as JSON, or 400 with the position of the mistake (or 413 when too big).
+fn parse<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    let body = body.map_err(|e| {
+        ApiError::new(
+            e.status(),
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                "too_large"
+            } else {
+                "malformed"
+            },
+            e.body_text(),
+        )
+    })?;
+    serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            format!("the body is not the JSON expected: {e}"),
+        )
+        .with("line", e.line())
+        .with("column", e.column())
+    })
+}
+
+/// Runs blocking runtime work off the async workers.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, RuntimeError> + Send + 'static,
+) -> Result<T, RuntimeError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// A holder, with its deadline (from the spec) and whether it is past it.
+fn holder_json(m: &Machine, h: &Holder, state: fsm_core::StateId) -> Value {
+    let deadline = m.deadline(h.action, state);
+    let overdue = deadline.is_some_and(|d| h.since + d < std::time::SystemTime::now());
+    json!({
+        "action": m.action(h.action).name.as_ref(),
+        "origin": m.state(h.origin).name.as_ref(),
+        "actor": h.actor.as_ref(),
+        "since": rfc3339(h.since),
+        "fence": h.version,
+        "abandoned": h.abandoned,
+        "deadline_seconds": deadline.map(|d| d.as_secs_f64()),
+        "overdue": overdue,
+    })
+}
+
+/// A history entry as the API shows it (in a history, and in a watch event).
+pub fn entry_json(m: &Machine, e: &fsm_runtime::Entry) -> Map<String, Value> {
+    let Value::Object(map) = json!({
+        "version": e.version,
+        "kind": format!("{:?}", e.kind),
+        "action": e.action.map(|a| m.action(a).name.to_string()),
+        "from": m.state(e.from).name.as_ref(),
+        "to": m.state(e.to).name.as_ref(),
+        "actor": e.actor.as_ref(),
+        "at": rfc3339(e.at),
+    }) else {
+        unreachable!("a JSON object literal")
+    };
+    map
+}
+
+/// An object as the API shows it: states and actions by name.
+pub fn object_json(m: &Machine, id: &str, r: &Record) -> Value {
+    json!({
+        "id": id,
+        "machine": m.name(),
+        "state": m.state(r.state).name.as_ref(),
+        "version": r.version,
+        "changed_at": rfc3339(r.changed_at),
+        "data": Value::Null,
+        "in_flight": r.in_flight.as_ref().map(|h| holder_json(m, h, r.state)),
+        "hidden": r.hidden.as_ref().map(|h| holder_json(m, h, r.state)),
+    })
+}
+
+fn with_etag(status: StatusCode, body: Value, version: u64) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Ok(tag) = HeaderValue::from_str(&format!("\"{version}\"")) {
+        response.headers_mut().insert(header::ETAG, tag);
+    }
+    response
+}
+
+/// Logs a refusal with the actor and what refused, never the token.
+fn logged(actor: &Actor, what: &str, e: RuntimeError) -> ApiError {
+    let e = refused(e);
+    tracing::info!(
+        actor = actor.name(),
+        request = what,
+        error = e.kind,
+        "refused: {}",
+        e.message
+    );
+    e
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Create {
+    id: String,
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+async fn create(
+    State(service): State<Arc<Service>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let create: Create = parse(body)?;
+    if create.id.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            "`id` is empty",
+        ));
+    }
+    if create.data.as_ref().is_some_and(|d| !d.is_null()) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported",
+            "objects carry no data in this version of fsm serve",
+        ));
+    }
+    let (rt, id, who) = (m.runtime.clone(), create.id.clone(), actor.clone());
+    let record = blocking(move || rt.create(id, &who))
+        .await
+        .map_err(|e| logged(&actor, "create", e))?;
+    let body = object_json(m.runtime.machine(), &create.id, &record);
+    Ok(with_etag(StatusCode::CREATED, body, record.version))
+}
+
+async fn get_object(
+    State(service): State<Arc<Service>>,
+    Path((name, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let (rt, key) = (m.runtime.clone(), id.clone());
+    let record = blocking(move || rt.get(key))
+        .await
+        .map_err(|e| logged(&actor, "get", e))?;
+    let body = object_json(m.runtime.machine(), &id, &record);
+    Ok(with_etag(StatusCode::OK, body, record.version))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    state: Option<String>,
+}
+
+async fn list(
+    State(service): State<Arc<Service>>,
+    Path(name): Path<String>,
+    Query(query): Query<ListQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let machine_def = m.runtime.machine();
+    let wanted = match &query.state {
+        Some(s) => Some(machine_def.state_id(s).ok_or_else(|| {
+            let mut e = ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "unknown_state",
+                format!("`{s}` is not a state of {}", machine_def.name()),
+            )
+            .with("state", s.as_str());
+            if let Some(close) = machine_def.suggest_state(s) {
+                e = e.with("did_you_mean", close);
+            }
+            e
+        })?),
+        None => None,
+    };
+    let rt = m.runtime.clone();
+    let objects = blocking(move || {
+        let mut ids = rt.store().ids().map_err(RuntimeError::Store)?;
+        ids.sort();
+        let mut out = Vec::new();
+        for id in ids {
+            // Deleted meanwhile: not listed.
+            if let Ok(record) = rt.get(id.clone())
+                && wanted.is_none_or(|s| s == record.state)
+            {
+                out.push(object_json(rt.machine(), id.as_str(), &record));
+            }
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(|e| logged(&actor, "list", e))?;
+    Ok(axum::Json(json!({ "objects": objects })).into_response())
+}
+
+#[derive(Deserialize)]
+struct ActionQuery {
+    #[serde(default)]
+    run: bool,
+}
+
+/// The version an `If-Match: "<version>"` asks for; `*` asks for any.
+fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    if text == "*" {
+        return Ok(None);
+    }
+    text.trim_start_matches("W/")
+        .trim_matches('"')
+        .parse()
+        .map(Some)
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed",
+                format!("If-Match must be an ETag this service gave (\"<version>\"), not `{text}`"),
+            )
+        })
+}
+
+async fn start(
+    State(service): State<Arc<Service>>,
+    Path((name, id, action)): Path<(String, String, String)>,
+    Query(query): Query<ActionQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let version = if_match(&headers)?;
+    let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
+    let started = blocking(move || {
+        let flight = match version {
+            Some(v) => rt.start_at(key, v, &who, action.as_str()),
+            None => rt.start(key, &who, action.as_str()),
+        }?
+        .into_owned();
+        if query.run {
+            return flight.complete().map(|r| (r, None));
+        }
+        let record = rt.get(flight.id().clone())?;
+        Ok((record, Some(flight)))
+    })
+    .await
+    .map_err(|e| {
+        if matches!(e, RuntimeError::Conflict { .. }) {
+            m.feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+        }
+        logged(&actor, "start", e)
+    })?;
+    let (record, flight) = started;
+    let mut body = object_json(m.runtime.machine(), &id, &record);
+    let status = match flight {
+        Some(flight) => {
+            let fence = flight.fence().0;
+            body["fence"] = json!(fence);
+            body["in_flight_url"] = json!(format!("/v1/{name}/objects/{id}/in-flight/{fence}"));
+            service
+                .flights
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    (name.clone(), id.clone(), fence),
+                    crate::Flight {
+                        handle: flight,
+                        actor: actor.name().to_owned(),
+                    },
+                );
+            StatusCode::CREATED
+        }
+        None => StatusCode::OK,
+    };
+    Ok(with_etag(status, body, record.version))
+}
+
+async fn finish(
+    service: Arc<Service>,
+    name: String,
+    id: String,
+    token: String,
+    headers: HeaderMap,
+    complete: bool,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let fence: u64 = token.parse().map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            format!("`{token}` is not a fence token"),
+        )
+    })?;
+    let key = (name.clone(), id.clone(), fence);
+    let flight = {
+        let mut flights = service.flights.lock().unwrap_or_else(|e| e.into_inner());
+        match flights.get(&key) {
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "not_in_flight",
+                    format!("no action with fence {fence} is in flight on {id} in this service"),
+                )
+                .with("id", id.as_str())
+                .with("fence", fence));
+            }
+            Some(f) if f.actor != actor.name() => {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "not_holder",
+                    format!(
+                        "{} may not end the action it did not start: {} holds it",
+                        actor.name(),
+                        f.actor
+                    ),
+                )
+                .with("holder", f.actor.as_str()));
+            }
+            Some(_) => flights.remove(&key).expect("just found").handle,
+        }
+    };
+    let record = blocking(move || {
+        if complete {
+            flight.complete()
+        } else {
+            flight.fail()
+        }
+    })
+    .await
+    .map_err(|e| {
+        let counter = match &e {
+            RuntimeError::Conflict { .. } => Some(&m.feed.counters.conflicts),
+            RuntimeError::Revoked { .. } => Some(&m.feed.counters.revoked),
+            _ => None,
+        };
+        if let Some(c) = counter {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        logged(&actor, if complete { "complete" } else { "fail" }, e)
+    })?;
+    let body = object_json(m.runtime.machine(), &id, &record);
+    Ok(with_etag(StatusCode::OK, body, record.version))
+}
+
+async fn complete(
+    State(service): State<Arc<Service>>,
+    Path((name, id, token)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    finish(service, name, id, token, headers, true).await
+}
+
+async fn fail(
+    State(service): State<Arc<Service>>,
+    Path((name, id, token)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    finish(service, name, id, token, headers, false).await
+}
+
+async fn history(
+    State(service): State<Arc<Service>>,
+    Path((name, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let (rt, key) = (m.runtime.clone(), id.clone());
+    let entries = blocking(move || {
+        // An unknown object is a 404, not an empty history.
+        rt.get(key.clone())?;
+        rt.history(key)
+    })
+    .await
+    .map_err(|e| logged(&actor, "history", e))?;
+    let machine_def = m.runtime.machine();
+    let entries: Vec<Value> = entries
+        .iter()
+        .map(|e| Value::Object(entry_json(machine_def, e)))
+        .collect();
+    Ok(axum::Json(json!({ "id": id, "entries": entries })).into_response())
+}
+
+async fn watch(
+    State(service): State<Arc<Service>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let _actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let permit = service.watchers.clone().try_acquire_owned().map_err(|_| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_watchers",
+            format!(
+                "this service serves at most {} watch streams at once",
+                service.max_watchers
+            ),
+        )
+    })?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let (mut rx, replay, complete) = m.feed.subscribe(after);
+    let stream = async_stream(move |tx| async move {
+        let _permit = permit;
+        let mut last = after.unwrap_or(0);
+        if !complete {
+            let _ = tx.send(gap_event(last)).await;
+        }
+        for note in replay {
+            last = note.seq();
+            if tx.send(note_event(note)).await.is_err() {
+                return;
+            }
+        }
+        loop {
+            // The client going away ends the stream at once, and frees its place.
+            let received = tokio::select! {
+                received = rx.recv() => received,
+                () = tx.closed() => return,
+            };
+            match received {
+                Ok(note) if note.seq() <= last => {}
+                Ok(note) => {
+                    last = note.seq();
+                    if tx.send(note_event(note)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if tx.send(gap_event(last)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+fn note_event(note: Note) -> Result<SseEvent, Infallible> {
+    Ok(match note {
+        Note::Write { seq, json } => SseEvent::default()
+            .event("write")
+            .id(seq.to_string())
+            .data(json.as_ref()),
+        Note::Gap { seq } => gap_event(seq)?,
+    })
+}
+
+fn gap_event(after: u64) -> Result<SseEvent, Infallible> {
+    Ok(SseEvent::default().event("gap").data(
+        json!({ "after": after, "message": "writes were missed: re-read the objects" }).to_string(),
+    ))
+}
+
+/// A stream fed by a task through a channel: the task ends when the client goes.
+fn async_stream<F, Fut>(body: F) -> impl Stream<Item = Result<SseEvent, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Result<SseEvent, Infallible>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(body(tx));
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+async fn metrics(State(service): State<Arc<Service>>) -> Response {
+    let text = crate::metrics::render(&service).await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+async fn openapi(State(service): State<Arc<Service>>) -> Response {
+    axum::Json(crate::openapi::document(&service)).into_response()
+}
+
+async fn page(State(service): State<Arc<Service>>) -> Html<String> {
+    Html(crate::page::render(&service))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such path; see /openapi.json",
+    )
+}
+
+/// The service's routes.
+pub fn router(service: Arc<Service>) -> Router {
+    let limit = service.body_limit;
+    Router::new()
+        .route("/", get(page))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .route("/v1/{machine}/objects", post(create).get(list))
+        .route("/v1/{machine}/objects/{id}", get(get_object))
+        .route("/v1/{machine}/objects/{id}/history", get(history))
+        .route("/v1/{machine}/objects/{id}/actions/{action}", post(start))
+        .route(
+            "/v1/{machine}/objects/{id}/in-flight/{token}/complete",
+            post(complete),
+        )
+        .route(
+            "/v1/{machine}/objects/{id}/in-flight/{token}/fail",
+            post(fail),
+        )
+        .route("/v1/{machine}/watch", get(watch))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(service)
+}
+
+/// The in-flight handles of a service, by machine, object and fence.
+pub type Flights = std::sync::Mutex<HashMap<(String, String, u64), crate::Flight>>;

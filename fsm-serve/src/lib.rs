@@ -1,0 +1,262 @@
+//! `fsm serve`: any spec as a REST service, on memory or etcd, with a live web page,
+//! so that controllers in any language get the table's checks, ownership, fencing
+//! and healing.
+//!
+//! ```text
+//! fsm serve specs/sabakan/machine.toml --listen 127.0.0.1:8080 --tokens tokens.toml
+//! fsm serve specs/ovc/*.toml --tokens tokens.toml --store etcd --etcd 10.0.0.5:2379 --prefix /ovc/
+//! ```
+//!
+//! One machine per spec, named by its `[machine] name`. The API (`/openapi.json`
+//! describes it):
+//!
+//! | request | answer |
+//! |---|---|
+//! | `POST /v1/{machine}/objects` `{"id": ...}` | 201 and the object; 409 if it exists |
+//! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"` |
+//! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`) |
+//! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` makes it conditional (412) |
+//! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object |
+//! | `GET /v1/{machine}/objects/{id}/history` | the entries, oldest first |
+//! | `GET /v1/{machine}/watch` | Server-Sent Events, one per write, resumable with `Last-Event-ID` |
+//! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text, OpenAPI 3, the web page (no token) |
+//!
+//! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are
+//! JSON, `{"error": kind, "message": ..., ...facts}`: 400 malformed (with the
+//! position), 403 missing role or not the owner, 404 unknown machine, object or
+//! action, 409 busy, conflict or revoked, 412 If-Match, 413 too large, 422 no rule
+//! from this state or a guard refused, 503 the store is unavailable.
+//!
+//! A guard is code the service cannot run yet: an action a guard protects is
+//! refused (422, the guard named) rather than let through.
+
+mod api;
+mod feed;
+mod metrics;
+mod openapi;
+mod page;
+mod store;
+mod tokens;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fsm_core::Machine;
+use fsm_etcd::EtcdStore;
+use fsm_runtime::{Healer, InFlight, MemoryStore, PeriodicHealer, Runtime};
+
+pub use api::{object_json, router};
+pub use store::AnyStore;
+pub use tokens::{MIN_TOKEN_LEN, Tokens};
+
+/// Where a service keeps its objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreKind {
+    /// In the service's memory (the default): lost when it stops.
+    Memory,
+    /// On etcd, each machine under `<prefix><machine>/`.
+    Etcd {
+        /// `host:port` of the etcd members.
+        endpoints: Vec<String>,
+        /// The key prefix.
+        prefix: String,
+    },
+}
+
+/// What a service is started with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The spec files, one machine each.
+    pub specs: Vec<PathBuf>,
+    /// Where to listen (loopback unless told otherwise).
+    pub listen: SocketAddr,
+    /// Where the objects live.
+    pub store: StoreKind,
+    /// The largest request body accepted, in bytes.
+    pub body_limit: usize,
+    /// How many watch streams may be open at once.
+    pub max_watchers: usize,
+    /// How often the healer looks for abandoned or overdue actions.
+    pub heal_every: Duration,
+    /// The hard deadline of actions whose spec gives none (none by default: only
+    /// abandoned holds and the spec's deadlines are healed).
+    pub deadline: Option<Duration>,
+}
+
+impl Config {
+    /// Defaults: memory, loopback port 8080, 64 KiB bodies, 64 watchers, a heal
+    /// pass every 5 s.
+    pub fn new(specs: Vec<PathBuf>) -> Config {
+        Config {
+            specs,
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            store: StoreKind::Memory,
+            body_limit: 64 * 1024,
+            max_watchers: 64,
+            heal_every: Duration::from_secs(5),
+            deadline: None,
+        }
+    }
+}
+
+/// An action started over the API and not ended yet.
+pub struct Flight {
+    handle: InFlight<'static, AnyStore>,
+    actor: String,
+}
+
+/// One machine of a service.
+pub struct MachineService {
+    runtime: Runtime<AnyStore>,
+    feed: Arc<feed::Feed>,
+    svg: String,
+}
+
+/// A running service's state.
+pub struct Service {
+    machines: BTreeMap<String, Arc<MachineService>>,
+    tokens: Tokens,
+    flights: api::Flights,
+    watchers: Arc<tokio::sync::Semaphore>,
+    max_watchers: usize,
+    body_limit: usize,
+    healers: std::sync::Mutex<Vec<PeriodicHealer>>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("machines", &self.machines.keys().collect::<Vec<_>>())
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// Opens every spec on its store and starts its feed (on `tokio`) and its
+    /// healer. Blocking (it connects to etcd): call it outside async code, or in
+    /// `spawn_blocking`.
+    pub fn open(
+        config: &Config,
+        tokens: Tokens,
+        tokio: &tokio::runtime::Handle,
+    ) -> Result<Arc<Service>, String> {
+        let mut machines = BTreeMap::new();
+        let mut healers = Vec::new();
+        for path in &config.specs {
+            let machine: Machine = fsm_core::spec::load(path).map_err(|e| e.to_string())?;
+            let name = machine.name().to_owned();
+            if machines.contains_key(&name) {
+                return Err(format!(
+                    "{}: a second machine named `{name}`: each spec must name its own",
+                    path.display()
+                ));
+            }
+            let store = match &config.store {
+                StoreKind::Memory => AnyStore::Memory(Box::new(MemoryStore::new())),
+                StoreKind::Etcd { endpoints, prefix } => AnyStore::Etcd(
+                    EtcdStore::connect(endpoints.iter(), &format!("{prefix}{name}/"))
+                        .map_err(|e| format!("machine `{name}`: {e}"))?,
+                ),
+            };
+            let mut builder = Runtime::builder(machine.clone(), store);
+            for guard in machine.guards() {
+                tracing::warn!(
+                    machine = %name,
+                    guard = %guard.name,
+                    "the service cannot evaluate guard `{}`: the actions it guards are refused",
+                    guard.name
+                );
+                builder = builder.guard(guard.name.to_string(), |_| false);
+            }
+            let runtime = builder
+                .build()
+                .map_err(|e| format!("machine `{name}`: {e}"))?;
+            let feed = {
+                let _entered = tokio.enter();
+                feed::Feed::start(&name, &runtime)?
+            };
+            let mut healer = Healer::new();
+            if let Some(deadline) = config.deadline {
+                healer = healer.deadline(deadline);
+            }
+            let logged = name.clone();
+            healers.push(healer.spawn(runtime.clone(), config.heal_every, move |report| {
+                match report {
+                    Ok(report) => {
+                        for healed in &report.healed {
+                            tracing::warn!(machine = %logged, object = %healed.id, action = %healed.action, restored = %healed.restored, "healed");
+                        }
+                    }
+                    Err(e) => tracing::warn!(machine = %logged, "the healer failed: {e}"),
+                }
+            }));
+            let svg = fsm_render::svg(runtime.machine(), fsm_render::View::Folded);
+            machines.insert(name, Arc::new(MachineService { runtime, feed, svg }));
+        }
+        if machines.is_empty() {
+            return Err("no spec given: a service needs at least one machine".into());
+        }
+        Ok(Arc::new(Service {
+            machines,
+            tokens,
+            flights: std::sync::Mutex::default(),
+            watchers: Arc::new(tokio::sync::Semaphore::new(config.max_watchers)),
+            max_watchers: config.max_watchers,
+            body_limit: config.body_limit,
+            healers: std::sync::Mutex::new(healers),
+        }))
+    }
+
+    /// The machines served, by name.
+    pub fn machines(&self) -> impl Iterator<Item = &str> {
+        self.machines.keys().map(String::as_str)
+    }
+
+    /// The runtime of machine `name`: what the API reads and writes, for an
+    /// embedding program (or a test) to use directly.
+    pub fn runtime(&self, name: &str) -> Option<&Runtime<AnyStore>> {
+        self.machines.get(name).map(|m| &m.runtime)
+    }
+
+    /// Stops the healers and drops the actions still in flight over the API
+    /// (they read as abandoned, for the healer of the next run or of another
+    /// process).
+    pub fn close(&self) {
+        for healer in self
+            .healers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            healer.stop();
+        }
+        let flights: Vec<Flight> = self
+            .flights
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, f)| f)
+            .collect();
+        drop(flights);
+    }
+}
+
+/// Serves `service` on `listener` until `shutdown` resolves, then finishes the
+/// requests under way (nothing accepted is lost) and closes the service.
+pub async fn serve(
+    service: Arc<Service>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(service.clone());
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    let closing = service.clone();
+    let _ = tokio::task::spawn_blocking(move || closing.close()).await;
+    result
+}

@@ -1,0 +1,55 @@
+//! `GET /`: per machine, the diagram with the number of objects in each state,
+//! live from the watch stream; the objects held by an action, those past their
+//! deadline marked; an object's history on a click. The page holds no data: it
+//! asks the API with the token the reader gives (kept for the browser tab only).
+
+use std::fmt::Write;
+
+use crate::Service;
+
+const TEMPLATE: &str = include_str!("page.html");
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The page for every machine of `service`.
+pub fn render(service: &Service) -> String {
+    let mut sections = String::new();
+    for (name, m) in &service.machines {
+        let machine = m.runtime.machine();
+        let n = escape(name);
+        let _ = writeln!(sections, "<section id=\"machine-{n}\">\n<h2>{n}</h2>");
+        if let Some(d) = machine.description() {
+            let _ = writeln!(sections, "<p>{}</p>", escape(d));
+        }
+        let _ = writeln!(sections, "<div class=\"diagram\">\n{}</div>", m.svg);
+        let _ = writeln!(
+            sections,
+            "<table><thead><tr><th>state</th><th>objects</th></tr></thead><tbody>"
+        );
+        for state in machine.states() {
+            let s = escape(&state.name);
+            let _ = writeln!(
+                sections,
+                "<tr><td>{s}</td><td class=\"count\" data-machine=\"{n}\" data-state=\"{s}\">–</td></tr>"
+            );
+        }
+        let _ = writeln!(
+            sections,
+            "<tr><th>all</th><td class=\"count\" id=\"total-{n}\">–</td></tr></tbody></table>"
+        );
+        let _ = writeln!(
+            sections,
+            "<h3>Held by an action</h3>\n<table><thead><tr><th>object</th><th>state</th><th>action</th><th>by</th><th>since</th><th></th></tr></thead>\n<tbody id=\"inflight-{n}\"></tbody></table>\n<pre id=\"history-{n}\"></pre>\n</section>"
+        );
+    }
+    let names: Vec<&str> = service.machines().collect();
+    TEMPLATE.replace("{{MACHINES}}", &sections).replace(
+        "{{NAMES}}",
+        &serde_json::to_string(&names).expect("names serialize"),
+    )
+}

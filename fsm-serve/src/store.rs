@@ -1,0 +1,53 @@
+//! The store a service runs on: memory (the default) or etcd.
+
+use fsm_core::Machine;
+use fsm_etcd::EtcdStore;
+use fsm_runtime::{Entry, MemoryStore, ObjectId, Record, Store, StoreError, Watcher, Write};
+
+/// One machine's store.
+#[derive(Debug)]
+pub enum AnyStore {
+    /// In this process: lost when it stops.
+    Memory(Box<MemoryStore>),
+    /// On etcd, shared with every process on the same prefix.
+    Etcd(EtcdStore),
+}
+
+impl Store for AnyStore {
+    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.bind(machine),
+            AnyStore::Etcd(s) => s.bind(machine),
+        }
+    }
+    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.load(id),
+            AnyStore::Etcd(s) => s.load(id),
+        }
+    }
+    fn commit(&self, write: Write) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.commit(write),
+            AnyStore::Etcd(s) => s.commit(write),
+        }
+    }
+    fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.history(id),
+            AnyStore::Etcd(s) => s.history(id),
+        }
+    }
+    fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.ids(),
+            AnyStore::Etcd(s) => s.ids(),
+        }
+    }
+    fn watch(&self) -> Result<Watcher, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.watch(),
+            AnyStore::Etcd(s) => s.watch(),
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Who calls: bearer tokens from a TOML file, each naming an actor and its roles.
+//!
+//! ```toml
+//! [[token]]
+//! token = "a long random secret"
+//! actor = "ops"
+//! roles = ["admin"]
+//! ```
+
+use std::path::Path;
+
+use fsm_runtime::Actor;
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+/// The shortest token accepted: a guessable token is no token.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    token: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    token: String,
+    actor: String,
+    #[serde(default)]
+    roles: Vec<String>,
+}
+
+/// The tokens a service accepts.
+pub struct Tokens {
+    entries: Vec<(Vec<u8>, Actor)>,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the tokens themselves.
+        let actors: Vec<&str> = self.entries.iter().map(|(_, a)| a.name()).collect();
+        f.debug_struct("Tokens").field("actors", &actors).finish()
+    }
+}
+
+impl Tokens {
+    /// Reads a tokens file, refusing one that other users may read (on Unix), a
+    /// malformed one (with its line and column), a token shorter than
+    /// [`MIN_TOKEN_LEN`] and a token given twice. Messages never hold a token.
+    pub fn load(path: &Path) -> Result<Tokens, String> {
+        let shown = path.display();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path)
+                .map_err(|e| format!("cannot read the tokens file {shown}: {e}"))?
+                .permissions()
+                .mode();
+            if mode & 0o077 != 0 {
+                return Err(format!(
+                    "the tokens file {shown} can be read by other users (mode {:o}): \
+                     restrict it to its owner (chmod 600 {shown})",
+                    mode & 0o777
+                ));
+            }
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the tokens file {shown}: {e}"))?;
+        Tokens::parse(&text).map_err(|e| format!("{shown}: {e}"))
+    }
+
+    /// Reads a tokens file's text.
+    pub fn parse(text: &str) -> Result<Tokens, String> {
+        let file: File = toml::from_str(text).map_err(|e| {
+            // toml's message quotes the offending line, which may hold a token:
+            // give the position and the reason only.
+            let at = e
+                .span()
+                .map(|span| {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                    format!("line {line}, column {column}: ")
+                })
+                .unwrap_or_default();
+            format!("{at}{}", e.message())
+        })?;
+        if file.token.is_empty() {
+            return Err("no `[[token]]` entry: nobody could call the service".into());
+        }
+        let mut entries: Vec<(Vec<u8>, Actor)> = Vec::new();
+        for (i, entry) in file.token.into_iter().enumerate() {
+            let n = i + 1;
+            if entry.token.len() < MIN_TOKEN_LEN {
+                return Err(format!(
+                    "token {n} (actor {}) is shorter than {MIN_TOKEN_LEN} characters",
+                    entry.actor
+                ));
+            }
+            if entry.actor.is_empty() {
+                return Err(format!("token {n} names no actor"));
+            }
+            if entries.iter().any(|(t, _)| *t == entry.token.as_bytes()) {
+                return Err(format!("token {n} (actor {}) is given twice", entry.actor));
+            }
+            let actor = entry
+                .roles
+                .iter()
+                .fold(Actor::new(entry.actor), |a, r| a.with_role(r));
+            entries.push((entry.token.into_bytes(), actor));
+        }
+        Ok(Tokens { entries })
+    }
+
+    /// The actor a presented token stands for. Every entry is compared, in
+    /// constant time, whatever matches.
+    pub fn actor(&self, presented: &str) -> Option<Actor> {
+        let presented = presented.as_bytes();
+        let mut found = None;
+        for (token, actor) in &self.entries {
+            if bool::from(token.as_slice().ct_eq(presented)) {
+                found = Some(actor.clone());
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_checked_and_found() {
+        let tokens = Tokens::parse(
+            r#"
+            [[token]]
+            token = "0123456789abcdef-ops"
+            actor = "ops"
+            roles = ["admin", "controller"]
+            [[token]]
+            token = "0123456789abcdef-user"
+            actor = "user"
+            "#,
+        )
+        .unwrap();
+        let ops = tokens.actor("0123456789abcdef-ops").unwrap();
+        assert_eq!(ops.name(), "ops");
+        assert_eq!(ops.roles().collect::<Vec<_>>(), ["admin", "controller"]);
+        assert!(tokens.actor("0123456789abcdef-op").is_none());
+        assert!(tokens.actor("").is_none());
+        assert!(!format!("{tokens:?}").contains("0123456789"));
+    }
+
+    #[test]
+    fn bad_files_say_why_without_the_token() {
+        let err = |t: &str| Tokens::parse(t).err().unwrap();
+        assert_eq!(
+            err("[[token]]\ntoken = \"short\"\nactor = \"a\"\n"),
+            "token 1 (actor a) is shorter than 16 characters"
+        );
+        assert_eq!(
+            err(""),
+            "no `[[token]]` entry: nobody could call the service"
+        );
+        let twice = "[[token]]\ntoken = \"0123456789abcdefgh\"\nactor = \"a\"\n[[token]]\ntoken = \"0123456789abcdefgh\"\nactor = \"b\"\n";
+        assert_eq!(err(twice), "token 2 (actor b) is given twice");
+        let typo = err("[[token]]\ntoken = \"0123456789abcdefgh-secret\"\nactr = \"a\"\n");
+        assert!(typo.starts_with("line 3, column 1: "), "{typo}");
+        assert!(!typo.contains("secret"), "{typo}");
+    }
+}

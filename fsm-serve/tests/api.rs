@@ -1,0 +1,856 @@
+//! The service through a real HTTP client: every status code of the contract, the
+//! watch stream and its resumption, metrics, the OpenAPI document, the page, the
+//! healer's revocation seen over HTTP, 16 clients racing on the same objects, and a
+//! graceful shutdown that loses nothing accepted.
+
+#[path = "../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fsm_serve::{Config, Service, Tokens};
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+
+const OPS: &str = "token-of-ops-0123456789";
+const USER: &str = "token-of-user-0123456789";
+const KEEPER: &str = "token-of-keeper-0123456789";
+
+fn spec(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn tokens() -> Tokens {
+    Tokens::parse(&format!(
+        r#"
+        [[token]]
+        token = "{OPS}"
+        actor = "ops"
+        roles = ["admin", "controller"]
+        [[token]]
+        token = "{USER}"
+        actor = "alice"
+        roles = ["user"]
+        [[token]]
+        token = "{KEEPER}"
+        actor = "kim"
+        roles = ["keeper"]
+        "#
+    ))
+    .unwrap()
+}
+
+/// A service on a free loopback port.
+struct Server {
+    base: String,
+    service: Arc<Service>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Server {
+    async fn start(configure: impl FnOnce(&mut Config)) -> Server {
+        let mut config = Config::new(vec![
+            spec("../specs/ovc/vm.toml"),
+            spec("../specs/sabakan/machine.toml"),
+            spec("tests/specs/door.toml"),
+        ]);
+        configure(&mut config);
+        let handle = tokio::runtime::Handle::current();
+        let service =
+            tokio::task::spawn_blocking(move || Service::open(&config, tokens(), &handle))
+                .await
+                .unwrap()
+                .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let done = tokio::spawn(fsm_serve::serve(service.clone(), listener, async {
+            let _ = stopped.await;
+        }));
+        Server {
+            base,
+            service,
+            stop: Some(stop),
+            done: Some(done),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.done.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
+/// `(status, body)` of a request with `token`.
+async fn call(
+    client: &Client,
+    method: reqwest::Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = client.request(method, url);
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        request = request.json(&b);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+async fn post(client: &Client, url: &str, token: &str, body: Option<Value>) -> (StatusCode, Value) {
+    call(client, reqwest::Method::POST, url, Some(token), body).await
+}
+
+async fn get(client: &Client, url: &str, token: &str) -> (StatusCode, Value) {
+    call(client, reqwest::Method::GET, url, Some(token), None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_status_of_the_contract() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    let objects = server.url("/v1/vm/objects");
+
+    // 401: no token, an unknown one; the answer says how to authenticate.
+    let response = c.get(&objects).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "unauthorized");
+    let (status, body) = get(&c, &objects, "not-a-token-at-all").await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("unauthorized"))
+    );
+
+    // 201, then 409 for the same id.
+    let (status, vm) = post(&c, &objects, OPS, Some(json!({ "id": "vm-1" }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{vm}");
+    assert_eq!(
+        (vm["state"].as_str(), vm["version"].as_u64()),
+        (Some("VIRTUAL"), Some(1))
+    );
+    assert_eq!(vm["in_flight"], Value::Null);
+    let (status, body) = post(&c, &objects, OPS, Some(json!({ "id": "vm-1" }))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        (body["error"].as_str(), body["state"].as_str()),
+        (Some("exists"), Some("VIRTUAL"))
+    );
+
+    // 400 with the position; 400 for an empty id; 413 for a huge body.
+    let response = c
+        .post(&objects)
+        .bearer_auth(OPS)
+        .header("content-type", "application/json")
+        .body("{\n  \"id\": \"vm-2\",\n  oops\n}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        (
+            body["error"].as_str(),
+            body["line"].as_u64(),
+            body["column"].as_u64()
+        ),
+        (Some("malformed"), Some(3), Some(3)),
+        "{body}"
+    );
+    let (status, body) = post(&c, &objects, OPS, Some(json!({ "id": "" }))).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("malformed"))
+    );
+    let (status, body) = post(&c, &objects, OPS, Some(json!({ "id": "x", "colour": 1 }))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `colour`"),
+        "{body}"
+    );
+    let huge = json!({ "id": "x".repeat(100_000) });
+    let (status, body) = post(&c, &objects, OPS, Some(huge)).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("too_large"))
+    );
+
+    // 404: machine, object, action (with a suggestion), path.
+    let (status, body) = get(&c, &server.url("/v1/starship/objects"), OPS).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("unknown_machine"))
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("this service has: door, machine, vm"),
+        "{body}"
+    );
+    let (status, body) = get(&c, &server.url("/v1/vm/objects/vm-9"), OPS).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    let (status, body) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-1/actions/deplyo"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("unknown_action"))
+    );
+    assert_eq!(body["did_you_mean"], "deploy");
+    let (status, _) = get(&c, &server.url("/v2/nothing"), OPS).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // 200 with its ETag.
+    let response = c
+        .get(server.url("/v1/vm/objects/vm-1"))
+        .bearer_auth(OPS)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["etag"], "\"1\"");
+
+    // Start: 201, in the transition state, with the fence; a second start: 409 busy.
+    let deploy = server.url("/v1/vm/objects/vm-1/actions/deploy");
+    let (status, started) = post(&c, &deploy, OPS, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    assert_eq!(started["state"], "DEPLOYING");
+    let fence = started["fence"].as_u64().unwrap();
+    assert_eq!(started["in_flight"]["fence"].as_u64(), Some(fence));
+    assert_eq!(started["in_flight"]["actor"], "ops");
+    let (status, body) = post(&c, &deploy, OPS, None).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        (body["error"].as_str(), body["holder"].as_str()),
+        (Some("busy"), Some("ops"))
+    );
+    // Only the actor that started it may end it; an unknown fence is 404.
+    let in_flight =
+        |fence: u64, end: &str| server.url(&format!("/v1/vm/objects/vm-1/in-flight/{fence}/{end}"));
+    let (status, body) = post(&c, &in_flight(fence, "complete"), USER, None).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::FORBIDDEN, Some("not_holder"))
+    );
+    let (status, body) = post(&c, &in_flight(fence + 7, "complete"), OPS, None).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_in_flight"))
+    );
+    let (status, done) = post(&c, &in_flight(fence, "complete"), OPS, None).await;
+    assert_eq!(
+        (status, done["state"].as_str()),
+        (StatusCode::OK, Some("RUNNING"))
+    );
+    // Failing returns where it started.
+    let (_, started) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-1/actions/stop"),
+        OPS,
+        None,
+    )
+    .await;
+    let fence = started["fence"].as_u64().unwrap();
+    let (status, failed) = post(&c, &in_flight(fence, "fail"), OPS, None).await;
+    assert_eq!(
+        (status, failed["state"].as_str()),
+        (StatusCode::OK, Some("RUNNING"))
+    );
+
+    // ?run=true: 200, whole. If-Match: 412 on a stale version, then it runs.
+    let (status, paused) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-1/actions/pause?run=true"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, paused["state"].as_str()),
+        (StatusCode::OK, Some("PAUSED"))
+    );
+    let version = paused["version"].as_u64().unwrap();
+    let resume = server.url("/v1/vm/objects/vm-1/actions/resume?run=true");
+    let response = c
+        .post(&resume)
+        .bearer_auth(OPS)
+        .header("if-match", format!("\"{}\"", version - 1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PRECONDITION_FAILED);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        (body["error"].as_str(), body["found_version"].as_u64()),
+        (Some("precondition_failed"), Some(version))
+    );
+    let response = c
+        .post(&resume)
+        .bearer_auth(OPS)
+        .header("if-match", format!("\"{version}\""))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // 422: no rule from this state.
+    let (status, body) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-1/actions/deploy"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("no_rule"))
+    );
+
+    // Roles and owners (the door): 403 missing role, 403 not the owner, 422 guard.
+    let doors = server.url("/v1/door/objects");
+    post(&c, &doors, USER, Some(json!({ "id": "front" }))).await;
+    let door =
+        |action: &str| server.url(&format!("/v1/door/objects/front/actions/{action}?run=true"));
+    let (status, closed) = post(&c, &door("close"), USER, None).await;
+    assert_eq!(
+        (status, closed["state"].as_str()),
+        (StatusCode::OK, Some("CLOSED"))
+    );
+    let (status, body) = post(&c, &door("lock"), USER, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        (body["error"].as_str(), body["roles_required"].clone()),
+        (Some("missing_role"), json!(["keeper"]))
+    );
+    let (status, body) = post(&c, &door("open"), USER, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        (body["error"].as_str(), body["owner"].as_str()),
+        (Some("not_owner"), Some("keeper"))
+    );
+    let (status, _) = post(&c, &door("open"), KEEPER, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = post(&c, &door("swing"), USER, None).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        (body["error"].as_str(), body["guard"].as_str()),
+        (Some("guard"), Some("oiled"))
+    );
+
+    // Object data is not carried by this version: said so, not dropped.
+    let (status, body) = post(
+        &c,
+        &doors,
+        USER,
+        Some(json!({ "id": "back", "data": { "colour": "red" } })),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("unsupported"))
+    );
+
+    // Lists, by state; an unknown state is 400.
+    let (status, list) = get(&c, &server.url("/v1/vm/objects?state=RUNNING"), OPS).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(list["objects"][0]["id"], "vm-1");
+    let (_, list) = get(&c, &server.url("/v1/vm/objects?state=HALTED"), OPS).await;
+    assert_eq!(list["objects"], json!([]));
+    let (status, body) = get(&c, &server.url("/v1/vm/objects?state=RUNIN"), OPS).await;
+    assert_eq!(
+        (status, body["did_you_mean"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("RUNNING"))
+    );
+
+    // History, oldest first.
+    let (status, history) = get(&c, &server.url("/v1/vm/objects/vm-1/history"), OPS).await;
+    assert_eq!(status, StatusCode::OK);
+    let kinds: Vec<&str> = history["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Created",
+            "Started",
+            "Completed",
+            "Started",
+            "Failed",
+            "Started",
+            "Completed",
+            "Started",
+            "Completed"
+        ]
+    );
+    let (status, _) = get(&c, &server.url("/v1/vm/objects/vm-9/history"), OPS).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // No CORS unless configured.
+    let response = c
+        .get(&objects)
+        .bearer_auth(OPS)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+
+    // Metrics and OpenAPI need no token.
+    let metrics = c
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("fsm_objects{machine=\"vm\",state=\"RUNNING\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("fsm_actions_started_total{machine=\"vm\"} 4\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("fsm_actions_failed_total{machine=\"vm\"} 1\n"),
+        "{metrics}"
+    );
+    let openapi: Value = c
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(openapi["openapi"], "3.0.3");
+    for path in [
+        "/v1/{machine}/objects",
+        "/v1/{machine}/objects/{id}",
+        "/v1/{machine}/objects/{id}/actions/{action}",
+        "/v1/{machine}/objects/{id}/in-flight/{token}/complete",
+        "/v1/{machine}/objects/{id}/in-flight/{token}/fail",
+        "/v1/{machine}/objects/{id}/history",
+        "/v1/{machine}/watch",
+    ] {
+        assert!(openapi["paths"][path].is_object(), "{path} undocumented");
+    }
+    let page = c
+        .get(server.url("/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("<svg xmlns") && page.contains("data-machine=\"door\" data-state=\"JAMMED\"")
+    );
+    server.stop().await;
+}
+
+/// Reads SSE `write` events' JSON (and their ids) from `response` until `n` came.
+async fn events(response: reqwest::Response, n: usize) -> Vec<(u64, Value)> {
+    use futures_util::StreamExt;
+    let mut stream = response.bytes_stream();
+    let mut buffer = String::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("an event within 10 s")
+            .expect("the stream goes on")
+            .unwrap();
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim().to_owned())
+            };
+            if field("event:").as_deref() == Some("write") {
+                let id = field("id:").unwrap().parse().unwrap();
+                out.push((id, serde_json::from_str(&field("data:").unwrap()).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_stream_resumes_and_is_bounded() {
+    let server = Server::start(|c| c.max_watchers = 1).await;
+    let c = Client::new();
+    let watch = server.url("/v1/vm/watch");
+    let stream = c.get(&watch).bearer_auth(OPS).send().await.unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    // A second stream is over the bound.
+    let (status, body) = get(&c, &watch, OPS).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("too_many_watchers"))
+    );
+
+    post(
+        &c,
+        &server.url("/v1/vm/objects"),
+        OPS,
+        Some(json!({ "id": "a" })),
+    )
+    .await;
+    post(
+        &c,
+        &server.url("/v1/vm/objects/a/actions/deploy?run=true"),
+        OPS,
+        None,
+    )
+    .await;
+    let seen = events(stream, 3).await;
+    let versions: Vec<u64> = seen
+        .iter()
+        .map(|(_, e)| e["version"].as_u64().unwrap())
+        .collect();
+    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(seen[2].1["kind"], "Completed");
+    assert_eq!(seen[2].1["to"], "RUNNING");
+    // The first stream is gone (its response dropped): a new one resumes after
+    // the first event and gets the two after it, then what comes next.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let resumed = c
+        .get(&watch)
+        .bearer_auth(OPS)
+        .header("last-event-id", seen[0].0.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), StatusCode::OK);
+    post(
+        &c,
+        &server.url("/v1/vm/objects/a/actions/stop?run=true"),
+        OPS,
+        None,
+    )
+    .await;
+    let again = events(resumed, 4).await;
+    let ids: Vec<u64> = again.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, [seen[1].0, seen[2].0, seen[2].0 + 1, seen[2].0 + 2]);
+    server.stop().await;
+}
+
+/// The healer rolls back an action past its spec's deadline; the holder's late
+/// completion over HTTP is a 409 that writes nothing, and the metrics count it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_after_the_healer_is_a_conflict() {
+    let server = Server::start(|c| c.heal_every = Duration::from_millis(300)).await;
+    let c = Client::new();
+    post(
+        &c,
+        &server.url("/v1/door/objects"),
+        USER,
+        Some(json!({ "id": "d" })),
+    )
+    .await;
+    let (status, started) = post(
+        &c,
+        &server.url("/v1/door/objects/d/actions/close"),
+        USER,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let fence = started["fence"].as_u64().unwrap();
+    // CLOSING's deadline is 1 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, door) = get(&c, &server.url("/v1/door/objects/d"), USER).await;
+        if door["state"] == "OPEN" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never healed: {door}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, before) = get(&c, &server.url("/v1/door/objects/d/history"), USER).await;
+    let url = server.url(&format!("/v1/door/objects/d/in-flight/{fence}/complete"));
+    let (status, body) = post(&c, &url, USER, None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "conflict");
+    let (_, after) = get(&c, &server.url("/v1/door/objects/d/history"), USER).await;
+    assert_eq!(before, after, "the late completion wrote");
+    let metrics = c
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("fsm_actions_healed_total{machine=\"door\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("fsm_conflicts_total{machine=\"door\"} 1\n"),
+        "{metrics}"
+    );
+    server.stop().await;
+}
+
+/// 16 clients race on the same four doors: each history is a path of the table,
+/// no move out of an owned state is made by a non-owner, and the races happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_clients_race_on_the_same_objects() {
+    let server = Arc::new(Server::start(|_| {}).await);
+    let c = Client::new();
+    let ids = ["d0", "d1", "d2", "d3"];
+    for id in ids {
+        post(
+            &c,
+            &server.url("/v1/door/objects"),
+            KEEPER,
+            Some(json!({ "id": id })),
+        )
+        .await;
+    }
+    let mut tasks = Vec::new();
+    for client in 0..16 {
+        let (server, c) = (server.clone(), c.clone());
+        tasks.push(tokio::spawn(async move {
+            let token = if client % 2 == 0 { USER } else { KEEPER };
+            let mut statuses = Vec::new();
+            for round in 0..40 {
+                let id = ids[(client + round) % ids.len()];
+                let action = ["close", "open", "lock", "unlock"][(client * 7 + round) % 4];
+                // Started, then completed in a second request: the object is busy
+                // in between, for the others to run into.
+                let url = server.url(&format!("/v1/door/objects/{id}/actions/{action}"));
+                let (status, started) = post(&c, &url, token, None).await;
+                statuses.push((token, action, status));
+                if status == StatusCode::CREATED {
+                    let fence = started["fence"].as_u64().unwrap();
+                    let url =
+                        server.url(&format!("/v1/door/objects/{id}/in-flight/{fence}/complete"));
+                    let (status, _) = post(&c, &url, token, None).await;
+                    assert_eq!(status, StatusCode::OK);
+                }
+            }
+            statuses
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let count = |s: StatusCode| all.iter().filter(|(_, _, x)| *x == s).count();
+    assert!(count(StatusCode::CREATED) > 0, "nothing ran");
+    assert!(
+        count(StatusCode::CONFLICT) > 0,
+        "no race was lost: the clients never met"
+    );
+    for (_, _, status) in &all {
+        assert!(
+            [
+                StatusCode::CREATED,
+                StatusCode::CONFLICT,
+                StatusCode::FORBIDDEN,
+                StatusCode::UNPROCESSABLE_ENTITY
+            ]
+            .contains(status),
+            "{status}"
+        );
+    }
+    let rt = server.service.runtime("door").unwrap();
+    for id in ids {
+        let history = rt.history(id).unwrap();
+        fsm_runtime::check_history(rt.machine(), &history).unwrap_or_else(|e| panic!("{id}: {e}"));
+        // Out of CLOSED (owned by the keeper) only kim moved it.
+        let closed = rt.machine().state_id("CLOSED").unwrap();
+        for e in history
+            .iter()
+            .filter(|e| e.from == closed && e.to != closed)
+        {
+            assert_eq!(&*e.actor, "kim", "{id}: {e:?}");
+        }
+    }
+    Arc::into_inner(server)
+        .expect("the tasks are done")
+        .stop()
+        .await;
+}
+
+/// Requests under way when the shutdown comes are finished; every accepted write is
+/// in the store afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_shutdown_loses_nothing_accepted() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let (c, url) = (c.clone(), server.url("/v1/vm/objects"));
+        tasks.push(tokio::spawn(async move {
+            let id = format!("vm-{i}");
+            let created = c
+                .post(&url)
+                .bearer_auth(OPS)
+                .json(&json!({ "id": id }))
+                .send()
+                .await
+                .map(|r| r.status());
+            (id, created)
+        }));
+    }
+    // Shut down while they are under way: once some are in.
+    let service = server.service.clone();
+    let rt = service.runtime("vm").unwrap().clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while fsm_runtime::Store::ids(rt.store()).unwrap().len() < 8 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the requests never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    server.stop().await;
+    let mut accepted = 0;
+    for t in tasks {
+        let (id, created) = t.await.unwrap();
+        if let Ok(StatusCode::CREATED) = created {
+            accepted += 1;
+            assert_eq!(
+                rt.state_name(id.as_str()).unwrap(),
+                "VIRTUAL",
+                "{id} accepted but lost"
+            );
+        }
+    }
+    assert!(accepted > 0);
+}
+
+/// The web page in a real browser (headless Chromium, `scripts/browser/page-check.mjs`):
+/// objects created and moved over the API change the counts on the page; the
+/// object held by an action is listed, and its history shows on a click.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_follows_the_objects_in_a_browser() {
+    let server = Server::start(|_| {}).await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/browser/page-check.mjs");
+    let out = tokio::process::Command::new("node")
+        .arg(&script)
+        .args([&server.base, USER])
+        .output()
+        .await;
+    let out = match out {
+        Ok(out) if out.status.code() != Some(2) => out,
+        other => {
+            let why = match other {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                Err(e) => format!("`node` cannot run ({e})"),
+            };
+            common::missing(
+                "FSM_SKIP_TOOLS",
+                &format!("the browser check cannot run: {why}"),
+                "scripts/setup installs Chromium, Node.js and playwright-core",
+            );
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(
+        result["seen"],
+        json!([
+            "OPEN=0",
+            "OPEN=3",
+            "OPEN=2",
+            "CLOSING=1",
+            "held=d0",
+            "history",
+            "CLOSING=0",
+            "CLOSED=1"
+        ])
+    );
+    server.stop().await;
+}
+
+/// `/openapi.json` is a valid OpenAPI 3 document, as openapi-spec-validator (from
+/// PyPI, installed by `scripts/setup`) reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_validates() {
+    let server = Server::start(|_| {}).await;
+    let document = Client::new()
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    server.stop().await;
+    let file = std::env::temp_dir().join(format!("fsm-openapi-{}.json", std::process::id()));
+    std::fs::write(&file, &document).unwrap();
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python/.venv/bin/python");
+    let out = std::process::Command::new(&python)
+        .args(["-c", "import sys, json\nfrom openapi_spec_validator import validate\nvalidate(json.load(open(sys.argv[1])))\nprint('valid')"])
+        .arg(&file)
+        .output();
+    let out = match out {
+        Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("ModuleNotFoundError") => out,
+        other => {
+            let why = match other {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+                Err(e) => format!("{} cannot run ({e})", python.display()),
+            };
+            common::missing(
+                "FSM_SKIP_TOOLS",
+                &format!("openapi-spec-validator cannot run: {why}"),
+                "scripts/setup installs it",
+            );
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "valid");
+}

@@ -1,0 +1,205 @@
+//! Two services on one etcd prefix, as two processes would run: each sees the
+//! other's objects, holds and writes, over HTTP; sabakan's admin-only moves hold.
+//! Needs the test command's etcd (`FSM_ETCD_ENDPOINTS`); without one the test fails,
+//! unless `FSM_SKIP_ETCD=1`.
+
+#[path = "../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fsm_serve::{Config, Service, StoreKind, Tokens};
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+
+const OPS: &str = "etcd-test-token-ops-0123";
+const CONTROLLER: &str = "etcd-test-token-ctl-0123";
+
+fn endpoints() -> Vec<String> {
+    std::env::var("FSM_ETCD_ENDPOINTS")
+        .unwrap_or_else(|_| "127.0.0.1:2379".into())
+        .split(',')
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn open(prefix: &str) -> Option<(Arc<Service>, String, tokio::sync::oneshot::Sender<()>)> {
+    let mut config = Config::new(vec![
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
+    ]);
+    config.store = StoreKind::Etcd {
+        endpoints: endpoints(),
+        prefix: prefix.to_owned(),
+    };
+    let tokens = Tokens::parse(&format!(
+        "[[token]]\ntoken = \"{OPS}\"\nactor = \"ops\"\nroles = [\"admin\"]\n\
+         [[token]]\ntoken = \"{CONTROLLER}\"\nactor = \"neco\"\nroles = [\"controller\"]\n"
+    ))
+    .unwrap();
+    let handle = tokio::runtime::Handle::current();
+    let opened = tokio::task::spawn_blocking(move || Service::open(&config, tokens, &handle))
+        .await
+        .unwrap();
+    let service = match opened {
+        Ok(s) => s,
+        Err(e) => {
+            common::missing(
+                "FSM_SKIP_ETCD",
+                &format!("no etcd answers at {:?} ({e})", endpoints()),
+                "run the tests with scripts/test, which starts one, or start one and set FSM_ETCD_ENDPOINTS",
+            );
+            return None;
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(fsm_serve::serve(service.clone(), listener, async {
+        let _ = stopped.await;
+    }));
+    Some((service, base, stop))
+}
+
+async fn post(c: &Client, url: String, token: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let mut r = c.post(url).bearer_auth(token);
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    let r = r.send().await.unwrap();
+    (r.status(), r.json().await.unwrap())
+}
+
+async fn get(c: &Client, url: String) -> (StatusCode, Value) {
+    let r = c.get(url).bearer_auth(OPS).send().await.unwrap();
+    (r.status(), r.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
+    let prefix = format!(
+        "/fsm-serve-test/{}-{}/",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let Some((_a, a, stop_a)) = open(&prefix).await else {
+        return;
+    };
+    let Some((_b, b, stop_b)) = open(&prefix).await else {
+        return;
+    };
+    let c = Client::new();
+
+    let (status, created) = post(
+        &c,
+        format!("{a}/v1/vm/objects"),
+        OPS,
+        Some(json!({"id": "vm-1"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (status, seen) = get(&c, format!("{b}/v1/vm/objects/vm-1")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (seen["state"].as_str(), seen["version"].as_u64()),
+        (Some("VIRTUAL"), Some(1))
+    );
+
+    // A holds it; B is told who.
+    let (status, started) = post(
+        &c,
+        format!("{a}/v1/vm/objects/vm-1/actions/deploy"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, busy) = post(
+        &c,
+        format!("{b}/v1/vm/objects/vm-1/actions/deploy"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        (busy["error"].as_str(), busy["holder"].as_str()),
+        (Some("busy"), Some("ops"))
+    );
+    // The hold's fence is A's: B does not have the handle.
+    let fence = started["fence"].as_u64().unwrap();
+    let (status, _) = post(
+        &c,
+        format!("{b}/v1/vm/objects/vm-1/in-flight/{fence}/complete"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, done) = post(
+        &c,
+        format!("{a}/v1/vm/objects/vm-1/in-flight/{fence}/complete"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, done["state"].as_str()),
+        (StatusCode::OK, Some("RUNNING"))
+    );
+    let (_, seen) = get(&c, format!("{b}/v1/vm/objects/vm-1")).await;
+    assert_eq!(seen["state"], "RUNNING");
+
+    // B's metrics count A's writes: its feed is etcd's watch.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = c
+            .get(format!("{b}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metrics.contains("fsm_actions_completed_total{machine=\"vm\"} 1\n") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Sabakan over HTTP: retiring is for admins; the controller completes it only
+    // once the keys are deleted, a guard this service cannot evaluate: refused.
+    let machines = format!("{a}/v1/machine/objects");
+    let (status, _) = post(&c, machines, OPS, Some(json!({"id": "rack1-node3"}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let retire = format!("{b}/v1/machine/objects/rack1-node3/actions/retire?run=true");
+    let (status, refused) = post(&c, retire.clone(), CONTROLLER, None).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (StatusCode::FORBIDDEN, Some("missing_role"))
+    );
+    let (status, retiring) = post(&c, retire, OPS, None).await;
+    assert_eq!(
+        (status, retiring["state"].as_str()),
+        (StatusCode::OK, Some("Retiring"))
+    );
+    let complete =
+        format!("{a}/v1/machine/objects/rack1-node3/actions/complete_retirement?run=true");
+    let (status, guarded) = post(&c, complete, CONTROLLER, None).await;
+    assert_eq!(
+        (status, guarded["guard"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("keys_deleted"))
+    );
+    let (status, listed) = get(&c, format!("{a}/v1/machine/objects?state=Retiring")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed["objects"][0]["id"], "rack1-node3");
+
+    let _ = stop_a.send(());
+    let _ = stop_b.send(());
+}

@@ -1,0 +1,91 @@
+// Drives the fsm serve page in headless Chromium while objects are created and
+// moved over the API, and checks that the page follows:
+//
+//   node scripts/browser/page-check.mjs BASE_URL TOKEN
+//
+// The page must show, for machine `door` (fsm-serve/tests/specs/door.toml): the
+// count of objects per state as they change, the object held by an action, and
+// its history on a click. Prints one JSON line, {"ok": true, "seen": [...]} or
+// {"ok": false, "error": ...}; exits 0, 1, or 2 when Chromium or the driver is
+// missing.
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(join(here, "package.json"));
+let chromium;
+try {
+  ({ chromium } = require("playwright-core"));
+} catch (e) {
+  console.error(`missing: ${e.message} (run npm ci in ${here}, or scripts/setup)`);
+  process.exit(2);
+}
+
+const [base, token] = process.argv.slice(2);
+const call = async (method, path, body) => {
+  const r = await fetch(base + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await r.json();
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${json.message}`);
+  return json;
+};
+
+let browser;
+try {
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+} catch (e) {
+  console.error(`missing: cannot start Chromium (${e.message.split("\n")[0]})`);
+  process.exit(2);
+}
+
+const seen = [];
+try {
+  const page = await browser.newPage();
+  await page.goto(base + "/");
+  // The diagram is there before any token.
+  if (!(await page.locator("#machine-door svg").count())) throw new Error("no diagram for door");
+  await page.fill("#token", token);
+  await page.click("#login button");
+  await page.waitForFunction(() => document.getElementById("status").textContent === "connected", null, { timeout: 10000 });
+  const count = (state) => page.locator(`[data-machine="door"][data-state="${state}"]`).textContent();
+  const until = async (state, want) => {
+    await page.waitForFunction(
+      ([state, want]) => document.querySelector(`[data-machine="door"][data-state="${state}"]`).textContent === want,
+      [state, want],
+      { timeout: 10000 },
+    );
+    seen.push(`${state}=${want}`);
+  };
+  await until("OPEN", "0");
+  for (const id of ["d0", "d1", "d2"]) await call("POST", "/v1/door/objects", { id });
+  await until("OPEN", "3");
+  // An action held: the count moves to its transition state, the object is listed.
+  const started = await call("POST", "/v1/door/objects/d0/actions/close");
+  await until("OPEN", "2");
+  await until("CLOSING", "1");
+  await page.waitForSelector("#inflight-door button.object", { timeout: 10000 });
+  seen.push(`held=${await page.locator("#inflight-door button.object").first().textContent()}`);
+  // Its history on a click.
+  await page.click("#inflight-door button.object");
+  await page.waitForFunction(() => document.getElementById("history-door").textContent.includes("Started close by"), null, { timeout: 10000 });
+  seen.push("history");
+  await call("POST", `/v1/door/objects/d0/in-flight/${started.fence}/complete`);
+  await until("CLOSING", "0");
+  await until("CLOSED", "1");
+  if ((await count("OPEN")) !== "2") throw new Error("OPEN changed unexpectedly");
+  console.log(JSON.stringify({ ok: true, seen }));
+  await browser.close();
+  process.exit(0);
+} catch (e) {
+  console.log(JSON.stringify({ ok: false, error: String(e.message || e), seen }));
+  await browser.close();
+  process.exit(1);
+}
