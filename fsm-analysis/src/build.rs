@@ -38,7 +38,13 @@ pub(crate) fn machine(cx: &Cx<'_>, initial: usize) -> Machine {
     let guards = def
         .guards
         .iter()
-        .map(|g| owned_guard(g.name.clone(), g.description.clone().unwrap_or_default()))
+        .map(|g| {
+            owned_guard(
+                g.name.clone(),
+                g.description.clone().unwrap_or_default(),
+                g.cel.clone(),
+            )
+        })
         .collect();
     let roles = def
         .roles

@@ -278,6 +278,7 @@ fn inline(
                     let named = NamedDef {
                         name: entry.name(),
                         description,
+                        ..NamedDef::default()
                     };
                     if item.name() == "roles" {
                         spans.at(Site::Role(def.roles.len()), entry.span());

@@ -38,6 +38,9 @@ pub struct NamedDef {
     pub name: String,
     /// What it means; a guard needs one, since user code has to implement it.
     pub description: Option<String>,
+    /// A guard's condition as a CEL expression over the object, which a runtime
+    /// can evaluate without user code (roles have none).
+    pub cel: Option<String>,
 }
 
 /// Whether a state is at rest or means that an action is running.

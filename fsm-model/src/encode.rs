@@ -110,6 +110,7 @@ pub fn encode(machine: &Machine) -> String {
     for g in machine.guards.iter() {
         w.s(&g.name);
         w.s(&g.description);
+        w.o(g.cel.as_deref());
     }
     w.n(machine.roles.len());
     for r in machine.roles.iter() {
@@ -209,6 +210,7 @@ pub fn decode(encoded: &'static str) -> Machine {
     let guards = r.list(|r| Guard {
         name: r.s(),
         description: r.s(),
+        cel: r.o(),
     });
     let roles = r.list(|r| Role {
         name: r.s(),
@@ -291,6 +293,7 @@ mod tests {
             guards: Cow::Owned(vec![Guard {
                 name: Cow::Borrowed("ready"),
                 description: Cow::Borrowed("All set"),
+                cel: Some(Cow::Borrowed("object.data.ready == true")),
             }]),
             roles: Cow::Owned(vec![Role {
                 name: Cow::Borrowed("ops"),

@@ -123,6 +123,9 @@ pub struct Guard {
     pub name: Text,
     /// What the condition means.
     pub description: Text,
+    /// The condition as a CEL expression over the object (`object.data`,
+    /// `object.state`, ...), for runtimes that evaluate guards without user code.
+    pub cel: Option<Text>,
 }
 
 /// A role: an actor that may be allowed to perform actions or own states.
@@ -337,10 +340,11 @@ pub mod __private {
     }
 
     /// A guard from owned parts.
-    pub fn owned_guard(name: String, description: String) -> Guard {
+    pub fn owned_guard(name: String, description: String, cel: Option<String>) -> Guard {
         Guard {
             name: Cow::Owned(name),
             description: Cow::Owned(description),
+            cel: cel.map(Cow::Owned),
         }
     }
 

@@ -205,6 +205,16 @@ pub enum RuntimeError {
         /// The guard.
         guard: String,
     },
+    /// A guard's CEL expression in the spec does not compile (feature `cel`).
+    #[error("guard `{guard}` of machine `{machine}`: its `cel` expression does not compile: {why}")]
+    BadGuard {
+        /// The machine.
+        machine: String,
+        /// The guard.
+        guard: String,
+        /// What the CEL parser said.
+        why: String,
+    },
     /// A guard implementation was given for a name the machine does not have.
     #[error("machine `{machine}` has no guard `{guard}`")]
     UnknownGuard {

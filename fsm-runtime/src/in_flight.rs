@@ -203,12 +203,20 @@ impl<S: Store> InFlight<'_, S> {
     /// user's action has set meanwhile). A [`RuntimeError::Conflict`] means the
     /// action was rolled back meanwhile by the healer; nothing is written.
     pub fn complete(mut self) -> Result<Record, RuntimeError> {
-        self.finish(EntryKind::Completed)
+        self.finish(EntryKind::Completed, None)
+    }
+
+    /// The action succeeded and leaves the object with `data` (JSON text, see
+    /// [`Record::data`]), written with the completion in one step: a change of
+    /// data passes the same checks as the action that makes it (its roles, the
+    /// states it may start from, its guards).
+    pub fn complete_with(mut self, data: Arc<str>) -> Result<Record, RuntimeError> {
+        self.finish(EntryKind::Completed, Some(data))
     }
 
     /// The action failed: the object returns to where it started.
     pub fn fail(mut self) -> Result<Record, RuntimeError> {
-        self.finish(EntryKind::Failed)
+        self.finish(EntryKind::Failed, None)
     }
 
     /// Writes an outcome of the action held in its slot since `held`: the entry's
@@ -221,6 +229,7 @@ impl<S: Store> InFlight<'_, S> {
         kind: EntryKind,
         to: impl Fn(&Record) -> StateId,
         keep: impl Fn(&Holder) -> Option<Arc<Holder>>,
+        data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
         let rt = &*self.runtime;
         let mut guess = self.written.take();
@@ -252,6 +261,7 @@ impl<S: Store> InFlight<'_, S> {
                     to: to(&record),
                     actor: self.actor.clone(),
                     at: rt.now(),
+                    data: data.clone(),
                 },
             );
             let next = write.record.clone();
@@ -263,7 +273,7 @@ impl<S: Store> InFlight<'_, S> {
         }
     }
 
-    fn finish(&mut self, kind: EntryKind) -> Result<Record, RuntimeError> {
+    fn finish(&mut self, kind: EntryKind, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
         self.done = true;
         let (rule, hidden) = (self.rule, self.is_hidden());
         let to = move |record: &Record| match kind {
@@ -272,7 +282,7 @@ impl<S: Store> InFlight<'_, S> {
             EntryKind::Completed => rule.target,
             _ => rule.origin,
         };
-        let result = self.settle(kind, to, |_| None);
+        let result = self.settle(kind, to, |_| None, data);
         tracing::debug!(object = %self.id, ?kind, ok = result.is_ok(), "finished");
         result
     }
@@ -291,6 +301,7 @@ impl<S: Store> Drop for InFlight<'_, S> {
                 kept.abandoned = true;
                 Some(Arc::new(kept))
             },
+            None,
         );
         match result {
             Ok(_) => tracing::warn!(

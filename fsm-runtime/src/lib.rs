@@ -90,6 +90,8 @@
 //! ```
 
 mod admit;
+#[cfg(feature = "cel")]
+mod cel;
 mod clock;
 mod error;
 mod heal;

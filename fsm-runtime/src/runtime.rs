@@ -43,8 +43,10 @@ impl<S: Store> RuntimeBuilder<S> {
         self
     }
 
-    /// The runtime, once every guard the machine names has an implementation and
-    /// every implementation names a guard of the machine.
+    /// The runtime, once every guard the machine names has an implementation (code
+    /// given with [`guard`](Self::guard), or, with the feature `cel`, the guard's
+    /// CEL expression in the spec) and every implementation names a guard of the
+    /// machine.
     pub fn build(mut self) -> Result<Runtime<S>, RuntimeError> {
         let machine_name = self.machine.name().to_owned();
         if let Some(guard) = self
@@ -59,13 +61,28 @@ impl<S: Store> RuntimeBuilder<S> {
         }
         let mut guards = Vec::new();
         for def in self.machine.guards() {
-            let Some(check) = self.guards.remove(def.name.as_ref()) else {
-                return Err(RuntimeError::MissingGuard {
-                    machine: machine_name,
-                    guard: def.name.to_string(),
-                });
-            };
-            guards.push(check);
+            // Code given for a guard wins over its CEL expression.
+            if let Some(check) = self.guards.remove(def.name.as_ref()) {
+                guards.push(check);
+                continue;
+            }
+            #[cfg(feature = "cel")]
+            if let Some(expression) = &def.cel {
+                let guard =
+                    crate::cel::CelGuard::compile(&def.name, expression).map_err(|why| {
+                        RuntimeError::BadGuard {
+                            machine: machine_name.clone(),
+                            guard: def.name.to_string(),
+                            why,
+                        }
+                    })?;
+                guards.push(Box::new(move |ctx: &GuardContext<'_>| guard.check(ctx)));
+                continue;
+            }
+            return Err(RuntimeError::MissingGuard {
+                machine: machine_name,
+                guard: def.name.to_string(),
+            });
         }
         self.store
             .bind(&self.machine)
@@ -146,12 +163,24 @@ impl<S: Store> Runtime<S> {
 
     /// Creates `id` in the machine's initial state.
     pub fn create(&self, id: impl Into<ObjectId>, actor: &Actor) -> Result<Record, RuntimeError> {
+        self.create_with(id, actor, None)
+    }
+
+    /// Creates `id` in the machine's initial state with `data` (JSON text, stored
+    /// as given: see [`Record::data`]).
+    pub fn create_with(
+        &self,
+        id: impl Into<ObjectId>,
+        actor: &Actor,
+        data: Option<Arc<str>>,
+    ) -> Result<Record, RuntimeError> {
         let id = id.into();
         let write = write::create(
             id.clone(),
             self.machine().initial(),
             actor.shared_name(),
             self.now(),
+            data,
         );
         let record = write.record.clone();
         match self.commit(write) {
@@ -317,6 +346,7 @@ impl<S: Store> Runtime<S> {
                 to,
                 actor: actor.shared_name(),
                 at,
+                data: None,
             },
         );
         let written = write.record.clone();
@@ -399,6 +429,7 @@ impl<S: Store> Runtime<S> {
                 to,
                 actor: healer.shared_name(),
                 at: self.now(),
+                data: None,
             },
         );
         let healed = write.record.clone();

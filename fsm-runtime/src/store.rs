@@ -24,6 +24,13 @@ pub struct Record {
     /// The hidden action running on the object, if any: it keeps the status, and a
     /// user's action may start beside it (see [`Runtime::start`](crate::Runtime::start)).
     pub hidden: Option<Arc<Holder>>,
+    /// The object's data, as JSON text: set when it is created
+    /// ([`Runtime::create_with`](crate::Runtime::create_with)) and replaced when an
+    /// action completes with new data ([`InFlight::complete_with`](crate::InFlight::complete_with)),
+    /// so every change of data passes the table's rules for that action. The
+    /// runtime stores it and never reads it; guards may
+    /// ([`GuardContext::record`](crate::GuardContext)).
+    pub data: Option<Arc<str>>,
 }
 
 impl Record {

@@ -51,6 +51,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     history_follows_state(make());
     stale_writes_conflict(make());
     lists_objects(make());
+    keeps_data(make());
     handles_end_as_they_should(make());
     hidden_actions_keep_their_own_slot(make());
     watchers_see_writes_in_order(make());
@@ -81,6 +82,50 @@ pub fn creates_once<S: Store>(store: S) {
         3,
         "creates_once: history kept"
     );
+}
+
+/// An object's data is stored with it, kept by every write that does not replace
+/// it, and replaced with the completion that brings new data.
+pub fn keeps_data<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    let data = |rt: &Runtime<S>| rt.get("d").expect("keeps_data: get").data;
+    rt.create_with("d", &user, Some(r#"{"keys":["k1"]}"#.into()))
+        .expect("keeps_data: create");
+    assert_eq!(
+        data(&rt).as_deref(),
+        Some(r#"{"keys":["k1"]}"#),
+        "keeps_data: created"
+    );
+    rt.run("d", &user, "start").expect("keeps_data: start");
+    rt.start("d", &user, "stop")
+        .unwrap()
+        .fail()
+        .expect("keeps_data: fail");
+    assert_eq!(
+        data(&rt).as_deref(),
+        Some(r#"{"keys":["k1"]}"#),
+        "keeps_data: kept"
+    );
+    let record = rt
+        .start("d", &user, "stop")
+        .unwrap()
+        .complete_with(r#"{"keys":[]}"#.into())
+        .expect("keeps_data: complete with data");
+    assert_eq!(
+        record.data.as_deref(),
+        Some(r#"{"keys":[]}"#),
+        "keeps_data: answered"
+    );
+    assert_eq!(
+        data(&rt).as_deref(),
+        Some(r#"{"keys":[]}"#),
+        "keeps_data: replaced"
+    );
+    assert_eq!(rt.state_name("d").unwrap(), "HALTED");
+    rt.create("none", &user)
+        .expect("keeps_data: create without");
+    assert_eq!(rt.get("none").unwrap().data, None, "keeps_data: none");
 }
 
 /// Every write's entry is in the history, in version order, and the last one

@@ -30,6 +30,9 @@ pub struct StoredRecord {
     /// The hidden action in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<StoredHolder>,
+    /// The object's data (JSON text), if it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
     /// The fingerprint of the spec that wrote it ([`fsm_core::evolve::fingerprint`]).
     pub spec: String,
 }
@@ -196,6 +199,7 @@ impl Codec {
             changed_at: record.changed_at,
             in_flight: holder(&record.in_flight),
             hidden: holder(&record.hidden),
+            data: record.data.as_deref().map(str::to_owned),
             spec: self.fingerprint.clone(),
         }
     }
@@ -219,6 +223,7 @@ impl Codec {
             changed_at: stored.changed_at,
             in_flight: holder(stored.in_flight)?,
             hidden: holder(stored.hidden)?,
+            data: stored.data.map(Arc::from),
         })
     }
 

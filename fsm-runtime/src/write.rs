@@ -48,16 +48,25 @@ pub(crate) struct Change {
     pub to: StateId,
     pub actor: Arc<str>,
     pub at: SystemTime,
+    /// The object's new data, if the change replaces it.
+    pub data: Option<Arc<str>>,
 }
 
 /// The write that creates `id` in `initial`.
-pub(crate) fn create(id: ObjectId, initial: StateId, actor: Arc<str>, at: SystemTime) -> Write {
+pub(crate) fn create(
+    id: ObjectId,
+    initial: StateId,
+    actor: Arc<str>,
+    at: SystemTime,
+    data: Option<Arc<str>>,
+) -> Write {
     let record = Record {
         state: initial,
         version: 1,
         changed_at: at,
         in_flight: None,
         hidden: None,
+        data,
     };
     let entry = Entry {
         version: 1,
@@ -84,6 +93,9 @@ pub(crate) fn change(id: ObjectId, record: &Record, change: Change) -> Write {
     next.version = record.version + 1;
     next.changed_at = change.at;
     *change.slot.get_mut(&mut next) = change.holder;
+    if let Some(data) = change.data {
+        next.data = Some(data);
+    }
     let entry = Entry {
         version: next.version,
         at: change.at,

@@ -15,13 +15,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use fsm_core::Machine;
-use fsm_runtime::{Actor, Holder, Record, RuntimeError, Store, StoreError, rfc3339};
+use fsm_runtime::{Actor, RuntimeError, Store, StoreError, rfc3339};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::feed::Note;
+use crate::json::{entry_json, object_json};
 use crate::{MachineService, Service};
 
 /// A refusal, as the API answers it: a status and `{"error": kind, "message",
@@ -249,52 +249,6 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
-/// A holder, with its deadline (from the spec) and whether it is past it.
-fn holder_json(m: &Machine, h: &Holder, state: fsm_core::StateId) -> Value {
-    let deadline = m.deadline(h.action, state);
-    let overdue = deadline.is_some_and(|d| h.since + d < std::time::SystemTime::now());
-    json!({
-        "action": m.action(h.action).name.as_ref(),
-        "origin": m.state(h.origin).name.as_ref(),
-        "actor": h.actor.as_ref(),
-        "since": rfc3339(h.since),
-        "fence": h.version,
-        "abandoned": h.abandoned,
-        "deadline_seconds": deadline.map(|d| d.as_secs_f64()),
-        "overdue": overdue,
-    })
-}
-
-/// A history entry as the API shows it (in a history, and in a watch event).
-pub fn entry_json(m: &Machine, e: &fsm_runtime::Entry) -> Map<String, Value> {
-    let Value::Object(map) = json!({
-        "version": e.version,
-        "kind": format!("{:?}", e.kind),
-        "action": e.action.map(|a| m.action(a).name.to_string()),
-        "from": m.state(e.from).name.as_ref(),
-        "to": m.state(e.to).name.as_ref(),
-        "actor": e.actor.as_ref(),
-        "at": rfc3339(e.at),
-    }) else {
-        unreachable!("a JSON object literal")
-    };
-    map
-}
-
-/// An object as the API shows it: states and actions by name.
-pub fn object_json(m: &Machine, id: &str, r: &Record) -> Value {
-    json!({
-        "id": id,
-        "machine": m.name(),
-        "state": m.state(r.state).name.as_ref(),
-        "version": r.version,
-        "changed_at": rfc3339(r.changed_at),
-        "data": Value::Null,
-        "in_flight": r.in_flight.as_ref().map(|h| holder_json(m, h, r.state)),
-        "hidden": r.hidden.as_ref().map(|h| holder_json(m, h, r.state)),
-    })
-}
-
 fn with_etag(status: StatusCode, body: Value, version: u64) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     if let Ok(tag) = HeaderValue::from_str(&format!("\"{version}\"")) {
@@ -340,15 +294,12 @@ async fn create(
             "`id` is empty",
         ));
     }
-    if create.data.as_ref().is_some_and(|d| !d.is_null()) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "unsupported",
-            "objects carry no data in this version of fsm serve",
-        ));
-    }
+    let data: Option<std::sync::Arc<str>> = create
+        .data
+        .filter(|d| !d.is_null())
+        .map(|d| d.to_string().into());
     let (rt, id, who) = (m.runtime.clone(), create.id.clone(), actor.clone());
-    let record = blocking(move || rt.create(id, &who))
+    let record = blocking(move || rt.create_with(id, &who, data))
         .await
         .map_err(|e| logged(&actor, "create", e))?;
     let body = object_json(m.runtime.machine(), &create.id, &record);
@@ -585,6 +536,70 @@ async fn fail(
     finish(service, name, id, token, headers, false).await
 }
 
+#[derive(Deserialize)]
+struct PatchQuery {
+    action: Option<String>,
+}
+
+/// RFC 7396: `patch` merged into `target`; `null` removes a member.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(changes) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(fields) = target else {
+        unreachable!("made an object")
+    };
+    for (key, value) in changes {
+        if value.is_null() {
+            fields.remove(key);
+        } else {
+            merge_patch(fields.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+async fn patch_data(
+    State(service): State<Arc<Service>>,
+    Path((name, id)): Path<(String, String)>,
+    Query(query): Query<PatchQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let patch: Value = parse(body)?;
+    let Some(action) = query.action else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            "name the action that makes this change (`?action=...`): data changes pass the table's rules for it",
+        ));
+    };
+    let version = if_match(&headers)?;
+    let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
+    let record = blocking(move || {
+        let flight = match version {
+            Some(v) => rt.start_at(key.clone(), v, &who, action.as_str()),
+            None => rt.start(key.clone(), &who, action.as_str()),
+        }?;
+        // Held now: nothing else writes the object until this completes.
+        let mut data = match rt.get(key)?.data {
+            Some(d) => serde_json::from_str(&d).unwrap_or(Value::Null),
+            None => Value::Null,
+        };
+        merge_patch(&mut data, &patch);
+        flight.complete_with(data.to_string().into())
+    })
+    .await
+    .map_err(|e| logged(&actor, "patch", e))?;
+    let body = object_json(m.runtime.machine(), &id, &record);
+    Ok(with_etag(StatusCode::OK, body, record.version))
+}
+
 async fn history(
     State(service): State<Arc<Service>>,
     Path((name, id)): Path<(String, String)>,
@@ -732,6 +747,10 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/openapi.json", get(openapi))
         .route("/v1/{machine}/objects", post(create).get(list))
         .route("/v1/{machine}/objects/{id}", get(get_object))
+        .route(
+            "/v1/{machine}/objects/{id}/data",
+            axum::routing::patch(patch_data),
+        )
         .route("/v1/{machine}/objects/{id}/history", get(history))
         .route("/v1/{machine}/objects/{id}/actions/{action}", post(start))
         .route(

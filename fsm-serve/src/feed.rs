@@ -105,7 +105,7 @@ impl Feed {
             c.fetch_add(1, Ordering::Relaxed);
         }
         let seq = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut json = crate::api::entry_json(m, e);
+        let mut json = crate::json::entry_json(m, e);
         json.insert("seq".into(), seq.into());
         json.insert("id".into(), event.id.as_str().into());
         Note::Write {

@@ -17,6 +17,7 @@
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`) |
 //! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` makes it conditional (412) |
 //! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object |
+//! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A` |
 //! | `GET /v1/{machine}/objects/{id}/history` | the entries, oldest first |
 //! | `GET /v1/{machine}/watch` | Server-Sent Events, one per write, resumable with `Last-Event-ID` |
 //! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text, OpenAPI 3, the web page (no token) |
@@ -27,11 +28,18 @@
 //! action, 409 busy, conflict or revoked, 412 If-Match, 413 too large, 422 no rule
 //! from this state or a guard refused, 503 the store is unavailable.
 //!
-//! A guard is code the service cannot run yet: an action a guard protects is
-//! refused (422, the guard named) rather than let through.
+//! Objects carry JSON data: given when created, shown in every answer, and changed
+//! only by an action, so that every change passes the table's rules:
+//! `PATCH /v1/{machine}/objects/{id}/data?action=A` applies a JSON merge patch
+//! (RFC 7396) with action `A` (its roles, its states, its guards; conditional on
+//! `If-Match` too). Guards the spec writes in CEL (`cel = "..."`) are evaluated
+//! over the object and its data; a guard with no expression is code the service
+//! does not have, so an action it protects is refused (422, the guard named)
+//! rather than let through.
 
 mod api;
 mod feed;
+mod json;
 mod metrics;
 mod openapi;
 mod page;
@@ -48,7 +56,8 @@ use fsm_core::Machine;
 use fsm_etcd::EtcdStore;
 use fsm_runtime::{Healer, InFlight, MemoryStore, PeriodicHealer, Runtime};
 
-pub use api::{object_json, router};
+pub use api::router;
+pub use json::{entry_json, object_json};
 pub use store::AnyStore;
 pub use tokens::{MIN_TOKEN_LEN, Tokens};
 
@@ -163,7 +172,9 @@ impl Service {
                 ),
             };
             let mut builder = Runtime::builder(machine.clone(), store);
-            for guard in machine.guards() {
+            // Guards written in CEL are evaluated by the runtime; the others are
+            // code the service does not have, and refuse.
+            for guard in machine.guards().iter().filter(|g| g.cel.is_none()) {
                 tracing::warn!(
                     machine = %name,
                     guard = %guard.name,

@@ -134,6 +134,24 @@ pub fn document(service: &Service) -> Value {
                     "responses": { "200": object("The object"), "401": unauthorized, "404": not_found }
                 }
             },
+            "/v1/{machine}/objects/{id}/data": {
+                "patch": {
+                    "summary": "Change the object's data (a JSON merge patch, RFC 7396) with an action: the change passes that action's rules",
+                    "parameters": [
+                        machine, id,
+                        { "name": "action", "in": "query", "required": true, "schema": { "type": "string", "enum": actions } },
+                        { "name": "If-Match", "in": "header", "description": "Change only at this version (an ETag)", "schema": { "type": "string" } }
+                    ],
+                    "requestBody": { "required": true, "content": { "application/merge-patch+json": { "schema": {} }, "application/json": { "schema": {} } } },
+                    "responses": {
+                        "200": object("The object, its data changed"),
+                        "400": error("Malformed body, or no action named"),
+                        "401": unauthorized, "403": error("A role is missing, or the actor does not own the state"),
+                        "404": not_found, "409": error("Busy or conflict"), "412": error("If-Match: the object is at another version"),
+                        "422": error("No rule for the action from this state, or a guard refused")
+                    }
+                }
+            },
             "/v1/{machine}/objects/{id}/history": {
                 "get": {
                     "summary": "An object's history, oldest first",

@@ -364,18 +364,83 @@ async fn every_status_of_the_contract() {
         (Some("guard"), Some("oiled"))
     );
 
-    // Object data is not carried by this version: said so, not dropped.
-    let (status, body) = post(
+    // Data: given at creation, changed only by an action, merged (RFC 7396).
+    let (status, back) = post(
         &c,
         &doors,
         USER,
-        Some(json!({ "id": "back", "data": { "colour": "red" } })),
+        Some(json!({ "id": "back", "data": { "colour": "red", "hinges": 2 } })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(back["data"], json!({ "colour": "red", "hinges": 2 }));
+    let data = server.url("/v1/door/objects/back/data");
+    let patch = |url: String, token: &'static str, body: Value, if_match: Option<u64>| {
+        let c = c.clone();
+        async move {
+            let mut r = c.patch(url).bearer_auth(token).json(&body);
+            if let Some(v) = if_match {
+                r = r.header("if-match", format!("\"{v}\""));
+            }
+            let r = r.send().await.unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = patch(data.clone(), USER, json!({ "colour": "blue" }), None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("?action="),
+        "{body}"
+    );
+    // `swing` waits on a guard the service cannot evaluate; `unlock` does not
+    // start from OPEN.
+    let (status, body) = patch(
+        format!("{data}?action=swing"),
+        USER,
+        json!({ "colour": "blue" }),
+        None,
     )
     .await;
     assert_eq!(
         (status, body["error"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("unsupported"))
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("guard"))
     );
+    let (status, body) = patch(
+        format!("{data}?action=unlock"),
+        KEEPER,
+        json!({ "colour": "blue" }),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("no_rule"))
+    );
+    let (status, body) = patch(
+        format!("{data}?action=close"),
+        USER,
+        json!({ "colour": "blue" }),
+        Some(7),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::PRECONDITION_FAILED, Some("precondition_failed"))
+    );
+    let (status, closed) = patch(
+        format!("{data}?action=close"),
+        USER,
+        json!({ "colour": "blue", "hinges": null }),
+        Some(1),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{closed}");
+    assert_eq!(
+        (closed["state"].as_str(), closed["data"].clone()),
+        (Some("CLOSED"), json!({ "colour": "blue" }))
+    );
+    let (_, got) = get(&c, &server.url("/v1/door/objects/back"), USER).await;
+    assert_eq!(got["data"], json!({ "colour": "blue" }));
 
     // Lists, by state; an unknown state is 400.
     let (status, list) = get(&c, &server.url("/v1/vm/objects?state=RUNNING"), OPS).await;

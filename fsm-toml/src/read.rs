@@ -275,21 +275,34 @@ impl Reader {
         for (i, (name, v)) in self.section(section, what).into_iter().enumerate() {
             self.map.insert(site(i), name.span());
             let entry = format!("{one} `{}`", name.get_ref());
-            let description = match v.get_ref() {
-                DeValue::String(s) => Some(s.to_string()),
-                DeValue::Table(_) => self
-                    .fields(v, &entry, "", &["description"])
-                    .and_then(|f| f.get("description"))
-                    .and_then(|d| self.string(d, &format!("`description` of {entry}")))
-                    .map(Spanned::into_inner),
+            // Guards may say their condition in CEL; roles are only described.
+            let keys: &[&str] = if what == "[guards]" {
+                &["description", "cel"]
+            } else {
+                &["description"]
+            };
+            let (description, cel) = match v.get_ref() {
+                DeValue::String(s) => (Some(s.to_string()), None),
+                DeValue::Table(_) => {
+                    let fields = self.fields(v, &entry, "", keys);
+                    let mut text = |key: &str| {
+                        fields
+                            .as_ref()
+                            .and_then(|f| f.get(key))
+                            .and_then(|d| self.string(d, &format!("`{key}` of {entry}")))
+                            .map(Spanned::into_inner)
+                    };
+                    (text("description"), text("cel"))
+                }
                 _ => {
                     self.expected(v, &entry, "a description or a table with `description`");
-                    None
+                    (None, None)
                 }
             };
             out.push(NamedDef {
                 name: name.get_ref().to_string(),
                 description,
+                cel,
             });
         }
         out

@@ -1,0 +1,86 @@
+//! Guards written in the spec as CEL expressions (feature `cel`), evaluated by the
+//! runtime with no code of the user's:
+//!
+//! ```toml
+//! [guards]
+//! keys_deleted = { description = "All disk encryption keys were deleted", cel = "size(object.data.disk_keys) == 0" }
+//! ```
+//!
+//! The expression sees `object` (`id`, `state`, `version` and `data`, the object's
+//! JSON data or `null`), `action` (the action's name) and `actor` (`name`, and
+//! `roles`, a list). It must answer a boolean; an expression that fails on an
+//! object (a missing field, a type mismatch) or answers something else refuses the
+//! action, and the reason is logged.
+
+use std::sync::Arc;
+
+use cel::{Context, Program, Value};
+use serde_json::json;
+
+use crate::admit::GuardContext;
+
+/// A guard's CEL expression, compiled.
+pub(crate) struct CelGuard {
+    name: String,
+    program: Arc<Program>,
+}
+
+impl CelGuard {
+    /// Compiles `expression`, or says why it is not CEL.
+    pub(crate) fn compile(name: &str, expression: &str) -> Result<CelGuard, String> {
+        let program = Program::compile(expression).map_err(|e| e.to_string())?;
+        Ok(CelGuard {
+            name: name.to_owned(),
+            program: Arc::new(program),
+        })
+    }
+
+    /// Whether the guard lets the action start.
+    pub(crate) fn check(&self, ctx: &GuardContext<'_>) -> bool {
+        match self.evaluate(ctx) {
+            Ok(allowed) => allowed,
+            Err(why) => {
+                tracing::warn!(guard = %self.name, object = %ctx.id, "guard refused: {why}");
+                false
+            }
+        }
+    }
+
+    fn evaluate(&self, ctx: &GuardContext<'_>) -> Result<bool, String> {
+        let m = ctx.machine;
+        let data: serde_json::Value = match &ctx.record.data {
+            Some(text) => {
+                serde_json::from_str(text).map_err(|e| format!("the data is not JSON: {e}"))?
+            }
+            None => serde_json::Value::Null,
+        };
+        let mut context = Context::default();
+        let object = json!({
+            "id": ctx.id.as_str(),
+            "state": m.state(ctx.record.state).name.as_ref(),
+            "version": ctx.record.version,
+            "data": data,
+        });
+        let actor = json!({
+            "name": ctx.actor.name(),
+            "roles": ctx.actor.roles().collect::<Vec<_>>(),
+        });
+        let bind = |context: &mut Context, name: &str, value: serde_json::Value| {
+            context
+                .add_variable(name, value)
+                .map_err(|e| format!("`{name}` cannot be given to CEL: {e}"))
+        };
+        bind(&mut context, "object", object)?;
+        bind(&mut context, "actor", actor)?;
+        bind(
+            &mut context,
+            "action",
+            json!(m.action(ctx.action).name.as_ref()),
+        )?;
+        match self.program.execute(&context) {
+            Ok(Value::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!("the expression answered {other:?}, not a boolean")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
