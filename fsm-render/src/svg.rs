@@ -469,6 +469,15 @@ pub fn svg(machine: &Machine, view: View) -> String {
                 n.h - 6.0
             );
         }
+        // An empty badge at the box's corner, for a page to write a count in
+        // (`fsm serve` writes the number of objects in the state).
+        let _ = writeln!(
+            out,
+            r##"<text class="fsm-count" data-state="{}" x="{:.1}" y="{:.1}" font-size="{SMALL}" font-weight="bold" text-anchor="end" fill="#b45309"></text>"##,
+            escape(&state.name),
+            n.x + n.w - 6.0,
+            n.y + SMALL + 1.0,
+        );
         for (i, line) in n.lines.iter().enumerate() {
             let (size, weight) = if i == 0 {
                 (FONT, "bold")

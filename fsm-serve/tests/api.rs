@@ -641,27 +641,34 @@ async fn the_watch_stream_resumes_and_is_bounded() {
     server.stop().await;
 }
 
-/// The healer rolls back an action past its spec's deadline; the holder's late
-/// completion over HTTP is a 409 that writes nothing, and the metrics count it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_completion_after_the_healer_is_a_conflict() {
-    let server = Server::start(|c| c.heal_every = Duration::from_millis(300)).await;
-    let c = Client::new();
-    post(
-        &c,
+/// Door `d`, created, with `close` started and held: the start's answer.
+async fn closing_door(server: &Server, c: &Client) -> Value {
+    let (status, _) = post(
+        c,
         &server.url("/v1/door/objects"),
         USER,
         Some(json!({ "id": "d" })),
     )
     .await;
+    assert_eq!(status, StatusCode::CREATED);
     let (status, started) = post(
-        &c,
+        c,
         &server.url("/v1/door/objects/d/actions/close"),
         USER,
         None,
     )
     .await;
     assert_eq!(status, StatusCode::CREATED);
+    started
+}
+
+/// The healer rolls back an action past its spec's deadline; the holder's late
+/// completion over HTTP is a 409 that writes nothing, and the metrics count it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_after_the_healer_is_a_conflict() {
+    let server = Server::start(|c| c.heal_every = Duration::from_millis(300)).await;
+    let c = Client::new();
+    let started = closing_door(&server, &c).await;
     let fence = started["fence"].as_u64().unwrap();
     // CLOSING's deadline is 1 s.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -865,6 +872,7 @@ async fn the_page_follows_the_objects_in_a_browser() {
         json!([
             "OPEN=0",
             "OPEN=3",
+            "diagram OPEN=3",
             "OPEN=2",
             "CLOSING=1",
             "held=d0",
@@ -918,4 +926,45 @@ async fn the_openapi_document_validates() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "valid");
+}
+
+/// An action held past its deadline shows: the object's holder says `overdue`, and
+/// the metrics count it as stuck, until the healer's next pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_past_its_deadline_shows_as_stuck() {
+    let server = Server::start(|c| c.heal_every = Duration::from_secs(3600)).await;
+    let c = Client::new();
+    let started = closing_door(&server, &c).await;
+    assert_eq!(started["in_flight"]["overdue"], false);
+    assert_eq!(started["in_flight"]["deadline_seconds"], 1.0);
+    let stuck = |metrics: &str| metrics.contains("fsm_objects_stuck{machine=\"door\"} 1\n");
+    let metrics = c
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!stuck(&metrics), "{metrics}");
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let (_, door) = get(&c, &server.url("/v1/door/objects/d"), USER).await;
+    assert_eq!(door["in_flight"]["overdue"], true, "{door}");
+    let metrics = c
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(stuck(&metrics), "{metrics}");
+    server.stop().await;
+}
+
+#[test]
+fn a_service_listens_on_loopback_unless_told_otherwise() {
+    let config = Config::new(vec![]);
+    assert!(config.listen.ip().is_loopback(), "{}", config.listen);
+    assert_eq!(config.body_limit, 64 * 1024);
 }

@@ -203,3 +203,114 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
     let _ = stop_a.send(());
     let _ = stop_b.send(());
 }
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// When etcd goes away, requests answer 503 with `unavailable` (retry later), and
+/// the service itself stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_etcd_is_a_503() {
+    let dir = std::env::temp_dir().join(format!("fsm-serve-etcd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (client, peer) = (free_port(), free_port());
+    let url = |port: u16| format!("http://127.0.0.1:{port}");
+    let etcd = std::process::Command::new("etcd")
+        .args(["--name", "serve-test", "--data-dir"])
+        .arg(dir.join("data"))
+        .args([
+            "--listen-client-urls",
+            &url(client),
+            "--advertise-client-urls",
+            &url(client),
+        ])
+        .args([
+            "--listen-peer-urls",
+            &url(peer),
+            "--initial-advertise-peer-urls",
+            &url(peer),
+        ])
+        .args(["--initial-cluster", &format!("serve-test={}", url(peer))])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut etcd = match etcd {
+        Ok(etcd) => etcd,
+        Err(e) => {
+            common::missing(
+                "FSM_SKIP_ETCD",
+                &format!("cannot run the `etcd` binary ({e})"),
+                "scripts/test installs it (Debian: etcd-server)",
+            );
+            return;
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", client)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "etcd did not come up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut config = Config::new(vec![
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
+    ]);
+    config.store = StoreKind::Etcd {
+        endpoints: vec![format!("127.0.0.1:{client}")],
+        prefix: "/lost/".into(),
+    };
+    let handle = tokio::runtime::Handle::current();
+    let service = loop {
+        let (config, tokens) = (
+            config.clone(),
+            Tokens::parse(&format!("[[token]]\ntoken = \"{OPS}\"\nactor = \"ops\"\n")).unwrap(),
+        );
+        let handle = handle.clone();
+        match tokio::task::spawn_blocking(move || Service::open(&config, tokens, &handle))
+            .await
+            .unwrap()
+        {
+            Ok(s) => break s,
+            Err(e) => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "etcd never answered: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(fsm_serve::serve(service, listener, async {
+        let _ = stopped.await;
+    }));
+    let c = Client::new();
+    let (status, _) = post(
+        &c,
+        format!("{base}/v1/vm/objects"),
+        OPS,
+        Some(json!({"id": "vm-1"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    let _ = etcd.kill();
+    let _ = etcd.wait();
+    let (status, body) = get(&c, format!("{base}/v1/vm/objects/vm-1")).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("unavailable")),
+        "{body}"
+    );
+    // The service is still up: what needs no store answers.
+    let metrics = c.get(format!("{base}/openapi.json")).send().await.unwrap();
+    assert_eq!(metrics.status(), StatusCode::OK);
+    let _ = stop.send(());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -67,6 +67,13 @@ try {
   await until("OPEN", "0");
   for (const id of ["d0", "d1", "d2"]) await call("POST", "/v1/door/objects", { id });
   await until("OPEN", "3");
+  // The diagram shows the count in the state's box.
+  await page.waitForFunction(
+    () => document.querySelector('#machine-door svg text.fsm-count[data-state="OPEN"]').textContent === "3",
+    null,
+    { timeout: 10000 },
+  );
+  seen.push("diagram OPEN=3");
   // An action held: the count moves to its transition state, the object is listed.
   const started = await call("POST", "/v1/door/objects/d0/actions/close");
   await until("OPEN", "2");
