@@ -741,7 +741,28 @@ async fn not_found() -> ApiError {
 /// The service's routes.
 pub fn router(service: Arc<Service>) -> Router {
     let limit = service.body_limit;
-    Router::new()
+    // No CORS unless origins are configured: then those, and only those.
+    let cors = (!service.cors_origins.is_empty()).then(|| {
+        let origins: Vec<HeaderValue> = service
+            .cors_origins
+            .iter()
+            .filter_map(|o| HeaderValue::from_str(o).ok())
+            .collect();
+        tower_http::cors::CorsLayer::new()
+            .allow_origin(origins)
+            .allow_methods([
+                axum::http::Method::GET,
+                axum::http::Method::POST,
+                axum::http::Method::PATCH,
+            ])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::IF_MATCH,
+            ])
+            .expose_headers([header::ETAG])
+    });
+    let router = Router::new()
         .route("/", get(page))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
@@ -764,7 +785,11 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/{machine}/watch", get(watch))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(service)
+        .with_state(service);
+    match cors {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
 }
 
 /// The in-flight handles of a service, by machine, object and fence.

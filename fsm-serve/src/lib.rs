@@ -37,6 +37,16 @@
 //! does not have, so an action it protects is refused (422, the guard named)
 //! rather than let through.
 
+//!
+//! # Security
+//!
+//! It listens on loopback unless told otherwise (`--listen`). Tokens come from a
+//! file only its owner may read (refused at start otherwise), are compared in
+//! constant time and never logged; every refusal is logged with the actor and the
+//! rule. Request bodies (`--body-limit`) and watch streams (`--max-watchers`) are
+//! bounded. No CORS unless origins are given (`--cors-origin`), and then only
+//! those.
+
 mod api;
 mod feed;
 mod json;
@@ -93,6 +103,8 @@ pub struct Config {
     /// The hard deadline of actions whose spec gives none (none by default: only
     /// abandoned holds and the spec's deadlines are healed).
     pub deadline: Option<Duration>,
+    /// Web origins whose pages may call the API (CORS); none by default.
+    pub cors_origins: Vec<String>,
 }
 
 impl Config {
@@ -107,6 +119,7 @@ impl Config {
             max_watchers: 64,
             heal_every: Duration::from_secs(5),
             deadline: None,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -132,6 +145,7 @@ pub struct Service {
     watchers: Arc<tokio::sync::Semaphore>,
     max_watchers: usize,
     body_limit: usize,
+    cors_origins: Vec<String>,
     healers: std::sync::Mutex<Vec<PeriodicHealer>>,
 }
 
@@ -218,6 +232,7 @@ impl Service {
             watchers: Arc::new(tokio::sync::Semaphore::new(config.max_watchers)),
             max_watchers: config.max_watchers,
             body_limit: config.body_limit,
+            cors_origins: config.cors_origins.clone(),
             healers: std::sync::Mutex::new(healers),
         }))
     }

@@ -44,6 +44,10 @@ struct Args {
     /// default).
     #[arg(long)]
     deadline: Option<u64>,
+    /// A web origin whose pages may call the API (CORS), e.g.
+    /// `https://ops.example.com`; repeat for several. None by default.
+    #[arg(long = "cors-origin")]
+    cors_origins: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
     config.max_watchers = args.max_watchers;
     config.heal_every = Duration::from_secs(args.heal_every.max(1));
     config.deadline = args.deadline.map(Duration::from_secs);
+    config.cors_origins = args.cors_origins;
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

@@ -962,9 +962,54 @@ async fn an_action_past_its_deadline_shows_as_stuck() {
     server.stop().await;
 }
 
+/// CORS only when configured, and then only for the origins given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_answers_only_the_configured_origins() {
+    let server = Server::start(|c| c.cors_origins = vec!["https://ops.example.com".into()]).await;
+    let c = Client::new();
+    let url = server.url("/v1/vm/objects");
+    let allowed = |r: &reqwest::Response| {
+        r.headers()
+            .get("access-control-allow-origin")
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    let r = c
+        .get(&url)
+        .bearer_auth(OPS)
+        .header("origin", "https://ops.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed(&r).as_deref(), Some("https://ops.example.com"));
+    let r = c
+        .get(&url)
+        .bearer_auth(OPS)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed(&r), None);
+    // A browser's preflight for a call with a token.
+    let r = c
+        .request(reqwest::Method::OPTIONS, &url)
+        .header("origin", "https://ops.example.com")
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(allowed(&r).as_deref(), Some("https://ops.example.com"));
+    server.stop().await;
+}
+
 #[test]
 fn a_service_listens_on_loopback_unless_told_otherwise() {
     let config = Config::new(vec![]);
     assert!(config.listen.ip().is_loopback(), "{}", config.listen);
     assert_eq!(config.body_limit, 64 * 1024);
+    assert!(config.cors_origins.is_empty());
 }
