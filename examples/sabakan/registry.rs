@@ -57,6 +57,10 @@ impl Registry {
                 let restarted = restarted.clone();
                 move |ctx| lock(&restarted).contains(ctx.id.as_str())
             })
+            // The rules on changes of keys: this registry keeps the keys itself,
+            // and its `add_key` only adds one, its `delete_keys` only deletes.
+            .guard("keeps_keys", |_| true)
+            .guard("adds_no_keys", |_| true)
             .build()
             .expect("every guard of the sabakan spec is implemented");
         Registry {

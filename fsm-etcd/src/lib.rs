@@ -14,6 +14,8 @@
 //! let machines = Runtime::builder(machine, store)
 //!     .guard("keys_deleted", |_| true)
 //!     .guard("restarted", |_| true)
+//!     .guard("keeps_keys", |_| true)
+//!     .guard("adds_no_keys", |_| true)
 //!     .build()?;
 //! machines.create("rack1-node3", &Actor::new("ops").with_role("admin"))?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

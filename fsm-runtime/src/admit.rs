@@ -20,6 +20,11 @@ pub struct GuardContext<'a> {
     pub action: ActionId,
     /// Who asks.
     pub actor: &'a Actor,
+    /// The data the action proposes to leave the object with (JSON text), when it
+    /// was started with [`Runtime::start_changing`](crate::Runtime::start_changing):
+    /// a guard that sees both this and `record.data` checks a change of data, the
+    /// way a Kubernetes transition rule sees `self` and `oldSelf`.
+    pub proposed: Option<&'a str>,
 }
 
 /// A guard's implementation: whether the action may start.
@@ -36,6 +41,7 @@ pub(crate) fn admit(
     actor: &Actor,
     action: ActionId,
     record: &Record,
+    proposed: Option<&str>,
 ) -> Result<Rule, RuntimeError> {
     let state = machine.state(record.state);
     let def = machine.action(action);
@@ -84,6 +90,7 @@ pub(crate) fn admit(
         record,
         action,
         actor,
+        proposed,
     };
     for &GuardId(g) in def.guards.iter() {
         if !(guards[g])(&cx) {

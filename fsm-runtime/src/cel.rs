@@ -7,8 +7,15 @@
 //! ```
 //!
 //! The expression sees `object` (`id`, `state`, `version` and `data`, the object's
-//! JSON data or `null`), `action` (the action's name) and `actor` (`name`, and
-//! `roles`, a list). It must answer a boolean; an expression that fails on an
+//! JSON data or `null`), `action` (the action's name), `actor` (`name`, and
+//! `roles`, a list) and `proposed` (`data`, the data the action would leave, when
+//! it was started with [`Runtime::start_changing`](crate::Runtime::start_changing);
+//! otherwise `null`). A guard over `object.data` and `proposed.data` checks a
+//! change of data, like a Kubernetes transition rule over `oldSelf` and `self`:
+//!
+//! ```toml
+//! keeps_keys = { description = "No key is removed", cel = "object.data.disk_keys.all(k, k in proposed.data.disk_keys)" }
+//! ``` It must answer a boolean; an expression that fails on an
 //! object (a missing field, a type mismatch) or answers something else refuses the
 //! action, and the reason is logged.
 
@@ -48,10 +55,15 @@ impl CelGuard {
 
     fn evaluate(&self, ctx: &GuardContext<'_>) -> Result<bool, String> {
         let m = ctx.machine;
-        let data: serde_json::Value = match &ctx.record.data {
+        let json = |text: Option<&str>| match text {
             Some(text) => {
-                serde_json::from_str(text).map_err(|e| format!("the data is not JSON: {e}"))?
+                serde_json::from_str(text).map_err(|e| format!("the data is not JSON: {e}"))
             }
+            None => Ok(serde_json::Value::Null),
+        };
+        let data = json(ctx.record.data.as_deref())?;
+        let proposed = match ctx.proposed {
+            Some(text) => json!({ "data": json(Some(text))? }),
             None => serde_json::Value::Null,
         };
         let mut context = Context::default();
@@ -72,6 +84,7 @@ impl CelGuard {
         };
         bind(&mut context, "object", object)?;
         bind(&mut context, "actor", actor)?;
+        bind(&mut context, "proposed", proposed)?;
         bind(
             &mut context,
             "action",

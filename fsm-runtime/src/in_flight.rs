@@ -72,6 +72,8 @@ pub struct InFlight<'r, S: Store = crate::MemoryStore> {
     actor: Arc<str>,
     /// The record as the start wrote it, while it may still be current.
     written: Option<Record>,
+    /// The data the start proposed, written by a completion.
+    proposed: Option<Arc<str>>,
     done: bool,
 }
 
@@ -104,8 +106,15 @@ impl<'r, S: Store> InFlight<'r, S> {
             held,
             actor,
             written: Some(written),
+            proposed: None,
             done: false,
         }
+    }
+
+    /// The same handle, writing `data` when it completes.
+    pub(crate) fn proposing(mut self, data: Option<Arc<str>>) -> Self {
+        self.proposed = data;
+        self
     }
 }
 
@@ -194,22 +203,27 @@ impl<S: Store> InFlight<'_, S> {
             held: self.held,
             actor: self.actor.clone(),
             written: self.written.take(),
+            proposed: self.proposed.take(),
             done: false,
         }
     }
 
     /// The action succeeded: the object moves to its target (for a back-to-origin
     /// or hidden action, where it started; a hidden action leaves whatever status a
-    /// user's action has set meanwhile). A [`RuntimeError::Conflict`] means the
-    /// action was rolled back meanwhile by the healer; nothing is written.
+    /// user's action has set meanwhile), with the data proposed at its start
+    /// ([`Runtime::start_changing`]), if any. A [`RuntimeError::Conflict`] means
+    /// the action was rolled back meanwhile by the healer; nothing is written.
     pub fn complete(mut self) -> Result<Record, RuntimeError> {
-        self.finish(EntryKind::Completed, None)
+        let data = self.proposed.take();
+        self.finish(EntryKind::Completed, data)
     }
 
     /// The action succeeded and leaves the object with `data` (JSON text, see
     /// [`Record::data`]), written with the completion in one step: a change of
     /// data passes the same checks as the action that makes it (its roles, the
-    /// states it may start from, its guards).
+    /// states it may start from, its guards). Guards see the data only when it is
+    /// given at the start: [`Runtime::start_changing`]. This replaces data
+    /// proposed there.
     pub fn complete_with(mut self, data: Arc<str>) -> Result<Record, RuntimeError> {
         self.finish(EntryKind::Completed, Some(data))
     }

@@ -273,7 +273,7 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into(), actor, action, None)
+        self.start_expecting(id.into(), actor, action, None, None)
     }
 
     /// [`start`](Self::start), only if the object is at `version` (an HTTP
@@ -287,7 +287,28 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into(), actor, action, Some(version))
+        self.start_expecting(id.into(), actor, action, Some(version), None)
+    }
+
+    /// [`start`](Self::start) of an action that changes the object's data to
+    /// `data` (JSON text, see [`Record::data`]): its guards see the change
+    /// ([`GuardContext::proposed`](crate::GuardContext::proposed), `proposed.data`
+    /// in CEL) beside the data as it is, so a spec can say which changes an action
+    /// may make (sabakan: `add_key` removes no key). [`InFlight::complete`] writes
+    /// `data` with the completion; a failed action leaves the data as it was.
+    ///
+    /// With `version`, only if the object is at that version (as
+    /// [`start_at`](Self::start_at)): a change computed from the data of one
+    /// version is then never written over another.
+    pub fn start_changing(
+        &self,
+        id: impl Into<ObjectId>,
+        version: Option<u64>,
+        actor: &Actor,
+        action: impl ActionRef,
+        data: Arc<str>,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        self.start_expecting(id.into(), actor, action, version, Some(data))
     }
 
     fn start_expecting(
@@ -296,6 +317,7 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
         version: Option<u64>,
+        proposed: Option<Arc<str>>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
         let action = action.resolve(self.machine())?;
         let span = tracing::debug_span!(
@@ -321,6 +343,7 @@ impl<S: Store> Runtime<S> {
             actor,
             action,
             &record,
+            proposed.as_deref(),
         )
         .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
         let slot = Slot::of(self.machine().action(action).hidden);
@@ -360,7 +383,8 @@ impl<S: Store> Runtime<S> {
             Expected { state: to, version },
             actor.shared_name(),
             written,
-        ))
+        )
+        .proposing(proposed))
     }
 
     /// Starts `action` and completes it at once: a move with nothing to wait for.

@@ -111,3 +111,85 @@ fn an_expression_that_does_not_compile_stops_the_build() {
         .build()
         .unwrap();
 }
+
+/// The sabakan seed's rules on keys, as its shipped spec states them in CEL: keys
+/// are deleted only while Retiring (`delete_keys` adds none, `add_key` deletes
+/// none), none added once Retired, and retirement completes only without keys.
+#[test]
+fn the_sabakan_spec_checks_changes_of_data() {
+    let machine = fsm_core::spec::load(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
+    )
+    .unwrap();
+    let rt = Runtime::builder(machine, MemoryStore::new())
+        .guard("restarted", |_| true)
+        .build()
+        .unwrap();
+    let admin = Actor::new("ops").with_role("admin");
+    let controller = Actor::new("neco").with_role("controller");
+    let keys = |keys: &[&str]| -> std::sync::Arc<str> {
+        serde_json::json!({ "disk_keys": keys }).to_string().into()
+    };
+    let data = |rt: &Runtime| -> serde_json::Value {
+        serde_json::from_str(rt.get("m").unwrap().data.as_deref().unwrap()).unwrap()
+    };
+    let refused_by = |result: Result<_, RuntimeError>| match result {
+        Err(RuntimeError::Guard { guard, .. }) => guard,
+        other => panic!("{:?}", other.map(|_| ())),
+    };
+    rt.create_with("m", &admin, Some(keys(&["k1"]))).unwrap();
+    rt.run("m", &controller, "initialize").unwrap();
+
+    // Healthy: a key may be added, none deleted (not even while adding one).
+    rt.start_changing("m", None, &controller, "add_key", keys(&["k1", "k2"]))
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert_eq!(data(&rt)["disk_keys"], serde_json::json!(["k1", "k2"]));
+    let r = rt.start_changing("m", None, &controller, "add_key", keys(&["k3"]));
+    assert_eq!(refused_by(r), "keeps_keys");
+    assert!(matches!(
+        rt.start_changing("m", None, &admin, "delete_keys", keys(&[])),
+        Err(RuntimeError::NoRule { .. })
+    ));
+    // An action that proposes no change of data passes the rules on changes.
+    rt.start("m", &controller, "add_key")
+        .unwrap()
+        .complete()
+        .unwrap();
+    // A failed change leaves the data as it was.
+    let held = rt
+        .start_changing("m", None, &controller, "add_key", keys(&["k1", "k2", "k4"]))
+        .unwrap();
+    held.fail().unwrap();
+    assert_eq!(data(&rt)["disk_keys"], serde_json::json!(["k1", "k2"]));
+
+    // Retiring: the keys must go before retirement completes, and deleting adds none.
+    rt.run("m", &admin, "retire").unwrap();
+    assert_eq!(
+        refused_by(rt.start("m", &controller, "complete_retirement")),
+        "keys_deleted"
+    );
+    let r = rt.start_changing("m", None, &admin, "delete_keys", keys(&["k1", "k9"]));
+    assert_eq!(refused_by(r), "adds_no_keys");
+    // A change computed from one version is not written over another.
+    let stale = rt.get("m").unwrap().version - 1;
+    assert!(matches!(
+        rt.start_changing("m", Some(stale), &admin, "delete_keys", keys(&[])),
+        Err(RuntimeError::VersionMismatch { .. })
+    ));
+    let version = rt.get("m").unwrap().version;
+    rt.start_changing("m", Some(version), &admin, "delete_keys", keys(&[]))
+        .unwrap()
+        .complete()
+        .unwrap();
+    rt.run("m", &controller, "complete_retirement").unwrap();
+
+    // Retired: no key can be added.
+    assert!(matches!(
+        rt.start_changing("m", None, &controller, "add_key", keys(&["k5"])),
+        Err(RuntimeError::NoRule { .. })
+    ));
+    assert_eq!(data(&rt)["disk_keys"], serde_json::json!([]));
+    fsm_runtime::check_history(rt.machine(), &rt.history("m").unwrap()).unwrap();
+}

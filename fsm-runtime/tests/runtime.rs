@@ -142,6 +142,8 @@ fn sabakan(keys_deleted: Arc<AtomicBool>) -> Runtime {
     Runtime::builder(spec("sabakan/machine.toml"), MemoryStore::new())
         .guard("keys_deleted", move |_| keys_deleted.load(Ordering::SeqCst))
         .guard("restarted", |_| true)
+        .guard("keeps_keys", |_| true)
+        .guard("adds_no_keys", |_| true)
         .build()
         .unwrap()
 }

@@ -582,17 +582,33 @@ async fn patch_data(
     let version = if_match(&headers)?;
     let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
     let record = blocking(move || {
-        let flight = match version {
-            Some(v) => rt.start_at(key.clone(), v, &who, action.as_str()),
-            None => rt.start(key.clone(), &who, action.as_str()),
-        }?;
-        // Held now: nothing else writes the object until this completes.
-        let mut data = match rt.get(key)?.data {
-            Some(d) => serde_json::from_str(&d).unwrap_or(Value::Null),
-            None => Value::Null,
-        };
-        merge_patch(&mut data, &patch);
-        flight.complete_with(data.to_string().into())
+        // The change is computed from one version's data and started at that
+        // version, so the guards judge the data that will be written (the spec's
+        // rules on changes see `object.data` and `proposed.data`) and nothing
+        // written in between is lost. Without If-Match a concurrent write is
+        // retried on the new data.
+        let mut attempts = 0;
+        loop {
+            let current = rt.get(key.clone())?;
+            let at = version.unwrap_or(current.version);
+            let mut data = match &current.data {
+                Some(d) => serde_json::from_str(d).unwrap_or(Value::Null),
+                None => Value::Null,
+            };
+            merge_patch(&mut data, &patch);
+            match rt.start_changing(
+                key.clone(),
+                Some(at),
+                &who,
+                action.as_str(),
+                data.to_string().into(),
+            ) {
+                Err(RuntimeError::VersionMismatch { .. }) if version.is_none() && attempts < 8 => {
+                    attempts += 1;
+                }
+                started => return started?.complete(),
+            }
+        }
     })
     .await
     .map_err(|e| logged(&actor, "patch", e))?;

@@ -33,7 +33,10 @@
 //! `PATCH /v1/{machine}/objects/{id}/data?action=A` applies a JSON merge patch
 //! (RFC 7396) with action `A` (its roles, its states, its guards; conditional on
 //! `If-Match` too). Guards the spec writes in CEL (`cel = "..."`) are evaluated
-//! over the object and its data; a guard with no expression is code the service
+//! over the object and its data, and for a patch over the data it would leave
+//! (`proposed.data`): the spec's rules on changes of data. The patch is merged
+//! into one version's data and started at that version, so the guards judge
+//! what is written; a guard with no expression is code the service
 //! does not have, so an action it protects is refused (422, the guard named)
 //! rather than let through.
 

@@ -173,10 +173,12 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // Sabakan over HTTP: retiring is for admins; the controller completes it only
-    // once the keys are deleted, a guard this service cannot evaluate: refused.
+    // Sabakan over HTTP, on both services: retiring is for admins; the keys go
+    // only while Retiring, by changes of data the spec's rules check (CEL over the
+    // data as it is and as proposed); retirement completes only without keys.
     let machines = format!("{a}/v1/machine/objects");
-    let (status, _) = post(&c, machines, OPS, Some(json!({"id": "rack1-node3"}))).await;
+    let body = json!({"id": "rack1-node3", "data": {"disk_keys": ["k1"]}});
+    let (status, _) = post(&c, machines, OPS, Some(body)).await;
     assert_eq!(status, StatusCode::CREATED);
     let retire = format!("{b}/v1/machine/objects/rack1-node3/actions/retire?run=true");
     let (status, refused) = post(&c, retire.clone(), CONTROLLER, None).await;
@@ -191,7 +193,7 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
     );
     let complete =
         format!("{a}/v1/machine/objects/rack1-node3/actions/complete_retirement?run=true");
-    let (status, guarded) = post(&c, complete, CONTROLLER, None).await;
+    let (status, guarded) = post(&c, complete.clone(), CONTROLLER, None).await;
     assert_eq!(
         (status, guarded["guard"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("keys_deleted"))
@@ -199,6 +201,62 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
     let (status, listed) = get(&c, format!("{a}/v1/machine/objects?state=Retiring")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(listed["objects"][0]["id"], "rack1-node3");
+
+    let data = |base: &str, action: &str| {
+        format!("{base}/v1/machine/objects/rack1-node3/data?action={action}")
+    };
+    let patch = |url: String, token: &'static str, body: Value| {
+        let c = c.clone();
+        async move {
+            let r = c.patch(url).bearer_auth(token).json(&body);
+            let r = r.send().await.unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    // Adding a key that replaces k1 would delete k1: refused by `keeps_keys`.
+    let (status, body) = patch(
+        data(&b, "add_key"),
+        CONTROLLER,
+        json!({"disk_keys": ["k2"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["guard"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("keeps_keys")),
+        "{body}"
+    );
+    // Deleting cannot add one either.
+    let (status, body) = patch(data(&a, "delete_keys"), OPS, json!({"disk_keys": ["k9"]})).await;
+    assert_eq!(
+        (status, body["guard"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("adds_no_keys")),
+        "{body}"
+    );
+    let (status, body) = patch(data(&a, "delete_keys"), OPS, json!({"disk_keys": []})).await;
+    assert_eq!(
+        (status, &body["data"]),
+        (StatusCode::OK, &json!({"disk_keys": []})),
+        "{body}"
+    );
+    let (_, seen) = get(&c, format!("{b}/v1/machine/objects/rack1-node3")).await;
+    assert_eq!(seen["data"], json!({"disk_keys": []}));
+    let (status, retired) = post(&c, complete, CONTROLLER, None).await;
+    assert_eq!(
+        (status, retired["state"].as_str()),
+        (StatusCode::OK, Some("Retired"))
+    );
+    // None added once Retired: no rule for `add_key` there.
+    let (status, body) = patch(
+        data(&b, "add_key"),
+        CONTROLLER,
+        json!({"disk_keys": ["k3"]}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("no_rule")),
+        "{body}"
+    );
 
     let _ = stop_a.send(());
     let _ = stop_b.send(());
