@@ -54,6 +54,7 @@
 //! let (from, to) = fsm::typed::checked_move::<vm::Running, vm::Stopping>();
 //! assert_eq!((from, to), (Vm::Running, Vm::Stopping));
 //!
+//! // With the feature `render`, the machine as text.
 //! assert!(Vm::mermaid().contains("Halted --> Starting: start"));
 //! # }
 //! ```
@@ -110,7 +111,8 @@
 //! [`Machine`], decoded on first use), `initial`, `is_static`, `is_transition`,
 //! `is_terminal`, `from_id`, `from_name` (ignoring case), `parse` (exact, as
 //! `FromStr`), `move_between` (the [`Move`] that allows
-//! `from → to`), `successors`, `actions_from`, `mermaid()`, `dot()`, `plantuml()`.
+//! `from → to`), `successors`, `actions_from`; with the feature `render`,
+//! `mermaid()`, `dot()`, `plantuml()` and `diagram(format, view)`.
 //!
 //! An action enum (`VmAction`) with `ALL` and `id`; from [`ActionEnum`]: `name`, `parse`,
 //! `origins`, `via`, `target_from`, `changes_state`, `is_hidden`, `roles`, `guards`
@@ -140,13 +142,18 @@
 //!
 //! | feature | what it adds |
 //! |---|---|
-//! | (none) | the derive with its table in attributes, the checked model, diagrams, test paths |
-//! | `toml` | TOML spec files: `#[fsm(spec = "...")]` and `fsm::spec` to load one at run time |
+//! | (none) | the derive with its table in attributes, the checked model, the typed API, names on the wire: what a crate that derives needs, and nothing more (see the compile-time figures in BENCHMARKS.md) |
+//! | `render` | diagrams as text: `fsm::render`, and `mermaid()`, `dot()`, `plantuml()`, `diagram()` on derived enums |
+//! | `paths` | `fsm::paths`: the shortest path to every state and paths covering every rule |
+//! | `evolve` | `fsm::evolve`: what a change of spec means for objects already stored |
+//! | `analysis` | `fsm::analysis`: the checks, to build a machine from a definition at run time |
+//! | `toml` | TOML spec files: `#[fsm(spec = "...")]` and `fsm::spec` to load one at run time (with `analysis`) |
 //! | `runtime` | `fsm::runtime`: one action at a time per object, queues, healing (the `fsm-runtime` crate) |
 //! | `testing` | `testing`: your system against its table, on proptest-state-machine (`Reference`, `Expected::check`) and along the test paths (`Harness`) |
 //! | `proptest` | `strategy`: proptest strategies over any derived machine |
 //! | `serde` | `Serialize`/`Deserialize` on derived enums, by the spec's names |
 //! | `interchange` | `interchange`: XState v5 and SCXML export, PlantUML import (the `fsm-interchange` crate) |
+//! | `full` | every feature above but `diagram` |
 //! | `diagram` | each derived enum's documentation page draws its machine (an SVG laid out at compile time: no tool, nothing fetched, shown offline and on docs.rs) and prints its table of actions |
 
 // The derive names this crate `::fsm`; so does the example below.

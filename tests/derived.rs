@@ -188,6 +188,50 @@ fn const_context() {
     );
 }
 
+/// Every shape of input the derive reads from the compiler's tokens: a restricted
+/// visibility, doc comments and other attributes on the enum and its variants,
+/// explicit discriminants (ids then come from a `match`), variants declared out of
+/// the table's order, raw identifiers, dashed role names, a string key, and values
+/// as `[A, B]` lists and `A | B` alternatives.
+mod shapes {
+    use fsm::prelude::*;
+
+    /// A door.
+    #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[fsm(initial = Closed, roles(door-keeper = "Keeps the keys", "night watch" = "Walks at night"))]
+    #[fsm(action(open, from = Closed | Ajar, to = Open, roles = [door-keeper, "night watch"]))]
+    #[fsm(action(r#type, from = [Open], via = Closing, to = Closed))]
+    #[allow(dead_code)]
+    pub(crate) enum Door {
+        /// Shut.
+        #[fsm(description = "Shut tight")]
+        Closed = 10,
+        #[fsm(transition)]
+        Closing = 4,
+        Open = 7,
+        Ajar = 1,
+    }
+
+    #[test]
+    fn the_derive_reads_every_shape_of_input() {
+        assert_eq!(
+            Door::ALL,
+            [Door::Closed, Door::Closing, Door::Open, Door::Ajar]
+        );
+        let ids: Vec<usize> = Door::ALL.iter().map(|d| d.id().0).collect();
+        assert_eq!(ids, [0, 1, 2, 3]);
+        assert!(Door::can_transition(Door::Ajar, Door::Open));
+        assert!(Door::can_transition(Door::Open, Door::Closing));
+        assert!(!Door::can_transition(Door::Open, Door::Ajar));
+        assert_eq!(DoorAction::Open.roles(), ["door-keeper", "night watch"]);
+        assert_eq!(DoorAction::Type.name(), "type");
+        let m = Door::machine();
+        assert_eq!(m.description(), Some("A door."));
+        let closed = m.state(Door::Closed.id());
+        assert_eq!(closed.description.as_deref(), Some("Shut tight"));
+    }
+}
+
 #[test]
 fn strum_sits_beside_the_derive() {
     for state in VmState::ALL {

@@ -171,6 +171,13 @@ fn a_crate_that_only_derives_compiles_no_runtime() {
         "{default:?}"
     );
     assert_eq!(heavy(&default), Vec::<&String>::new());
+    // What keeps a derive-only crate's cold build at or under rust-fsm's
+    // (BENCHMARKS.md): no drawing code unless asked for, and a macro on the
+    // compiler's own `proc_macro` (no token-tree library to compile first).
+    for light in ["fsm-render", "proc-macro2", "quote", "syn"] {
+        assert!(!default.contains(light), "{light} in {default:?}");
+    }
+    assert!(tree("fsm", &["render"]).contains("fsm-render"));
     // Spec files add the TOML parser, nothing of the runtime.
     let with_toml = tree("fsm", &["toml"]);
     assert!(with_toml.contains("fsm-toml"));

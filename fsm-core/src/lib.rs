@@ -4,14 +4,22 @@
 //!
 //! - `spec` (feature `toml`, on by default): spec files, from text to a checked
 //!   machine (`spec::load`).
-//! - [`analysis`]: every check a machine must pass, findings rendered like rustc's.
+//! - `analysis` (feature `analysis`, part of `toml`): every check a machine must
+//!   pass, findings rendered like rustc's.
 //! - [`rules`]: what a machine allows, stated once ([`Rule`], [`Move`]).
-//! - [`render`]: Mermaid, Graphviz DOT and PlantUML diagrams, and the seed-style table.
-//! - [`evolve`]: what a change of spec means for stored objects.
-//! - [`paths`]: test paths, the shortest to every state and a set covering every rule.
+//! - `render` (feature `render`): Mermaid, Graphviz DOT and PlantUML diagrams, and
+//!   the seed-style table.
+//! - `evolve` (feature `evolve`): what a change of spec means for stored objects.
+//! - `paths` (feature `paths`): test paths, the shortest to every state and a set
+//!   covering every rule.
 //! - [`typed`]: the [`typed::StateMachine`] trait `#[derive(StateMachine)]`
 //!   implements, and marker types that check moves at compile time.
 //! - `testing` (feature `testing`): a model-based test harness for your own system.
+//!
+//! Every feature is on by default here; the `fsm` facade turns on only what its
+//! own features ask for, so that a crate that only derives a machine compiles the
+//! typed API and the model, nothing else (see the compile-time figures in
+//! BENCHMARKS.md).
 //!
 //! The layers below (`fsm-model`, `fsm-toml`, `fsm-analysis`) are re-exported here;
 //! the runtime is `fsm-runtime`, a layer above.
@@ -27,8 +35,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "analysis")]
 pub mod analysis;
+#[cfg(feature = "evolve")]
 pub mod evolve;
+#[cfg(feature = "paths")]
 pub mod paths;
 #[cfg(feature = "toml")]
 pub mod spec;
@@ -46,4 +57,5 @@ pub use fsm_model::{
 pub use fsm_model::__private;
 /// Drawing a machine: Mermaid, Graphviz DOT and PlantUML, in a full or a folded
 /// view, and the table as the seeds print it (the `fsm-render` crate).
+#[cfg(feature = "render")]
 pub use fsm_render as render;

@@ -75,107 +75,209 @@ pub struct TestPaths {
     pub uncovered: Vec<Rule>,
 }
 
-/// Breadth-first from `start` over `edges`: for each state, the edge that first
-/// reached it.
-fn bfs(machine: &Machine, edges: &[Rule], start: StateId) -> Vec<Option<Rule>> {
-    let mut via: Vec<Option<Rule>> = vec![None; machine.states().len()];
-    let mut seen = vec![false; machine.states().len()];
-    seen[start.0] = true;
-    let mut queue = VecDeque::from([start]);
-    while let Some(s) = queue.pop_front() {
-        for e in edges.iter().filter(|e| e.origin == s) {
-            if !seen[e.target.0] {
-                seen[e.target.0] = true;
-                via[e.target.0] = Some(*e);
-                queue.push_back(e.target);
-            }
-        }
-    }
-    via
+/// The rules of a machine with, for each state, the indices of the rules that
+/// start there, in rule order.
+struct Graph {
+    edges: Vec<Rule>,
+    out: Vec<Vec<usize>>,
 }
 
-/// The path `bfs` found from its start to `to`, if `to` was reached.
-fn walk_back(via: &[Option<Rule>], start: StateId, to: StateId) -> Option<Path> {
-    let mut steps = Vec::new();
-    let mut at = to;
-    while at != start {
-        let step = via[at.0]?;
-        steps.push(step);
-        at = step.origin;
+impl Graph {
+    fn of(machine: &Machine) -> Graph {
+        let edges: Vec<Rule> = machine.rules().collect();
+        let mut out = vec![Vec::new(); machine.states().len()];
+        for (i, e) in edges.iter().enumerate() {
+            out[e.origin.0].push(i);
+        }
+        Graph { edges, out }
     }
-    steps.reverse();
-    Some(Path { rules: steps })
+
+    /// Breadth-first from `start`: for each state, the rule that first reached it
+    /// (rules tried in rule order, so ties go to the rule written first).
+    fn bfs(&self, start: StateId) -> Vec<Option<usize>> {
+        let mut via: Vec<Option<usize>> = vec![None; self.out.len()];
+        let mut seen = vec![false; self.out.len()];
+        seen[start.0] = true;
+        let mut queue = VecDeque::from([start]);
+        while let Some(s) = queue.pop_front() {
+            for &i in &self.out[s.0] {
+                let to = self.edges[i].target;
+                if !seen[to.0] {
+                    seen[to.0] = true;
+                    via[to.0] = Some(i);
+                    queue.push_back(to);
+                }
+            }
+        }
+        via
+    }
+
+    /// The rules `bfs` found from its start to `to`, if `to` was reached.
+    fn walk_back(&self, via: &[Option<usize>], start: StateId, to: StateId) -> Option<Vec<usize>> {
+        let mut steps = Vec::new();
+        let mut at = to;
+        while at != start {
+            let step = via[at.0]?;
+            steps.push(step);
+            at = self.edges[step].origin;
+        }
+        steps.reverse();
+        Some(steps)
+    }
+
+    fn path(&self, steps: &[usize]) -> Path {
+        Path {
+            rules: steps.iter().map(|&i| self.edges[i]).collect(),
+        }
+    }
+}
+
+/// Which rules the cover has taken, and for each state where its first untaken
+/// rule may be (every rule before it is taken), so that finding one is amortised
+/// constant time.
+struct Taken {
+    taken: Vec<bool>,
+    next: Vec<usize>,
+}
+
+impl Taken {
+    fn first_untaken(&mut self, graph: &Graph, s: StateId) -> Option<usize> {
+        let out = &graph.out[s.0];
+        let next = &mut self.next[s.0];
+        while *next < out.len() && self.taken[out[*next]] {
+            *next += 1;
+        }
+        out.get(*next).copied()
+    }
+}
+
+/// The detour from `at` to the nearest state that starts an untaken rule, as
+/// rule indices: breadth-first, layer by layer, stopping at the first layer that
+/// has one; in it, the origin of the untaken rule written first. `None` when no
+/// untaken rule is reachable. `stamp` and `via` are scratch space reused between
+/// calls (a state is seen in this search when its stamp is `round`).
+fn detour(
+    graph: &Graph,
+    taken: &mut Taken,
+    at: StateId,
+    scratch: &mut (Vec<u32>, Vec<usize>, u32),
+) -> Option<Vec<usize>> {
+    let (stamp, via, round) = scratch;
+    *round += 1;
+    let round = *round;
+    stamp[at.0] = round;
+    let mut layer = vec![at];
+    loop {
+        let mut next = Vec::new();
+        for &s in &layer {
+            for &i in &graph.out[s.0] {
+                let to = graph.edges[i].target;
+                if stamp[to.0] != round {
+                    stamp[to.0] = round;
+                    via[to.0] = i;
+                    next.push(to);
+                }
+            }
+        }
+        if next.is_empty() {
+            return None;
+        }
+        let nearest = next
+            .iter()
+            .filter_map(|&s| taken.first_untaken(graph, s).map(|i| (i, s)))
+            .min();
+        if let Some((_, origin)) = nearest {
+            let mut steps = Vec::new();
+            let mut s = origin;
+            while s != at {
+                steps.push(via[s.0]);
+                s = graph.edges[via[s.0]].origin;
+            }
+            steps.reverse();
+            return Some(steps);
+        }
+        layer = next;
+    }
 }
 
 impl TestPaths {
-    /// Computes the shortest paths and the edge cover of `machine`.
+    /// Computes the shortest paths and the edge cover of `machine`, in time
+    /// near-linear in the size of the table (a breadth-first search per detour,
+    /// stopped at the nearest untaken rule).
     pub fn of(machine: &Machine) -> Self {
-        let edges: Vec<Rule> = machine.rules().collect();
+        let graph = Graph::of(machine);
         let initial = machine.initial();
-        let via = bfs(machine, &edges, initial);
+        let via = graph.bfs(initial);
 
+        // The rules through each transition state, in rule order.
+        let mut through: Vec<Vec<usize>> = vec![Vec::new(); machine.states().len()];
+        for (i, e) in graph.edges.iter().enumerate() {
+            if let Some(v) = e.via {
+                through[v.0].push(i);
+            }
+        }
         let mut shortest = Vec::new();
         for s in machine.state_ids() {
-            if machine.state(s).is_transition() {
+            let steps = if machine.state(s).is_transition() {
                 // The shortest path to an origin of an action through `s`, plus it.
-                let best = machine
-                    .actions_via(s)
-                    .flat_map(|a| edges.iter().filter(move |e| e.action == a))
-                    .filter_map(|e| {
-                        let mut p = walk_back(&via, initial, e.origin)?;
-                        p.rules.push(*e);
-                        Some(p)
+                through[s.0]
+                    .iter()
+                    .filter_map(|&i| {
+                        let mut steps = graph.walk_back(&via, initial, graph.edges[i].origin)?;
+                        steps.push(i);
+                        Some(steps)
                     })
-                    .min_by_key(|p| p.rules.len());
-                if let Some(path) = best {
-                    shortest.push(ShortestPath { reaches: s, path });
-                }
-            } else if let Some(path) = walk_back(&via, initial, s) {
-                shortest.push(ShortestPath { reaches: s, path });
+                    .min_by_key(Vec::len)
+            } else {
+                graph.walk_back(&via, initial, s)
+            };
+            if let Some(steps) = steps {
+                shortest.push(ShortestPath {
+                    reaches: s,
+                    path: graph.path(&steps),
+                });
             }
         }
 
-        // Greedy cover: from where we are, take an untaken edge if there is one,
+        // Greedy cover: from where we are, take an untaken rule if there is one,
         // else go the shortest way to the nearest state that has one; when none is
         // reachable from here, end the path and start again from the initial state.
-        let mut taken = vec![false; edges.len()];
+        let n = machine.states().len();
+        let mut taken = Taken {
+            taken: vec![false; graph.edges.len()],
+            next: vec![0; n],
+        };
+        let mut scratch = (vec![0u32; n], vec![0usize; n], 0u32);
         let mut cover = Vec::new();
         loop {
-            let mut path = Path::default();
+            let mut steps = Vec::new();
             let mut at = initial;
             loop {
-                if let Some(i) = (0..edges.len()).find(|&i| !taken[i] && edges[i].origin == at) {
-                    taken[i] = true;
-                    path.rules.push(edges[i]);
-                    at = edges[i].target;
+                if let Some(i) = taken.first_untaken(&graph, at) {
+                    taken.taken[i] = true;
+                    steps.push(i);
+                    at = graph.edges[i].target;
                     continue;
                 }
-                let via = bfs(machine, &edges, at);
-                let nearest = (0..edges.len())
-                    .filter(|&i| !taken[i])
-                    .filter_map(|i| walk_back(&via, at, edges[i].origin))
-                    .min_by_key(|p| p.rules.len());
-                match nearest {
+                match detour(&graph, &mut taken, at, &mut scratch) {
                     Some(detour) => {
-                        for step in &detour.rules {
-                            if let Some(i) = edges.iter().position(|e| e == step) {
-                                taken[i] = true;
-                            }
+                        for &i in &detour {
+                            taken.taken[i] = true;
                         }
-                        at = detour.rules.last().map_or(at, |s| s.target);
-                        path.rules.extend(detour.rules);
+                        at = detour.last().map_or(at, |&i| graph.edges[i].target);
+                        steps.extend(detour);
                     }
                     None => break,
                 }
             }
-            if path.rules.is_empty() {
+            if steps.is_empty() {
                 break;
             }
-            cover.push(path);
+            cover.push(graph.path(&steps));
         }
-        let uncovered = (0..edges.len())
-            .filter(|&i| !taken[i])
-            .map(|i| edges[i])
+        let uncovered = (0..graph.edges.len())
+            .filter(|&i| !taken.taken[i])
+            .map(|i| graph.edges[i])
             .collect();
         TestPaths {
             shortest,

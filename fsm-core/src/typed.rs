@@ -150,17 +150,15 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// (`renamed_from`): how a name read from the wire or a store is taken back.
     /// The derive's `FromStr` (and, with the `serde` feature, `Deserialize`).
     fn parse(name: &str) -> Result<Self, UnknownName> {
-        let machine = Self::machine();
-        machine
-            .state_named(name)
-            .map(|id| Self::ALL[id.0])
-            .ok_or_else(|| UnknownName {
-                kind: NameKind::State,
-                machine: machine.name(),
-                name: name.to_owned(),
-                expected: Self::TABLE.state_names,
-                suggestion: machine.suggest_state(name),
-            })
+        match parse_name(
+            Self::machine(),
+            NameKind::State,
+            Self::TABLE.state_names,
+            name,
+        ) {
+            Ok(i) => Ok(Self::ALL[i]),
+            Err(e) => Err(e),
+        }
     }
 
     /// True when `from → to` is one move of the table.
@@ -204,21 +202,25 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
         action.id()
     }
 
+    #[cfg(feature = "render")]
     /// The machine as a Mermaid `stateDiagram-v2`.
     fn mermaid() -> String {
         crate::render::diagram(Self::machine(), crate::render::Format::Mermaid)
     }
 
+    #[cfg(feature = "render")]
     /// The machine as Graphviz DOT.
     fn dot() -> String {
         crate::render::diagram(Self::machine(), crate::render::Format::Dot)
     }
 
+    #[cfg(feature = "render")]
     /// The machine as a PlantUML state diagram.
     fn plantuml() -> String {
         crate::render::diagram(Self::machine(), crate::render::Format::PlantUml)
     }
 
+    #[cfg(feature = "render")]
     /// The machine in `format` and `view` ([`View::Folded`](crate::render::View)
     /// labels each move with its transition state instead of drawing it).
     fn diagram(format: crate::render::Format, view: crate::render::View) -> String {
@@ -248,17 +250,15 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// (`renamed_from`). The derive's `FromStr` (and, with the `serde` feature,
     /// `Deserialize`).
     fn parse(name: &str) -> Result<Self, UnknownName> {
-        let machine = Self::State::machine();
-        machine
-            .action_named(name)
-            .map(|id| Self::ALL[id.0])
-            .ok_or_else(|| UnknownName {
-                kind: NameKind::Action,
-                machine: machine.name(),
-                name: name.to_owned(),
-                expected: Self::table().action_names,
-                suggestion: machine.suggest_action(name),
-            })
+        match parse_name(
+            Self::State::machine(),
+            NameKind::Action,
+            Self::table().action_names,
+            name,
+        ) {
+            Ok(i) => Ok(Self::ALL[i]),
+            Err(e) => Err(e),
+        }
     }
 
     /// The static states the action may start from, in the order written.
@@ -324,6 +324,32 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     fn table() -> &'static Table<Self::State, Self> {
         <Self::State as StateMachine>::TABLE
     }
+}
+
+/// The index of the state or action named `name` (as [`StateMachine::parse`]
+/// reads it), or the error listing the valid names. Not generic, so that a crate
+/// deriving a machine compiles none of it (`parse` is the `FromStr` of every
+/// derived enum).
+fn parse_name(
+    machine: &'static Machine,
+    kind: NameKind,
+    expected: &'static [&'static str],
+    name: &str,
+) -> Result<usize, UnknownName> {
+    let found = match kind {
+        NameKind::State => machine.state_named(name).map(|id| id.0),
+        NameKind::Action => machine.action_named(name).map(|id| id.0),
+    };
+    found.ok_or_else(|| UnknownName {
+        kind,
+        machine: machine.name(),
+        name: name.to_owned(),
+        expected,
+        suggestion: match kind {
+            NameKind::State => machine.suggest_state(name),
+            NameKind::Action => machine.suggest_action(name),
+        },
+    })
 }
 
 /// What an [`UnknownName`] was asked for.

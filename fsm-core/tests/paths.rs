@@ -1,6 +1,8 @@
 //! Test paths of every shipped spec, checked by replaying them through the table.
 
 mod common;
+#[path = "common/generated.rs"]
+mod generated;
 
 use std::collections::BTreeSet;
 
@@ -153,5 +155,93 @@ fn the_shortest_paths_are_shortest() {
             let last = p.path.rules.last().unwrap();
             assert_eq!(m.action(last.action).via, Some(p.reaches));
         }
+    }
+}
+
+/// The greedy cover as first written, a breadth-first search over every rule per
+/// step: quadratic, but plainly what the cover means. `TestPaths::of` computes
+/// the same paths in near-linear time.
+fn greedy_cover_by_definition(m: &Machine) -> Vec<Path> {
+    let edges: Vec<fsm_core::Rule> = m.rules().collect();
+    let bfs = |start: StateId| {
+        let mut via: Vec<Option<fsm_core::Rule>> = vec![None; m.states().len()];
+        let mut seen = vec![false; m.states().len()];
+        seen[start.0] = true;
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some(s) = queue.pop_front() {
+            for e in edges.iter().filter(|e| e.origin == s) {
+                if !seen[e.target.0] {
+                    seen[e.target.0] = true;
+                    via[e.target.0] = Some(*e);
+                    queue.push_back(e.target);
+                }
+            }
+        }
+        via
+    };
+    let walk_back = |via: &[Option<fsm_core::Rule>], start: StateId, to: StateId| {
+        let mut steps = Vec::new();
+        let mut at = to;
+        while at != start {
+            let step = via[at.0]?;
+            steps.push(step);
+            at = step.origin;
+        }
+        steps.reverse();
+        Some(steps)
+    };
+    let mut taken = vec![false; edges.len()];
+    let mut cover = Vec::new();
+    loop {
+        let mut rules = Vec::new();
+        let mut at = m.initial();
+        loop {
+            if let Some(i) = (0..edges.len()).find(|&i| !taken[i] && edges[i].origin == at) {
+                taken[i] = true;
+                rules.push(edges[i]);
+                at = edges[i].target;
+                continue;
+            }
+            let via = bfs(at);
+            let nearest = (0..edges.len())
+                .filter(|&i| !taken[i])
+                .filter_map(|i| walk_back(&via, at, edges[i].origin))
+                .min_by_key(Vec::len);
+            let Some(detour) = nearest else { break };
+            for step in &detour {
+                let i = edges.iter().position(|e| e == step).unwrap();
+                taken[i] = true;
+            }
+            at = detour.last().map_or(at, |s| s.target);
+            rules.extend(detour);
+        }
+        if rules.is_empty() {
+            return cover;
+        }
+        cover.push(Path { rules });
+    }
+}
+
+#[test]
+fn the_cover_is_the_greedy_cover_by_its_definition() {
+    let mut machines: Vec<(String, Machine)> = common::specs()
+        .iter()
+        .map(|spec| {
+            (
+                spec.display().to_string(),
+                fsm_core::spec::load(spec).unwrap(),
+            )
+        })
+        .collect();
+    for seed in 0..20 {
+        let text = generated::spec(40, 160, seed);
+        let m = fsm_core::spec::load_str("generated.toml", &text).unwrap();
+        machines.push((format!("generated, seed {seed}"), m));
+    }
+    for (name, m) in &machines {
+        let paths = TestPaths::of(m);
+        assert_eq!(paths.cover, greedy_cover_by_definition(m), "{name}");
+        let taken: BTreeSet<_> = paths.cover.iter().flat_map(|p| replay(m, p)).collect();
+        assert_eq!(taken.len(), pairs(m).len(), "{name}: every rule is taken");
     }
 }

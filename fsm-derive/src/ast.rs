@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use crate::input::{Enum, Variant as EnumVariant};
 use fsm_model::{ActionDef, Machine, MachineDef, NamedDef, Site, StateDef, StateKind, TargetDef};
-use proc_macro2::{Ident, Span, TokenStream};
+use proc_macro::{Ident, Span, TokenStream};
 
 use crate::attr::{self, Body, Item, Value};
 use crate::check::{self, Places, Source};
@@ -105,7 +105,9 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
         .variants
         .iter()
         .zip(&variants)
-        .all(|(declared, state)| !declared.discriminant && declared.name == *state);
+        .all(|(declared, state)| {
+            !declared.discriminant && declared.name.to_string() == state.to_string()
+        });
     let snake = crate::case::snake(&input.name.to_string());
     Ok(Input {
         ident: input.name.clone(),
@@ -154,7 +156,10 @@ fn spec_file(
 fn settings(items: &[Item], errors: &mut Errors) -> Settings {
     let mut s = Settings {
         spec: None,
-        krate: quote::quote!(::fsm),
+        krate: ["::", "fsm"]
+            .into_iter()
+            .map(|s| s.parse::<TokenStream>().expect("a path"))
+            .collect(),
         action_enum: None,
         markers: None,
         diagram: DocDiagram::default(),

@@ -2,7 +2,7 @@
 //! items, each a flag, a `key = value` or a `key(items)`. Every token keeps its
 //! span, so the checks can point at the one at fault.
 
-use proc_macro2::{Delimiter, Ident, Literal, Span, TokenTree};
+use proc_macro::{Delimiter, Ident, Literal, Span, TokenTree};
 
 use crate::ctxt::{Error, Errors};
 use crate::input::{Args, Attribute};
@@ -81,7 +81,11 @@ pub fn unraw(ident: &Ident) -> String {
 
 /// The text of a string literal, escapes resolved; `None` for any other literal.
 pub fn string_value(lit: &Literal) -> Option<String> {
-    let repr = lit.to_string();
+    unescape(&lit.to_string())
+}
+
+/// The text of a string literal written as `repr`, escapes resolved.
+fn unescape(repr: &str) -> Option<String> {
     if let Some(raw) = repr.strip_prefix('r') {
         let hashes = raw.len() - raw.trim_start_matches('#').len();
         let inner = raw.get(hashes + 1..raw.len().checked_sub(hashes + 1)?)?;
@@ -201,8 +205,8 @@ impl<'a> Cursor<'a> {
                 Some(s) => Value::Str(s, l.span()),
                 None => Value::Other,
             }),
-            Some(TokenTree::Ident(i)) if i == "true" || i == "false" => {
-                Ok(Value::Bool(i == "true"))
+            Some(TokenTree::Ident(i)) if matches!(i.to_string().as_str(), "true" | "false") => {
+                Ok(Value::Bool(i.to_string() == "true"))
             }
             Some(TokenTree::Ident(i)) => {
                 let name = self.dashed(i);
@@ -325,67 +329,22 @@ pub fn doc(attrs: &[Attribute]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+// The rest of this module needs the compiler's token trees, which exist only
+// while a macro runs: `tests/derived.rs` (`the_derive_reads_every_shape_of_input`)
+// and the compile-fail cases in `tests/ui` test it through the derive.
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn lit(s: &str) -> Literal {
-        s.parse::<proc_macro2::TokenStream>()
-            .unwrap()
-            .into_iter()
-            .find_map(|t| match t {
-                TokenTree::Literal(l) => Some(l),
-                _ => None,
-            })
-            .unwrap()
-    }
+    use super::unescape;
 
     #[test]
     fn string_literals_read_as_written() {
-        assert_eq!(string_value(&lit(r#""plain""#)).unwrap(), "plain");
+        assert_eq!(unescape(r#""plain""#).unwrap(), "plain");
         assert_eq!(
-            string_value(&lit(r#""a \"b\"\n\t\\ \u{e9}""#)).unwrap(),
+            unescape(r#""a \"b\"\n\t\\ \u{e9}""#).unwrap(),
             "a \"b\"\n\t\\ é"
         );
-        assert_eq!(
-            string_value(&lit(r##"r#"raw "q""#"##)).unwrap(),
-            "raw \"q\""
-        );
-        assert_eq!(
-            string_value(&lit("\"one \\\n    line\"")).unwrap(),
-            "one line"
-        );
-        assert_eq!(string_value(&lit("3")), None);
-    }
-
-    #[test]
-    fn items_read_flags_values_lists_and_arguments() {
-        let tokens = "initial = Halted, single_mutator, roles(vpc-operator = \"VPC\"), action(go, from = A | B, to = [C])"
-            .parse::<proc_macro2::TokenStream>()
-            .unwrap();
-        let items = items(tokens.into_iter().collect(), Span::call_site())
-            .unwrap_or_else(|e| panic!("{}", e.message));
-        let names: Vec<String> = items.iter().map(Item::name).collect();
-        assert_eq!(names, ["initial", "single_mutator", "roles", "action"]);
-        let Body::Args(roles) = &items[2].body else {
-            panic!()
-        };
-        assert_eq!(roles[0].name(), "vpc-operator");
-        let Body::Args(action) = &items[3].body else {
-            panic!()
-        };
-        let Body::Value(from) = &action[1].body else {
-            panic!()
-        };
-        let from: Vec<String> = from.as_names().unwrap().into_iter().map(|n| n.0).collect();
-        assert_eq!(from, ["A", "B"]);
-        let bad = "a b".parse::<proc_macro2::TokenStream>().unwrap();
-        assert_eq!(
-            super::items(bad.into_iter().collect(), Span::call_site())
-                .err()
-                .unwrap()
-                .message,
-            "expected `,`"
-        );
+        assert_eq!(unescape(r##"r#"raw "q""#"##).unwrap(), "raw \"q\"");
+        assert_eq!(unescape("\"one \\\n    line\"").unwrap(), "one line");
+        assert_eq!(unescape("3"), None);
     }
 }

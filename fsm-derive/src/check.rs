@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use fsm_model::{Diagnostic, Help, Machine, MachineDef, Site};
-use proc_macro2::Span;
+use proc_macro::Span;
 
 use crate::ctxt::Errors;
 
@@ -28,7 +28,7 @@ pub struct Source {
     pub def: MachineDef,
     pub places: Places,
     /// The variant of each state of `def`, where one was found.
-    pub variant_of: Vec<Option<proc_macro2::Ident>>,
+    pub variant_of: Vec<Option<proc_macro::Ident>>,
     pub spec_file: Option<std::path::PathBuf>,
 }
 

@@ -1,7 +1,7 @@
 //! Every error found, reported together: the user fixes every mistake in one build.
 
-use proc_macro2::{Span, TokenStream};
-use quote::quote_spanned;
+use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, TokenTree};
+use proc_macro::{Span, TokenStream};
 
 /// One error at one token.
 #[derive(Debug, Clone)]
@@ -45,15 +45,34 @@ impl Errors {
         if self.0.is_empty() { Ok(()) } else { Err(self) }
     }
 
-    /// One `compile_error!` per error, each at its token.
+    /// One `::core::compile_error! { "..." }` per error, every token of it at the
+    /// error's token, so that the compiler points there.
     pub fn into_compile_errors(self) -> TokenStream {
-        self.0
-            .into_iter()
-            .map(|e| {
-                let message = e.message;
-                quote_spanned!(e.span=> ::core::compile_error! { #message })
-            })
-            .collect()
+        let mut out = TokenStream::new();
+        for e in self.0 {
+            let colons = || {
+                [
+                    TokenTree::Punct(Punct::new(':', Spacing::Joint)),
+                    TokenTree::Punct(Punct::new(':', Spacing::Alone)),
+                ]
+            };
+            let mut tokens: Vec<TokenTree> = Vec::with_capacity(8);
+            tokens.extend(colons());
+            tokens.push(TokenTree::Ident(Ident::new("core", e.span)));
+            tokens.extend(colons());
+            tokens.push(TokenTree::Ident(Ident::new("compile_error", e.span)));
+            tokens.push(TokenTree::Punct(Punct::new('!', Spacing::Alone)));
+            let message = TokenTree::Literal(Literal::string(&e.message));
+            tokens.push(TokenTree::Group(Group::new(
+                Delimiter::Brace,
+                message.into(),
+            )));
+            for mut token in tokens {
+                token.set_span(e.span);
+                out.extend([token]);
+            }
+        }
+        out
     }
 }
 

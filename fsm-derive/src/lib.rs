@@ -2,6 +2,10 @@
 //! compile time. Use it through the `fsm` crate, which re-exports it and documents
 //! the attributes and the generated API.
 //!
+//! The macro works on the compiler's own `proc_macro` types and writes its output
+//! as Rust text, lexed once: no `proc-macro2`, `quote` or `syn` to compile first
+//! (they were most of a cold build's critical path; see BENCHMARKS.md).
+//!
 //! The macro is a thin front end over the table layers (`fsm-model`,
 //! `fsm-analysis`, and `fsm-toml` with the `toml` feature), one stage per module:
 //! `input` splits the enum into its parts, `attr` reads the syntax of `#[fsm(...)]`, `ast` lowers the attributes into the
@@ -27,8 +31,7 @@ use proc_macro::TokenStream;
 /// See the `fsm` crate's documentation for the attributes and what is generated.
 #[proc_macro_derive(StateMachine, attributes(fsm))]
 pub fn derive_state_machine(input: TokenStream) -> TokenStream {
-    ast::parse(input.into())
+    ast::parse(input)
         .and_then(|input| expand::expand(&input))
         .unwrap_or_else(ctxt::Errors::into_compile_errors)
-        .into()
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::input::Variant as EnumVariant;
 use fsm_model::MachineDef;
 use fsm_toml::SourceMap;
-use proc_macro2::{Ident, Span};
+use proc_macro::{Ident, Span};
 
 use crate::attr::{Body, Item};
 use crate::check::{Places, Source, SpecText};

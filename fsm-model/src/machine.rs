@@ -383,9 +383,11 @@ pub mod __private {
     pub use crate::encode::{decode, encode};
 
     /// Where a derived enum keeps its machine, decoded on first use: a type of its
-    /// own, so that the generated code instantiates nothing generic.
+    /// own, so that the generated code instantiates nothing generic. It holds a
+    /// reference (the machine lives as long as the program, like the `static` that
+    /// holds the cell), so that the user's crate compiles no drop glue for it.
     #[derive(Debug)]
-    pub struct MachineCell(std::sync::OnceLock<Machine>);
+    pub struct MachineCell(std::sync::OnceLock<&'static Machine>);
 
     impl MachineCell {
         /// An empty cell, for a `static`.
@@ -395,7 +397,7 @@ pub mod __private {
 
         /// The machine `encoded` holds, decoded the first time.
         pub fn get(&'static self, encoded: &'static str) -> &'static Machine {
-            self.0.get_or_init(|| decode(encoded))
+            self.0.get_or_init(|| Box::leak(Box::new(decode(encoded))))
         }
     }
 
