@@ -1,9 +1,12 @@
 //! Completed actions per second through the in-memory runtime, against a raw
-//! `AtomicU64` compare-and-set loop and a `Mutex<HashMap>` doing the same work, on
-//! 1 and 2 threads.
+//! `AtomicU64` compare-and-set loop, a hand-written sharded store (`DashMap`) and
+//! a `Mutex<HashMap>` doing the same work, on each number of threads in
+//! `FSM_BENCH_THREADS` (default `1,2`), each thread on its own objects ("own") or
+//! every thread on the same 64 ("hot").
 //!
-//! `cargo bench --bench runtime`: criterion's report, then ns per completed action
-//! and each ratio to the raw atomic loop on the same number of threads.
+//! `FSM_BENCH_THREADS=1,2,4,8,16 cargo bench --bench runtime`: criterion's report,
+//! then ns per completed action and each ratio to the first case of its group,
+//! then the table of throughput ratios (fsm ÷ baseline) by thread count.
 //!
 //! One completed action is two compare-and-sets on one object: into the action's
 //! transition state, then to its target (HALTED → STARTING → RUNNING, then RUNNING →
@@ -19,12 +22,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
+use dashmap::DashMap;
 use fsm::ActionId;
 use fsm_runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime};
 
 mod report;
 
 const OBJECTS_PER_THREAD: usize = 512;
+/// The objects every thread works on in the "hot" cases.
+const HOT: usize = 64;
 const KEEP: usize = 16;
 
 const SPEC: &str = r#"
@@ -100,105 +106,277 @@ struct Slot {
     history: VecDeque<(u64, u64, u64, SystemTime)>,
 }
 
-fn mutex_map(map: &Mutex<HashMap<usize, Slot>>, t: usize, iters: u64) {
-    let write = |id: usize, expect: (u64, u64), to: u64, holder| {
-        let mut map = map.lock().unwrap();
-        let slot = map.get_mut(&id).unwrap();
-        assert_eq!((slot.state, slot.version), expect);
-        slot.state = to;
-        slot.version += 1;
-        slot.holder = holder;
-        if slot.history.len() == KEEP {
-            slot.history.pop_front();
+/// Which object a thread works on at its `i`th action: its own, in turn, or one
+/// of the `HOT` objects every thread shares.
+#[derive(Clone, Copy)]
+enum Objects {
+    Own,
+    Hot,
+}
+
+impl Objects {
+    fn pick(self, t: usize, i: usize) -> usize {
+        match self {
+            Objects::Own => t * OBJECTS_PER_THREAD + i % OBJECTS_PER_THREAD,
+            // Threads start apart and walk the same objects.
+            Objects::Hot => (t * 7 + i) % HOT,
         }
-        slot.history
-            .push_back((expect.0, to, slot.version, SystemTime::now()));
-        slot.version
-    };
-    for i in 0..iters as usize {
-        let id = t * OBJECTS_PER_THREAD + i % OBJECTS_PER_THREAD;
-        let (state, version) = {
+    }
+
+    fn count(self, threads: usize) -> usize {
+        match self {
+            Objects::Own => threads * OBJECTS_PER_THREAD,
+            Objects::Hot => HOT,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Objects::Own => "own",
+            Objects::Hot => "hot",
+        }
+    }
+}
+
+fn new_slot() -> Slot {
+    Slot {
+        state: HALTED,
+        version: 1,
+        holder: None,
+        history: VecDeque::new(),
+    }
+}
+
+/// One write to a slot, as the runtime makes it: compare state and version, set
+/// the state and the holder, push a timestamped entry into the bounded history.
+/// `None` when the slot changed since it was read (a lost race: read again).
+fn write_slot(
+    slot: &mut Slot,
+    expect: (u64, u64),
+    to: u64,
+    holder: Option<(u64, &'static str)>,
+) -> Option<u64> {
+    if (slot.state, slot.version) != expect || (holder.is_some() && slot.holder.is_some()) {
+        return None;
+    }
+    slot.state = to;
+    slot.version += 1;
+    slot.holder = holder;
+    if slot.history.len() == KEEP {
+        slot.history.pop_front();
+    }
+    slot.history
+        .push_back((expect.0, to, slot.version, SystemTime::now()));
+    Some(slot.version)
+}
+
+/// `iters` completed actions (start, then complete) through a store whose
+/// `read` gives an object's (state, version) and whose `write` applies
+/// `write_slot` to it; a lost race reads again.
+fn store_work(
+    objects: Objects,
+    t: usize,
+    iters: u64,
+    read: impl Fn(usize) -> (u64, u64),
+    write: impl Fn(usize, (u64, u64), u64, Option<(u64, &'static str)>) -> Option<u64>,
+) {
+    let mut i = 0;
+    let mut done = 0;
+    while done < iters {
+        let id = objects.pick(t, i);
+        i += 1;
+        let (state, version) = read(id);
+        if state == STARTING || state == STOPPING {
+            continue; // held by another thread
+        }
+        let (via, target) = next(state);
+        let Some(v) = write(id, (state, version), via, Some((state, "bench"))) else {
+            continue;
+        };
+        write(id, (via, v), target, None).expect("the holder completes its own action");
+        done += 1;
+    }
+}
+
+fn mutex_map(map: &Mutex<HashMap<usize, Slot>>, objects: Objects, t: usize, iters: u64) {
+    store_work(
+        objects,
+        t,
+        iters,
+        |id| {
             let map = map.lock().unwrap();
             let slot = &map[&id];
             (slot.state, slot.version)
-        };
-        let (via, target) = next(state);
-        let v = write(id, (state, version), via, Some((state, "bench")));
-        write(id, (via, v), target, None);
-    }
+        },
+        |id, expect, to, holder| {
+            write_slot(
+                map.lock().unwrap().get_mut(&id).unwrap(),
+                expect,
+                to,
+                holder,
+            )
+        },
+    );
 }
 
-fn runtime_work(rt: &Runtime, ids: &[ObjectId], t: usize, iters: u64) {
+/// The hand-written sharded store: the same work on a `DashMap`, one shard lock
+/// per access.
+fn dash_map(map: &DashMap<usize, Slot>, objects: Objects, t: usize, iters: u64) {
+    store_work(
+        objects,
+        t,
+        iters,
+        |id| {
+            let slot = map.get(&id).unwrap();
+            (slot.state, slot.version)
+        },
+        |id, expect, to, holder| write_slot(&mut map.get_mut(&id).unwrap(), expect, to, holder),
+    );
+}
+
+fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iters: u64) {
     let actor = &Actor::new(format!("worker-{t}"));
     let (start, stop) = (ActionId(0), ActionId(1));
-    let mine = &ids[t * OBJECTS_PER_THREAD..(t + 1) * OBJECTS_PER_THREAD];
-    for i in 0..iters as usize {
-        let id = &mine[i % OBJECTS_PER_THREAD];
-        // Objects of this thread alternate start and stop, in lockstep.
-        let action = if (i / OBJECTS_PER_THREAD) % 2 == 0 {
-            start
-        } else {
-            stop
+    let mut i = 0;
+    let mut done = 0;
+    while done < iters {
+        let id = &ids[objects.pick(t, i)];
+        i += 1;
+        let state = match objects {
+            // Objects of this thread alternate start and stop, in lockstep.
+            Objects::Own => {
+                if ((i - 1) / OBJECTS_PER_THREAD) % 2 == 0 {
+                    HALTED
+                } else {
+                    RUNNING
+                }
+            }
+            Objects::Hot => rt.get(id).unwrap().state.0 as u64,
         };
-        let record = rt.start(id, actor, action).unwrap().complete().unwrap();
-        black_box(record);
+        let action = if state == HALTED { start } else { stop };
+        match rt.start(id, actor, action) {
+            Ok(held) => {
+                black_box(held.complete().unwrap());
+                done += 1;
+            }
+            // Another thread holds it or moved it first: a lost race.
+            Err(_) if matches!(objects, Objects::Hot) => {}
+            Err(e) => panic!("{e}"),
+        }
     }
 }
 
-const CASES: [&str; 3] = [
+const CASES: [&str; 4] = [
     "raw AtomicU64 compare-and-set",
-    "fsm runtime (MemoryStore)",
+    "DashMap store",
     "Mutex around a HashMap",
+    "fsm runtime (MemoryStore)",
 ];
 
-fn bench(c: &mut Criterion) {
+/// The thread counts to measure: `FSM_BENCH_THREADS` (`1,2,4,8,16`), else 1 and 2.
+fn thread_counts() -> Vec<usize> {
+    std::env::var("FSM_BENCH_THREADS")
+        .ok()
+        .map(|list| {
+            list.split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse()
+                        .expect("FSM_BENCH_THREADS: numbers, comma-separated")
+                })
+                .collect()
+        })
+        .unwrap_or_else(|| vec![1, 2])
+}
+
+fn group(threads: usize, objects: Objects) -> String {
+    format!("runtime-{threads}-threads-{}", objects.name())
+}
+
+fn bench(c: &mut Criterion, threads_list: &[usize]) {
     let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
     assert_eq!(machine.find_state("STOPPING").unwrap().0 as u64, STOPPING);
-    for threads in [1usize, 2] {
-        let n = threads * OBJECTS_PER_THREAD;
-        let mut g = c.benchmark_group(format!("runtime-{threads}-threads"));
-        g.throughput(Throughput::Elements(1));
+    for &threads in threads_list {
+        for objects in [Objects::Own, Objects::Hot] {
+            let n = objects.count(threads);
+            let mut g = c.benchmark_group(group(threads, objects));
+            g.throughput(Throughput::Elements(1));
 
-        let atomics: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(HALTED << 32 | 1)).collect();
-        g.bench_function(CASES[0], |b| {
-            b.iter_custom(|iters| on_threads(threads, iters, |t, k| raw_atomic(&atomics, t, k)))
-        });
+            if matches!(objects, Objects::Own) {
+                let atomics: Vec<AtomicU64> =
+                    (0..n).map(|_| AtomicU64::new(HALTED << 32 | 1)).collect();
+                g.bench_function(CASES[0], |b| {
+                    b.iter_custom(|iters| {
+                        on_threads(threads, iters, |t, k| raw_atomic(&atomics, t, k))
+                    })
+                });
+            }
 
-        let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
-        let actor = Actor::new("bench");
-        let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
-        for id in &ids {
-            rt.create(id, &actor).unwrap();
-        }
-        // Every object must be HALTED when a sample starts at an even round; keep
-        // each thread's iteration count a multiple of two rounds.
-        let round = 2 * OBJECTS_PER_THREAD as u64 * threads as u64;
-        g.bench_function(CASES[1], |b| {
-            b.iter_custom(|iters| {
-                let iters = iters.div_ceil(round) * round;
-                on_threads(threads, iters, |t, k| runtime_work(&rt, &ids, t, k))
-            })
-        });
-
-        let map: Mutex<HashMap<usize, Slot>> = Mutex::new(
-            (0..n)
-                .map(|i| {
-                    (
-                        i,
-                        Slot {
-                            state: HALTED,
-                            version: 1,
-                            holder: None,
-                            history: VecDeque::new(),
-                        },
-                    )
+            let dash: DashMap<usize, Slot> = (0..n).map(|i| (i, new_slot())).collect();
+            g.bench_function(CASES[1], |b| {
+                b.iter_custom(|iters| {
+                    on_threads(threads, iters, |t, k| dash_map(&dash, objects, t, k))
                 })
-                .collect(),
-        );
-        g.bench_function(CASES[2], |b| {
-            b.iter_custom(|iters| on_threads(threads, iters, |t, k| mutex_map(&map, t, k)))
-        });
-        g.finish();
+            });
+
+            let map: Mutex<HashMap<usize, Slot>> =
+                Mutex::new((0..n).map(|i| (i, new_slot())).collect());
+            g.bench_function(CASES[2], |b| {
+                b.iter_custom(|iters| {
+                    on_threads(threads, iters, |t, k| mutex_map(&map, objects, t, k))
+                })
+            });
+
+            let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
+            let actor = Actor::new("bench");
+            let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
+            for id in &ids {
+                rt.create(id, &actor).unwrap();
+            }
+            // On its own objects, every object must be HALTED when a sample
+            // starts at an even round; keep each thread's iteration count a
+            // multiple of two rounds.
+            let round = 2 * OBJECTS_PER_THREAD as u64 * threads as u64;
+            g.bench_function(CASES[3], |b| {
+                b.iter_custom(|iters| {
+                    let iters = match objects {
+                        Objects::Own => iters.div_ceil(round) * round,
+                        Objects::Hot => iters,
+                    };
+                    on_threads(threads, iters, |t, k| {
+                        runtime_work(&rt, &ids, objects, t, k)
+                    })
+                })
+            });
+            g.finish();
+        }
+    }
+}
+
+/// The table the issue's goals are written in: throughput of the runtime over
+/// each baseline's (above 1.0, the runtime is faster), by thread count.
+fn print_table(threads_list: &[usize]) {
+    let rows = [
+        ("fsm ÷ DashMap store, own objects", Objects::Own, CASES[1]),
+        ("fsm ÷ DashMap store, hot objects", Objects::Hot, CASES[1]),
+        ("fsm ÷ Mutex<HashMap>, own objects", Objects::Own, CASES[2]),
+        ("fsm ÷ Mutex<HashMap>, hot objects", Objects::Hot, CASES[2]),
+    ];
+    print!("\n{:<36}", "throughput ratio, threads:");
+    for t in threads_list {
+        print!(" {t:>7}");
+    }
+    println!();
+    for (label, objects, baseline) in rows {
+        print!("{label:<36}");
+        for &t in threads_list {
+            let g = group(t, objects);
+            match (report::mean(&g, baseline), report::mean(&g, CASES[3])) {
+                (Some(base), Some(fsm)) => print!(" {:>7.2}", base / fsm),
+                _ => print!(" {:>7}", "-"),
+            }
+        }
+        println!();
     }
 }
 
@@ -284,13 +462,16 @@ fn bench_queue(c: &mut Criterion) {
 }
 
 fn main() {
+    let threads = thread_counts();
     let mut c = Criterion::default().configure_from_args();
-    bench(&mut c);
+    bench(&mut c, &threads);
     bench_queue(&mut c);
     c.final_summary();
-    for threads in [1, 2] {
-        report::print_ratios(&format!("runtime-{threads}-threads"), "action", 1.0, &CASES);
+    for &t in &threads {
+        report::print_ratios(&group(t, Objects::Own), "action", 1.0, &CASES);
+        report::print_ratios(&group(t, Objects::Hot), "action", 1.0, &CASES[1..]);
     }
     report::print_ratios("queue", "action", 1.0, &QUEUE_CASES);
     report::print_ratios("queue-latency", "action", 1.0, &LATENCY_CASES);
+    print_table(&threads);
 }

@@ -1,6 +1,11 @@
 //! Ratios from criterion's own estimates, printed after a bench's run.
 
 /// Criterion's mean estimate for `group/case` in ns per iteration, from this run.
+#[allow(dead_code)] // not every bench reads it directly
+pub fn mean(group: &str, case: &str) -> Option<f64> {
+    mean_ns(group, case)
+}
+
 fn mean_ns(group: &str, case: &str) -> Option<f64> {
     // Criterion writes under the workspace's target directory; a member crate's
     // bench runs one level below it.

@@ -207,14 +207,15 @@ impl Resolver<'_, '_> {
     }
 
     /// Reports names declared twice (ignoring case); returns which states repeat.
+    /// One pass with a map from each name, lowercased, to its first declaration:
+    /// linear in the size of the table.
     fn duplicates(&mut self) -> Vec<bool> {
         let def = self.def;
         let mut duplicate = vec![false; def.states.len()];
+        let mut first: HashMap<String, usize> = HashMap::with_capacity(def.states.len());
         for (i, s) in def.states.iter().enumerate() {
-            let first = def.states[..i]
-                .iter()
-                .position(|t| t.name.eq_ignore_ascii_case(&s.name));
-            if let Some(j) = first {
+            let j = *first.entry(s.name.to_ascii_lowercase()).or_insert(i);
+            if j != i {
                 duplicate[i] = true;
                 self.out.push(twice(
                     Lint::DuplicateState,
@@ -224,11 +225,10 @@ impl Resolver<'_, '_> {
                 ));
             }
         }
+        let mut first: HashMap<String, usize> = HashMap::with_capacity(def.actions.len());
         for (i, a) in def.actions.iter().enumerate() {
-            let first = def.actions[..i]
-                .iter()
-                .position(|b| b.name.eq_ignore_ascii_case(&a.name));
-            if let Some(j) = first {
+            let j = *first.entry(a.name.to_ascii_lowercase()).or_insert(i);
+            if j != i {
                 self.out.push(twice(
                     Lint::DuplicateAction,
                     ("action", &a.name, &def.actions[j].name),

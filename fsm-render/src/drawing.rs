@@ -143,12 +143,17 @@ fn folded(m: &Machine) -> Drawing {
             loops: Vec::new(),
         })
         .collect();
+    // Where each state is drawn, by id.
+    let mut drawn = vec![None; m.states().len()];
+    for (k, s) in states.iter().enumerate() {
+        drawn[s.id.0] = Some(k);
+    }
     let mut edges = Vec::new();
     for rule in m.rules() {
         let label = folded_label(m, &rule);
         if rule.origin == rule.target {
-            if let Some(s) = states.iter_mut().find(|s| s.id == rule.origin) {
-                s.loops.push(format!("↻ {label}"));
+            if let Some(k) = drawn[rule.origin.0] {
+                states[k].loops.push(format!("↻ {label}"));
             }
         } else {
             edges.push(Edge {

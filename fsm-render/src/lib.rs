@@ -105,7 +105,7 @@ pub fn render(machine: &Machine, format: Format, view: View) -> String {
 }
 
 /// Which part of a rule an arrow draws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ArrowKind {
     /// Origin into the transition state: the action starts.
     Start,
@@ -118,7 +118,7 @@ pub enum ArrowKind {
 }
 
 /// One arrow of a diagram.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Arrow {
     /// Where the arrow starts.
     pub from: StateId,
@@ -134,6 +134,7 @@ pub struct Arrow {
 /// once.
 pub fn arrows(machine: &Machine) -> Vec<Arrow> {
     let mut out: Vec<Arrow> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut push = |from, to, action, kind| {
         let arrow = Arrow {
             from,
@@ -141,7 +142,7 @@ pub fn arrows(machine: &Machine) -> Vec<Arrow> {
             action,
             kind,
         };
-        if !out.contains(&arrow) {
+        if seen.insert(arrow.clone()) {
             out.push(arrow);
         }
     };
