@@ -810,3 +810,95 @@ fn a_routed_object_ending_does_not_end_the_queue_it_was_routed_to() {
     attach.wait().unwrap();
     assert!(queuer.queues().is_empty());
 }
+
+/// Workers spin briefly, then park; a caller waiting on its ticket does the same.
+/// Requests that arrive while every worker is parked, while one spins, and in a
+/// burst from several threads all run, and a stop waiting for a queue that is
+/// still running is woken when it drains.
+#[test]
+fn parked_and_spinning_workers_take_every_request() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    let ops = Actor::new("ops");
+    let queuer = Queuer::new(2);
+    running_vm(&rt, "vm-1");
+    let mut pauses = 0;
+    for idle in [0u64, 1, 20, 0, 5] {
+        // Long enough for the workers to park (they spin for 50 µs), or not.
+        std::thread::sleep(Duration::from_millis(idle));
+        let action = if pauses % 2 == 0 { "pause" } else { "resume" };
+        let ticket = queuer
+            .request(&rt, "vm-1", &ops, action)
+            .run(|_| Ok(()))
+            .unwrap();
+        // A request no parked worker is woken for would wait for ever: bound it.
+        let (done, outcome) = mpsc::channel();
+        std::thread::spawn(move || done.send(ticket.wait()));
+        let Ok(record) = outcome.recv_timeout(Duration::from_secs(10)) else {
+            // Dropping the queuer would wait for the job that never runs.
+            std::mem::forget(queuer);
+            panic!("no parked worker was woken for the request after {idle} ms idle");
+        };
+        let record = record.unwrap();
+        pauses += 1;
+        let expected = if pauses % 2 == 1 { "PAUSED" } else { "RUNNING" };
+        assert_eq!(rt.machine().state(record.state).name.as_ref(), expected);
+    }
+    // A burst from four threads on four objects.
+    for i in 0..4 {
+        running_vm(&rt, &format!("burst-{i}"));
+    }
+    std::thread::scope(|s| {
+        for i in 0..4 {
+            let (rt, ops, queuer) = (&rt, &ops, &queuer);
+            s.spawn(move || {
+                let id = format!("burst-{i}");
+                for k in 0..50 {
+                    let action = if k % 2 == 0 { "pause" } else { "resume" };
+                    queuer
+                        .request(rt, id.as_str(), ops, action)
+                        .run(|_| Ok(()))
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                }
+            });
+        }
+    });
+    for i in 0..4 {
+        let id = format!("burst-{i}");
+        assert_eq!(rt.state_name(id.as_str()).unwrap(), "RUNNING");
+        // Created, deployed (started and completed), then two entries per action.
+        assert_eq!(rt.history(id.as_str()).unwrap().len(), 3 + 2 * 50);
+    }
+    // `stop` parks until the running job ends and the queue drains (vm-1 is
+    // PAUSED after five alternating actions).
+    let (release, released) = mpsc::channel::<()>();
+    let ticket = queuer
+        .request(&rt, "vm-1", &ops, "resume")
+        .run(move |_| {
+            released.recv().unwrap();
+            Ok(())
+        })
+        .unwrap();
+    std::thread::scope(|s| {
+        let stopper = s.spawn(|| queuer.stop("vm-1"));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !stopper.is_finished(),
+            "stop returned while the queue was running"
+        );
+        release.send(()).unwrap();
+        stopper.join().unwrap();
+    });
+    assert_eq!(
+        ticket.wait().unwrap().version,
+        rt.get("vm-1").unwrap().version
+    );
+    // The stopped queue is gone; the burst's idle queues stay until stopped.
+    assert_eq!(
+        queuer.queues(),
+        (0..4)
+            .map(|i| fsm_runtime::ObjectId::from(format!("burst-{i}")))
+            .collect::<Vec<_>>()
+    );
+}
