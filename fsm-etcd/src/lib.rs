@@ -692,7 +692,9 @@ async fn feed(
                     for event in resp.events() {
                         let Some(kv) = event.kv() else { continue };
                         revision = revision.max(kv.mod_revision() + 1);
-                        if event.event_type() != EventType::Put {
+                        // Nothing to decode for nobody: the revision above is
+                        // all a later watcher needs.
+                        if event.event_type() != EventType::Put || !publisher.is_watched() {
                             continue;
                         }
                         let Some(id) = kv

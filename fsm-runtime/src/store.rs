@@ -322,6 +322,12 @@ impl Publisher {
         }
     }
 
+    /// Whether anyone watches now: a store whose events cost work to make (an
+    /// etcd watch's entries, decoded) can skip them while nobody does.
+    pub fn is_watched(&self) -> bool {
+        self.count.load(Ordering::Acquire) > 0
+    }
+
     /// Sends `event` to every watcher; `make` runs only if someone watches.
     pub fn publish(&self, make: impl FnOnce() -> Event) {
         if self.count.load(Ordering::Acquire) > 0 {
