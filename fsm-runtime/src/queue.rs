@@ -158,8 +158,10 @@ struct Shared {
 /// virtual machine, more than most actions take. Only one worker spins at a time.
 const SPIN: Duration = Duration::from_micros(50);
 
-/// Spins until `done` answers true or `SPIN` passes; whether it did.
-fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+/// Spins until `done` answers true or `SPIN` passes; whether it did. With
+/// `yielding`, the spinner offers its core to any thread that has work between
+/// rounds (an idle worker must not slow the callers feeding it).
+fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     loop {
         for _ in 0..64 {
@@ -170,6 +172,9 @@ fn spin_until(mut done: impl FnMut() -> bool) -> bool {
         }
         if start.elapsed() >= SPIN {
             return done();
+        }
+        if yielding {
+            std::thread::yield_now();
         }
     }
 }
@@ -387,7 +392,7 @@ fn work(shared: &Shared) {
                 if !shared.spinning.swap(true, Ordering::Acquire) {
                     let seen = shared.readied.load(Ordering::Acquire);
                     drop(state);
-                    spin_until(|| shared.readied.load(Ordering::Acquire) != seen);
+                    spin_until(true, || shared.readied.load(Ordering::Acquire) != seen);
                     shared.spinning.store(false, Ordering::Release);
                     state = shared.lock();
                     if !state.ready.is_empty() || state.stopped {
@@ -612,7 +617,7 @@ impl Ticket {
     pub fn wait(mut self) -> Result<Record, QueueError> {
         // Most actions end within microseconds: spin briefly before parking.
         let mut outcome = None;
-        spin_until(|| match self.rx.try_recv() {
+        spin_until(false, || match self.rx.try_recv() {
             Ok(result) => {
                 outcome = Some(result);
                 true
