@@ -112,12 +112,18 @@ impl Graph {
         via
     }
 
-    /// The rules `bfs` found from its start to `to`, if `to` was reached.
-    fn walk_back(&self, via: &[Option<usize>], start: StateId, to: StateId) -> Option<Vec<usize>> {
+    /// The rules a search from `start` found to `to`, read back through `via`
+    /// (the rule that first reached each state), if `to` was reached.
+    fn walk_back(
+        &self,
+        via: impl Fn(StateId) -> Option<usize>,
+        start: StateId,
+        to: StateId,
+    ) -> Option<Vec<usize>> {
         let mut steps = Vec::new();
         let mut at = to;
         while at != start {
-            let step = via[at.0]?;
+            let step = via(at)?;
             steps.push(step);
             at = self.edges[step].origin;
         }
@@ -187,14 +193,8 @@ fn detour(
             .filter_map(|&s| taken.first_untaken(graph, s).map(|i| (i, s)))
             .min();
         if let Some((_, origin)) = nearest {
-            let mut steps = Vec::new();
-            let mut s = origin;
-            while s != at {
-                steps.push(via[s.0]);
-                s = graph.edges[via[s.0]].origin;
-            }
-            steps.reverse();
-            return Some(steps);
+            // Every state of this search has its `via`.
+            return graph.walk_back(|s| Some(via[s.0]), at, origin);
         }
         layer = next;
     }
@@ -223,13 +223,14 @@ impl TestPaths {
                 through[s.0]
                     .iter()
                     .filter_map(|&i| {
-                        let mut steps = graph.walk_back(&via, initial, graph.edges[i].origin)?;
+                        let mut steps =
+                            graph.walk_back(|s| via[s.0], initial, graph.edges[i].origin)?;
                         steps.push(i);
                         Some(steps)
                     })
                     .min_by_key(Vec::len)
             } else {
-                graph.walk_back(&via, initial, s)
+                graph.walk_back(|t| via[t.0], initial, s)
             };
             if let Some(steps) = steps {
                 shortest.push(ShortestPath {

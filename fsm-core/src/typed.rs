@@ -150,15 +150,13 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// (`renamed_from`): how a name read from the wire or a store is taken back.
     /// The derive's `FromStr` (and, with the `serde` feature, `Deserialize`).
     fn parse(name: &str) -> Result<Self, UnknownName> {
-        match parse_name(
+        parse_name(
             Self::machine(),
             NameKind::State,
             Self::TABLE.state_names,
             name,
-        ) {
-            Ok(i) => Ok(Self::ALL[i]),
-            Err(e) => Err(e),
-        }
+        )
+        .map(|i| Self::ALL[i])
     }
 
     /// True when `from → to` is one move of the table.
@@ -250,15 +248,13 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// (`renamed_from`). The derive's `FromStr` (and, with the `serde` feature,
     /// `Deserialize`).
     fn parse(name: &str) -> Result<Self, UnknownName> {
-        match parse_name(
+        parse_name(
             Self::State::machine(),
             NameKind::Action,
             Self::table().action_names,
             name,
-        ) {
-            Ok(i) => Ok(Self::ALL[i]),
-            Err(e) => Err(e),
-        }
+        )
+        .map(|i| Self::ALL[i])
     }
 
     /// The static states the action may start from, in the order written.

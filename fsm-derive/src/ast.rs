@@ -156,10 +156,7 @@ fn spec_file(
 fn settings(items: &[Item], errors: &mut Errors) -> Settings {
     let mut s = Settings {
         spec: None,
-        krate: ["::", "fsm"]
-            .into_iter()
-            .map(|s| s.parse::<TokenStream>().expect("a path"))
-            .collect(),
+        krate: "::fsm".parse().expect("a path lexes"),
         action_enum: None,
         markers: None,
         diagram: DocDiagram::default(),

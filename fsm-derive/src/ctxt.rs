@@ -62,10 +62,11 @@ impl Errors {
             tokens.extend(colons());
             tokens.push(TokenTree::Ident(Ident::new("compile_error", e.span)));
             tokens.push(TokenTree::Punct(Punct::new('!', Spacing::Alone)));
-            let message = TokenTree::Literal(Literal::string(&e.message));
+            let mut message = Literal::string(&e.message);
+            message.set_span(e.span);
             tokens.push(TokenTree::Group(Group::new(
                 Delimiter::Brace,
-                message.into(),
+                TokenTree::Literal(message).into(),
             )));
             for mut token in tokens {
                 token.set_span(e.span);

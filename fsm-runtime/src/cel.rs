@@ -15,8 +15,9 @@
 //!
 //! ```toml
 //! keeps_keys = { description = "No key is removed", cel = "object.data.disk_keys.all(k, k in proposed.data.disk_keys)" }
-//! ``` It must answer a boolean; an expression that fails on an
-//! object (a missing field, a type mismatch) or answers something else refuses the
+//! ```
+//!
+//! It must answer a boolean; an expression that fails on an object (a missing field, a type mismatch) or answers something else refuses the
 //! action, and the reason is logged.
 
 use std::sync::Arc;

@@ -158,20 +158,20 @@ struct Shared {
 /// virtual machine, more than most actions take. Only one worker spins at a time.
 const SPIN: Duration = Duration::from_micros(50);
 
-/// Spins until `done` answers true or `SPIN` passes; whether it did. With
-/// `yielding`, the spinner offers its core to any thread that has work between
-/// rounds (an idle worker must not slow the callers feeding it).
-fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) -> bool {
+/// Spins until `done` answers true or `SPIN` passes. With `yielding`, the
+/// spinner offers its core to any thread that has work between rounds (an idle
+/// worker must not slow the callers feeding it).
+fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     loop {
         for _ in 0..64 {
             if done() {
-                return true;
+                return;
             }
             std::hint::spin_loop();
         }
         if start.elapsed() >= SPIN {
-            return done();
+            return;
         }
         if yielding {
             std::thread::yield_now();

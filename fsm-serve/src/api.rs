@@ -580,14 +580,14 @@ async fn patch_data(
         ));
     };
     let version = if_match(&headers)?;
-    let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
+    let (rt, key, who, feed) = (m.runtime.clone(), id.clone(), actor.clone(), m.feed.clone());
     let record = blocking(move || {
         // The change is computed from one version's data and started at that
         // version, so the guards judge the data that will be written (the spec's
         // rules on changes see `object.data` and `proposed.data`) and nothing
         // written in between is lost. Without If-Match a concurrent write is
-        // retried on the new data.
-        let mut attempts = 0;
+        // retried on the new data, as often as it takes: each retry means another
+        // write landed, so the object moves on.
         loop {
             let current = rt.get(key.clone())?;
             let at = version.unwrap_or(current.version);
@@ -603,8 +603,8 @@ async fn patch_data(
                 action.as_str(),
                 data.to_string().into(),
             ) {
-                Err(RuntimeError::VersionMismatch { .. }) if version.is_none() && attempts < 8 => {
-                    attempts += 1;
+                Err(RuntimeError::VersionMismatch { .. }) if version.is_none() => {
+                    feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
                 }
                 started => return started?.complete(),
             }

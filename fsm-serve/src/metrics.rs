@@ -34,7 +34,7 @@ pub async fn render(service: &Service) -> String {
         ),
         (
             "fsm_conflicts_total",
-            "Requests that lost a compare-and-set (409 conflict).",
+            "Compare-and-sets lost: requests answered 409 conflict, and patches without If-Match retried on newer data.",
         ),
     ];
     let mut states = Vec::new();

@@ -82,6 +82,12 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    /// The Prometheus text of `/metrics` (no token needed).
+    async fn metrics(&self, c: &Client) -> String {
+        let r = c.get(self.url("/metrics")).send().await.unwrap();
+        r.text().await.unwrap()
+    }
+
     async fn stop(mut self) {
         let _ = self.stop.take().unwrap().send(());
         self.done.take().unwrap().await.unwrap().unwrap();
@@ -496,14 +502,7 @@ async fn every_status_of_the_contract() {
     );
 
     // Metrics and OpenAPI need no token.
-    let metrics = c
-        .get(server.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics(&c).await;
     assert!(
         metrics.contains("fsm_objects{machine=\"vm\",state=\"RUNNING\"} 1\n"),
         "{metrics}"
@@ -687,14 +686,7 @@ async fn a_completion_after_the_healer_is_a_conflict() {
     assert_eq!(body["error"], "conflict");
     let (_, after) = get(&c, &server.url("/v1/door/objects/d/history"), USER).await;
     assert_eq!(before, after, "the late completion wrote");
-    let metrics = c
-        .get(server.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics(&c).await;
     assert!(
         metrics.contains("fsm_actions_healed_total{machine=\"door\"} 1\n"),
         "{metrics}"
@@ -782,6 +774,81 @@ async fn sixteen_clients_race_on_the_same_objects() {
             assert_eq!(&*e.actor, "kim", "{id}: {e:?}");
         }
     }
+    Arc::into_inner(server)
+        .expect("the tasks are done")
+        .stop()
+        .await;
+}
+
+/// Patches without If-Match racing on one object: each is merged into the data
+/// of the version it starts at, so none is lost. A patch that meets another's
+/// hold is refused (409, busy) and sent again; one whose data was overtaken is
+/// retried by the service (counted in `fsm_conflicts_total`). Either proves the
+/// patches met.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_patches_lose_no_change() {
+    const ROUNDS: usize = 20;
+    let server = Arc::new(Server::start(|_| {}).await);
+    let c = Client::new();
+    let (status, _) = post(
+        &c,
+        &server.url("/v1/door/objects"),
+        USER,
+        Some(json!({ "id": "painted", "data": { "coats": {} } })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let url = server.url("/v1/door/objects/painted/data?action=paint");
+    let mut tasks = Vec::new();
+    for client in 0..16 {
+        let (c, url) = (c.clone(), url.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut busy = 0;
+            for round in 0..ROUNDS {
+                let body = json!({ "coats": { format!("c{client}-{round}"): round } });
+                loop {
+                    let r = c
+                        .patch(&url)
+                        .bearer_auth(USER)
+                        .json(&body)
+                        .send()
+                        .await
+                        .unwrap();
+                    match r.status() {
+                        StatusCode::OK => break,
+                        StatusCode::CONFLICT => busy += 1,
+                        other => panic!("{other}: {}", r.text().await.unwrap()),
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+            busy
+        }));
+    }
+    let mut refused = 0;
+    for t in tasks {
+        refused += t.await.unwrap();
+    }
+    let metrics = server.metrics(&c).await;
+    let retried: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("fsm_conflicts_total{machine=\"door\"} "))
+        .expect("the conflicts counter")
+        .parse()
+        .unwrap();
+    assert!(refused + retried > 0, "the patches never met");
+    let (status, door) = get(&c, &server.url("/v1/door/objects/painted"), USER).await;
+    assert_eq!(status, StatusCode::OK);
+    let coats: serde_json::Map<String, Value> = (0..16)
+        .flat_map(|i| (0..ROUNDS).map(move |r| (format!("c{i}-{r}"), json!(r))))
+        .collect();
+    assert_eq!(
+        door["data"]["coats"],
+        Value::Object(coats),
+        "a change was lost"
+    );
+    // One start and one completion per patch.
+    assert_eq!(door["version"], 1 + 2 * 16 * ROUNDS);
     Arc::into_inner(server)
         .expect("the tasks are done")
         .stop()
@@ -938,26 +1005,12 @@ async fn an_action_past_its_deadline_shows_as_stuck() {
     assert_eq!(started["in_flight"]["overdue"], false);
     assert_eq!(started["in_flight"]["deadline_seconds"], 1.0);
     let stuck = |metrics: &str| metrics.contains("fsm_objects_stuck{machine=\"door\"} 1\n");
-    let metrics = c
-        .get(server.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics(&c).await;
     assert!(!stuck(&metrics), "{metrics}");
     tokio::time::sleep(Duration::from_millis(1300)).await;
     let (_, door) = get(&c, &server.url("/v1/door/objects/d"), USER).await;
     assert_eq!(door["in_flight"]["overdue"], true, "{door}");
-    let metrics = c
-        .get(server.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics(&c).await;
     assert!(stuck(&metrics), "{metrics}");
     server.stop().await;
 }

@@ -213,25 +213,31 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
             (r.status(), r.json::<Value>().await.unwrap())
         }
     };
-    // Adding a key that replaces k1 would delete k1: refused by `keeps_keys`.
-    let (status, body) = patch(
-        data(&b, "add_key"),
-        CONTROLLER,
-        json!({"disk_keys": ["k2"]}),
-    )
-    .await;
-    assert_eq!(
-        (status, body["guard"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("keeps_keys")),
-        "{body}"
-    );
-    // Deleting cannot add one either.
-    let (status, body) = patch(data(&a, "delete_keys"), OPS, json!({"disk_keys": ["k9"]})).await;
-    assert_eq!(
-        (status, body["guard"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("adds_no_keys")),
-        "{body}"
-    );
+    // Refused, with the rule that refused: adding a key that replaces k1 would
+    // delete k1 (`keeps_keys`), and deleting cannot add one (`adds_no_keys`).
+    for (base, action, token, body, guard) in [
+        (
+            &b,
+            "add_key",
+            CONTROLLER,
+            json!({"disk_keys": ["k2"]}),
+            "keeps_keys",
+        ),
+        (
+            &a,
+            "delete_keys",
+            OPS,
+            json!({"disk_keys": ["k9"]}),
+            "adds_no_keys",
+        ),
+    ] {
+        let (status, body) = patch(data(base, action), token, body).await;
+        assert_eq!(
+            (status, body["guard"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some(guard)),
+            "{body}"
+        );
+    }
     let (status, body) = patch(data(&a, "delete_keys"), OPS, json!({"disk_keys": []})).await;
     assert_eq!(
         (status, &body["data"]),
