@@ -1,6 +1,10 @@
 //! KusionStack's PodOpsLifecycle (`podopslifecycle.md`) through the example
 //! (`examples/podopslifecycle`): several operations as concurrent sub-machines of
 //! one pod, permissions per type, protection finalizers, undo, and the trace.
+//!
+//! The controllers are async tasks on the runtime's async API; every test runs
+//! them all on a current-thread tokio runtime, where a call that blocked the
+//! thread would stall the others (and the test, bounded by `LIMIT`, would fail).
 
 #[path = "../examples/machines/mod.rs"]
 mod machines;
@@ -80,7 +84,7 @@ const ALL_PHASES: [&str; 10] = [
     "available",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn two_operations_of_different_types_run_at_once() {
     let ops = PodOps::new("web-0");
     assert!(available(&ops));
@@ -93,7 +97,7 @@ async fn two_operations_of_different_types_run_at_once() {
         let (ops, begun) = (ops.clone(), begun.clone());
         tasks.spawn(async move {
             let controller = OperationController::new(kind);
-            controller.begin(&ops, id).unwrap();
+            controller.begin(&ops, id).await.unwrap();
             // The pod stops being available the moment an operation begins.
             assert!(!available(&ops));
             begun.wait().await;
@@ -104,7 +108,7 @@ async fn two_operations_of_different_types_run_at_once() {
             let permission = label("operation-permission", kind);
             assert!(ops.pod().labels.contains_key(&permission), "{permission}");
             assert!(!ops.pod().protected(), "operating with protection on");
-            controller.finish(&ops, id).unwrap();
+            controller.finish(&ops, id).await.unwrap();
         });
     }
     while let Some(done) = tasks.join_next().await {
@@ -154,18 +158,18 @@ async fn two_operations_of_different_types_run_at_once() {
     assert!(pod.service_ready);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn an_operation_undone_midway_gives_its_permission_back() {
     let ops = PodOps::new("web-0");
     let controllers = ops.start();
     let replace = OperationController::new("replace");
     let restart = OperationController::new("restart");
-    replace.begin(&ops, "op-a").unwrap();
-    restart.begin(&ops, "op-b").unwrap();
+    replace.begin(&ops, "op-a").await.unwrap();
+    restart.begin(&ops, "op-b").await.unwrap();
     assert!(ops.wait_until(LIMIT, in_phase("op-a", S::Operate)).await);
     assert!(ops.wait_until(LIMIT, in_phase("op-b", S::Operate)).await);
 
-    restart.undo(&ops, "op-b").unwrap();
+    restart.undo(&ops, "op-b").await.unwrap();
     let cleaned = |ops: &PodOps| !ops.pod().has_id("op-b");
     assert!(ops.wait_until(LIMIT, cleaned).await);
     let labels = ops.pod().labels;
@@ -174,11 +178,11 @@ async fn an_operation_undone_midway_gives_its_permission_back() {
     assert!(!available(&ops), "op-a is still in flight");
     // An undone operation cannot be finished.
     assert!(matches!(
-        restart.finish(&ops, "op-b"),
+        restart.finish(&ops, "op-b").await,
         Err(PodOpsError::Refused(_))
     ));
 
-    replace.finish(&ops, "op-a").unwrap();
+    replace.finish(&ops, "op-a").await.unwrap();
     assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
     controllers.stop().await;
     assert_eq!(ops.phase("op-a"), Some(S::Available));
@@ -197,27 +201,27 @@ async fn an_operation_undone_midway_gives_its_permission_back() {
     assert_eq!(ops.violations(), Vec::<String>::new());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn a_type_loses_its_permission_only_when_all_its_operations_are_undone() {
     let ops = PodOps::new("web-0");
     let controllers = ops.start();
     let restart = OperationController::new("restart").concurrent();
-    restart.begin(&ops, "op-1").unwrap();
-    restart.begin(&ops, "op-2").unwrap();
+    restart.begin(&ops, "op-1").await.unwrap();
+    restart.begin(&ops, "op-2").await.unwrap();
     let permission = label("operation-permission", "restart");
     for id in ["op-1", "op-2"] {
         assert!(ops.wait_until(LIMIT, in_phase(id, S::Operate)).await);
     }
     assert!(ops.pod().labels.contains_key(&permission));
 
-    restart.undo(&ops, "op-1").unwrap();
+    restart.undo(&ops, "op-1").await.unwrap();
     assert!(ops.wait_until(LIMIT, |ops| !ops.pod().has_id("op-1")).await);
     assert!(
         ops.pod().labels.contains_key(&permission),
         "op-2 still holds it"
     );
 
-    restart.undo(&ops, "op-2").unwrap();
+    restart.undo(&ops, "op-2").await.unwrap();
     assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
     controllers.stop().await;
     let pod = ops.pod();
@@ -228,21 +232,21 @@ async fn a_type_loses_its_permission_only_when_all_its_operations_are_undone() {
 
     // One at a time unless the controller says otherwise.
     let single = OperationController::new("replace");
-    single.begin(&ops, "op-3").unwrap();
+    single.begin(&ops, "op-3").await.unwrap();
     assert_eq!(
-        single.begin(&ops, "op-4").unwrap_err().to_string(),
+        single.begin(&ops, "op-4").await.unwrap_err().to_string(),
         "an operation of type replace is already running on web-0: op-3"
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn operate_waits_for_every_protection_finalizer_to_go() {
     let ops = PodOps::new("web-0");
     let traffic = "prot.podopslifecycle.kusionstack.io/traffic-manager";
     ops.protect(traffic);
     let controllers = ops.start();
     let replace = OperationController::new("replace");
-    replace.begin(&ops, "op").unwrap();
+    replace.begin(&ops, "op").await.unwrap();
 
     // The service controller removes its finalizer; the traffic manager's stays,
     // so PodOpsLifecycle is refused `operate`.
@@ -255,7 +259,7 @@ async fn operate_waits_for_every_protection_finalizer_to_go() {
     ops.edit("traffic-manager", |pod| pod.finalizers.remove(traffic))
         .unwrap();
     assert!(ops.wait_until(LIMIT, in_phase("op", S::Operate)).await);
-    replace.finish(&ops, "op").unwrap();
+    replace.finish(&ops, "op").await.unwrap();
 
     // Back to available only once every protection finalizer is back.
     let waiting = |ops: &PodOps| ops.refusals("finalizers_added") > 0;
@@ -272,14 +276,14 @@ async fn operate_waits_for_every_protection_finalizer_to_go() {
     assert_eq!(ops.violations(), Vec::<String>::new());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn transition_rules_of_the_type_gate_the_pre_check() {
     let ops = PodOps::new("web-0");
     let allow = "example.com/allow-delete";
     ops.rule("delete", move |pod| pod.labels.contains_key(allow));
     let controllers = ops.start();
     let delete = OperationController::new("delete");
-    delete.begin(&ops, "op").unwrap();
+    delete.begin(&ops, "op").await.unwrap();
 
     let refused = |ops: &PodOps| ops.refusals("rules_passed") > 0;
     assert!(ops.wait_until(LIMIT, refused).await);
@@ -306,7 +310,7 @@ async fn transition_rules_of_the_type_gate_the_pre_check() {
 
 /// "The label operating/<id>=<time> and operation-type/<id>=<type> will be validated
 /// by a validating webhook server, they must be added or removed at the same time."
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn the_webhook_keeps_operating_and_operation_type_together() {
     let ops = PodOps::new("web-0");
     let rogue = |ops: &PodOps, change: fn(&mut pod::Pod)| {
@@ -351,6 +355,7 @@ async fn the_webhook_keeps_operating_and_operation_type_together() {
     let controllers = ops.start();
     OperationController::new("replace")
         .begin(&ops, "op")
+        .await
         .unwrap();
     // The seed's controllers take it as far as `operate`, through the webhook;
     // then they stop, so that nothing else changes the pod while the rogue tries.

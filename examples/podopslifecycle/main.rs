@@ -31,19 +31,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let restart = OperationController::new("restart");
 
     // Two controllers operate the pod at once: a replacement and a restart.
-    replace.begin(&ops, "op-replace")?;
-    restart.begin(&ops, "op-restart")?;
+    replace.begin(&ops, "op-replace").await?;
+    restart.begin(&ops, "op-restart").await?;
     // A second restart is refused by the restart controller itself.
-    if let Err(e) = restart.begin(&ops, "op-restart-2") {
+    if let Err(e) = restart.begin(&ops, "op-restart-2").await {
         println!("refused: {e}");
     }
     let operate = ops
         .wait_until(LIMIT, in_phase("op-replace", S::Operate))
         .await;
     // The restart is cancelled midway.
-    restart.undo(&ops, "op-restart")?;
+    restart.undo(&ops, "op-restart").await?;
     if operate {
-        replace.finish(&ops, "op-replace")?;
+        replace.finish(&ops, "op-replace").await?;
     }
     let served = ops
         .wait_until(LIMIT, |ops| {

@@ -432,14 +432,14 @@ impl PodOps {
 
     /// Runs `action` on operation `id` as `actor`, with `effect` on the pod inside
     /// the action's window.
-    fn act(
+    async fn act(
         &self,
         actor: &Actor,
         id: &str,
         action: A,
         effect: impl FnOnce(&mut Pod),
     ) -> Result<(), RuntimeError> {
-        let flight = self.inner.runtime.start(id, actor, action)?;
+        let flight = self.inner.runtime.start_async(id, actor, action).await?;
         let applied = self.apply(actor.name(), |pod| {
             if pod.labels.contains_key(SERVICE_AVAILABLE) {
                 self.violation(format!("{id} moves while the pod is service-available"));
@@ -447,10 +447,10 @@ impl PodOps {
             effect(pod);
         });
         if applied.is_none() {
-            flight.fail()?;
+            flight.fail_async().await?;
             return Ok(());
         }
-        let record = flight.complete()?;
+        let record = flight.complete_async().await?;
         let m = self.inner.runtime.machine();
         self.log(
             micros(record.changed_at),
@@ -538,7 +538,7 @@ async fn run(
 ) {
     let actor = controller.actor();
     loop {
-        reconcile(&ops, controller, &actor);
+        reconcile(&ops, controller, &actor).await;
         tokio::select! {
             event = watcher.recv_async() => {
                 if let Err(Lagged::Closed) = event {
@@ -556,7 +556,7 @@ async fn run(
 }
 
 /// Looks at every operation of the pod and does what `controller` does there.
-fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
+async fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
     let mut ids = ops.inner.runtime.store().ids().unwrap_or_default();
     ids.sort();
     for id in ids {
@@ -565,9 +565,9 @@ fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
         };
         let id = id.as_str();
         let done = match controller {
-            Controller::Lifecycle => lifecycle(ops, actor, id, phase),
-            Controller::TransitionRule => transition_rule(ops, actor, id, phase),
-            Controller::Service => service(ops, actor, id, phase),
+            Controller::Lifecycle => lifecycle(ops, actor, id, phase).await,
+            Controller::TransitionRule => transition_rule(ops, actor, id, phase).await,
+            Controller::Service => service(ops, actor, id, phase).await,
         };
         match done {
             // Guards and lost races: the next change brings the controller back.
@@ -586,34 +586,52 @@ fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
 }
 
 /// PodOpsLifecycle: the mutating webhook and controller.
-fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
+async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
     let t = ops.now();
     match phase {
-        S::Operating => ops.act(actor, id, A::BeginPreCheck, |pod| {
-            pod.labels.insert(label("pre-check", id), t);
-        }),
-        S::PreChecked => ops.act(actor, id, A::Prepare, |pod| {
-            pod.labels.insert(label("prepare", id), t);
-            pod.service_ready = false;
-        }),
-        S::Prepare => ops.act(actor, id, A::Operate, |pod| {
-            if pod.protected() {
-                ops.violation(format!(
-                    "{id} operates with finalizers {:?}",
-                    pod.finalizers
-                ));
-            }
-            pod.labels.insert(label("operate", id), t);
-        }),
-        S::Operated => ops.act(actor, id, A::BeginPostCheck, |pod| {
-            pod.labels.insert(label("post-check", id), t);
-        }),
-        S::PostChecked => ops.act(actor, id, A::Complete, |pod| {
-            pod.labels.insert(label("complete", id), t);
-            // The seed says "set readinessgate service-ready as false" here too.
-            pod.service_ready = false;
-        }),
-        S::Complete => ops.act(actor, id, A::FinishComplete, |pod| pod.remove_id(id)),
+        S::Operating => {
+            ops.act(actor, id, A::BeginPreCheck, |pod| {
+                pod.labels.insert(label("pre-check", id), t);
+            })
+            .await
+        }
+        S::PreChecked => {
+            ops.act(actor, id, A::Prepare, |pod| {
+                pod.labels.insert(label("prepare", id), t);
+                pod.service_ready = false;
+            })
+            .await
+        }
+        S::Prepare => {
+            ops.act(actor, id, A::Operate, |pod| {
+                if pod.protected() {
+                    ops.violation(format!(
+                        "{id} operates with finalizers {:?}",
+                        pod.finalizers
+                    ));
+                }
+                pod.labels.insert(label("operate", id), t);
+            })
+            .await
+        }
+        S::Operated => {
+            ops.act(actor, id, A::BeginPostCheck, |pod| {
+                pod.labels.insert(label("post-check", id), t);
+            })
+            .await
+        }
+        S::PostChecked => {
+            ops.act(actor, id, A::Complete, |pod| {
+                pod.labels.insert(label("complete", id), t);
+                // The seed says "set readinessgate service-ready as false" here too.
+                pod.service_ready = false;
+            })
+            .await
+        }
+        S::Complete => {
+            ops.act(actor, id, A::FinishComplete, |pod| pod.remove_id(id))
+                .await
+        }
         S::Undone if ops.pod().has_id(id) => {
             // "When undo-operation-type/<id>=<type> added, then remove other labels
             // with the same id. If all the operations with the same type have been
@@ -665,16 +683,27 @@ fn serve(ops: &PodOps, actor: &Actor) {
 }
 
 /// PodTransitionRule: the rules of the operation's type, before and after.
-fn transition_rule(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
+async fn transition_rule(
+    ops: &PodOps,
+    actor: &Actor,
+    id: &str,
+    phase: S,
+) -> Result<(), RuntimeError> {
     let (t, kind) = (ops.now(), ops.kind_of(id));
     match phase {
-        S::PreCheck => ops.act(actor, id, A::PassPreCheck, |pod| {
-            pod.labels.insert(label("pre-checked", id), t.clone());
-            pod.labels.insert(label("operation-permission", &kind), t);
-        }),
-        S::PostCheck => ops.act(actor, id, A::PassPostCheck, |pod| {
-            pod.labels.insert(label("post-checked", id), t);
-        }),
+        S::PreCheck => {
+            ops.act(actor, id, A::PassPreCheck, |pod| {
+                pod.labels.insert(label("pre-checked", id), t.clone());
+                pod.labels.insert(label("operation-permission", &kind), t);
+            })
+            .await
+        }
+        S::PostCheck => {
+            ops.act(actor, id, A::PassPostCheck, |pod| {
+                pod.labels.insert(label("post-checked", id), t);
+            })
+            .await
+        }
         _ => Ok(()),
     }
 }
@@ -682,13 +711,14 @@ fn transition_rule(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
 /// The service controller: traffic off (finalizer removed) when an operation
 /// prepares, on again (finalizer back) when it completes, or when the last
 /// operation in flight was undone.
-fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
+async fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), RuntimeError> {
     let pod = ops.pod();
     match phase {
         S::Prepare if pod.finalizers.contains(SERVICE_FINALIZER) => {
             ops.act(actor, id, A::RemoveFinalizer, |pod| {
                 pod.finalizers.remove(SERVICE_FINALIZER);
             })
+            .await
         }
         // Not while another operation is between prepare and operated: its traffic
         // must stay off (checked again under the pod's lock).
@@ -698,6 +728,7 @@ fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), Runtim
                     pod.finalizers.insert(SERVICE_FINALIZER.to_owned());
                 }
             })
+            .await
         }
         S::Undone
             if !pod.finalizers.contains(SERVICE_FINALIZER) && pod.operation_ids().is_empty() =>
@@ -741,7 +772,7 @@ impl OperationController {
 
     /// Begins operation `id`: adds `operating/<id>=<time>` and
     /// `operation-type/<id>=<type>` at the same time.
-    pub fn begin(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
+    pub async fn begin(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
         if !self.concurrent {
             let types = lock(&ops.inner.types).clone();
             let running = types.iter().find(|(other, kind)| {
@@ -766,7 +797,7 @@ impl OperationController {
             pod.labels
                 .insert(label("operation-type", id), self.kind.clone());
         })?;
-        let record = match ops.inner.runtime.create(id, &self.actor) {
+        let record = match ops.inner.runtime.create_async(id, &self.actor).await {
             Ok(record) => record,
             Err(e) => {
                 ops.apply(self.actor.name(), |pod| pod.remove_id(id));
@@ -781,7 +812,7 @@ impl OperationController {
     /// The operation itself (replace, restart, ...), once PodOpsLifecycle said
     /// `operate`: then `operating/<id>` and `operation-type/<id>` go, and the webhook
     /// adds `operated/<id>` and `done-operation-type/<id>`.
-    pub fn finish(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
+    pub async fn finish(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
         let t = ops.now();
         ops.act(&self.actor, id, A::Finish, |pod| {
             if pod.protected() {
@@ -806,16 +837,18 @@ impl OperationController {
             pod.labels.insert(label("operated", id), t);
             pod.labels
                 .insert(label("done-operation-type", id), self.kind.clone());
-        })?;
+        })
+        .await?;
         Ok(())
     }
 
     /// Cancels operation `id`: `undo-operation-type/<id>=<type>`.
-    pub fn undo(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
+    pub async fn undo(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
         ops.act(&self.actor, id, A::Undo, |pod| {
             pod.labels
                 .insert(label("undo-operation-type", id), self.kind.clone());
-        })?;
+        })
+        .await?;
         Ok(())
     }
 }

@@ -150,10 +150,12 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// (`renamed_from`): how a name read from the wire or a store is taken back.
     /// The derive's `FromStr` (and, with the `serde` feature, `Deserialize`).
     fn parse(name: &str) -> Result<Self, UnknownName> {
+        let table = Self::TABLE;
         parse_name(
-            Self::machine(),
+            table.cell,
+            table.machine,
             NameKind::State,
-            Self::TABLE.state_names,
+            table.state_names,
             name,
         )
         .map(|i| Self::ALL[i])
@@ -248,10 +250,12 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// (`renamed_from`). The derive's `FromStr` (and, with the `serde` feature,
     /// `Deserialize`).
     fn parse(name: &str) -> Result<Self, UnknownName> {
+        let table = Self::table();
         parse_name(
-            Self::State::machine(),
+            table.cell,
+            table.machine,
             NameKind::Action,
-            Self::table().action_names,
+            table.action_names,
             name,
         )
         .map(|i| Self::ALL[i])
@@ -324,14 +328,17 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
 
 /// The index of the state or action named `name` (as [`StateMachine::parse`]
 /// reads it), or the error listing the valid names. Not generic, so that a crate
-/// deriving a machine compiles none of it (`parse` is the `FromStr` of every
-/// derived enum).
-fn parse_name(
-    machine: &'static Machine,
+/// deriving a machine compiles none of it: the derive's `FromStr` calls it
+/// directly, with the table's fields.
+#[doc(hidden)]
+pub fn parse_name(
+    cell: &'static crate::__private::MachineCell,
+    encoded: &'static str,
     kind: NameKind,
     expected: &'static [&'static str],
     name: &str,
 ) -> Result<usize, UnknownName> {
+    let machine = cell.get(encoded);
     let found = match kind {
         NameKind::State => machine.state_named(name).map(|id| id.0),
         NameKind::Action => machine.action_named(name).map(|id| id.0),

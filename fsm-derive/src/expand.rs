@@ -231,23 +231,33 @@ fn generate(input: &Input) -> Result<String, Errors> {
             }}
         }}
 
+        // (`FromStr` calls the lookup with the table's fields rather than the
+        // traits' `parse`, so that the crate instantiates nothing generic for it.)
         impl ::core::str::FromStr for {ident} {{
             type Err = {krate}::typed::UnknownName;
             fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
-                <Self as {krate}::StateMachine>::parse(name)
+                let table = <Self as {krate}::StateMachine>::TABLE;
+                match {krate}::typed::parse_name(table.cell, table.machine, {krate}::typed::NameKind::State, table.state_names, name) {{
+                    ::core::result::Result::Ok(i) => ::core::result::Result::Ok({ident}::ALL[i]),
+                    ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
+                }}
             }}
         }}
 
         impl ::core::fmt::Display for {action_enum} {{
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{
-                f.pad(<Self as {krate}::typed::ActionEnum>::name(*self))
+                f.pad(<{ident} as {krate}::StateMachine>::TABLE.action_names[{action_enum}::id(*self).0])
             }}
         }}
 
         impl ::core::str::FromStr for {action_enum} {{
             type Err = {krate}::typed::UnknownName;
             fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
-                <Self as {krate}::typed::ActionEnum>::parse(name)
+                let table = <{ident} as {krate}::StateMachine>::TABLE;
+                match {krate}::typed::parse_name(table.cell, table.machine, {krate}::typed::NameKind::Action, table.action_names, name) {{
+                    ::core::result::Result::Ok(i) => ::core::result::Result::Ok({action_enum}::ALL[i]),
+                    ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
+                }}
             }}
         }}
 

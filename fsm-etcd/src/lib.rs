@@ -589,6 +589,46 @@ impl Store for EtcdStore {
     fn watch(&self) -> Result<Watcher, StoreError> {
         Ok(self.inner.publisher.watch())
     }
+
+    /// Runs [`load`](Store::load) on the store's own runtime and awaits it: the
+    /// caller's thread (a worker of its runtime, or the only thread of a
+    /// current-thread runtime) goes on with other tasks meanwhile.
+    fn load_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
+        let (store, id) = (self.clone(), id.clone());
+        self.off_thread(move || store.load(&id))
+    }
+
+    /// Runs [`commit`](Store::commit) on the store's own runtime and awaits it, as
+    /// [`load_async`](Store::load_async).
+    fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let store = self.clone();
+        self.off_thread(move || store.commit(write))
+    }
+}
+
+impl EtcdStore {
+    /// Runs `call` on a blocking thread of the store's runtime, where it drives
+    /// its requests on that runtime, and awaits the answer. One code path for
+    /// both APIs: what the blocking calls check and retry, the async ones do
+    /// too.
+    fn off_thread<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
+        let runtime = self.inner.runtime.as_ref().expect("running until dropped");
+        let call = runtime.spawn_blocking(call);
+        async move {
+            call.await.unwrap_or_else(|e| {
+                Err(unavailable(
+                    format!("etcd: the store's call did not finish ({e})"),
+                    false,
+                ))
+            })
+        }
+    }
 }
 
 /// Whether etcd refused a write because the lease it names has expired.

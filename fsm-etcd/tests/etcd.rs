@@ -757,3 +757,49 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .unwrap()
         .block_on(f)
 }
+
+/// An awaited call on etcd leaves the caller's thread to its other tasks: on a
+/// current-thread runtime, a task counting its turns goes on counting while
+/// `create_async`, `start_async` and `complete_async` wait for etcd (a call that
+/// blocked the thread would leave the count where it was).
+#[test]
+fn awaited_etcd_calls_leave_the_thread_to_other_tasks() {
+    let Some(store) = store() else { return };
+    let rt = Runtime::new(machine(), store).unwrap();
+    let thread = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    thread.block_on(async {
+        let turns = std::sync::Arc::new(AtomicUsize::new(0));
+        let counter = {
+            let turns = turns.clone();
+            tokio::spawn(async move {
+                loop {
+                    turns.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let user = Actor::new("user");
+        let turns_now = || turns.load(Ordering::Relaxed);
+        let mut during = Vec::new();
+        let before = turns_now();
+        rt.create_async("a", &user).await.unwrap();
+        during.push(("create_async", turns_now() - before));
+        let before = turns_now();
+        let flight = rt.start_async("a", &user, "start").await.unwrap();
+        during.push(("start_async", turns_now() - before));
+        let before = turns_now();
+        let record = flight.complete_async().await.unwrap();
+        during.push(("complete_async", turns_now() - before));
+        counter.abort();
+        assert_eq!(rt.machine().state(record.state).name, "RUNNING");
+        for (what, turns) in &during {
+            assert!(
+                *turns > 0,
+                "the counting task never ran during {what}: {during:?}"
+            );
+        }
+    });
+}

@@ -385,14 +385,15 @@ pub mod __private {
     /// Where a derived enum keeps its machine, decoded on first use: a type of its
     /// own, so that the generated code instantiates nothing generic. It holds a
     /// reference (the machine lives as long as the program, like the `static` that
-    /// holds the cell), so that the user's crate compiles no drop glue for it.
+    /// holds the cell) in a `ManuallyDrop` (a `static` is never dropped anyway), so
+    /// that the user's crate compiles no drop glue for it.
     #[derive(Debug)]
-    pub struct MachineCell(std::sync::OnceLock<&'static Machine>);
+    pub struct MachineCell(std::mem::ManuallyDrop<std::sync::OnceLock<&'static Machine>>);
 
     impl MachineCell {
         /// An empty cell, for a `static`.
         pub const fn new() -> Self {
-            MachineCell(std::sync::OnceLock::new())
+            MachineCell(std::mem::ManuallyDrop::new(std::sync::OnceLock::new()))
         }
 
         /// The machine `encoded` holds, decoded the first time.

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use fsm_core::{ActionId, Rule, StateId};
 
 use crate::write::{self, Change, Slot};
-use crate::{EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store};
+use crate::{EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store, Write};
 
 /// The fencing token of an action in flight: the version of the record its start
 /// wrote, higher for every later start on the same object. Pass it to the systems
@@ -233,72 +233,175 @@ impl<S: Store> InFlight<'_, S> {
         self.finish(EntryKind::Failed, None)
     }
 
-    /// Writes an outcome of the action held in its slot since `held`: the entry's
-    /// kind, the state `to` computes from the current record, and what the slot
-    /// keeps. Re-reads and retries when the record changed for another reason (a
-    /// hidden action beside a visible one); a different holder ends with the
-    /// conflict.
-    fn settle(
+    /// [`complete`](Self::complete) for async callers: the store's reads and
+    /// writes are awaited.
+    ///
+    /// Dropping the future before it is done (a `select!` that took another
+    /// branch) drops the handle: the action is recorded as abandoned, as for any
+    /// dropped handle, unless the completion was written already.
+    pub async fn complete_async(mut self) -> Result<Record, RuntimeError> {
+        let data = self.proposed.take();
+        self.finish_async(EntryKind::Completed, data).await
+    }
+
+    /// [`complete_with`](Self::complete_with) for async callers, as
+    /// [`complete_async`](Self::complete_async).
+    pub async fn complete_with_async(mut self, data: Arc<str>) -> Result<Record, RuntimeError> {
+        self.finish_async(EntryKind::Completed, Some(data)).await
+    }
+
+    /// [`fail`](Self::fail) for async callers, as
+    /// [`complete_async`](Self::complete_async).
+    pub async fn fail_async(mut self) -> Result<Record, RuntimeError> {
+        self.finish_async(EntryKind::Failed, None).await
+    }
+
+    /// The write of an outcome of the action held in its slot since `held`, made
+    /// from the object's `record` as read: the entry's kind, the state `to`
+    /// computes from the record, and what the slot keeps. A record held by
+    /// someone else (or gone) is the conflict that ends the action's hold.
+    fn settlement(
+        &self,
+        record: Option<Record>,
+        outcome: &Outcome,
+        data: Option<Arc<str>>,
+    ) -> Result<(Write, Record), RuntimeError> {
+        let rt = &*self.runtime;
+        let Some(record) = record else {
+            return Err(rt.conflict(self.id.clone(), Some(self.held), None));
+        };
+        let Some(holder) = self
+            .slot
+            .get(&record)
+            .filter(|h| h.version == self.held.version)
+        else {
+            return Err(rt.conflict(self.id.clone(), Some(self.held), Some(&record)));
+        };
+        let write = write::change(
+            self.id.clone(),
+            &record,
+            Change {
+                kind: outcome.kind,
+                action: self.rule.action,
+                slot: self.slot,
+                holder: outcome.keep(holder),
+                to: outcome.to(&record),
+                actor: self.actor.clone(),
+                at: rt.now(),
+                data,
+            },
+        );
+        let next = write.record.clone();
+        Ok((write, next))
+    }
+
+    /// Writes `outcome`. First from the record as the start wrote it, which saves
+    /// a read when nothing changed since; when the record changed for another
+    /// reason (a hidden action beside a visible one), re-reads and retries.
+    fn settle(&mut self, outcome: Outcome, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
+        let mut record = match self.written.take() {
+            Some(written) => Some(written),
+            None => self.runtime.load(&self.id)?,
+        };
+        loop {
+            let (write, next) = self.settlement(record, &outcome, data.clone())?;
+            match self.runtime.commit(write) {
+                Err(RuntimeError::Conflict { .. }) => record = self.runtime.load(&self.id)?,
+                done => return done.map(|()| next),
+            }
+        }
+    }
+
+    /// [`settle`](Self::settle), awaiting the store.
+    async fn settle_async(
         &mut self,
-        kind: EntryKind,
-        to: impl Fn(&Record) -> StateId,
-        keep: impl Fn(&Holder) -> Option<Arc<Holder>>,
+        outcome: Outcome,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let rt = &*self.runtime;
-        let mut guess = self.written.take();
+        let mut record = match self.written.take() {
+            Some(written) => Some(written),
+            None => self.runtime.load_async(&self.id).await?,
+        };
         loop {
-            // First the record as the start wrote it, which saves a read when
-            // nothing changed since; then what the store holds.
-            let record = match guess.take() {
-                Some(r) => r,
-                None => match rt.load(&self.id)? {
-                    Some(r) => r,
-                    None => return Err(rt.conflict(self.id.clone(), Some(self.held), None)),
-                },
-            };
-            let Some(holder) = self
-                .slot
-                .get(&record)
-                .filter(|h| h.version == self.held.version)
-            else {
-                return Err(rt.conflict(self.id.clone(), Some(self.held), Some(&record)));
-            };
-            let write = write::change(
-                self.id.clone(),
-                &record,
-                Change {
-                    kind,
-                    action: self.rule.action,
-                    slot: self.slot,
-                    holder: keep(holder),
-                    to: to(&record),
-                    actor: self.actor.clone(),
-                    at: rt.now(),
-                    data: data.clone(),
-                },
-            );
-            let next = write.record.clone();
-            match rt.commit(write) {
-                Err(RuntimeError::Conflict { .. }) => continue,
-                Err(e) => return Err(e),
-                Ok(()) => return Ok(next),
+            let (write, next) = self.settlement(record, &outcome, data.clone())?;
+            match self.runtime.commit_async(write).await {
+                Err(RuntimeError::Conflict { .. }) => {
+                    record = self.runtime.load_async(&self.id).await?;
+                }
+                done => return done.map(|()| next),
             }
         }
     }
 
     fn finish(&mut self, kind: EntryKind, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
         self.done = true;
-        let (rule, hidden) = (self.rule, self.is_hidden());
-        let to = move |record: &Record| match kind {
-            // A hidden action keeps whatever status is shown.
-            _ if hidden => record.state,
-            EntryKind::Completed => rule.target,
-            _ => rule.origin,
-        };
-        let result = self.settle(kind, to, |_| None, data);
+        let result = self.settle(self.outcome(kind), data);
         tracing::debug!(object = %self.id, ?kind, ok = result.is_ok(), "finished");
         result
+    }
+
+    async fn finish_async(
+        &mut self,
+        kind: EntryKind,
+        data: Option<Arc<str>>,
+    ) -> Result<Record, RuntimeError> {
+        let outcome = self.outcome(kind);
+        let result = self.settle_async(outcome, data).await;
+        // Only now: a future dropped before this point leaves the handle to
+        // `Drop`, which records the action as abandoned.
+        self.done = true;
+        tracing::debug!(object = %self.id, ?kind, ok = result.is_ok(), "finished");
+        result
+    }
+
+    /// How `kind` ends the action: a hidden action keeps whatever status is shown;
+    /// otherwise a completion moves to the rule's target and a failure returns to
+    /// its origin.
+    fn outcome(&self, kind: EntryKind) -> Outcome {
+        let to = match kind {
+            _ if self.is_hidden() => To::Same,
+            EntryKind::Completed => To::State(self.rule.target),
+            _ => To::State(self.rule.origin),
+        };
+        Outcome {
+            kind,
+            to,
+            keep_abandoned: false,
+        }
+    }
+}
+
+/// An outcome to write: its entry's kind, where the object goes, and whether the
+/// slot keeps its holder (marked abandoned) or is emptied.
+struct Outcome {
+    kind: EntryKind,
+    to: To,
+    keep_abandoned: bool,
+}
+
+/// Where an outcome leaves the object.
+enum To {
+    /// In the state the record shows.
+    Same,
+    /// In this state.
+    State(StateId),
+}
+
+impl Outcome {
+    fn to(&self, record: &Record) -> StateId {
+        match self.to {
+            To::Same => record.state,
+            To::State(state) => state,
+        }
+    }
+
+    fn keep(&self, holder: &Holder) -> Option<Arc<Holder>> {
+        self.keep_abandoned.then(|| {
+            Arc::new(Holder {
+                abandoned: true,
+                ..holder.clone()
+            })
+        })
     }
 }
 
@@ -307,16 +410,12 @@ impl<S: Store> Drop for InFlight<'_, S> {
         if self.done {
             return;
         }
-        let result = self.settle(
-            EntryKind::Abandoned,
-            |record| record.state,
-            |holder| {
-                let mut kept = holder.clone();
-                kept.abandoned = true;
-                Some(Arc::new(kept))
-            },
-            None,
-        );
+        let abandoned = Outcome {
+            kind: EntryKind::Abandoned,
+            to: To::Same,
+            keep_abandoned: true,
+        };
+        let result = self.settle(abandoned, None);
         match result {
             Ok(_) => tracing::warn!(
                 object = %self.id,

@@ -121,7 +121,8 @@ pub use memory::MemoryStore;
 pub use queue::{QueueError, Queuer, Request, Ticket, Work};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::{
-    Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Store, Watcher, Write,
+    Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Store, WatchStream,
+    Watcher, Write,
 };
 
 /// The name of an object in a store: `vm-42`, a UUID, a machine's serial.

@@ -174,7 +174,39 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let id = id.into();
+        let (id, write) = self.creation(id.into(), actor, data);
+        let record = write.record.clone();
+        let expected = write.expected;
+        let result = self.inner.store.commit(write);
+        self.created(id, actor, expected, result, record)
+    }
+
+    /// [`create`](Self::create) for async callers.
+    pub async fn create_async(
+        &self,
+        id: impl Into<ObjectId>,
+        actor: &Actor,
+    ) -> Result<Record, RuntimeError> {
+        self.create_with_async(id, actor, None).await
+    }
+
+    /// [`create_with`](Self::create_with) for async callers: the store's write is
+    /// awaited ([`Store::commit_async`]), never waited for on the caller's thread.
+    pub async fn create_with_async(
+        &self,
+        id: impl Into<ObjectId>,
+        actor: &Actor,
+        data: Option<Arc<str>>,
+    ) -> Result<Record, RuntimeError> {
+        let (id, write) = self.creation(id.into(), actor, data);
+        let record = write.record.clone();
+        let expected = write.expected;
+        let result = self.inner.store.commit_async(write).await;
+        self.created(id, actor, expected, result, record)
+    }
+
+    /// The write that creates `id`.
+    fn creation(&self, id: ObjectId, actor: &Actor, data: Option<Arc<str>>) -> (ObjectId, Write) {
         let write = write::create(
             id.clone(),
             self.machine().initial(),
@@ -182,8 +214,19 @@ impl<S: Store> Runtime<S> {
             self.now(),
             data,
         );
-        let record = write.record.clone();
-        match self.commit(write) {
+        (id, write)
+    }
+
+    /// What a creation's write ended in: the record, or why not.
+    fn created(
+        &self,
+        id: ObjectId,
+        actor: &Actor,
+        expected: Option<Expected>,
+        result: Result<(), StoreError>,
+        record: Record,
+    ) -> Result<Record, RuntimeError> {
+        match result.map_err(|e| self.refused(expected, e)) {
             Err(RuntimeError::Conflict {
                 found: Some((state, _)),
                 ..
@@ -202,8 +245,24 @@ impl<S: Store> Runtime<S> {
         self.load(&id)?.ok_or(RuntimeError::NotFound { id })
     }
 
+    /// [`get`](Self::get) for async callers.
+    pub async fn get_async(&self, id: impl Into<ObjectId>) -> Result<Record, RuntimeError> {
+        let id = id.into();
+        self.load_async(&id)
+            .await?
+            .ok_or(RuntimeError::NotFound { id })
+    }
+
     pub(crate) fn load(&self, id: &ObjectId) -> Result<Option<Record>, RuntimeError> {
         self.inner.store.load(id).map_err(RuntimeError::Store)
+    }
+
+    pub(crate) async fn load_async(&self, id: &ObjectId) -> Result<Option<Record>, RuntimeError> {
+        self.inner
+            .store
+            .load_async(id)
+            .await
+            .map_err(RuntimeError::Store)
     }
 
     /// The object's state.
@@ -311,6 +370,45 @@ impl<S: Store> Runtime<S> {
         self.start_expecting(id.into(), actor, action, version, Some(data))
     }
 
+    /// [`start`](Self::start) for async callers: the store's read and write are
+    /// awaited ([`Store::load_async`], [`Store::commit_async`]), so a store on the
+    /// network never blocks the caller's thread, and the handle finishes with
+    /// [`InFlight::complete_async`] or [`InFlight::fail_async`].
+    pub async fn start_async(
+        &self,
+        id: impl Into<ObjectId>,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        self.start_changing_async(id, None, actor, action, None)
+            .await
+    }
+
+    /// [`start_changing`](Self::start_changing) (and, with no data,
+    /// [`start_at`](Self::start_at)) for async callers, as
+    /// [`start_async`](Self::start_async).
+    pub async fn start_changing_async(
+        &self,
+        id: impl Into<ObjectId>,
+        version: Option<u64>,
+        actor: &Actor,
+        action: impl ActionRef,
+        data: Option<Arc<str>>,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        use tracing::Instrument as _;
+        let id = id.into();
+        let action = action.resolve(self.machine())?;
+        let span = self.start_span(&id, actor, action);
+        async {
+            let record = self.get_async(id.clone()).await?;
+            let (write, start) = self.admit_start(id, actor, action, version, data, record)?;
+            self.commit_async(write).await?;
+            Ok(start.begun(self))
+        }
+        .instrument(span)
+        .await
+    }
+
     fn start_expecting(
         &self,
         id: ObjectId,
@@ -320,14 +418,34 @@ impl<S: Store> Runtime<S> {
         proposed: Option<Arc<str>>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
         let action = action.resolve(self.machine())?;
-        let span = tracing::debug_span!(
+        let span = self.start_span(&id, actor, action);
+        let _enter = span.enter();
+        let record = self.get(id.clone())?;
+        let (write, start) = self.admit_start(id, actor, action, version, proposed, record)?;
+        self.commit(write)?;
+        Ok(start.begun(self))
+    }
+
+    fn start_span(&self, id: &ObjectId, actor: &Actor, action: ActionId) -> tracing::Span {
+        tracing::debug_span!(
             "start",
             object = %id,
             action = %self.machine().action(action).name,
             actor = actor.name()
-        );
-        let _enter = span.enter();
-        let record = self.get(id.clone())?;
+        )
+    }
+
+    /// A start's checks against the object's `record`, as read, and if they pass,
+    /// the write that starts the action and what its handle will hold.
+    fn admit_start(
+        &self,
+        id: ObjectId,
+        actor: &Actor,
+        action: ActionId,
+        version: Option<u64>,
+        proposed: Option<Arc<str>>,
+        record: Record,
+    ) -> Result<(Write, Start), RuntimeError> {
         if let Some(expected) = version.filter(|&v| v != record.version) {
             return Err(RuntimeError::VersionMismatch {
                 id,
@@ -372,19 +490,16 @@ impl<S: Store> Runtime<S> {
                 data: None,
             },
         );
-        let written = write.record.clone();
-        self.commit(write)?;
-        tracing::debug!(version, "started");
-        Ok(InFlight::new(
-            self,
+        let start = Start {
+            written: write.record.clone(),
             id,
             rule,
             slot,
-            Expected { state: to, version },
-            actor.shared_name(),
-            written,
-        )
-        .proposing(proposed))
+            held: Expected { state: to, version },
+            actor: actor.shared_name(),
+            proposed,
+        };
+        Ok((write, start))
     }
 
     /// Starts `action` and completes it at once: a move with nothing to wait for.
@@ -395,6 +510,19 @@ impl<S: Store> Runtime<S> {
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
         self.start(id, actor, action)?.complete()
+    }
+
+    /// [`run`](Self::run) for async callers.
+    pub async fn run_async(
+        &self,
+        id: impl Into<ObjectId>,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> Result<Record, RuntimeError> {
+        self.start_async(id, actor, action)
+            .await?
+            .complete_async()
+            .await
     }
 
     /// Rolls back the (visible) action in flight on `id`, its record as read being
@@ -485,13 +613,28 @@ impl<S: Store> Runtime<S> {
     /// names of what was expected and found.
     pub(crate) fn commit(&self, write: Write) -> Result<(), RuntimeError> {
         let expected = write.expected;
-        self.inner.store.commit(write).map_err(|e| match e {
+        self.inner
+            .store
+            .commit(write)
+            .map_err(|e| self.refused(expected, e))
+    }
+
+    /// [`commit`](Self::commit), awaited.
+    pub(crate) async fn commit_async(&self, write: Write) -> Result<(), RuntimeError> {
+        let expected = write.expected;
+        let result = self.inner.store.commit_async(write).await;
+        result.map_err(|e| self.refused(expected, e))
+    }
+
+    /// The error of a write that expected `expected` and that the store refused.
+    fn refused(&self, expected: Option<Expected>, e: StoreError) -> RuntimeError {
+        match e {
             StoreError::Conflict { id, found } => {
                 tracing::debug!(object = %id, "conflict");
                 self.conflict(id, expected, found.as_deref())
             }
             e => RuntimeError::Store(e),
-        })
+        }
     }
 
     pub(crate) fn name(&self, state: StateId) -> String {
@@ -500,5 +643,33 @@ impl<S: Store> Runtime<S> {
 
     pub(crate) fn action_name(&self, action: ActionId) -> &str {
         &self.machine().action(action).name
+    }
+}
+
+/// What a start that passed its checks hands its [`InFlight`], once the store has
+/// taken its write.
+struct Start {
+    id: ObjectId,
+    rule: fsm_core::Rule,
+    slot: Slot,
+    held: Expected,
+    actor: Arc<str>,
+    written: Record,
+    proposed: Option<Arc<str>>,
+}
+
+impl Start {
+    fn begun<S: Store>(self, runtime: &Runtime<S>) -> InFlight<'_, S> {
+        tracing::debug!(version = self.held.version, "started");
+        InFlight::new(
+            runtime,
+            self.id,
+            self.rule,
+            self.slot,
+            self.held,
+            self.actor,
+            self.written,
+        )
+        .proposing(self.proposed)
     }
 }

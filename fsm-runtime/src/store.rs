@@ -183,6 +183,23 @@ pub trait Store: Send + Sync + 'static {
 
     /// A subscription to every write applied from now on.
     fn watch(&self) -> Result<Watcher, StoreError>;
+
+    /// [`load`](Store::load) for async callers: what the runtime's `_async` calls
+    /// await. The default answers with `load`, which suits a store whose calls
+    /// never wait (the [`MemoryStore`](crate::MemoryStore)); a store that waits on
+    /// the network implements it without blocking the caller's thread.
+    fn load_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
+        std::future::ready(self.load(id))
+    }
+
+    /// [`commit`](Store::commit) for async callers, as
+    /// [`load_async`](Store::load_async).
+    fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(self.commit(write))
+    }
 }
 
 /// One applied write, as watchers see it.
@@ -230,7 +247,17 @@ enum Note {
 pub struct Watcher {
     rx: broadcast::Receiver<Note>,
     only: Option<ObjectId>,
-    count: Arc<AtomicUsize>,
+    _counted: Counted,
+}
+
+/// One watcher in its store's count (`Publisher::is_watched`), while it lives.
+#[derive(Debug)]
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
 }
 
 impl Watcher {
@@ -242,14 +269,7 @@ impl Watcher {
 
     /// The event to hand out for `note`, if this watcher wants it.
     fn wanted(&self, note: Note) -> Option<Result<Event, Lagged>> {
-        match note {
-            Note::Event(event) => self
-                .only
-                .as_ref()
-                .is_none_or(|id| *id == event.id)
-                .then_some(Ok(event)),
-            Note::Gap => Some(Err(Lagged::Gap)),
-        }
+        wanted(self.only.as_ref(), note)
     }
 
     /// The next event, waiting for it. Do not call from async code: use
@@ -290,11 +310,96 @@ impl Watcher {
             }
         }
     }
+
+    /// The events as a [`Stream`](tokio_stream::Stream), for async code that
+    /// combines streams (`StreamExt`, `select!`): each item is what
+    /// [`recv_async`](Watcher::recv_async) would answer, a lag as an `Err` that
+    /// the stream goes on after. It ends when the store is dropped
+    /// ([`Lagged::Closed`] is not an item).
+    ///
+    /// ```
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime};
+    /// # use tokio_stream::StreamExt;
+    /// # let machine = fsm_core::spec::load_str("door.toml", r#"
+    /// #     [machine]
+    /// #     name = "door"
+    /// #     initial = "closed"
+    /// #     [states]
+    /// #     closed = "Closed"
+    /// #     open = "Open"
+    /// #     [actions]
+    /// #     open = { from = "closed", to = "open" }
+    /// #     close = { from = "open", to = "closed" }
+    /// # "#).unwrap();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let runtime = Runtime::new(machine, MemoryStore::new())?;
+    /// let mut events = runtime.watch()?.into_stream();
+    /// let me = Actor::new("me");
+    /// runtime.create_async("door-1", &me).await?;
+    /// runtime.start_async("door-1", &me, "open").await?.complete_async().await?;
+    /// let mut kinds = Vec::new();
+    /// while let Some(Ok(event)) = events.next().await {
+    ///     kinds.push(format!("{:?}", event.entry.kind));
+    ///     if kinds.len() == 3 { break; }
+    /// }
+    /// assert_eq!(kinds, ["Created", "Started", "Completed"]);
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn into_stream(self) -> WatchStream {
+        WatchStream {
+            inner: tokio_stream::wrappers::BroadcastStream::new(self.rx),
+            only: self.only,
+            _counted: self._counted,
+        }
+    }
 }
 
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.count.fetch_sub(1, Ordering::Release);
+/// A [`Watcher`] as a [`Stream`](tokio_stream::Stream) of events: see
+/// [`Watcher::into_stream`].
+pub struct WatchStream {
+    inner: tokio_stream::wrappers::BroadcastStream<Note>,
+    only: Option<ObjectId>,
+    _counted: Counted,
+}
+
+impl std::fmt::Debug for WatchStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchStream")
+            .field("only", &self.only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl tokio_stream::Stream for WatchStream {
+    type Item = Result<Event, Lagged>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+        loop {
+            let note = match std::pin::Pin::new(&mut self.inner).poll_next(cx) {
+                std::task::Poll::Pending => return std::task::Poll::Pending,
+                std::task::Poll::Ready(None) => return std::task::Poll::Ready(None),
+                std::task::Poll::Ready(Some(Err(BroadcastStreamRecvError::Lagged(missed)))) => {
+                    return std::task::Poll::Ready(Some(Err(Lagged::Missed { missed })));
+                }
+                std::task::Poll::Ready(Some(Ok(note))) => note,
+            };
+            if let Some(item) = wanted(self.only.as_ref(), note) {
+                return std::task::Poll::Ready(Some(item));
+            }
+        }
+    }
+}
+
+/// The event to hand out for `note` to a watcher of `only` (or of every object).
+fn wanted(only: Option<&ObjectId>, note: Note) -> Option<Result<Event, Lagged>> {
+    match note {
+        Note::Event(event) => only.is_none_or(|id| *id == event.id).then_some(Ok(event)),
+        Note::Gap => Some(Err(Lagged::Gap)),
     }
 }
 
@@ -351,7 +456,7 @@ impl Publisher {
         Watcher {
             rx: self.tx.subscribe(),
             only: None,
-            count: self.count.clone(),
+            _counted: Counted(self.count.clone()),
         }
     }
 }
@@ -376,5 +481,14 @@ impl<S: Store> Store for Arc<S> {
     }
     fn watch(&self) -> Result<Watcher, StoreError> {
         (**self).watch()
+    }
+    fn load_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
+        (**self).load_async(id)
+    }
+    fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).commit_async(write)
     }
 }

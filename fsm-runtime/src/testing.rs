@@ -56,6 +56,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     hidden_actions_keep_their_own_slot(make());
     watchers_see_writes_in_order(make());
     concurrent_actors_never_lose_a_write(make(), 4, 150);
+    async_actors_share_one_thread(make(), 4, 60);
 }
 
 fn runtime<S: Store>(store: S) -> Runtime<S> {
@@ -474,4 +475,96 @@ pub fn specs_evolve<S: Store>(open: impl Fn() -> S) {
     // And the store still serves the spec it was serving.
     let again = Runtime::new(edited, open()).expect("specs_evolve: reopened");
     assert_eq!(again.state_name("retired").unwrap(), "RETIRED");
+}
+
+/// `tasks` actors race on a few objects through the async API, as tasks of one
+/// current-thread tokio runtime, each giving the thread up while it holds an
+/// action: the races happen (starts refused as busy, or compare-and-sets lost),
+/// every accepted action is in the histories, every history is a path, and a
+/// watcher's stream delivers every write once, in version order per object. A
+/// call that blocked the thread on work needing it would hang here: the whole
+/// check is bounded, and fails instead.
+pub fn async_actors_share_one_thread<S: Store>(store: S, tasks: usize, attempts: usize) {
+    use tokio_stream::StreamExt as _;
+
+    let rt = runtime(store);
+    let thread = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime");
+    let check = async {
+        let ids: Vec<String> = (0..3).map(|i| format!("obj-{i}")).collect();
+        let admin = Actor::new("admin");
+        let mut events = rt.watch().unwrap().into_stream();
+        for id in &ids {
+            rt.create_async(id.as_str(), &admin).await.unwrap();
+        }
+        let raced = std::sync::Arc::new(AtomicUsize::new(0));
+        let completed = std::sync::Arc::new(AtomicUsize::new(0));
+        let actions = ["start", "stop", "resize", "reboot", "migrate"];
+        let mut actors = tokio::task::JoinSet::new();
+        for t in 0..tasks {
+            let (rt, ids) = (rt.clone(), ids.clone());
+            let (raced, completed) = (raced.clone(), completed.clone());
+            actors.spawn(async move {
+                let actor = Actor::new(format!("task-{t}"));
+                for i in 0..attempts {
+                    let id = ids[(i * 7 + t * 3) % ids.len()].as_str();
+                    let action = actions[(i + t) % actions.len()];
+                    match rt.start_async(id, &actor, action).await {
+                        Ok(flight) => {
+                            // Hold the action while the other tasks run.
+                            tokio::task::yield_now().await;
+                            flight.complete_async().await.unwrap();
+                            completed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(RuntimeError::Busy { .. } | RuntimeError::Conflict { .. }) => {
+                            raced.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(RuntimeError::NoRule { .. }) => {}
+                        Err(e) => panic!("async_actors_share_one_thread: {e}"),
+                    }
+                }
+            });
+        }
+        while let Some(done) = actors.join_next().await {
+            done.expect("async_actors_share_one_thread: a task panicked");
+        }
+        let (raced, completed) = (
+            raced.load(Ordering::Relaxed),
+            completed.load(Ordering::Relaxed),
+        );
+        assert!(
+            raced > 0,
+            "async_actors_share_one_thread: no start met another task's action ({completed} completed)"
+        );
+        let mut writes = 0;
+        for id in &ids {
+            let history = rt.history(id.as_str()).unwrap();
+            check_history(rt.machine(), &history).unwrap();
+            writes += history.len();
+        }
+        // Created, then a start and a completion per completed action.
+        assert_eq!(
+            writes,
+            ids.len() + 2 * completed,
+            "async_actors_share_one_thread"
+        );
+        let mut last = std::collections::HashMap::new();
+        for _ in 0..writes {
+            let event = events.next().await.expect("the stream goes on").unwrap();
+            let before = last.insert(event.id.to_string(), event.entry.version);
+            assert_eq!(
+                before.unwrap_or(0) + 1,
+                event.entry.version,
+                "async_actors_share_one_thread: {} out of order",
+                event.id
+            );
+        }
+    };
+    thread
+        .block_on(async { tokio::time::timeout(Duration::from_secs(60), check).await })
+        .expect(
+            "async_actors_share_one_thread: stalled (a blocking call on the runtime's thread?)",
+        );
 }
