@@ -304,6 +304,7 @@ fn every_seed_machine_round_trips_its_names() {
     names_round_trip::<NetworkState>("mizar/network.toml");
     names_round_trip::<EndpointState>("mizar/endpoint.toml");
     names_round_trip::<DropletState>("mizar/droplet.toml");
+    names_round_trip::<ScaledEndpointState>("mizar/scaled_endpoint.toml");
     names_round_trip::<PodOpsState>("kusionstack/podopslifecycle.toml");
 }
 

@@ -1,6 +1,10 @@
 //! Mizar's create and delete workflows (`mizar-object-workflows.md`) through the
 //! example control plane (`examples/mizar`): operators as tokio tasks watching the
 //! runtime, one owner per state, parents deleted only after their children.
+//!
+//! The operators call the runtime's async API; every test runs them all on a
+//! current-thread tokio runtime, where a call that blocked the thread would stall
+//! every operator (and the test's bounded wait would fail).
 
 #[path = "../examples/mizar/cluster.rs"]
 #[allow(dead_code)]
@@ -150,11 +154,15 @@ fn assert_owners_only(mizar: &Cluster) {
             check_history(m, &history).unwrap_or_else(|e| panic!("{kind:?} {id}: {e}"));
             for entry in &history {
                 if entry.kind == EntryKind::Created {
-                    let creator = match kind {
-                        Kind::Droplet => "cni-service",
-                        Kind::Divider => "vpc-operator",
-                        Kind::Bouncer => "network-operator",
-                        Kind::Vpc | Kind::Network | Kind::Endpoint => "user",
+                    let creator = match (kind, id.as_str()) {
+                        (Kind::Droplet, _) => "cni-service",
+                        (Kind::Vpc, cluster::DEFAULT_VPC) | (Kind::Divider, _) => "vpc-operator",
+                        (Kind::Network, cluster::DEFAULT_NETWORK) | (Kind::Bouncer, _) => {
+                            "network-operator"
+                        }
+                        (Kind::Vpc | Kind::Network | Kind::Endpoint | Kind::ScaledEndpoint, _) => {
+                            "user"
+                        }
                     };
                     assert_eq!(&*entry.actor, creator, "{kind:?} {id} created by");
                     continue;
@@ -194,7 +202,7 @@ fn entered(mizar: &Cluster, kind: Kind, id: &str, state: &str) -> Tick {
         .unwrap_or_else(|| panic!("{kind:?} {id} never entered {state}"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn many_objects_are_created_and_deleted_concurrently_by_their_owners_only() {
     let mizar = Cluster::new();
     let operators = mizar.start();
@@ -307,7 +315,7 @@ async fn many_objects_are_created_and_deleted_concurrently_by_their_owners_only(
     assert_eq!(left, BTreeSet::from([Kind::Droplet]), "{topology:#?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn a_parent_waits_for_its_children_to_be_deleted() {
     let mizar = Cluster::new();
     let operators = mizar.start();
@@ -371,7 +379,7 @@ async fn a_parent_waits_for_its_children_to_be_deleted() {
     assert!(at("delete Divider vpc/divider-0 -> Deleted") < at("delete Vpc vpc -> Deleted"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn a_rogue_operator_is_told_who_owns_the_state() {
     let mizar = Cluster::new();
     let operators = mizar.start();
@@ -415,7 +423,7 @@ async fn a_rogue_operator_is_told_who_owns_the_state() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "current_thread")]
 async fn operators_that_lose_events_resync_and_finish() {
     // Watchers that buffer 2 events: the operators lag all the time.
     let mizar = Cluster::with_watch_capacity(2);
@@ -450,5 +458,185 @@ async fn operators_that_lose_events_resync_and_finish() {
     assert_eq!(
         mizar.state(Kind::Vpc, "vpc-0").as_deref(),
         Some("Provisioned")
+    );
+}
+
+/// The actions of `id`'s history that changed it, with who ran each, in order.
+fn actions(mizar: &Cluster, kind: Kind, id: &str) -> Vec<(String, String)> {
+    let rt = mizar.runtime(kind);
+    rt.history(id)
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == EntryKind::Completed)
+        .map(|e| {
+            let action = rt.machine().action(e.action.unwrap()).name.to_string();
+            (action, e.actor.to_string())
+        })
+        .collect()
+}
+
+/// "VPC Operator creates a default VPC", "Network operator creates a default
+/// network": both on start-up, provisioned like a user's, and not again when the
+/// operators restart.
+#[tokio::test(flavor = "current_thread")]
+async fn the_operators_create_the_default_vpc_and_network_on_start_up() {
+    let mizar = Cluster::with_defaults();
+    let operators = mizar.start();
+    mizar.create_droplet("droplet-0").unwrap();
+    let up = |c: &Cluster| {
+        c.state(Kind::Vpc, cluster::DEFAULT_VPC).as_deref() == Some("Provisioned")
+            && c.state(Kind::Network, cluster::DEFAULT_NETWORK).as_deref() == Some("Provisioned")
+    };
+    assert!(
+        mizar.wait_until(LIMIT, up).await,
+        "defaults stalled: {:#?}",
+        mizar.trace()
+    );
+    let creator = |kind, id| {
+        mizar.runtime(kind).history(id).unwrap()[0]
+            .actor
+            .to_string()
+    };
+    assert_eq!(creator(Kind::Vpc, cluster::DEFAULT_VPC), "vpc-operator");
+    assert_eq!(
+        creator(Kind::Network, cluster::DEFAULT_NETWORK),
+        "network-operator"
+    );
+    let topology = mizar.topology();
+    let network = &topology[cluster::DEFAULT_NETWORK];
+    assert_eq!(
+        network.parent.as_ref().map(|p| p.as_str()),
+        Some(cluster::DEFAULT_VPC)
+    );
+    assert_eq!(
+        network.parts.len(),
+        1,
+        "the default network has its bouncer"
+    );
+    // A user's network and endpoint in the default VPC go through as usual.
+    let pod = format!("{}/pod-a", cluster::DEFAULT_NETWORK);
+    mizar
+        .create_endpoint(cluster::DEFAULT_NETWORK, &pod)
+        .unwrap();
+    let served = mizar
+        .wait_until(LIMIT, |c| {
+            c.state(Kind::Endpoint, &pod).as_deref() == Some("Provisioned")
+        })
+        .await;
+    assert!(served, "the endpoint stalled: {:#?}", mizar.trace());
+    operators.stop().await;
+
+    // Restarted, the operators find the defaults and make no second ones.
+    let before = (mizar.ids(Kind::Vpc), mizar.ids(Kind::Network));
+    let operators = mizar.start();
+    let settled = mizar
+        .wait_until(Duration::from_millis(300), |c| {
+            c.ids(Kind::Vpc).len() > 1 || c.ids(Kind::Network).len() > 1
+        })
+        .await;
+    operators.stop().await;
+    assert!(!settled, "a second default appeared: {:#?}", mizar.trace());
+    assert_eq!((mizar.ids(Kind::Vpc), mizar.ids(Kind::Network)), before);
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+    assert_owners_only(&mizar);
+}
+
+/// A service's scaled endpoint through the seed's create, update and delete
+/// workflows, each step by the operator the seed names, in its order; its
+/// network waits for it to be deleted.
+#[tokio::test(flavor = "current_thread")]
+async fn a_scaled_endpoint_is_created_updated_and_deleted_as_the_seed_says() {
+    let mizar = Cluster::new();
+    let operators = mizar.start();
+    mizar.create_droplet("droplet-0").unwrap();
+    mizar.create_vpc("vpc").unwrap();
+    mizar.create_network("vpc", "vpc/net").unwrap();
+    // Created before its network is up: it waits for the bouncers.
+    mizar
+        .create_scaled_endpoint("vpc/net", "vpc/net/svc", &["vpc/net/pod-a"])
+        .unwrap();
+    for pod in ["vpc/net/pod-a", "vpc/net/pod-b"] {
+        mizar.create_endpoint("vpc/net", pod).unwrap();
+    }
+    let told = |backends: &'static [&'static str]| {
+        move |c: &Cluster| {
+            let o = &c.topology()["vpc/net/svc"];
+            let want: BTreeSet<_> = backends
+                .iter()
+                .map(|b| fsm_runtime::ObjectId::from(*b))
+                .collect();
+            c.state(Kind::ScaledEndpoint, "vpc/net/svc").as_deref() == Some("Provisioned")
+                && o.backends_told.as_ref() == Some(&want)
+        }
+    };
+    assert!(
+        mizar.wait_until(LIMIT, told(&["vpc/net/pod-a"])).await,
+        "create stalled: {:#?}",
+        mizar.trace()
+    );
+    // Create: an address; every bouncer of the network and the service know
+    // each other.
+    let topology = mizar.topology();
+    let svc = &topology["vpc/net/svc"];
+    let bouncers = &topology["vpc/net"].parts;
+    assert!(svc.ip.is_some());
+    assert_eq!(&svc.peers, bouncers);
+    for b in bouncers {
+        assert!(
+            topology[b].peers.contains("vpc/net/svc"),
+            "{b} knows the service"
+        );
+    }
+
+    // Update: a backend added.
+    mizar
+        .set_backends("vpc/net/svc", &["vpc/net/pod-a", "vpc/net/pod-b"])
+        .unwrap();
+    assert!(
+        mizar
+            .wait_until(LIMIT, told(&["vpc/net/pod-a", "vpc/net/pod-b"]))
+            .await,
+        "update stalled: {:#?}",
+        mizar.trace()
+    );
+
+    // Delete the network and everything in it at once: the network waits for
+    // the service as for its endpoints.
+    for id in ["vpc/net", "vpc/net/svc", "vpc/net/pod-a", "vpc/net/pod-b"] {
+        mizar.delete(id).unwrap();
+    }
+    let gone = |c: &Cluster| {
+        c.state(Kind::Network, "vpc/net").as_deref() == Some("Deleted")
+            && c.state(Kind::ScaledEndpoint, "vpc/net/svc").as_deref() == Some("Deleted")
+    };
+    assert!(
+        mizar.wait_until(LIMIT, gone).await,
+        "delete stalled: {:#?}",
+        mizar.trace()
+    );
+    operators.stop().await;
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+    assert_owners_only(&mizar);
+
+    let step = |a: &str, who: &str| (a.to_owned(), who.to_owned());
+    assert_eq!(
+        actions(&mizar, Kind::ScaledEndpoint, "vpc/net/svc"),
+        [
+            // Create, steps 1-3; the bouncers told (update steps 4-5).
+            step("provision", "endpoint-operator"),
+            step("update_bouncers", "bouncer-operator"),
+            // Update: steps 1-3, then 4-5.
+            step("update_backends", "endpoint-operator"),
+            step("update_bouncers", "bouncer-operator"),
+            // Delete: steps 1-2, 3-6, 7-8.
+            step("deallocate", "endpoint-operator"),
+            step("detach", "bouncer-operator"),
+            step("delete", "endpoint-operator"),
+        ]
+    );
+    assert!(
+        entered(&mizar, Kind::Network, "vpc/net", "Deleting")
+            > entered(&mizar, Kind::ScaledEndpoint, "vpc/net/svc", "Deleted"),
+        "the network started its delete before the service was gone"
     );
 }

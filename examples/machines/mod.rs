@@ -201,6 +201,17 @@ pub enum EndpointState {
     Deleted,
 }
 
+/// Mizar Scaled Endpoint object (a service), from `specs/mizar/scaled_endpoint.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/mizar/scaled_endpoint.toml")]
+pub enum ScaledEndpointState {
+    Init,
+    Provisioned,
+    Deallocated,
+    Detached,
+    Deleted,
+}
+
 /// Mizar Droplet object, from `specs/mizar/droplet.toml`.
 #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[fsm(spec = "specs/mizar/droplet.toml")]

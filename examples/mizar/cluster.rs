@@ -1,9 +1,11 @@
 //! A Mizar-like control plane on the fsm runtime (`mizar-object-workflows.md`).
 //!
-//! Six kinds of object (droplets, VPCs, dividers, networks, bouncers, endpoints),
+//! Seven kinds of object (droplets, VPCs, dividers, networks, bouncers, endpoints,
+//! scaled endpoints),
 //! each a machine of `specs/mizar/` with its own [`Runtime`]. Seven operators run as
-//! tokio tasks; each watches the runtimes of the kinds it cares about and acts on an
-//! object only when the object is in a state it owns: the single-mutator rule of the
+//! tokio tasks on the runtime's async API (`start_async`, `complete_async`); each
+//! watches the runtimes of the kinds it cares about and acts on an object only
+//! when the object is in a state it owns: the single-mutator rule of the
 //! seed is the specs' owners and roles, enforced by the runtime, not by the
 //! operators' good manners. Operators are level-triggered: an event only says which
 //! object to look at, so a lost event ([`Lagged`]) costs a resync, never a stuck
@@ -30,8 +32,15 @@ use tokio::task::JoinHandle;
 use crate::machines::{
     BouncerState as B, BouncerStateAction as BA, DividerState as D, DividerStateAction as DA,
     DropletState as Dr, DropletStateAction as DrA, EndpointState as E, EndpointStateAction as EA,
-    NetworkState as N, NetworkStateAction as NA, VpcState as V, VpcStateAction as VA,
+    NetworkState as N, NetworkStateAction as NA, ScaledEndpointState as S,
+    ScaledEndpointStateAction as SA, VpcState as V, VpcStateAction as VA,
 };
+
+/// The VPC the VPC Operator creates on start-up (the seed's second trigger of the
+/// VPC create workflow), in a cluster made [`Cluster::with_defaults`].
+pub const DEFAULT_VPC: &str = "vpc-default";
+/// The network the Network Operator creates in the default VPC.
+pub const DEFAULT_NETWORK: &str = "vpc-default/net-default";
 
 /// The kinds of Mizar object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -48,17 +57,20 @@ pub enum Kind {
     Bouncer,
     /// A pod's endpoint in a network.
     Endpoint,
+    /// A service's endpoint in a network, with endpoints as its backends.
+    ScaledEndpoint,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Droplet,
         Kind::Vpc,
         Kind::Divider,
         Kind::Network,
         Kind::Bouncer,
         Kind::Endpoint,
+        Kind::ScaledEndpoint,
     ];
 }
 
@@ -119,11 +131,17 @@ impl Operator {
     fn watches(self) -> &'static [Kind] {
         match self {
             Operator::Vpc => &[Kind::Vpc, Kind::Divider, Kind::Network],
-            Operator::Network => &[Kind::Network, Kind::Bouncer, Kind::Endpoint],
+            Operator::Network => &[Kind::Vpc, Kind::Network, Kind::Bouncer, Kind::Endpoint],
             Operator::Droplet => &[Kind::Droplet, Kind::Divider, Kind::Bouncer],
             Operator::Divider => &[Kind::Vpc, Kind::Divider, Kind::Bouncer],
-            Operator::Bouncer => &[Kind::Divider, Kind::Network, Kind::Bouncer, Kind::Endpoint],
-            Operator::Endpoint => &[Kind::Bouncer, Kind::Endpoint],
+            Operator::Bouncer => &[
+                Kind::Divider,
+                Kind::Network,
+                Kind::Bouncer,
+                Kind::Endpoint,
+                Kind::ScaledEndpoint,
+            ],
+            Operator::Endpoint => &[Kind::Bouncer, Kind::Endpoint, Kind::ScaledEndpoint],
             Operator::Cni => &[Kind::Endpoint],
         }
     }
@@ -156,15 +174,23 @@ pub enum MizarError {
 pub struct Object {
     /// Its kind.
     pub kind: Kind,
-    /// The VPC of a network or divider; the network of a bouncer or endpoint.
+    /// The VPC of a network or divider; the network of a bouncer, endpoint or
+    /// scaled endpoint.
     pub parent: Option<ObjectId>,
-    /// A VPC's networks; a network's endpoints.
+    /// A VPC's networks; a network's endpoints and scaled endpoints.
     pub children: BTreeSet<ObjectId>,
     /// A VPC's dividers; a network's bouncers.
     pub parts: BTreeSet<ObjectId>,
     /// The objects it was updated with: a divider's bouncers, a bouncer's dividers
-    /// and endpoints, an endpoint's bouncers.
+    /// and (scaled) endpoints, a (scaled) endpoint's bouncers.
     pub peers: BTreeSet<ObjectId>,
+    /// A scaled endpoint's backends, as the user last set them.
+    pub backends: BTreeSet<ObjectId>,
+    /// The backends the Endpoint Operator has taken in (update workflow, steps
+    /// 1-2).
+    pub backends_seen: Option<BTreeSet<ObjectId>>,
+    /// The backends the Bouncer Operator has told the bouncers about (steps 4-5).
+    pub backends_told: Option<BTreeSet<ObjectId>>,
     /// The droplet a divider or bouncer was placed on.
     pub droplet: Option<ObjectId>,
     /// An endpoint's address.
@@ -181,6 +207,9 @@ impl Object {
             children: BTreeSet::new(),
             parts: BTreeSet::new(),
             peers: BTreeSet::new(),
+            backends: BTreeSet::new(),
+            backends_seen: None,
+            backends_told: None,
             droplet: None,
             ip: None,
             delete_requested: false,
@@ -256,6 +285,8 @@ struct Inner {
     user: Actor,
     /// Told after every line of the trace.
     changed: Notify,
+    /// The operators create the default VPC and network on start-up.
+    defaults: bool,
 }
 
 /// The control plane: runtimes, topology, trace. Cloning it is cheap.
@@ -300,6 +331,17 @@ impl Cluster {
     /// An empty cluster whose watchers buffer `capacity` events each: a small one
     /// makes operators lag and resync.
     pub fn with_watch_capacity(capacity: usize) -> Self {
+        Self::build(capacity, false)
+    }
+
+    /// An empty cluster whose operators, once started, create the default VPC
+    /// ([`DEFAULT_VPC`]) and its default network ([`DEFAULT_NETWORK`]), as Mizar's
+    /// do: the seed's second trigger of the VPC and network create workflows.
+    pub fn with_defaults() -> Self {
+        Self::build(WATCH_CAPACITY, true)
+    }
+
+    fn build(capacity: usize, defaults: bool) -> Self {
         let store = || MemoryStore::with_watch_capacity(capacity);
         let topology: Arc<Mutex<Topology>> = Arc::default();
         let ticks = Ticks::default();
@@ -313,6 +355,7 @@ impl Cluster {
         let dividers = plain(D::machine());
         let bouncers = plain(B::machine());
         let endpoints = plain(E::machine());
+        let scaled = plain(S::machine());
         // The parents' guards read their children's states: "a VPC is not deleted
         // while it has Networks", "a Network is not deleted while it has Endpoints".
         let related = {
@@ -334,8 +377,13 @@ impl Cluster {
                 move |ctx| all_in(&bouncers, &related(ctx.id, false), B::Provisioned)
             })
             .guard("no_endpoints", {
-                let (endpoints, related) = (endpoints.clone(), related.clone());
-                move |ctx| none_alive(&endpoints, &related(ctx.id, true), E::Deleted)
+                let (endpoints, scaled, related) =
+                    (endpoints.clone(), scaled.clone(), related.clone());
+                move |ctx| {
+                    let children = related(ctx.id, true);
+                    none_alive(&endpoints, &children, E::Deleted)
+                        && none_alive(&scaled, &children, S::Deleted)
+                }
             })
             .build()
             .expect("every guard of the network spec is implemented");
@@ -351,7 +399,9 @@ impl Cluster {
             })
             .build()
             .expect("every guard of the VPC spec is implemented");
-        let mut runtimes = vec![droplets, vpcs, dividers, networks, bouncers, endpoints];
+        let mut runtimes = vec![
+            droplets, vpcs, dividers, networks, bouncers, endpoints, scaled,
+        ];
         // In Kind order.
         runtimes.sort_by_key(|rt| kind_of(rt.machine().name()));
         Cluster {
@@ -366,6 +416,7 @@ impl Cluster {
                 next_ip: AtomicU32::new(u32::from(Ipv4Addr::new(10, 0, 0, 2))),
                 user: Actor::new("user"),
                 changed: Notify::new(),
+                defaults,
             }),
         }
     }
@@ -472,7 +523,7 @@ impl Cluster {
                 if parent.delete_requested {
                     return Err(MizarError::ParentDeleting { id: p.clone() });
                 }
-                if matches!(kind, Kind::Network | Kind::Endpoint) {
+                if matches!(kind, Kind::Network | Kind::Endpoint | Kind::ScaledEndpoint) {
                     parent.children.insert(id.clone());
                 } else {
                     parent.parts.insert(id.clone());
@@ -520,7 +571,42 @@ impl Cluster {
         )
     }
 
-    /// A user deletes a VPC, a network, or the pod of an endpoint. The operators do
+    /// A user creates a service in `network`: a scaled endpoint with `backends`
+    /// (endpoints of the network).
+    pub fn create_scaled_endpoint(
+        &self,
+        network: &str,
+        id: &str,
+        backends: &[&str],
+    ) -> Result<ObjectId, MizarError> {
+        let id = self.create(
+            Kind::ScaledEndpoint,
+            id,
+            Some((Kind::Network, network)),
+            &self.inner.user,
+        )?;
+        self.set_backends(id.as_str(), backends)?;
+        Ok(id)
+    }
+
+    /// A backend is added to or removed from a service: its scaled endpoint's
+    /// backends become `backends` (the trigger of the update workflow).
+    pub fn set_backends(&self, id: &str, backends: &[&str]) -> Result<(), MizarError> {
+        let id = ObjectId::from(id);
+        self.with(|t| {
+            let o = t
+                .get_mut(&id)
+                .filter(|o| o.kind == Kind::ScaledEndpoint)
+                .ok_or_else(|| RuntimeError::NotFound { id: id.clone() })?;
+            o.backends = backends.iter().map(|b| ObjectId::from(*b)).collect();
+            Ok::<_, MizarError>(())
+        })?;
+        self.log("user", format!("set the backends of {id} to {backends:?}"));
+        self.poke(Kind::ScaledEndpoint, &id);
+        Ok(())
+    }
+
+    /// A user deletes a VPC, a network, a service, or the pod of an endpoint. The operators do
     /// the rest, in the order the seed's delete workflows give.
     pub fn delete(&self, id: &str) -> Result<(), MizarError> {
         let id = ObjectId::from(id);
@@ -589,6 +675,7 @@ fn kind_of(machine: &str) -> Kind {
         "divider" => Kind::Divider,
         "network" => Kind::Network,
         "bouncer" => Kind::Bouncer,
+        "scaled_endpoint" => Kind::ScaledEndpoint,
         _ => Kind::Endpoint,
     }
 }
@@ -679,6 +766,9 @@ impl Worker {
         mut inbox: mpsc::UnboundedReceiver<Wake>,
         mut stop: watch::Receiver<bool>,
     ) {
+        if self.op == Operator::Vpc && self.cluster.inner.defaults {
+            self.default_vpc();
+        }
         loop {
             let wake = tokio::select! {
                 wake = inbox.recv() => match wake {
@@ -688,11 +778,11 @@ impl Worker {
                 _ = stop.changed() => return,
             };
             match wake {
-                Wake::Object(kind, id) => self.reconcile(kind, &id),
+                Wake::Object(kind, id) => self.reconcile(kind, &id).await,
                 Wake::Resync => {
                     for &kind in self.op.watches() {
                         for id in self.cluster.ids(kind) {
-                            self.reconcile(kind, &id);
+                            self.reconcile(kind, &id).await;
                         }
                     }
                 }
@@ -724,14 +814,14 @@ impl Worker {
     /// Runs `action` on `id`: a refusal the workflow expects (a guard, or the object
     /// having moved on) waits for the next event; a busy object or a lost race is
     /// looked at again shortly; anything else is an error of the example.
-    fn act(&self, kind: Kind, id: &ObjectId, action: impl Into<ActionId>) -> Outcome {
-        self.act_with(kind, id, action, || {})
+    async fn act(&self, kind: Kind, id: &ObjectId, action: impl Into<ActionId>) -> Outcome {
+        self.act_with(kind, id, action, || {}).await
     }
 
     /// Runs `action` on `id` with `effect` (the data the step updates) inside the
     /// action's window: nobody else can move the object meanwhile, and whoever the
     /// new state wakes finds the data already there.
-    fn act_with(
+    async fn act_with(
         &self,
         kind: Kind,
         id: &ObjectId,
@@ -739,13 +829,17 @@ impl Worker {
         effect: impl FnOnce(),
     ) -> Outcome {
         let action = action.into();
-        let done = self
+        let done = match self
             .rt(kind)
-            .start(id.clone(), &self.actor, action)
-            .and_then(|flight| {
+            .start_async(id.clone(), &self.actor, action)
+            .await
+        {
+            Ok(flight) => {
                 effect();
-                flight.complete()
-            });
+                flight.complete_async().await
+            }
+            Err(e) => Err(e),
+        };
         match done {
             Ok(record) => {
                 let m = self.rt(kind).machine();
@@ -786,49 +880,66 @@ impl Worker {
         }
     }
 
-    fn reconcile(&mut self, kind: Kind, id: &ObjectId) {
+    async fn reconcile(&mut self, kind: Kind, id: &ObjectId) {
         match (self.op, kind) {
-            (Operator::Vpc, Kind::Vpc) => self.vpc(id),
-            (Operator::Vpc, Kind::Divider | Kind::Network) => self.parent(id, Self::vpc),
-            (Operator::Network, Kind::Network) => self.network(id),
-            (Operator::Network, Kind::Bouncer) => self.parent(id, Self::network),
-            (Operator::Network, Kind::Endpoint) => {
-                self.allocate(id);
-                // The network may be waiting for its last endpoint to go.
-                self.parent(id, Self::network);
+            (Operator::Vpc, Kind::Vpc) => self.vpc(id).await,
+            (Operator::Vpc, Kind::Divider | Kind::Network) => {
+                if let Some(vpc) = self.parent(id) {
+                    self.vpc(&vpc).await;
+                }
             }
-            (Operator::Droplet, Kind::Droplet) => self.droplet(id),
-            (Operator::Droplet, Kind::Divider | Kind::Bouncer) => self.place(kind, id),
-            (Operator::Divider, Kind::Vpc) => self.delete_parts(
-                (Kind::Vpc, id, V::Deleting),
-                (Kind::Divider, D::Provisioned, DA::RequestDelete),
-            ),
-            (Operator::Divider, Kind::Divider) => self.divider_done(id),
-            (Operator::Divider, Kind::Bouncer) => self.bouncer_dividers(id),
-            (Operator::Bouncer, Kind::Divider) => self.divider_bouncers(id),
-            (Operator::Bouncer, Kind::Network) => self.delete_parts(
-                (Kind::Network, id, N::Deleting),
-                (Kind::Bouncer, B::Provisioned, BA::RequestDelete),
-            ),
-            (Operator::Bouncer, Kind::Bouncer) => self.bouncer_done(id),
-            (Operator::Bouncer, Kind::Endpoint) => self.endpoint_bouncers(id),
-            (Operator::Endpoint, Kind::Bouncer) => self.bouncer_endpoints(id),
-            (Operator::Endpoint, Kind::Endpoint) => self.endpoint(id),
-            (Operator::Cni, Kind::Endpoint) => self.cni(id),
+            (Operator::Network, Kind::Vpc) => self.default_network(id),
+            (Operator::Network, Kind::Network) => self.network(id).await,
+            (Operator::Network, Kind::Bouncer) => {
+                if let Some(network) = self.parent(id) {
+                    self.network(&network).await;
+                }
+            }
+            (Operator::Network, Kind::Endpoint) => {
+                self.allocate(id).await;
+                // The network may be waiting for its last endpoint to go.
+                if let Some(network) = self.parent(id) {
+                    self.network(&network).await;
+                }
+            }
+            (Operator::Droplet, Kind::Droplet) => self.droplet(id).await,
+            (Operator::Droplet, Kind::Divider | Kind::Bouncer) => self.place(kind, id).await,
+            (Operator::Divider, Kind::Vpc) => {
+                self.delete_parts(
+                    (Kind::Vpc, id, V::Deleting),
+                    (Kind::Divider, D::Provisioned, DA::RequestDelete),
+                )
+                .await
+            }
+            (Operator::Divider, Kind::Divider) => self.divider_done(id).await,
+            (Operator::Divider, Kind::Bouncer) => self.bouncer_dividers(id).await,
+            (Operator::Bouncer, Kind::Divider) => self.divider_bouncers(id).await,
+            (Operator::Bouncer, Kind::Network) => {
+                self.delete_parts(
+                    (Kind::Network, id, N::Deleting),
+                    (Kind::Bouncer, B::Provisioned, BA::RequestDelete),
+                )
+                .await
+            }
+            (Operator::Bouncer, Kind::Bouncer) => self.bouncer_done(id).await,
+            (Operator::Bouncer, Kind::Endpoint) => self.endpoint_bouncers(id).await,
+            (Operator::Bouncer, Kind::ScaledEndpoint) => self.scaled_endpoint_bouncers(id).await,
+            (Operator::Endpoint, Kind::Bouncer) => self.bouncer_endpoints(id).await,
+            (Operator::Endpoint, Kind::Endpoint) => self.endpoint(id).await,
+            (Operator::Endpoint, Kind::ScaledEndpoint) => self.scaled_endpoint(id).await,
+            (Operator::Cni, Kind::Endpoint) => self.cni(id).await,
             _ => {}
         }
     }
 
-    /// Looks at the parent of `id` with `then`.
-    fn parent(&mut self, id: &ObjectId, then: fn(&mut Self, &ObjectId)) {
-        if let Some(parent) = self.cluster.object(id).and_then(|o| o.parent) {
-            then(self, &parent);
-        }
+    /// The parent of `id`, if it has one.
+    fn parent(&self, id: &ObjectId) -> Option<ObjectId> {
+        self.cluster.object(id).and_then(|o| o.parent)
     }
 
     // --- VPC operator ---------------------------------------------------------
 
-    fn vpc(&mut self, id: &ObjectId) {
+    async fn vpc(&mut self, id: &ObjectId) {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
@@ -839,18 +950,29 @@ impl Worker {
             }
             Ok(V::Init) => {
                 // Steps 11-12; the guard `dividers_provisioned` decides.
-                let _ = self.act(Kind::Vpc, id, VA::Provision);
+                let _ = self.act(Kind::Vpc, id, VA::Provision).await;
             }
             Ok(V::Provisioned) if o.delete_requested => {
                 // "The VPC Operator will not delete the VPC unless all of the
                 // specified VPC's children Networks have been deleted": the guard
                 // `no_networks` refuses until then.
-                self.start_delete(Kind::Vpc, id, VA::Delete);
+                self.start_delete(Kind::Vpc, id, VA::Delete).await;
             }
             Ok(V::Deleting) if none_alive(self.rt(Kind::Divider), &o.parts, D::Deleted) => {
-                self.finish_delete(Kind::Vpc, id);
+                self.finish_delete(Kind::Vpc, id).await;
             }
             _ => {}
+        }
+    }
+
+    /// "VPC Operator creates a default VPC": on start-up, unless it exists.
+    fn default_vpc(&self) {
+        match self
+            .cluster
+            .create(Kind::Vpc, DEFAULT_VPC, None, &self.actor)
+        {
+            Ok(_) | Err(MizarError::Refused(RuntimeError::Exists { .. })) => {}
+            Err(e) => self.cluster.error(self.op.role(), e.to_string()),
         }
     }
 
@@ -864,9 +986,9 @@ impl Worker {
     }
 
     /// Starts deleting `id` and holds the action until its children are gone.
-    fn start_delete(&mut self, kind: Kind, id: &ObjectId, action: impl Into<ActionId>) {
+    async fn start_delete(&mut self, kind: Kind, id: &ObjectId, action: impl Into<ActionId>) {
         let rt = self.rt(kind).clone();
-        match rt.start(id.clone(), &self.actor, action.into()) {
+        match rt.start_async(id.clone(), &self.actor, action.into()).await {
             Ok(flight) => {
                 self.log(format!("delete {kind:?} {id} -> Deleting"));
                 self.deleting.insert(id.clone(), flight.into_owned());
@@ -878,7 +1000,7 @@ impl Worker {
     }
 
     /// Completes the delete held for `id` and forgets the object.
-    fn finish_delete(&mut self, kind: Kind, id: &ObjectId) {
+    async fn finish_delete(&mut self, kind: Kind, id: &ObjectId) {
         let Some(flight) = self.deleting.remove(id) else {
             return;
         };
@@ -894,7 +1016,7 @@ impl Worker {
                 forget(t, id);
             }
         });
-        match flight.complete() {
+        match flight.complete_async().await {
             Ok(record) => {
                 let what = format!("delete {kind:?} {id} -> Deleted");
                 self.cluster.log_at(record.changed_at, self.op.role(), what);
@@ -906,7 +1028,32 @@ impl Worker {
 
     // --- Network operator -----------------------------------------------------
 
-    fn network(&mut self, id: &ObjectId) {
+    /// "Network operator creates a default network": once the default VPC
+    /// exists, in it, unless it exists (or the VPC is being deleted).
+    fn default_network(&self, vpc: &ObjectId) {
+        if !self.cluster.inner.defaults || vpc.as_str() != DEFAULT_VPC {
+            return;
+        }
+        let network = ObjectId::from(DEFAULT_NETWORK);
+        let vpc_alive = self
+            .cluster
+            .object(vpc)
+            .is_some_and(|o| !o.delete_requested);
+        if !vpc_alive || self.cluster.object(&network).is_some() {
+            return;
+        }
+        let parent = Some((Kind::Vpc, DEFAULT_VPC));
+        match self
+            .cluster
+            .create(Kind::Network, DEFAULT_NETWORK, parent, &self.actor)
+        {
+            Ok(_) | Err(MizarError::Refused(RuntimeError::Exists { .. })) => {}
+            Err(MizarError::ParentDeleting { .. }) => {}
+            Err(e) => self.cluster.error(self.op.role(), e.to_string()),
+        }
+    }
+
+    async fn network(&mut self, id: &ObjectId) {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
@@ -916,28 +1063,28 @@ impl Worker {
                 self.create_part(Kind::Network, id, Kind::Bouncer, "bouncer-0");
             }
             Ok(N::Init) => {
-                let _ = self.act(Kind::Network, id, NA::Provision);
+                let _ = self.act(Kind::Network, id, NA::Provision).await;
             }
             Ok(N::Provisioned) => {
                 // Endpoints created before the network was provisioned waited (and
                 // those of a network to delete must go through their lifecycle
                 // before it can go).
                 for endpoint in &o.children {
-                    self.allocate(endpoint);
+                    self.allocate(endpoint).await;
                 }
                 if o.delete_requested {
-                    self.start_delete(Kind::Network, id, NA::Delete);
+                    self.start_delete(Kind::Network, id, NA::Delete).await;
                 }
             }
             Ok(N::Deleting) if none_alive(self.rt(Kind::Bouncer), &o.parts, B::Deleted) => {
-                self.finish_delete(Kind::Network, id);
+                self.finish_delete(Kind::Network, id).await;
             }
             _ => {}
         }
     }
 
     /// Endpoint create, steps 1-3, and endpoint delete, steps 3-5.
-    fn allocate(&mut self, id: &ObjectId) {
+    async fn allocate(&mut self, id: &ObjectId) {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
@@ -949,14 +1096,18 @@ impl Worker {
                 }
                 let ip = Ipv4Addr::from(self.cluster.inner.next_ip.fetch_add(1, Ordering::SeqCst));
                 self.log(format!("allocating {ip} to Endpoint {id}"));
-                let _ = self.act_with(Kind::Endpoint, id, EA::Allocate, || {
-                    self.set(id, |o| o.ip = Some(ip));
-                });
+                let _ = self
+                    .act_with(Kind::Endpoint, id, EA::Allocate, || {
+                        self.set(id, |o| o.ip = Some(ip));
+                    })
+                    .await;
             }
             Ok(E::DeleteRequested) => {
-                let _ = self.act_with(Kind::Endpoint, id, EA::Deallocate, || {
-                    self.set(id, |o| o.ip = None);
-                });
+                let _ = self
+                    .act_with(Kind::Endpoint, id, EA::Deallocate, || {
+                        self.set(id, |o| o.ip = None);
+                    })
+                    .await;
             }
             _ => {}
         }
@@ -964,20 +1115,20 @@ impl Worker {
 
     // --- Droplet operator -----------------------------------------------------
 
-    fn droplet(&mut self, id: &ObjectId) {
+    async fn droplet(&mut self, id: &ObjectId) {
         if self.rt(Kind::Droplet).state_as::<Dr>(id.clone()).ok() == Some(Dr::Init) {
-            if let Outcome::Done = self.act(Kind::Droplet, id, DrA::Provision) {
+            if let Outcome::Done = self.act(Kind::Droplet, id, DrA::Provision).await {
                 // Dividers and bouncers may have waited for a droplet.
                 for kind in [Kind::Divider, Kind::Bouncer] {
                     for id in self.cluster.ids(kind) {
-                        self.place(kind, &id);
+                        self.place(kind, &id).await;
                     }
                 }
             }
         }
     }
 
-    fn place(&mut self, kind: Kind, id: &ObjectId) {
+    async fn place(&mut self, kind: Kind, id: &ObjectId) {
         let init = match kind {
             Kind::Divider => self.rt(kind).state_as::<D>(id.clone()).ok() == Some(D::Init),
             _ => self.rt(kind).state_as::<B>(id.clone()).ok() == Some(B::Init),
@@ -1001,8 +1152,8 @@ impl Worker {
         self.log(format!("picked {droplet} for {kind:?} {id}"));
         let effect = || self.set(id, |o| o.droplet = Some(droplet.clone()));
         let _ = match kind {
-            Kind::Divider => self.act_with(kind, id, DA::Place, effect),
-            _ => self.act_with(kind, id, BA::Place, effect),
+            Kind::Divider => self.act_with(kind, id, DA::Place, effect).await,
+            _ => self.act_with(kind, id, BA::Place, effect).await,
         };
     }
 
@@ -1012,7 +1163,7 @@ impl Worker {
     /// `provisioned` is asked to go with `request`. The Divider Operator does this
     /// for a VPC's dividers (VPC delete, step 4), the Bouncer Operator for a
     /// network's bouncers (network delete, step 7).
-    fn delete_parts<P: StateMachine + PartialEq, C: StateMachine + PartialEq>(
+    async fn delete_parts<P: StateMachine + PartialEq, C: StateMachine + PartialEq>(
         &mut self,
         (kind, parent, deleting): (Kind, &ObjectId, P),
         (part, provisioned, request): (Kind, C, impl Into<ActionId> + Copy),
@@ -1025,12 +1176,12 @@ impl Worker {
         }
         for id in &o.parts {
             if self.rt(part).state_as::<C>(id.clone()).ok() == Some(provisioned) {
-                let _ = self.act(part, id, request);
+                let _ = self.act(part, id, request).await;
             }
         }
     }
 
-    fn divider_done(&mut self, id: &ObjectId) {
+    async fn divider_done(&mut self, id: &ObjectId) {
         match self.rt(Kind::Divider).state_as::<D>(id.clone()) {
             Ok(D::Provisioned) => {
                 self.cache(Kind::Divider, id, true);
@@ -1050,13 +1201,13 @@ impl Worker {
                             .map(|o| o.parts)
                             .unwrap_or_default()
                         {
-                            self.bouncer_dividers(&bouncer);
+                            self.bouncer_dividers(&bouncer).await;
                         }
                     }
                 }
             }
             Ok(D::Deprovisioned) => {
-                if let Outcome::Done = self.act(Kind::Divider, id, DA::Delete) {
+                if let Outcome::Done = self.act(Kind::Divider, id, DA::Delete).await {
                     self.cache(Kind::Divider, id, false);
                 }
             }
@@ -1067,7 +1218,7 @@ impl Worker {
     /// A bouncer is endpoint-ready: update it with the VPC's dividers and them with
     /// it, then provision it (bouncer create, steps 7-9); a bouncer whose endpoints
     /// are removed loses its dividers (network delete, steps 4-6).
-    fn bouncer_dividers(&mut self, id: &ObjectId) {
+    async fn bouncer_dividers(&mut self, id: &ObjectId) {
         let state = self.rt(Kind::Bouncer).state_as::<B>(id.clone());
         if !matches!(state, Ok(B::EndpointReady | B::EndpointsRemoved)) {
             return;
@@ -1079,13 +1230,17 @@ impl Worker {
             if !all_in(self.rt(Kind::Divider), &dividers, D::Provisioned) {
                 return; // Back when a divider is provisioned.
             }
-            let _ = self.act_with(Kind::Bouncer, id, BA::Provision, || {
-                self.link(id, &dividers, true);
-            });
+            let _ = self
+                .act_with(Kind::Bouncer, id, BA::Provision, || {
+                    self.link(id, &dividers, true);
+                })
+                .await;
         } else {
-            let _ = self.act_with(Kind::Bouncer, id, BA::RemoveDividers, || {
-                self.link(id, &dividers, false);
-            });
+            let _ = self
+                .act_with(Kind::Bouncer, id, BA::RemoveDividers, || {
+                    self.link(id, &dividers, false);
+                })
+                .await;
         }
     }
 
@@ -1138,31 +1293,35 @@ impl Worker {
     }
 
     /// Divider create steps 5-7, and divider delete steps 3-5.
-    fn divider_bouncers(&mut self, id: &ObjectId) {
+    async fn divider_bouncers(&mut self, id: &ObjectId) {
         match self.rt(Kind::Divider).state_as::<D>(id.clone()) {
             Ok(D::Placed) => {
                 let bouncers = self.vpc_bouncers(id);
-                let _ = self.act_with(Kind::Divider, id, DA::Provision, || {
-                    self.link(id, &bouncers, true);
-                });
+                let _ = self
+                    .act_with(Kind::Divider, id, DA::Provision, || {
+                        self.link(id, &bouncers, true);
+                    })
+                    .await;
             }
             Ok(D::DeleteRequested) => {
                 let peers = self.cluster.object(id).map(|o| o.peers).unwrap_or_default();
-                let _ = self.act_with(Kind::Divider, id, DA::Deprovision, || {
-                    self.link(id, &peers, false);
-                });
+                let _ = self
+                    .act_with(Kind::Divider, id, DA::Deprovision, || {
+                        self.link(id, &peers, false);
+                    })
+                    .await;
             }
             _ => {}
         }
     }
 
-    fn bouncer_done(&mut self, id: &ObjectId) {
+    async fn bouncer_done(&mut self, id: &ObjectId) {
         match self.rt(Kind::Bouncer).state_as::<B>(id.clone()) {
             Ok(B::Provisioned) => {
                 self.cache(Kind::Bouncer, id, true);
             }
             Ok(B::DividersRemoved) => {
-                if let Outcome::Done = self.act(Kind::Bouncer, id, BA::Delete) {
+                if let Outcome::Done = self.act(Kind::Bouncer, id, BA::Delete).await {
                     self.cache(Kind::Bouncer, id, false);
                 }
             }
@@ -1172,24 +1331,28 @@ impl Worker {
 
     /// Endpoint create steps 4-8 once the Endpoint Operator has updated the
     /// endpoint with its bouncers; endpoint delete steps 6-7.
-    fn endpoint_bouncers(&mut self, id: &ObjectId) {
+    async fn endpoint_bouncers(&mut self, id: &ObjectId) {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
         match self.rt(Kind::Endpoint).state_as::<E>(id.clone()) {
             Ok(E::Allocated) if !o.peers.is_empty() => {
-                let _ = self.act_with(Kind::Endpoint, id, EA::Provision, || {
-                    self.link(id, &o.peers, true);
-                    self.log(format!(
-                        "told the CNI service: write {id} ({}) to its file",
-                        o.ip.map_or("-".into(), |ip| ip.to_string())
-                    ));
-                });
+                let _ = self
+                    .act_with(Kind::Endpoint, id, EA::Provision, || {
+                        self.link(id, &o.peers, true);
+                        self.log(format!(
+                            "told the CNI service: write {id} ({}) to its file",
+                            o.ip.map_or("-".into(), |ip| ip.to_string())
+                        ));
+                    })
+                    .await;
             }
             Ok(E::Deallocated) => {
-                let _ = self.act_with(Kind::Endpoint, id, EA::Delete, || {
-                    self.link(id, &o.peers, false);
-                });
+                let _ = self
+                    .act_with(Kind::Endpoint, id, EA::Delete, || {
+                        self.link(id, &o.peers, false);
+                    })
+                    .await;
             }
             _ => {}
         }
@@ -1198,7 +1361,7 @@ impl Worker {
     // --- Endpoint operator ----------------------------------------------------
 
     /// Bouncer create steps 5-6 and 12-13; bouncer delete steps 3-5.
-    fn bouncer_endpoints(&mut self, id: &ObjectId) {
+    async fn bouncer_endpoints(&mut self, id: &ObjectId) {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
@@ -1216,13 +1379,17 @@ impl Worker {
                             == Some(E::Provisioned)
                     })
                     .collect();
-                let _ = self.act_with(Kind::Bouncer, id, BA::MarkEndpointReady, || {
-                    self.link(id, &ready, true);
-                });
+                let _ = self
+                    .act_with(Kind::Bouncer, id, BA::MarkEndpointReady, || {
+                        self.link(id, &ready, true);
+                    })
+                    .await;
             }
             Ok(B::Provisioned) => {
-                for endpoint in endpoints {
-                    self.endpoint(&endpoint);
+                // Endpoints learn of the bouncer; services waiting for it go on.
+                for child in endpoints {
+                    self.endpoint(&child).await;
+                    self.scaled_endpoint(&child).await;
                 }
             }
             Ok(B::DeleteRequested) => {
@@ -1236,9 +1403,11 @@ impl Worker {
                     })
                     .cloned()
                     .collect();
-                let _ = self.act_with(Kind::Bouncer, id, BA::RemoveEndpoints, || {
-                    self.link(id, &endpoints, false);
-                });
+                let _ = self
+                    .act_with(Kind::Bouncer, id, BA::RemoveEndpoints, || {
+                        self.link(id, &endpoints, false);
+                    })
+                    .await;
             }
             _ => {}
         }
@@ -1246,7 +1415,7 @@ impl Worker {
 
     /// Endpoint create step 5: the endpoint learns its network's provisioned
     /// bouncers (a data update, no state change).
-    fn endpoint(&mut self, id: &ObjectId) {
+    async fn endpoint(&mut self, id: &ObjectId) {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
@@ -1269,11 +1438,107 @@ impl Worker {
                 if new.is_empty() {
                     return;
                 }
-                let _ = self.act_with(Kind::Endpoint, id, EA::UpdateBouncers, || {
-                    self.link(id, &new, true);
-                });
+                let _ = self
+                    .act_with(Kind::Endpoint, id, EA::UpdateBouncers, || {
+                        self.link(id, &new, true);
+                    })
+                    .await;
             }
             Ok(E::Deleted) => self.cache(Kind::Endpoint, id, false),
+            _ => {}
+        }
+    }
+
+    /// Scaled endpoint create steps 1-3 (an IP, MAC, etc. for the service),
+    /// update steps 1-3 (the backends taken in; the Bouncer Operator, watching,
+    /// is called back by the write), and delete steps 1-2 and 7-8.
+    async fn scaled_endpoint(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        let kind = Kind::ScaledEndpoint;
+        match self.rt(kind).state_as::<S>(id.clone()) {
+            Ok(S::Init) => {
+                // Once the network's bouncers are up, so that they can be told
+                // about the service (a bouncer's provisioning brings us back).
+                let bouncers = o
+                    .parent
+                    .and_then(|n| self.cluster.object(&n))
+                    .map(|n| n.parts);
+                if !bouncers.is_some_and(|b| all_in(self.rt(Kind::Bouncer), &b, B::Provisioned)) {
+                    return;
+                }
+                let ip = Ipv4Addr::from(self.cluster.inner.next_ip.fetch_add(1, Ordering::SeqCst));
+                self.log(format!("allocating {ip} to ScaledEndpoint {id}"));
+                let backends = o.backends.clone();
+                let done = self
+                    .act_with(kind, id, SA::Provision, || {
+                        self.set(id, |o| {
+                            o.ip = Some(ip);
+                            o.backends_seen = Some(backends);
+                        });
+                    })
+                    .await;
+                if let Outcome::Done = done {
+                    self.cache(kind, id, true);
+                }
+            }
+            Ok(S::Provisioned) if o.delete_requested => {
+                let _ = self
+                    .act_with(kind, id, SA::Deallocate, || self.set(id, |o| o.ip = None))
+                    .await;
+            }
+            Ok(S::Provisioned) if o.backends_seen.as_ref() != Some(&o.backends) => {
+                let backends = o.backends.clone();
+                let _ = self
+                    .act_with(kind, id, SA::UpdateBackends, || {
+                        self.set(id, |o| o.backends_seen = Some(backends));
+                    })
+                    .await;
+            }
+            Ok(S::Detached) => {
+                if let Outcome::Done = self.act(kind, id, SA::Delete).await {
+                    self.cache(kind, id, false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Scaled endpoint update steps 4-5 (at its creation too: every bouncer of
+    /// the network learns the new service) and delete steps 4-6.
+    async fn scaled_endpoint_bouncers(&mut self, id: &ObjectId) {
+        let Some(o) = self.cluster.object(id) else {
+            return;
+        };
+        let kind = Kind::ScaledEndpoint;
+        match self.rt(kind).state_as::<S>(id.clone()) {
+            Ok(S::Provisioned)
+                if o.backends_seen.is_some() && o.backends_told != o.backends_seen =>
+            {
+                let bouncers: BTreeSet<ObjectId> = o
+                    .parent
+                    .and_then(|n| self.cluster.object(&n))
+                    .map(|n| n.parts)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|b| {
+                        self.rt(Kind::Bouncer).state_as::<B>(b.clone()).ok() == Some(B::Provisioned)
+                    })
+                    .collect();
+                let told = o.backends_seen.clone();
+                let _ = self
+                    .act_with(kind, id, SA::UpdateBouncers, || {
+                        self.link(id, &bouncers, true);
+                        self.set(id, |o| o.backends_told = told);
+                    })
+                    .await;
+            }
+            Ok(S::Deallocated) => {
+                let _ = self
+                    .act_with(kind, id, SA::Detach, || self.link(id, &o.peers, false))
+                    .await;
+            }
             _ => {}
         }
     }
@@ -1282,14 +1547,14 @@ impl Worker {
 
     /// Endpoint delete steps 1-2: the pod is gone, the CNI service deletes the
     /// endpoint object.
-    fn cni(&mut self, id: &ObjectId) {
+    async fn cni(&mut self, id: &ObjectId) {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
         if o.delete_requested
             && self.rt(Kind::Endpoint).state_as::<E>(id.clone()).ok() == Some(E::Provisioned)
         {
-            let _ = self.act(Kind::Endpoint, id, EA::RequestDelete);
+            let _ = self.act(Kind::Endpoint, id, EA::RequestDelete).await;
         }
     }
 }

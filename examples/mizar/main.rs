@@ -1,6 +1,9 @@
 //! Mizar's object workflows (`mizar-object-workflows.md`) on the fsm runtime: seven
 //! operators watch each other's objects and hand them on, one owner per state.
 //!
+//! The operators create the default VPC and network on start-up; a user adds a VPC,
+//! a network, a pod and a service, then deletes them, parents first.
+//!
 //! `cargo run --example mizar`
 
 #[path = "../machines/mod.rs"]
@@ -13,33 +16,49 @@ mod cluster;
 
 use std::time::Duration;
 
-use cluster::{Cluster, Kind};
+use cluster::{Cluster, DEFAULT_NETWORK, DEFAULT_VPC, Kind};
 use fsm_runtime::Actor;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mizar = Cluster::new();
+    // The operators start and create the default VPC and network.
+    let mizar = Cluster::with_defaults();
     let operators = mizar.start();
 
-    // The transit daemons bootstrap; a user creates a VPC, a network and a pod.
+    // The transit daemons bootstrap; a user creates a VPC, a network, a pod and
+    // a service with the pod as its backend.
     for node in ["droplet-1", "droplet-2"] {
         mizar.create_droplet(node)?;
     }
     mizar.create_vpc("vpc-1")?;
     mizar.create_network("vpc-1", "vpc-1/net-1")?;
     mizar.create_endpoint("vpc-1/net-1", "vpc-1/net-1/pod-a")?;
+    mizar.create_scaled_endpoint("vpc-1/net-1", "vpc-1/net-1/svc", &["vpc-1/net-1/pod-a"])?;
+    // Every object of the user's kinds (the defaults stay) is in `state`.
     let all_in = |state: &'static str| {
         move |c: &Cluster| {
-            [Kind::Vpc, Kind::Network, Kind::Endpoint].iter().all(|&k| {
+            [
+                Kind::Vpc,
+                Kind::Network,
+                Kind::Endpoint,
+                Kind::ScaledEndpoint,
+            ]
+            .iter()
+            .all(|&k| {
                 c.ids(k)
                     .iter()
+                    .filter(|id| ![DEFAULT_VPC, DEFAULT_NETWORK].contains(&id.as_str()))
                     .all(|id| c.state(k, id.as_str()).as_deref() == Some(state))
             })
         }
     };
-    let provisioned = mizar.wait_until(LIMIT, all_in("Provisioned")).await;
+    let defaults =
+        |c: &Cluster| c.state(Kind::Network, DEFAULT_NETWORK).as_deref() == Some("Provisioned");
+    let provisioned = mizar
+        .wait_until(LIMIT, move |c| all_in("Provisioned")(c) && defaults(c))
+        .await;
     if !provisioned {
         return stalled(&mizar, "provisioning");
     }
@@ -61,6 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     mizar.delete("vpc-1")?;
     mizar.delete("vpc-1/net-1")?;
     mizar.delete("vpc-1/net-1/pod-a")?;
+    mizar.delete("vpc-1/net-1/svc")?;
     let deleted = mizar.wait_until(LIMIT, all_in("Deleted")).await;
     operators.stop().await;
     if !deleted {

@@ -50,4 +50,27 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.watch(),
         }
     }
+    // Forwarded, so that awaiting an etcd store never blocks the caller's thread.
+    async fn load_async(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.load_async(id).await,
+            AnyStore::Etcd(s) => s.load_async(id).await,
+        }
+    }
+    async fn commit_async(&self, write: Write) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.commit_async(write).await,
+            AnyStore::Etcd(s) => s.commit_async(write).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_variant_passes_the_store_suite() {
+        fsm_runtime::testing::check_store(|| AnyStore::Memory(Box::new(MemoryStore::new())));
+    }
 }
