@@ -1424,16 +1424,7 @@ impl Worker {
                 if state == E::Provisioned {
                     self.cache(Kind::Endpoint, id, true);
                 }
-                let bouncers: BTreeSet<ObjectId> = o
-                    .parent
-                    .and_then(|n| self.cluster.object(&n))
-                    .map(|n| n.parts)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|b| {
-                        self.rt(Kind::Bouncer).state_as::<B>(b.clone()).ok() == Some(B::Provisioned)
-                    })
-                    .collect();
+                let bouncers = self.provisioned_bouncers(o.parent.as_ref());
                 let new: BTreeSet<ObjectId> = bouncers.difference(&o.peers).cloned().collect();
                 if new.is_empty() {
                     return;
@@ -1516,16 +1507,7 @@ impl Worker {
             Ok(S::Provisioned)
                 if o.backends_seen.is_some() && o.backends_told != o.backends_seen =>
             {
-                let bouncers: BTreeSet<ObjectId> = o
-                    .parent
-                    .and_then(|n| self.cluster.object(&n))
-                    .map(|n| n.parts)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|b| {
-                        self.rt(Kind::Bouncer).state_as::<B>(b.clone()).ok() == Some(B::Provisioned)
-                    })
-                    .collect();
+                let bouncers = self.provisioned_bouncers(o.parent.as_ref());
                 let told = o.backends_seen.clone();
                 let _ = self
                     .act_with(kind, id, SA::UpdateBouncers, || {
@@ -1541,6 +1523,20 @@ impl Worker {
             }
             _ => {}
         }
+    }
+
+    /// The provisioned bouncers of `network`.
+    fn provisioned_bouncers(&self, network: Option<&ObjectId>) -> BTreeSet<ObjectId> {
+        let bouncers = network
+            .and_then(|n| self.cluster.object(n))
+            .map(|n| n.parts);
+        bouncers
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|b| {
+                self.rt(Kind::Bouncer).state_as::<B>(b.clone()).ok() == Some(B::Provisioned)
+            })
+            .collect()
     }
 
     // --- CNI service ----------------------------------------------------------
