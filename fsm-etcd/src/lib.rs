@@ -80,6 +80,10 @@
 //! wait for it, so they work from plain threads and (blocking a worker briefly)
 //! from async code alike.
 
+mod any;
+
+pub use any::AnyStore;
+
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};

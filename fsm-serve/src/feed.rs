@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use fsm_runtime::{EntryKind, Event, Lagged, Runtime};
 use tokio::sync::broadcast;
 
-use crate::store::AnyStore;
+use fsm_etcd::AnyStore;
 
 /// What the feed hands the streams: a numbered write, or a gap the runtime's
 /// watcher reported (then clients must re-read).

@@ -56,7 +56,6 @@ mod json;
 mod metrics;
 mod openapi;
 mod page;
-mod store;
 mod tokens;
 
 use std::collections::BTreeMap;
@@ -70,8 +69,8 @@ use fsm_etcd::EtcdStore;
 use fsm_runtime::{Healer, InFlight, MemoryStore, PeriodicHealer, Runtime};
 
 pub use api::router;
+pub use fsm_etcd::AnyStore;
 pub use json::{entry_json, object_json};
-pub use store::AnyStore;
 pub use tokens::{MIN_TOKEN_LEN, Tokens};
 
 /// Where a service keeps its objects.

@@ -1,10 +1,12 @@
-//! The store a service runs on: memory (the default) or etcd.
+//! [`AnyStore`]: memory or etcd, chosen at run time.
 
 use fsm_core::Machine;
-use fsm_etcd::EtcdStore;
 use fsm_runtime::{Entry, MemoryStore, ObjectId, Record, Store, StoreError, Watcher, Write};
 
-/// One machine's store.
+use crate::EtcdStore;
+
+/// A store chosen at run time: memory, or etcd (what a program that takes
+/// `--etcd ENDPOINTS` runs on, like `fsm serve` and the seed examples).
 #[derive(Debug)]
 pub enum AnyStore {
     /// In this process: lost when it stops.
