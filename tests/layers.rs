@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("fsm-etcd", 4),
     ("fsm-serve", 5),
     ("fsm", 5),
+    ("fsm-operators", 6),
 ];
 
 /// Crates the table layers must never pull in, by name or name prefix.

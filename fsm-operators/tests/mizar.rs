@@ -1,25 +1,17 @@
 //! Mizar's create and delete workflows (`mizar-object-workflows.md`) through the
-//! example control plane (`examples/mizar`): operators as tokio tasks watching the
+//! control plane (`fsm_operators::mizar`): operators as tokio tasks watching the
 //! runtime, one owner per state, parents deleted only after their children.
 //!
 //! The operators call the runtime's async API; every test runs them all on a
 //! current-thread tokio runtime, where a call that blocked the thread would stall
 //! every operator (and the test's bounded wait would fail).
 
-#[path = "../examples/mizar/cluster.rs"]
-#[allow(dead_code)]
-mod cluster;
-#[path = "../examples/machines/mod.rs"]
-mod machines;
-#[path = "../examples/support/mod.rs"]
-mod support;
-
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cluster::{Cluster, Kind, MizarError, Operator, Tick};
+use fsm_operators::mizar::{Cluster, Kind, MizarError, Operator, Tick};
 use fsm_runtime::{Actor, EntryKind, RuntimeError, check_history};
 
 /// Generous: the workflows take milliseconds; this only bounds a broken run.
@@ -156,10 +148,11 @@ fn assert_owners_only(mizar: &Cluster) {
                 if entry.kind == EntryKind::Created {
                     let creator = match (kind, id.as_str()) {
                         (Kind::Droplet, _) => "cni-service",
-                        (Kind::Vpc, cluster::DEFAULT_VPC) | (Kind::Divider, _) => "vpc-operator",
-                        (Kind::Network, cluster::DEFAULT_NETWORK) | (Kind::Bouncer, _) => {
-                            "network-operator"
+                        (Kind::Vpc, fsm_operators::mizar::DEFAULT_VPC) | (Kind::Divider, _) => {
+                            "vpc-operator"
                         }
+                        (Kind::Network, fsm_operators::mizar::DEFAULT_NETWORK)
+                        | (Kind::Bouncer, _) => "network-operator",
                         (Kind::Vpc | Kind::Network | Kind::Endpoint | Kind::ScaledEndpoint, _) => {
                             "user"
                         }
@@ -484,8 +477,12 @@ async fn the_operators_create_the_default_vpc_and_network_on_start_up() {
     let operators = mizar.start();
     mizar.create_droplet("droplet-0").unwrap();
     let up = |c: &Cluster| {
-        c.state(Kind::Vpc, cluster::DEFAULT_VPC).as_deref() == Some("Provisioned")
-            && c.state(Kind::Network, cluster::DEFAULT_NETWORK).as_deref() == Some("Provisioned")
+        c.state(Kind::Vpc, fsm_operators::mizar::DEFAULT_VPC)
+            .as_deref()
+            == Some("Provisioned")
+            && c.state(Kind::Network, fsm_operators::mizar::DEFAULT_NETWORK)
+                .as_deref()
+                == Some("Provisioned")
     };
     assert!(
         mizar.wait_until(LIMIT, up).await,
@@ -497,16 +494,19 @@ async fn the_operators_create_the_default_vpc_and_network_on_start_up() {
             .actor
             .to_string()
     };
-    assert_eq!(creator(Kind::Vpc, cluster::DEFAULT_VPC), "vpc-operator");
     assert_eq!(
-        creator(Kind::Network, cluster::DEFAULT_NETWORK),
+        creator(Kind::Vpc, fsm_operators::mizar::DEFAULT_VPC),
+        "vpc-operator"
+    );
+    assert_eq!(
+        creator(Kind::Network, fsm_operators::mizar::DEFAULT_NETWORK),
         "network-operator"
     );
     let topology = mizar.topology();
-    let network = &topology[cluster::DEFAULT_NETWORK];
+    let network = &topology[fsm_operators::mizar::DEFAULT_NETWORK];
     assert_eq!(
         network.parent.as_ref().map(|p| p.as_str()),
-        Some(cluster::DEFAULT_VPC)
+        Some(fsm_operators::mizar::DEFAULT_VPC)
     );
     assert_eq!(
         network.parts.len(),
@@ -514,9 +514,9 @@ async fn the_operators_create_the_default_vpc_and_network_on_start_up() {
         "the default network has its bouncer"
     );
     // A user's network and endpoint in the default VPC go through as usual.
-    let pod = format!("{}/pod-a", cluster::DEFAULT_NETWORK);
+    let pod = format!("{}/pod-a", fsm_operators::mizar::DEFAULT_NETWORK);
     mizar
-        .create_endpoint(cluster::DEFAULT_NETWORK, &pod)
+        .create_endpoint(fsm_operators::mizar::DEFAULT_NETWORK, &pod)
         .unwrap();
     let served = mizar
         .wait_until(LIMIT, |c| {

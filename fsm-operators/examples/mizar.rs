@@ -6,17 +6,9 @@
 //!
 //! `cargo run --example mizar`
 
-#[path = "../machines/mod.rs"]
-mod machines;
-#[path = "../support/mod.rs"]
-mod support;
-// Some of the cluster's API is only used by the tests.
-#[allow(dead_code)]
-mod cluster;
-
 use std::time::Duration;
 
-use cluster::{Cluster, DEFAULT_NETWORK, DEFAULT_VPC, Kind};
+use fsm_operators::mizar::{Cluster, DEFAULT_NETWORK, DEFAULT_VPC, Kind};
 use fsm_runtime::Actor;
 
 const LIMIT: Duration = Duration::from_secs(30);

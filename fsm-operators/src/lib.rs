@@ -1,0 +1,11 @@
+//! The seeds' control planes as operators on the fsm runtime.
+//!
+//! [`mizar`]: Mizar's seven operators (`mizar-object-workflows.md`), as tasks of
+//! one process on the in-memory store, or each as its own process sharing etcd
+//! with the others (`cargo run --example mizar -- --etcd ENDPOINTS --chaos`).
+
+#[path = "../../examples/support/mod.rs"]
+mod support;
+
+pub mod machines;
+pub mod mizar;

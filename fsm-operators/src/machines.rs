@@ -1,0 +1,115 @@
+//! The Mizar objects' machines, derived from the workspace's `specs/mizar/`.
+
+use fsm::StateMachine;
+
+/// Mizar VPC object, from `specs/mizar/vpc.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/mizar/vpc.toml")]
+pub enum VpcState {
+    /// Created by a user or by the VPC Operator (default VPC).
+    Init,
+    /// Provisioned; its state persisted to the API server.
+    Provisioned,
+    /// The Divider Operator is deleting the VPC's Dividers.
+    Deleting,
+    /// Removed from the API server.
+    Deleted,
+}
+
+/// Mizar Divider object, from `specs/mizar/divider.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/mizar/divider.toml")]
+pub enum DividerState {
+    /// Created by the VPC Operator.
+    Init,
+    /// The Droplet Operator placed it on a droplet and told the Bouncer Operator.
+    Placed,
+    /// Bouncers updated with the Divider and the Divider with all Bouncers.
+    Provisioned,
+    /// The Divider Operator called back to the Bouncer Operator.
+    DeleteRequested,
+    /// Bouncer and Divider information removed from each other.
+    Deprovisioned,
+    /// Removed from the API server and the Divider Operator's cache.
+    Deleted,
+}
+
+/// Mizar Bouncer object, from `specs/mizar/bouncer.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/mizar/bouncer.toml")]
+pub enum BouncerState {
+    /// Created by the Network Operator.
+    Init,
+    /// Placed on a droplet; the Endpoint Operator was told.
+    Placed,
+    /// Updated with all Endpoints of the Network.
+    EndpointReady,
+    /// Updated with all Dividers of the VPC, and the Dividers with it.
+    Provisioned,
+    /// The Bouncer Operator called back to the Endpoint Operator.
+    DeleteRequested,
+    /// Bouncer and Endpoint information removed from each other.
+    EndpointsRemoved,
+    /// Bouncer and Divider information removed from each other.
+    DividersRemoved,
+    /// Removed from the API server and the Bouncer Operator's cache.
+    Deleted,
+}
+
+/// Mizar Network object, from `specs/mizar/network.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/mizar/network.toml")]
+pub enum NetworkState {
+    /// Created by a user or by the Network Operator (default network).
+    Init,
+    /// Provisioned; its state persisted to the API server.
+    Provisioned,
+    /// Dividers and Bouncers of the Network are being cleaned up and deleted.
+    Deleting,
+    /// Removed from the API server.
+    Deleted,
+}
+
+/// Mizar Endpoint object, from `specs/mizar/endpoint.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/mizar/endpoint.toml")]
+pub enum EndpointState {
+    /// Created for a POD, or explicitly by a user.
+    Init,
+    /// IP, gateway and MAC allocated; the Bouncer Operator was told.
+    Allocated,
+    /// All Bouncers know the Endpoint; the CNI service wrote its information.
+    Provisioned,
+    /// The CNI service deleted the Endpoint object.
+    DeleteRequested,
+    /// The Network Operator released its IP, MAC, etc.
+    Deallocated,
+    /// Removed from all Bouncers and from the Endpoint Operator's cache.
+    Deleted,
+}
+
+/// Mizar Scaled Endpoint object (a service), from `specs/mizar/scaled_endpoint.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/mizar/scaled_endpoint.toml")]
+pub enum ScaledEndpointState {
+    /// IP and MAC allocated for a new service.
+    Init,
+    /// Created; its backends and Bouncers are kept up to date.
+    Provisioned,
+    /// The Endpoint Operator released its IP, MAC, etc.
+    Deallocated,
+    /// Scaled Endpoint and Bouncer information removed from each other.
+    Detached,
+    /// Removed from the API server and the Endpoint Operator's cache.
+    Deleted,
+}
+
+/// Mizar Droplet object, from `specs/mizar/droplet.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/mizar/droplet.toml")]
+pub enum DropletState {
+    /// Created by the CNI service for each node.
+    Init,
+    /// Known to the Droplet Operator's state store.
+    Provisioned,
+}
