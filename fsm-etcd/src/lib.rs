@@ -301,17 +301,8 @@ impl EtcdStore {
                 Err(_) => Err(unavailable("etcd: timed out", true)),
             }
         };
-        // On a plain thread, drive the request from here; inside another runtime
-        // (where blocking on ours would panic), hand it over and wait.
-        if tokio::runtime::Handle::try_current().is_err() {
-            return runtime.block_on(work);
-        }
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        runtime.spawn(async move {
-            let _ = tx.send(work.await);
-        });
-        rx.recv()
-            .unwrap_or_else(|_| Err(unavailable("etcd: the store's runtime stopped", false)))
+        wait_on(runtime, work)
+            .unwrap_or_else(|| Err(unavailable("etcd: the store's runtime stopped", false)))
     }
 
     fn object_key(&self, id: &ObjectId) -> String {
@@ -328,6 +319,25 @@ impl EtcdStore {
     fn history_prefix(&self, id: &ObjectId) -> String {
         format!("{}hist/{}/", self.inner.prefix, escape(id.as_str()))
     }
+}
+
+/// Drives `work` on `runtime` (a client's own runtime) and waits for it from
+/// synchronous code: on a plain thread, driving it from there; inside another
+/// tokio runtime (where blocking on `runtime` would panic), handing it over and
+/// waiting. `None` if `runtime` shut down before `work` finished. How a blocking
+/// API is built over an async client; the caller's thread is blocked meanwhile.
+pub fn wait_on<T: Send + 'static>(
+    runtime: &tokio::runtime::Runtime,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Some(runtime.block_on(work));
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let _ = tx.send(work.await);
+    });
+    rx.recv().ok()
 }
 
 /// An id as one key segment: `%` and `/` escaped, so that no id's keys are a

@@ -18,13 +18,7 @@ use fsm_runtime::{
     check_history,
 };
 
-fn endpoints() -> Vec<String> {
-    std::env::var("FSM_ETCD_ENDPOINTS")
-        .unwrap_or_else(|_| "127.0.0.1:2379".into())
-        .split(',')
-        .map(str::to_owned)
-        .collect()
-}
+use common::etcd_endpoints as endpoints;
 
 /// A prefix no other test uses.
 fn fresh_prefix() -> String {

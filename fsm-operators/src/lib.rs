@@ -7,5 +7,7 @@
 #[path = "../../examples/support/mod.rs"]
 mod support;
 
+mod api;
+pub mod chaos;
 pub mod machines;
 pub mod mizar;

@@ -19,13 +19,21 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::support::lock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::{ActionId, StateMachine};
+use fsm_etcd::{AnyStore, EtcdStore};
 use fsm_runtime::{
-    Actor, Clock, InFlight, Lagged, MemoryStore, ObjectId, Runtime, RuntimeError, Store, Watcher,
+    Actor, Clock, EntryKind, Healer, InFlight, Lagged, MemoryStore, ObjectId, PeriodicHealer,
+    RuntimeError, Store, StoreError, Watcher,
 };
+use serde::{Deserialize, Serialize};
+
+use crate::api::{ApiError, ApiServer, EtcdApi};
+use crate::support::lock;
+
+/// The runtime of one kind of object, on memory or etcd.
+pub type Runtime = fsm_runtime::Runtime<AnyStore>;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -43,7 +51,7 @@ pub const DEFAULT_VPC: &str = "vpc-default";
 pub const DEFAULT_NETWORK: &str = "vpc-default/net-default";
 
 /// The kinds of Mizar object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Kind {
     /// A node able to host dividers and bouncers.
     Droplet,
@@ -62,6 +70,19 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Its machine's name, as its spec spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Droplet => "droplet",
+            Kind::Vpc => "vpc",
+            Kind::Divider => "divider",
+            Kind::Network => "network",
+            Kind::Bouncer => "bouncer",
+            Kind::Endpoint => "endpoint",
+            Kind::ScaledEndpoint => "scaled_endpoint",
+        }
+    }
+
     /// Every kind.
     pub const ALL: [Kind; 7] = [
         Kind::Droplet,
@@ -153,6 +174,12 @@ pub enum MizarError {
     /// The runtime refused (see its message).
     #[error(transparent)]
     Refused(#[from] RuntimeError),
+    /// A store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The topology in etcd could not be reached.
+    #[error(transparent)]
+    Api(#[from] ApiError),
     /// The parent object does not exist.
     #[error("{kind:?} {id} does not exist")]
     NoParent {
@@ -170,7 +197,7 @@ pub enum MizarError {
 }
 
 /// What the API server holds about an object besides its state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Object {
     /// Its kind.
     pub kind: Kind,
@@ -232,13 +259,42 @@ pub struct Line {
 }
 
 /// A clock shared by all the cluster's runtimes that never returns the same time
-/// twice: entries of different objects order as they happened.
+/// twice: entries of different objects order as they happened. In one process it
+/// counts from 1; operators in several processes read the wall clock (in
+/// microseconds, still strictly increasing in each process), which orders their
+/// entries as long as they share a host's clock.
 #[derive(Debug, Clone, Default)]
-pub struct Ticks(Arc<AtomicU64>);
+pub struct Ticks {
+    last: Arc<AtomicU64>,
+    wall: bool,
+}
 
 impl Ticks {
+    fn wall() -> Self {
+        Ticks {
+            last: Arc::default(),
+            wall: true,
+        }
+    }
+
     fn tick(&self) -> u64 {
-        self.0.fetch_add(1, Ordering::SeqCst) + 1
+        if !self.wall {
+            return self.last.fetch_add(1, Ordering::SeqCst) + 1;
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let mut last = self.last.load(Ordering::SeqCst);
+        loop {
+            let next = now.max(last + 1);
+            match self
+                .last
+                .compare_exchange(last, next, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return next,
+                Err(seen) => last = seen,
+            }
+        }
     }
 }
 
@@ -272,14 +328,13 @@ enum Wake {
 
 struct Inner {
     runtimes: Vec<Runtime>,
-    topology: Arc<Mutex<Topology>>,
+    topology: Arc<ApiServer>,
     ticks: Ticks,
     trace: Mutex<Vec<Line>>,
     /// Errors no workflow expects; a test asserts there are none.
     errors: Mutex<Vec<String>>,
     /// Each running operator's inbox, for users' requests.
     inboxes: Mutex<Vec<(Operator, mpsc::UnboundedSender<Wake>)>>,
-    next_ip: AtomicU32,
     /// How many times an operator's watcher lagged and it resynced.
     lags: AtomicU32,
     user: Actor,
@@ -300,6 +355,12 @@ impl Default for Cluster {
         Self::new()
     }
 }
+
+/// How often [`Cluster::wait_until`] looks again on etcd.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// How often an operator on etcd looks at every object again.
+pub const RESYNC: Duration = Duration::from_millis(500);
 
 /// How many events a watcher buffers by default.
 const WATCH_CAPACITY: usize = 1024;
@@ -331,46 +392,89 @@ impl Cluster {
     /// An empty cluster whose watchers buffer `capacity` events each: a small one
     /// makes operators lag and resync.
     pub fn with_watch_capacity(capacity: usize) -> Self {
-        Self::build(capacity, false)
+        let store = |_: Kind| {
+            Ok(AnyStore::Memory(Box::new(
+                MemoryStore::with_watch_capacity(capacity),
+            )))
+        };
+        let api = ApiServer::Memory(Mutex::default());
+        Self::build(store, api, Ticks::default(), false).expect("memory stores open")
     }
 
     /// An empty cluster whose operators, once started, create the default VPC
     /// ([`DEFAULT_VPC`]) and its default network ([`DEFAULT_NETWORK`]), as Mizar's
     /// do: the seed's second trigger of the VPC and network create workflows.
     pub fn with_defaults() -> Self {
-        Self::build(WATCH_CAPACITY, true)
+        let store = |_: Kind| Ok(AnyStore::Memory(Box::new(MemoryStore::new())));
+        let api = ApiServer::Memory(Mutex::default());
+        Self::build(store, api, Ticks::default(), true).expect("memory stores open")
     }
 
-    fn build(capacity: usize, defaults: bool) -> Self {
-        let store = || MemoryStore::with_watch_capacity(capacity);
-        let topology: Arc<Mutex<Topology>> = Arc::default();
-        let ticks = Ticks::default();
-        let plain = |machine: &fsm::Machine| {
-            Runtime::builder(machine.clone(), store())
-                .clock(ticks.clone())
-                .build()
-                .expect("the machine has no guard")
+    /// The cluster on etcd at `endpoints`, under `prefix`: each kind's objects
+    /// under `<prefix><kind>/`, the topology under `<prefix>topology/`. Every
+    /// process opened on the same prefix shares it; a process runs the
+    /// operators it starts ([`Cluster::start_operators`]). An action in flight
+    /// of a process that dies is abandoned once its lease of `lease` expires,
+    /// and a healer rolls it back (see [`Cluster::spawn_healers`]). Blocks while
+    /// it connects: from async code, call it through `spawn_blocking`.
+    pub fn on_etcd(
+        endpoints: &[String],
+        prefix: &str,
+        lease: Duration,
+        defaults: bool,
+    ) -> Result<Self, MizarError> {
+        let store = |kind: Kind| {
+            let prefix = format!("{prefix}{}/", kind.name());
+            EtcdStore::builder(endpoints, &prefix)
+                .lease_ttl(lease)
+                .connect()
+                .map(AnyStore::Etcd)
         };
-        let droplets = plain(Dr::machine());
-        let dividers = plain(D::machine());
-        let bouncers = plain(B::machine());
-        let endpoints = plain(E::machine());
-        let scaled = plain(S::machine());
+        let api = EtcdApi::connect(endpoints, format!("{prefix}topology/"))?;
+        Self::build(
+            store,
+            ApiServer::Etcd(Box::new(api)),
+            Ticks::wall(),
+            defaults,
+        )
+    }
+
+    fn build(
+        store: impl Fn(Kind) -> Result<AnyStore, StoreError>,
+        api: ApiServer,
+        ticks: Ticks,
+        defaults: bool,
+    ) -> Result<Self, MizarError> {
+        let topology = Arc::new(api);
+        let plain = |machine: &fsm::Machine| -> Result<Runtime, MizarError> {
+            Ok(
+                Runtime::builder(machine.clone(), store(kind_of(machine.name()))?)
+                    .clock(ticks.clone())
+                    .build()?,
+            )
+        };
+        let droplets = plain(Dr::machine())?;
+        let dividers = plain(D::machine())?;
+        let bouncers = plain(B::machine())?;
+        let endpoints = plain(E::machine())?;
+        let scaled = plain(S::machine())?;
         // The parents' guards read their children's states: "a VPC is not deleted
         // while it has Networks", "a Network is not deleted while it has Endpoints".
         let related = {
             let topology = topology.clone();
             move |id: &ObjectId, children: bool| {
-                lock(&topology).get(id).map_or_else(BTreeSet::new, |o| {
-                    if children {
-                        o.children.clone()
-                    } else {
-                        o.parts.clone()
-                    }
+                topology.with(|t| {
+                    t.get(id).map_or_else(BTreeSet::new, |o| {
+                        if children {
+                            o.children.clone()
+                        } else {
+                            o.parts.clone()
+                        }
+                    })
                 })
             }
         };
-        let networks = Runtime::builder(N::machine().clone(), store())
+        let networks = Runtime::builder(N::machine().clone(), store(Kind::Network)?)
             .clock(ticks.clone())
             .guard("bouncers_provisioned", {
                 let (bouncers, related) = (bouncers.clone(), related.clone());
@@ -385,9 +489,8 @@ impl Cluster {
                         && none_alive(&scaled, &children, S::Deleted)
                 }
             })
-            .build()
-            .expect("every guard of the network spec is implemented");
-        let vpcs = Runtime::builder(V::machine().clone(), store())
+            .build()?;
+        let vpcs = Runtime::builder(V::machine().clone(), store(Kind::Vpc)?)
             .clock(ticks.clone())
             .guard("dividers_provisioned", {
                 let (dividers, related) = (dividers.clone(), related.clone());
@@ -397,14 +500,13 @@ impl Cluster {
                 let (networks, related) = (networks.clone(), related.clone());
                 move |ctx| none_alive(&networks, &related(ctx.id, true), N::Deleted)
             })
-            .build()
-            .expect("every guard of the VPC spec is implemented");
+            .build()?;
         let mut runtimes = vec![
             droplets, vpcs, dividers, networks, bouncers, endpoints, scaled,
         ];
         // In Kind order.
         runtimes.sort_by_key(|rt| kind_of(rt.machine().name()));
-        Cluster {
+        Ok(Cluster {
             inner: Arc::new(Inner {
                 runtimes,
                 topology,
@@ -413,12 +515,11 @@ impl Cluster {
                 errors: Mutex::default(),
                 inboxes: Mutex::default(),
                 lags: AtomicU32::new(0),
-                next_ip: AtomicU32::new(u32::from(Ipv4Addr::new(10, 0, 0, 2))),
                 user: Actor::new("user"),
                 changed: Notify::new(),
                 defaults,
             }),
-        }
+        })
     }
 
     /// The runtime of `kind`'s objects.
@@ -428,7 +529,7 @@ impl Cluster {
 
     /// A copy of the topology.
     pub fn topology(&self) -> Topology {
-        lock(&self.inner.topology).clone()
+        self.inner.topology.snapshot()
     }
 
     /// The trace so far, in the order things happened.
@@ -476,12 +577,16 @@ impl Cluster {
     }
 
     fn error(&self, who: &str, what: String) {
+        if self.is_shared() {
+            // An operator process: nobody reads its trace.
+            eprintln!("{who}: ERROR {what}");
+        }
         self.log(who, format!("ERROR {what}"));
         lock(&self.inner.errors).push(format!("{who}: {what}"));
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut Topology) -> R) -> R {
-        f(&mut lock(&self.inner.topology))
+    fn with<R>(&self, f: impl FnMut(&mut Topology) -> R) -> R {
+        self.inner.topology.with(f)
     }
 
     fn object(&self, id: &ObjectId) -> Option<Object> {
@@ -508,8 +613,16 @@ impl Cluster {
     ) -> Result<ObjectId, MizarError> {
         let id = ObjectId::from(id);
         let parent_id = parent.map(|(k, p)| (k, ObjectId::from(p)));
+        // An object in the topology without a record was being created by a
+        // process that died in between: this creation finishes it.
+        let unfinished = |existing: &Object| {
+            existing.kind == kind && self.runtime(kind).get(id.clone()).is_err()
+        };
         self.with(|t| {
             if let Some(existing) = t.get(&id) {
+                if unfinished(existing) {
+                    return Ok(());
+                }
                 return Err(MizarError::Refused(RuntimeError::Exists {
                     id: id.clone(),
                     state: format!("{:?}", existing.kind),
@@ -529,7 +642,8 @@ impl Cluster {
                     parent.parts.insert(id.clone());
                 }
             }
-            t.insert(id.clone(), Object::new(kind, parent_id.map(|(_, p)| p)));
+            let parent = parent_id.as_ref().map(|(_, p)| p.clone());
+            t.insert(id.clone(), Object::new(kind, parent));
             Ok(())
         })?;
         match self.runtime(kind).create(id.clone(), actor) {
@@ -624,15 +738,37 @@ impl Cluster {
 
     /// Starts the operators on the current tokio runtime.
     pub fn start(&self) -> Operators {
+        self.start_operators(&Operator::ALL)
+            .expect("the in-memory stores can always be watched")
+    }
+
+    /// Starts `operators` on the current tokio runtime: on etcd, the operators of
+    /// this process (the others run elsewhere). Besides the runtimes' events, an
+    /// operator on etcd learns of users' requests from the topology's watch, and
+    /// looks at everything again every [`RESYNC`]: what a restarted operator
+    /// must take over is found that way.
+    pub fn start_operators(&self, operators: &[Operator]) -> Result<Operators, MizarError> {
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::new();
-        for op in Operator::ALL {
+        if let ApiServer::Etcd(api) = &*self.inner.topology {
+            let (wakes, mut woken) = mpsc::unbounded_channel();
+            api.watch(wakes);
+            let (cluster, mut stopped) = (self.clone(), stopped.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut resync = tokio::time::interval(RESYNC);
+                loop {
+                    tokio::select! {
+                        Some((kind, id)) = woken.recv() => cluster.poke(kind, &id),
+                        _ = resync.tick() => cluster.resync(),
+                        _ = stopped.changed() => return,
+                    }
+                }
+            }));
+        }
+        for &op in operators {
             let (tx, rx) = mpsc::unbounded_channel();
             for &kind in op.watches() {
-                let watcher = self
-                    .runtime(kind)
-                    .watch()
-                    .expect("the in-memory store can always be watched");
+                let watcher = self.runtime(kind).watch()?;
                 tasks.push(tokio::spawn(feed(
                     self.clone(),
                     watcher,
@@ -654,30 +790,197 @@ impl Cluster {
             };
             tasks.push(tokio::spawn(worker.run(rx, stopped.clone())));
         }
-        Operators {
+        Ok(Operators {
             cluster: self.clone(),
             stop,
             tasks,
+        })
+    }
+
+    /// Tells every running operator to look at everything.
+    fn resync(&self) {
+        for (_, inbox) in lock(&self.inner.inboxes).iter() {
+            let _ = inbox.send(Wake::Resync);
         }
+    }
+
+    /// Runs a [`Healer`] over every kind's objects every `every`: it rolls back the
+    /// actions of operator processes that died (their holds abandoned once their
+    /// lease expired), so that the restarted operator does the step again.
+    pub fn spawn_healers(&self, every: Duration) -> Vec<PeriodicHealer> {
+        Kind::ALL
+            .into_iter()
+            .map(|kind| {
+                let cluster = self.clone();
+                Healer::new().spawn(self.runtime(kind).clone(), every, move |report| {
+                    for healed in report.map(|r| r.healed).unwrap_or_default() {
+                        let what = format!(
+                            "rolled back {} of {kind:?} {} ({} -> {})",
+                            healed.action, healed.id, healed.stuck_in, healed.restored
+                        );
+                        cluster.log("healer", what);
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// What the seed promises, checked over every object's history: each is a
+    /// path of its machine; every action was run by an operator, and every move
+    /// out of an owned state by its owner; each object was created by whom the
+    /// seed says (the user, or the operator of its parent); a parent's delete
+    /// started only after its last child was deleted. Answers every breach found.
+    pub fn violations(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let topology_parents = self.parents();
+        for kind in Kind::ALL {
+            let rt = self.runtime(kind);
+            let m = rt.machine();
+            for id in self.ids(kind) {
+                let history = match rt.history(id.clone()) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        found.push(format!("{kind:?} {id}: history unreadable: {e}"));
+                        continue;
+                    }
+                };
+                if let Err(e) = fsm_runtime::check_history(m, &history) {
+                    found.push(format!("{kind:?} {id}: {e}"));
+                }
+                for entry in &history {
+                    match entry.kind {
+                        EntryKind::Created => {
+                            let creator = creator(kind, id.as_str());
+                            if *entry.actor != *creator {
+                                found.push(format!(
+                                    "{kind:?} {id} created by {}, not {creator}",
+                                    entry.actor
+                                ));
+                            }
+                        }
+                        // The healer's and the runtime's own writes.
+                        EntryKind::Healed | EntryKind::Abandoned => {}
+                        EntryKind::Started | EntryKind::Completed | EntryKind::Failed => {
+                            if Operator::from_role(&entry.actor).is_none() {
+                                found.push(format!(
+                                    "{kind:?} {id}: {:?} by {}, no operator",
+                                    entry.kind, entry.actor
+                                ));
+                            }
+                            let action = entry.action.map(|a| m.action(a));
+                            let owner = m.state(entry.from).owner.as_deref();
+                            if let (Some(action), Some(owner)) = (action, owner) {
+                                if action.changes_state() && *entry.actor != *owner {
+                                    found.push(format!(
+                                        "{kind:?} {id} left {} by {}, not its owner {owner}",
+                                        m.state(entry.from).name,
+                                        entry.actor
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // A parent's delete (VPC, network) started after its children's ends.
+        for (child_kind, child, parent_kind, parent) in topology_parents {
+            let deleting = self.entered(parent_kind, parent.as_str(), "Deleting");
+            let deleted = self.entered(child_kind, child.as_str(), "Deleted");
+            if let (Some(deleting), Some(deleted)) = (deleting, deleted) {
+                if deleting < deleted {
+                    found.push(format!(
+                        "{parent_kind:?} {parent} started its delete before {child_kind:?} {child} was deleted"
+                    ));
+                }
+            } else if deleting.is_some() && deleted.is_none() {
+                found.push(format!(
+                    "{parent_kind:?} {parent} started its delete while {child_kind:?} {child} lives"
+                ));
+            }
+        }
+        found
+    }
+
+    /// Every (child kind, child, parent kind, parent) of a VPC's networks and a
+    /// network's (scaled) endpoints, by the parents their histories' ids name.
+    fn parents(&self) -> Vec<(Kind, ObjectId, Kind, ObjectId)> {
+        let mut pairs = Vec::new();
+        for (child_kind, parent_kind) in [
+            (Kind::Network, Kind::Vpc),
+            (Kind::Endpoint, Kind::Network),
+            (Kind::ScaledEndpoint, Kind::Network),
+        ] {
+            let parents = self.ids(parent_kind);
+            for child in self.ids(child_kind) {
+                // Ids are paths: `vpc/net/pod`.
+                let parent = parents
+                    .iter()
+                    .filter(|p| child.as_str().starts_with(&format!("{p}/")))
+                    .max_by_key(|p| p.as_str().len());
+                if let Some(parent) = parent {
+                    pairs.push((child_kind, child.clone(), parent_kind, parent.clone()));
+                }
+            }
+        }
+        pairs
+    }
+
+    /// When `id` of `kind` last entered `state`, if it did.
+    pub fn entered(&self, kind: Kind, id: &str, state: &str) -> Option<Tick> {
+        let rt = self.runtime(kind);
+        let target = rt.machine().find_state(state)?;
+        rt.history(id)
+            .ok()?
+            .iter()
+            .rev()
+            .find(|e| e.to == target && e.kind != EntryKind::Created)
+            .map(|e| Tick::from(e.at))
     }
 
     /// Waits until `done` holds of the cluster, re-checking after every step an
     /// operator or a user takes, or until `limit` passes; answers whether it held.
+    ///
+    /// On etcd, where the steps are taken by other processes, it looks every
+    /// [`POLL`] instead.
     pub async fn wait_until(&self, limit: Duration, done: impl Fn(&Cluster) -> bool) -> bool {
-        crate::support::wait_until(&self.inner.changed, limit, self, done).await
+        if let ApiServer::Memory(_) = &*self.inner.topology {
+            return crate::support::wait_until(&self.inner.changed, limit, self, done).await;
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if done(self) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Whether the cluster lives on etcd (shared by processes).
+    pub fn is_shared(&self) -> bool {
+        matches!(&*self.inner.topology, ApiServer::Etcd(_))
+    }
+}
+
+/// Who creates an object of `kind`: the user, the operator of its parent, or,
+/// for the defaults, their operators.
+fn creator(kind: Kind, id: &str) -> &'static str {
+    match (kind, id) {
+        (Kind::Droplet, _) => "cni-service",
+        (Kind::Vpc, DEFAULT_VPC) | (Kind::Divider, _) => "vpc-operator",
+        (Kind::Network, DEFAULT_NETWORK) | (Kind::Bouncer, _) => "network-operator",
+        (Kind::Vpc | Kind::Network | Kind::Endpoint | Kind::ScaledEndpoint, _) => "user",
     }
 }
 
 fn kind_of(machine: &str) -> Kind {
-    match machine {
-        "droplet" => Kind::Droplet,
-        "vpc" => Kind::Vpc,
-        "divider" => Kind::Divider,
-        "network" => Kind::Network,
-        "bouncer" => Kind::Bouncer,
-        "scaled_endpoint" => Kind::ScaledEndpoint,
-        _ => Kind::Endpoint,
-    }
+    Kind::ALL
+        .into_iter()
+        .find(|k| k.name() == machine)
+        .expect("a Mizar machine")
 }
 
 /// Removes `id`, its parts and its children (and theirs) from the topology, and
@@ -754,7 +1057,7 @@ struct Worker {
     inbox: mpsc::UnboundedSender<Wake>,
     /// Delete actions in flight (VPCs, networks), completed once the children are
     /// gone.
-    deleting: HashMap<ObjectId, InFlight<'static>>,
+    deleting: HashMap<ObjectId, InFlight<'static, AnyStore>>,
     /// The operator's own state store.
     cache: BTreeSet<ObjectId>,
     next_droplet: usize,
@@ -944,7 +1247,7 @@ impl Worker {
             return;
         };
         match self.rt(Kind::Vpc).state_as::<V>(id.clone()) {
-            Ok(V::Init) if o.parts.is_empty() => {
+            Ok(V::Init) if self.missing(Kind::Divider, &o.parts) => {
                 // Step 2 of "VPC Object Create Workflow".
                 self.create_part(Kind::Vpc, id, Kind::Divider, "divider-0");
             }
@@ -974,6 +1277,12 @@ impl Worker {
             Ok(_) | Err(MizarError::Refused(RuntimeError::Exists { .. })) => {}
             Err(e) => self.cluster.error(self.op.role(), e.to_string()),
         }
+    }
+
+    /// Whether the object has no part of `kind` yet, or one whose creation a
+    /// process that died left unfinished (in the topology, without a record).
+    fn missing(&self, kind: Kind, parts: &BTreeSet<ObjectId>) -> bool {
+        parts.is_empty() || parts.iter().any(|p| self.rt(kind).get(p.clone()).is_err())
     }
 
     /// Creates the part `name` (a divider, a bouncer) of `id`.
@@ -1006,18 +1315,22 @@ impl Worker {
         };
         // Before the object shows Deleted: its own parts and children (all deleted)
         // go; the object stays as a tombstone while it has a parent, so that the
-        // parent's operator finds its way back from it.
+        // parent's operator finds its way back from it. A top object (a VPC) goes
+        // only once it shows Deleted: an operator killed in between must find it
+        // again, to delete it again once the healer has rolled its action back.
         self.cluster.with(|t| {
             let o = t.get(id).cloned();
             for below in o.iter().flat_map(|o| o.parts.iter().chain(&o.children)) {
                 forget(t, below);
             }
-            if o.is_some_and(|o| o.parent.is_none()) {
-                forget(t, id);
-            }
         });
         match flight.complete_async().await {
             Ok(record) => {
+                self.cluster.with(|t| {
+                    if t.get(id).is_some_and(|o| o.parent.is_none()) {
+                        forget(t, id);
+                    }
+                });
                 let what = format!("delete {kind:?} {id} -> Deleted");
                 self.cluster.log_at(record.changed_at, self.op.role(), what);
                 self.cache(kind, id, false);
@@ -1058,7 +1371,7 @@ impl Worker {
             return;
         };
         match self.rt(Kind::Network).state_as::<N>(id.clone()) {
-            Ok(N::Init) if o.parts.is_empty() => {
+            Ok(N::Init) if self.missing(Kind::Bouncer, &o.parts) => {
                 // Step 2 of "Network Object Create Workflow".
                 self.create_part(Kind::Network, id, Kind::Bouncer, "bouncer-0");
             }
@@ -1094,12 +1407,8 @@ impl Worker {
                 if self.rt(Kind::Network).state_as::<N>(network).ok() != Some(N::Provisioned) {
                     return;
                 }
-                let ip = Ipv4Addr::from(self.cluster.inner.next_ip.fetch_add(1, Ordering::SeqCst));
-                self.log(format!("allocating {ip} to Endpoint {id}"));
                 let _ = self
-                    .act_with(Kind::Endpoint, id, EA::Allocate, || {
-                        self.set(id, |o| o.ip = Some(ip));
-                    })
+                    .act_with(Kind::Endpoint, id, EA::Allocate, || self.allocate_ip(id))
                     .await;
             }
             Ok(E::DeleteRequested) => {
@@ -1254,8 +1563,27 @@ impl Worker {
     }
 
     /// Updates the topology's entry of `id`.
-    fn set(&self, id: &ObjectId, update: impl FnOnce(&mut Object)) {
-        self.cluster.with(|t| t.get_mut(id).map(update));
+    fn set(&self, id: &ObjectId, mut update: impl FnMut(&mut Object)) {
+        self.cluster.with(|t| t.get_mut(id).map(&mut update));
+    }
+
+    /// Gives `id` an address no other object has: one past the highest in use
+    /// (read and written in one change of the topology, so two operators, even in
+    /// two processes, never hand out the same one).
+    fn allocate_ip(&self, id: &ObjectId) {
+        let first = u32::from(Ipv4Addr::new(10, 0, 0, 2));
+        let ip = self.cluster.with(|t| {
+            let next = t
+                .values()
+                .filter_map(|o| o.ip.map(u32::from))
+                .max()
+                .map_or(first, |top| top + 1);
+            let ip = Ipv4Addr::from(next);
+            t.get_mut(id).map(|o| *o.ip.get_or_insert(ip))
+        });
+        if let Some(ip) = ip {
+            self.log(format!("allocated {ip} to {id}"));
+        }
     }
 
     /// Makes `id` and each of `others` know (or forget) each other.
@@ -1459,15 +1787,11 @@ impl Worker {
                 if !bouncers.is_some_and(|b| all_in(self.rt(Kind::Bouncer), &b, B::Provisioned)) {
                     return;
                 }
-                let ip = Ipv4Addr::from(self.cluster.inner.next_ip.fetch_add(1, Ordering::SeqCst));
-                self.log(format!("allocating {ip} to ScaledEndpoint {id}"));
                 let backends = o.backends.clone();
                 let done = self
                     .act_with(kind, id, SA::Provision, || {
-                        self.set(id, |o| {
-                            o.ip = Some(ip);
-                            o.backends_seen = Some(backends);
-                        });
+                        self.allocate_ip(id);
+                        self.set(id, |o| o.backends_seen = Some(backends.clone()));
                     })
                     .await;
                 if let Outcome::Done = done {
@@ -1483,7 +1807,7 @@ impl Worker {
                 let backends = o.backends.clone();
                 let _ = self
                     .act_with(kind, id, SA::UpdateBackends, || {
-                        self.set(id, |o| o.backends_seen = Some(backends));
+                        self.set(id, |o| o.backends_seen = Some(backends.clone()));
                     })
                     .await;
             }
@@ -1512,7 +1836,7 @@ impl Worker {
                 let _ = self
                     .act_with(kind, id, SA::UpdateBouncers, || {
                         self.link(id, &bouncers, true);
-                        self.set(id, |o| o.backends_told = told);
+                        self.set(id, |o| o.backends_told = told.clone());
                     })
                     .await;
             }

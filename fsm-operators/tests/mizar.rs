@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use fsm_operators::mizar::{Cluster, Kind, MizarError, Operator, Tick};
-use fsm_runtime::{Actor, EntryKind, RuntimeError, check_history};
+use fsm_operators::mizar::{Cluster, Kind, MizarError, Tick};
+use fsm_runtime::{Actor, EntryKind, RuntimeError};
 
 /// Generous: the workflows take milliseconds; this only bounds a broken run.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -135,63 +135,17 @@ fn rogue(mizar: Cluster, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize
     })
 }
 
-/// Every history is a path of its machine; every move out of an owned state was
-/// made by its owner; nobody but the operators and the user ever wrote.
+/// What the seed promises (`Cluster::violations`): every history a path, every
+/// move out of an owned state by its owner, every creator the right one, parents
+/// deleted after their children.
 fn assert_owners_only(mizar: &Cluster) {
-    for kind in Kind::ALL {
-        let rt = mizar.runtime(kind);
-        let m = rt.machine();
-        for id in mizar.ids(kind) {
-            let history = rt.history(id.clone()).unwrap();
-            check_history(m, &history).unwrap_or_else(|e| panic!("{kind:?} {id}: {e}"));
-            for entry in &history {
-                if entry.kind == EntryKind::Created {
-                    let creator = match (kind, id.as_str()) {
-                        (Kind::Droplet, _) => "cni-service",
-                        (Kind::Vpc, fsm_operators::mizar::DEFAULT_VPC) | (Kind::Divider, _) => {
-                            "vpc-operator"
-                        }
-                        (Kind::Network, fsm_operators::mizar::DEFAULT_NETWORK)
-                        | (Kind::Bouncer, _) => "network-operator",
-                        (Kind::Vpc | Kind::Network | Kind::Endpoint | Kind::ScaledEndpoint, _) => {
-                            "user"
-                        }
-                    };
-                    assert_eq!(&*entry.actor, creator, "{kind:?} {id} created by");
-                    continue;
-                }
-                assert!(
-                    Operator::from_role(&entry.actor).is_some(),
-                    "{kind:?} {id}: {:?} by {}",
-                    entry.kind,
-                    entry.actor
-                );
-                let action = m.action(entry.action.unwrap());
-                if let Some(owner) = &m.state(entry.from).owner {
-                    if action.changes_state() {
-                        assert_eq!(
-                            *entry.actor,
-                            **owner,
-                            "{kind:?} {id} left {} by a non-owner",
-                            m.state(entry.from).name
-                        );
-                    }
-                }
-            }
-        }
-    }
+    assert_eq!(mizar.violations(), Vec::<String>::new());
 }
 
 /// The tick at which `id` of `kind` entered `state` (its last such entry).
 fn entered(mizar: &Cluster, kind: Kind, id: &str, state: &str) -> Tick {
-    let rt = mizar.runtime(kind);
-    let target = rt.machine().find_state(state).unwrap();
-    rt.history(id)
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|e| e.to == target && e.kind != EntryKind::Created)
-        .map(|e| Tick::from(e.at))
+    mizar
+        .entered(kind, id, state)
         .unwrap_or_else(|| panic!("{kind:?} {id} never entered {state}"))
 }
 

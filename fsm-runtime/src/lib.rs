@@ -179,6 +179,19 @@ impl From<&ObjectId> for ObjectId {
     }
 }
 
+/// As a JSON string (or any format's string).
+impl serde::Serialize for ObjectId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ObjectId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(ObjectId::from)
+    }
+}
+
 /// Who asks for an action: an operator, an admin, a controller. An actor holds
 /// roles; an action that names roles needs one of them, and a state with an owner
 /// is left only by an actor holding the owner's role.

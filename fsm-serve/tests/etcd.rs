@@ -17,13 +17,7 @@ use serde_json::{Value, json};
 const OPS: &str = "etcd-test-token-ops-0123";
 const CONTROLLER: &str = "etcd-test-token-ctl-0123";
 
-fn endpoints() -> Vec<String> {
-    std::env::var("FSM_ETCD_ENDPOINTS")
-        .unwrap_or_else(|_| "127.0.0.1:2379".into())
-        .split(',')
-        .map(str::to_owned)
-        .collect()
-}
+use common::etcd_endpoints as endpoints;
 
 async fn open(prefix: &str) -> Option<(Arc<Service>, String, tokio::sync::oneshot::Sender<()>)> {
     let mut config = Config::new(vec![

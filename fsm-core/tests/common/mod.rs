@@ -23,6 +23,17 @@ pub fn specs() -> Vec<PathBuf> {
     out
 }
 
+/// The etcd the tests run against: `FSM_ETCD_ENDPOINTS` (comma-separated), or
+/// `127.0.0.1:2379` (the one `scripts/test` starts).
+#[allow(dead_code)]
+pub fn etcd_endpoints() -> Vec<String> {
+    std::env::var("FSM_ETCD_ENDPOINTS")
+        .unwrap_or_else(|_| "127.0.0.1:2379".into())
+        .split(',')
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A test needs something from outside the project that is not there (an etcd, a
 /// tool such as Graphviz). That fails the test, saying how to get it, unless the
 /// opt-out variable `var` is set; then the skip is written straight to the standard

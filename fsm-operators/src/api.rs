@@ -1,0 +1,210 @@
+//! What Mizar keeps in the API server besides states: the [`Topology`]. In one
+//! process it is a map behind a lock; shared by operator processes, it lives in
+//! etcd, one key per object, changed by transactions that compare every key they
+//! change with the revision they read (optimistic concurrency, as the API server
+//! itself does with `resourceVersion`).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, WatchOptions};
+use fsm_runtime::ObjectId;
+use tokio::sync::mpsc;
+
+use crate::mizar::{Kind, Object, Topology};
+use crate::support::lock;
+
+/// Where the topology lives.
+pub(crate) enum ApiServer {
+    /// In this process.
+    Memory(Mutex<Topology>),
+    /// In etcd, shared with every process on the same prefix.
+    Etcd(Box<EtcdApi>),
+}
+
+impl ApiServer {
+    /// Runs `change` on the topology and stores what it changed, atomically. On
+    /// etcd, `change` runs again on fresh data when another process changed one
+    /// of the same objects meanwhile: it must only read and write the topology.
+    pub(crate) fn with<R>(&self, mut change: impl FnMut(&mut Topology) -> R) -> R {
+        match self {
+            ApiServer::Memory(t) => change(&mut lock(t)),
+            ApiServer::Etcd(api) => api.with(change),
+        }
+    }
+
+    /// A copy of the whole topology.
+    pub(crate) fn snapshot(&self) -> Topology {
+        self.with(|t| t.clone())
+    }
+}
+
+/// The topology in etcd: `<prefix><id>` holds the object as JSON.
+pub(crate) struct EtcdApi {
+    client: Client,
+    prefix: String,
+    /// Always `Some` until dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for EtcdApi {
+    fn drop(&mut self) {
+        // Dropped inside an async program: no waiting for the client's tasks.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Why the topology could not be reached.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("etcd (the API server's topology): {0}")]
+pub struct ApiError(String);
+
+impl From<etcd_client::Error> for ApiError {
+    fn from(e: etcd_client::Error) -> Self {
+        ApiError(e.to_string())
+    }
+}
+
+impl EtcdApi {
+    /// Connects to etcd at `endpoints`, the topology under `prefix`. Blocks: from
+    /// async code, call it through `spawn_blocking`.
+    pub(crate) fn connect(endpoints: &[String], prefix: String) -> Result<Self, ApiError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("mizar-api")
+            .enable_all()
+            .build()
+            .expect("a runtime for the topology's client");
+        let options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(Duration::from_secs(5));
+        let client = runtime.block_on(Client::connect(endpoints, Some(options)))?;
+        Ok(EtcdApi {
+            client,
+            prefix,
+            runtime: Some(runtime),
+        })
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("running until dropped")
+    }
+
+    /// Drives `work` on the client's runtime and waits for it: blocks the calling
+    /// thread (an operator's worker thread; the topology is read on every step,
+    /// like an informer's cache but uncached).
+    fn block<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    ) -> Result<T, etcd_client::Error> {
+        fsm_etcd::wait_on(self.runtime(), work).expect("the topology's runtime runs until dropped")
+    }
+
+    /// Every object, with the revision of its last change.
+    fn load(&self) -> Result<(Topology, HashMap<ObjectId, i64>), etcd_client::Error> {
+        let (mut kv, prefix) = (self.client.kv_client(), self.prefix.clone());
+        let resp =
+            self.block(async move { kv.get(prefix, Some(GetOptions::new().with_prefix())).await })?;
+        let mut topology = Topology::new();
+        let mut revisions = HashMap::new();
+        for kv in resp.kvs() {
+            let Some(id) = kv.key_str().ok().and_then(|k| k.strip_prefix(&self.prefix)) else {
+                continue;
+            };
+            // Written by this module only: anything else under the prefix is a bug.
+            let object: Object = serde_json::from_slice(kv.value())
+                .unwrap_or_else(|e| panic!("topology key {id}: not an object ({e})"));
+            topology.insert(ObjectId::from(id), object);
+            revisions.insert(ObjectId::from(id), kv.mod_revision());
+        }
+        Ok((topology, revisions))
+    }
+
+    fn with<R>(&self, mut change: impl FnMut(&mut Topology) -> R) -> R {
+        loop {
+            let (before, revisions) = match self.load() {
+                Ok(read) => read,
+                Err(e) => {
+                    // The API server is away: wait and try again, as a client of
+                    // the real one would.
+                    report_unreachable(&e);
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+            };
+            let mut after = before.clone();
+            let answer = change(&mut after);
+            let mut compare = Vec::new();
+            let mut ops = Vec::new();
+            for (id, object) in &after {
+                if before.get(id) != Some(object) {
+                    let key = format!("{}{id}", self.prefix);
+                    let seen = revisions.get(id).copied().unwrap_or(0);
+                    compare.push(Compare::mod_revision(key.clone(), CompareOp::Equal, seen));
+                    let json = serde_json::to_vec(object).expect("objects serialize");
+                    ops.push(TxnOp::put(key, json, None));
+                }
+            }
+            for id in before.keys().filter(|id| !after.contains_key(*id)) {
+                let key = format!("{}{id}", self.prefix);
+                compare.push(Compare::mod_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    revisions[id],
+                ));
+                ops.push(TxnOp::delete(key, None));
+            }
+            if ops.is_empty() {
+                return answer;
+            }
+            let mut kv = self.client.kv_client();
+            let txn = Txn::new().when(compare).and_then(ops);
+            match self.block(async move { kv.txn(txn).await }) {
+                Ok(resp) if resp.succeeded() => return answer,
+                // Another process changed one of these objects: again, on fresh data.
+                Ok(_) => {}
+                Err(e) => {
+                    report_unreachable(&e);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// Sends the kind and id of every object put from now on: how an operator
+    /// process learns of users' requests (a delete, new backends) that another
+    /// process wrote.
+    pub(crate) fn watch(&self, wakes: mpsc::UnboundedSender<(Kind, ObjectId)>) {
+        let (client, prefix) = (self.client.clone(), self.prefix.clone());
+        self.runtime().spawn(async move {
+            let mut watch = client.watch_client();
+            let options = WatchOptions::new().with_prefix();
+            let Ok(mut stream) = watch.watch(prefix.clone(), Some(options)).await else {
+                return;
+            };
+            while let Ok(Some(resp)) = stream.message().await {
+                for event in resp.events() {
+                    let Some(kv) = event.kv().filter(|_| event.event_type() == EventType::Put)
+                    else {
+                        continue;
+                    };
+                    let id = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
+                    let object = serde_json::from_slice::<Object>(kv.value()).ok();
+                    if let (Some(id), Some(object)) = (id, object) {
+                        if wakes.send((object.kind, ObjectId::from(id))).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// The API server could not be reached; the call is retried.
+fn report_unreachable(e: &etcd_client::Error) {
+    eprintln!("mizar: the API server's topology is unreachable, retrying: {e}");
+}
