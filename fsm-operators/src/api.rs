@@ -1,8 +1,9 @@
-//! What Mizar keeps in the API server besides states: the [`Topology`]. In one
+//! What the control planes keep in the API server besides states (Mizar's
+//! topology, the pod of PodOpsLifecycle): a map of JSON documents by id. In one
 //! process it is a map behind a lock; shared by operator processes, it lives in
-//! etcd, one key per object, changed by transactions that compare every key they
-//! change with the revision they read (optimistic concurrency, as the API server
-//! itself does with `resourceVersion`).
+//! etcd, one key per document, changed by transactions that compare every key
+//! they change with the revision they read (optimistic concurrency, as the API
+//! server itself does with `resourceVersion`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,45 +11,55 @@ use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, WatchOptions};
 use fsm_runtime::ObjectId;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 
-use crate::mizar::{Kind, Object, Topology};
 use crate::support::lock;
 
-/// Where the topology lives.
-pub(crate) enum ApiServer {
-    /// In this process.
-    Memory(Mutex<Topology>),
-    /// In etcd, shared with every process on the same prefix.
-    Etcd(Box<EtcdApi>),
+/// What a document must be to live in etcd.
+pub(crate) trait Document:
+    Serialize + DeserializeOwned + Clone + PartialEq + Send + 'static
+{
 }
 
-impl ApiServer {
-    /// Runs `change` on the topology and stores what it changed, atomically. On
+impl<T: Serialize + DeserializeOwned + Clone + PartialEq + Send + 'static> Document for T {}
+
+/// Where the documents live.
+pub(crate) enum ApiServer<T> {
+    /// In this process.
+    Memory(Mutex<HashMap<ObjectId, T>>),
+    /// In etcd, shared with every process on the same prefix.
+    Etcd(Box<EtcdApi<T>>),
+}
+
+impl<T: Document> ApiServer<T> {
+    /// Runs `change` on the documents and stores what it changed, atomically. On
     /// etcd, `change` runs again on fresh data when another process changed one
-    /// of the same objects meanwhile: it must only read and write the topology.
-    pub(crate) fn with<R>(&self, mut change: impl FnMut(&mut Topology) -> R) -> R {
+    /// of the same documents meanwhile: it must only read and write them.
+    pub(crate) fn with<R>(&self, mut change: impl FnMut(&mut HashMap<ObjectId, T>) -> R) -> R {
         match self {
             ApiServer::Memory(t) => change(&mut lock(t)),
             ApiServer::Etcd(api) => api.with(change),
         }
     }
 
-    /// A copy of the whole topology.
-    pub(crate) fn snapshot(&self) -> Topology {
+    /// A copy of every document.
+    pub(crate) fn snapshot(&self) -> HashMap<ObjectId, T> {
         self.with(|t| t.clone())
     }
 }
 
-/// The topology in etcd: `<prefix><id>` holds the object as JSON.
-pub(crate) struct EtcdApi {
+/// The documents in etcd: `<prefix><id>` holds one as JSON.
+pub(crate) struct EtcdApi<T> {
     client: Client,
     prefix: String,
     /// Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
+    documents: std::marker::PhantomData<fn() -> T>,
 }
 
-impl Drop for EtcdApi {
+impl<T> Drop for EtcdApi<T> {
     fn drop(&mut self) {
         // Dropped inside an async program: no waiting for the client's tasks.
         if let Some(runtime) = self.runtime.take() {
@@ -59,7 +70,7 @@ impl Drop for EtcdApi {
 
 /// Why the topology could not be reached.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("etcd (the API server's topology): {0}")]
+#[error("etcd (the API server's documents): {0}")]
 pub struct ApiError(String);
 
 impl From<etcd_client::Error> for ApiError {
@@ -68,8 +79,8 @@ impl From<etcd_client::Error> for ApiError {
     }
 }
 
-impl EtcdApi {
-    /// Connects to etcd at `endpoints`, the topology under `prefix`. Blocks: from
+impl<T: Document> EtcdApi<T> {
+    /// Connects to etcd at `endpoints`, the documents under `prefix`. Blocks: from
     /// async code, call it through `spawn_blocking`.
     pub(crate) fn connect(endpoints: &[String], prefix: String) -> Result<Self, ApiError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -86,6 +97,7 @@ impl EtcdApi {
             client,
             prefix,
             runtime: Some(runtime),
+            documents: std::marker::PhantomData,
         })
     }
 
@@ -94,36 +106,36 @@ impl EtcdApi {
     }
 
     /// Drives `work` on the client's runtime and waits for it: blocks the calling
-    /// thread (an operator's worker thread; the topology is read on every step,
-    /// like an informer's cache but uncached).
-    fn block<T: Send + 'static>(
+    /// thread (an operator's worker thread; the documents are read on every
+    /// step, like an informer's cache but uncached).
+    fn block<V: Send + 'static>(
         &self,
-        work: impl Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
-    ) -> Result<T, etcd_client::Error> {
-        fsm_etcd::wait_on(self.runtime(), work).expect("the topology's runtime runs until dropped")
+        work: impl Future<Output = Result<V, etcd_client::Error>> + Send + 'static,
+    ) -> Result<V, etcd_client::Error> {
+        fsm_etcd::wait_on(self.runtime(), work).expect("the client's runtime runs until dropped")
     }
 
-    /// Every object, with the revision of its last change.
-    fn load(&self) -> Result<(Topology, HashMap<ObjectId, i64>), etcd_client::Error> {
+    /// Every document, with the revision of its last change.
+    fn load(&self) -> Result<Read<T>, etcd_client::Error> {
         let (mut kv, prefix) = (self.client.kv_client(), self.prefix.clone());
         let resp =
             self.block(async move { kv.get(prefix, Some(GetOptions::new().with_prefix())).await })?;
-        let mut topology = Topology::new();
+        let mut documents = HashMap::new();
         let mut revisions = HashMap::new();
         for kv in resp.kvs() {
             let Some(id) = kv.key_str().ok().and_then(|k| k.strip_prefix(&self.prefix)) else {
                 continue;
             };
             // Written by this module only: anything else under the prefix is a bug.
-            let object: Object = serde_json::from_slice(kv.value())
-                .unwrap_or_else(|e| panic!("topology key {id}: not an object ({e})"));
-            topology.insert(ObjectId::from(id), object);
+            let document: T = serde_json::from_slice(kv.value())
+                .unwrap_or_else(|e| panic!("key {id}: not a document of this prefix ({e})"));
+            documents.insert(ObjectId::from(id), document);
             revisions.insert(ObjectId::from(id), kv.mod_revision());
         }
-        Ok((topology, revisions))
+        Ok((documents, revisions))
     }
 
-    fn with<R>(&self, mut change: impl FnMut(&mut Topology) -> R) -> R {
+    fn with<R>(&self, mut change: impl FnMut(&mut HashMap<ObjectId, T>) -> R) -> R {
         loop {
             let (before, revisions) = match self.load() {
                 Ok(read) => read,
@@ -144,7 +156,7 @@ impl EtcdApi {
                     let key = format!("{}{id}", self.prefix);
                     let seen = revisions.get(id).copied().unwrap_or(0);
                     compare.push(Compare::mod_revision(key.clone(), CompareOp::Equal, seen));
-                    let json = serde_json::to_vec(object).expect("objects serialize");
+                    let json = serde_json::to_vec(object).expect("documents serialize");
                     ops.push(TxnOp::put(key, json, None));
                 }
             }
@@ -174,10 +186,10 @@ impl EtcdApi {
         }
     }
 
-    /// Sends the kind and id of every object put from now on: how an operator
-    /// process learns of users' requests (a delete, new backends) that another
-    /// process wrote.
-    pub(crate) fn watch(&self, wakes: mpsc::UnboundedSender<(Kind, ObjectId)>) {
+    /// Sends every document put from now on, with its id: how an operator
+    /// process learns of users' requests (a delete, new backends, labels) that
+    /// another process wrote.
+    pub(crate) fn watch(&self, wakes: mpsc::UnboundedSender<(ObjectId, T)>) {
         let (client, prefix) = (self.client.clone(), self.prefix.clone());
         self.runtime().spawn(async move {
             let mut watch = client.watch_client();
@@ -192,9 +204,9 @@ impl EtcdApi {
                         continue;
                     };
                     let id = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
-                    let object = serde_json::from_slice::<Object>(kv.value()).ok();
-                    if let (Some(id), Some(object)) = (id, object) {
-                        if wakes.send((object.kind, ObjectId::from(id))).is_err() {
+                    let document = serde_json::from_slice::<T>(kv.value()).ok();
+                    if let (Some(id), Some(document)) = (id, document) {
+                        if wakes.send((ObjectId::from(id), document)).is_err() {
                             return;
                         }
                     }
@@ -203,6 +215,9 @@ impl EtcdApi {
         });
     }
 }
+
+/// Documents as read, with the revision of each one's last change.
+type Read<T> = (HashMap<ObjectId, T>, HashMap<ObjectId, i64>);
 
 /// The API server could not be reached; the call is retried.
 fn report_unreachable(e: &etcd_client::Error) {

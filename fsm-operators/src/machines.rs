@@ -1,4 +1,5 @@
-//! The Mizar objects' machines, derived from the workspace's `specs/mizar/`.
+//! The machines of the operators' objects, derived from the workspace's specs
+//! (`specs/mizar/`, `specs/kusionstack/`).
 
 use fsm::StateMachine;
 
@@ -112,4 +113,32 @@ pub enum DropletState {
     Init,
     /// Known to the Droplet Operator's state store.
     Provisioned,
+}
+
+/// One operation on a pod, from `specs/kusionstack/podopslifecycle.toml`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "../specs/kusionstack/podopslifecycle.toml")]
+pub enum PodOpsState {
+    /// operating/<id>=<time> and operation-type/<id>=<type> added by the operation controller.
+    Operating,
+    /// pre-check/<id> added: the transition rules of <type> are being evaluated.
+    PreCheck,
+    /// pre-checked/<id> and operation-permission/<type> added.
+    PreChecked,
+    /// prepare/<id> added, service-ready false: traffic is being turned off.
+    Prepare,
+    /// operate/<id> added: the operation controller may operate the pod.
+    Operate,
+    /// operated/<id> and done-operation-type/<id> added.
+    Operated,
+    /// post-check/<id> added: the transition rules of <type> are being evaluated again.
+    PostCheck,
+    /// post-checked/<id> added.
+    PostChecked,
+    /// complete/<id> added: traffic is being turned back on.
+    Complete,
+    /// The operation's labels are gone; service-available once no operation is left.
+    Available,
+    /// undo-operation-type/<id> added: the operation was cancelled and its labels removed.
+    Undone,
 }

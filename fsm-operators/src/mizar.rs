@@ -328,7 +328,7 @@ enum Wake {
 
 struct Inner {
     runtimes: Vec<Runtime>,
-    topology: Arc<ApiServer>,
+    topology: Arc<ApiServer<Object>>,
     ticks: Ticks,
     trace: Mutex<Vec<Line>>,
     /// Errors no workflow expects; a test asserts there are none.
@@ -441,7 +441,7 @@ impl Cluster {
 
     fn build(
         store: impl Fn(Kind) -> Result<AnyStore, StoreError>,
-        api: ApiServer,
+        api: ApiServer<Object>,
         ticks: Ticks,
         defaults: bool,
     ) -> Result<Self, MizarError> {
@@ -751,14 +751,14 @@ impl Cluster {
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::new();
         if let ApiServer::Etcd(api) = &*self.inner.topology {
-            let (wakes, mut woken) = mpsc::unbounded_channel();
+            let (wakes, mut woken) = mpsc::unbounded_channel::<(ObjectId, Object)>();
             api.watch(wakes);
             let (cluster, mut stopped) = (self.clone(), stopped.clone());
             tasks.push(tokio::spawn(async move {
                 let mut resync = tokio::time::interval(RESYNC);
                 loop {
                     tokio::select! {
-                        Some((kind, id)) = woken.recv() => cluster.poke(kind, &id),
+                        Some((id, object)) = woken.recv() => cluster.poke(object.kind, &id),
                         _ = resync.tick() => cluster.resync(),
                         _ = stopped.changed() => return,
                     }

@@ -4,18 +4,10 @@
 //!
 //! `cargo run --example podopslifecycle`
 
-#[path = "../machines/mod.rs"]
-mod machines;
-#[path = "../support/mod.rs"]
-mod support;
-// Some of the pod's API is only used by the tests.
-#[allow(dead_code)]
-mod pod;
-
 use std::time::Duration;
 
-use machines::PodOpsState as S;
-use pod::{OperationController, PodOps, SERVICE_AVAILABLE};
+use fsm_operators::machines::PodOpsState as S;
+use fsm_operators::podops::{OperationController, PodOps, SERVICE_AVAILABLE};
 
 const LIMIT: Duration = Duration::from_secs(30);
 

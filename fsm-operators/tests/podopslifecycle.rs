@@ -1,24 +1,18 @@
 //! KusionStack's PodOpsLifecycle (`podopslifecycle.md`) through the example
-//! (`examples/podopslifecycle`): several operations as concurrent sub-machines of
+//! (`fsm_operators::podops`): several operations as concurrent sub-machines of
 //! one pod, permissions per type, protection finalizers, undo, and the trace.
 //!
 //! The controllers are async tasks on the runtime's async API; every test runs
 //! them all on a current-thread tokio runtime, where a call that blocked the
 //! thread would stall the others (and the test, bounded by `LIMIT`, would fail).
 
-#[path = "../examples/machines/mod.rs"]
-mod machines;
-#[path = "../examples/podopslifecycle/pod.rs"]
-#[allow(dead_code)]
-mod pod;
-#[path = "../examples/support/mod.rs"]
-mod support;
-
 use std::time::Duration;
 
+use fsm_operators::machines::PodOpsState as S;
+use fsm_operators::podops::{
+    OperationController, PodOps, PodOpsError, SERVICE_AVAILABLE, SERVICE_FINALIZER, label,
+};
 use fsm_runtime::{EntryKind, check_history};
-use machines::PodOpsState as S;
-use pod::{OperationController, PodOps, PodOpsError, SERVICE_AVAILABLE, SERVICE_FINALIZER, label};
 
 /// Generous: the phases take microseconds; this only bounds a broken run.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -313,7 +307,7 @@ async fn transition_rules_of_the_type_gate_the_pre_check() {
 #[tokio::test(flavor = "current_thread")]
 async fn the_webhook_keeps_operating_and_operation_type_together() {
     let ops = PodOps::new("web-0");
-    let rogue = |ops: &PodOps, change: fn(&mut pod::Pod)| {
+    let rogue = |ops: &PodOps, change: fn(&mut fsm_operators::podops::Pod)| {
         let before = ops.pod();
         let refused = ops.edit("rogue-controller", change).unwrap_err();
         assert_eq!(
