@@ -35,3 +35,20 @@ pub async fn wait_until<T>(
         }
     }
 }
+
+/// Waits until `done` holds, looking every `every`, or until `limit` passes;
+/// answers whether it held (for a system whose steps are taken elsewhere, by
+/// other processes, with nothing here to say when).
+#[allow(dead_code)]
+pub async fn poll_until(limit: Duration, every: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(every).await;
+    }
+}

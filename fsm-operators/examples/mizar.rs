@@ -14,103 +14,24 @@
 //! exits non-zero when V > 0 or a workflow missed its deadline. Without
 //! `--chaos`, one round with the operators as processes and no kills.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Parser;
-use fsm_operators::chaos::{self, Chaos};
-use fsm_operators::mizar::{Cluster, DEFAULT_NETWORK, DEFAULT_VPC, Kind, Operator};
+use fsm_operators::chaos::{self, Args, Plane};
+use fsm_operators::mizar::{Cluster, DEFAULT_NETWORK, DEFAULT_VPC, Kind};
 use fsm_runtime::Actor;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// Mizar's operators on the fsm runtime.
-#[derive(Parser)]
-struct Args {
-    /// Run on etcd at these endpoints (comma-separated), each operator its own
-    /// process.
-    #[arg(long, value_delimiter = ',')]
-    etcd: Vec<String>,
-    /// Kill a random operator process about every second, and restart it.
-    #[arg(long, requires = "etcd")]
-    chaos: bool,
-    /// How long the user starts new rounds under chaos, in seconds.
-    #[arg(long, default_value_t = 20)]
-    seconds: u64,
-    /// How long a workflow may take, restarts included, in seconds.
-    #[arg(long, default_value_t = 60)]
-    deadline: u64,
-    /// (For the processes it starts.) Run only this operator, by its role.
-    #[arg(long, requires = "etcd", hide = true)]
-    operator: Option<String>,
-    /// (For the processes it starts.) The run's key prefix.
-    #[arg(long, hide = true)]
-    prefix: Option<String>,
-}
-
-/// How long a dead process's actions hold their objects.
-const LEASE: Duration = Duration::from_secs(2);
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    if let Some(role) = &args.operator {
-        let op = Operator::from_role(role).ok_or_else(|| format!("no operator `{role}`"))?;
-        let prefix = args.prefix.as_deref().ok_or("--operator needs --prefix")?;
-        chaos::operator(&args.etcd, prefix, LEASE, op).await?;
-        return Ok(());
+    match chaos::main_on_etcd(&args, Plane::Mizar).await {
+        None => in_memory().await,
+        Some(Ok(true)) => Ok(()),
+        Some(Ok(false)) => std::process::exit(1),
+        Some(Err(e)) => Err(e),
     }
-    if !args.etcd.is_empty() {
-        return on_etcd(&args).await;
-    }
-    in_memory().await
-}
-
-/// The chaos run (or, without `--chaos`, one round with no kills).
-async fn on_etcd(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
-    let run = Chaos {
-        endpoints: args.etcd.clone(),
-        prefix: format!("/mizar-chaos/{}-{nanos}/", std::process::id()),
-        duration: if args.chaos {
-            Duration::from_secs(args.seconds)
-        } else {
-            Duration::ZERO
-        },
-        kill_every: if args.chaos {
-            Duration::from_secs(1)
-        } else {
-            Duration::ZERO
-        },
-        deadline: Duration::from_secs(args.deadline),
-        lease: LEASE,
-    };
-    let me = std::env::current_exe()?;
-    let report = chaos::run(&run, |op| {
-        let mut cmd = tokio::process::Command::new(&me);
-        cmd.arg("--etcd")
-            .arg(run.endpoints.join(","))
-            .arg("--prefix")
-            .arg(&run.prefix)
-            .arg("--operator")
-            .arg(op.role());
-        cmd
-    })
-    .await?;
-    for late in &report.late {
-        println!("late: {late}");
-    }
-    for violation in &report.violations {
-        println!("violation: {violation}");
-    }
-    println!(
-        "{} actions of killed operators rolled back by the healer",
-        report.rolled_back
-    );
-    println!("{}", report.line());
-    if !report.passed() {
-        std::process::exit(1);
-    }
-    Ok(())
 }
 
 /// Every operator a task of this process, on memory, with a trace.

@@ -2,10 +2,22 @@
 //! operations of different types on one pod at once, one of them undone midway,
 //! every phase traced with its id and time.
 //!
-//! `cargo run --example podopslifecycle`
+//! `cargo run --example podopslifecycle`: the controllers as tasks of this
+//! process, on memory.
+//!
+//! `cargo run --release --example podopslifecycle -- --etcd ENDPOINTS --chaos`:
+//! PodOpsLifecycle, PodTransitionRule and the service controller each its own
+//! process on etcd, a random one killed (SIGKILL) about every second and started
+//! again while the operation controllers run rounds of two operations at once;
+//! at the end, no operation half-done, no label left, every protection finalizer
+//! back, and every broken promise its writers saw (the webhook's label-pair rule
+//! is checked on every write). Its last line is
+//! `N workflows completed, K operator restarts, V invariant violations`.
 
 use std::time::Duration;
 
+use clap::Parser;
+use fsm_operators::chaos::{self, Args, Plane};
 use fsm_operators::machines::PodOpsState as S;
 use fsm_operators::podops::{OperationController, PodOps, SERVICE_AVAILABLE};
 
@@ -17,6 +29,17 @@ fn in_phase(id: &'static str, phase: S) -> impl Fn(&PodOps) -> bool {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    match chaos::main_on_etcd(&args, Plane::PodOps).await {
+        None => in_memory().await,
+        Some(Ok(true)) => Ok(()),
+        Some(Ok(false)) => std::process::exit(1),
+        Some(Err(e)) => Err(e),
+    }
+}
+
+/// The controllers as tasks of this process, on memory, with a trace.
+async fn in_memory() -> Result<(), Box<dyn std::error::Error>> {
     let ops = PodOps::new("web-0");
     let controllers = ops.start();
     let replace = OperationController::new("replace");

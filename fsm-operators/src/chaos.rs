@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use fsm_runtime::{EntryKind, ObjectId};
 use tokio::process::{Child, Command};
 
+use crate::machines::PodOpsState;
 use crate::mizar::{Cluster, DEFAULT_NETWORK, Kind, MizarError, Operator};
+use crate::podops::{Controller, OperationController, PodOps, PodOpsError};
 
 /// A chaos run's settings.
 #[derive(Debug, Clone)]
@@ -102,7 +104,12 @@ async fn connect(
     lease: Duration,
 ) -> Result<Cluster, MizarError> {
     let (endpoints, prefix) = (endpoints.to_vec(), prefix.to_owned());
-    tokio::task::spawn_blocking(move || Cluster::on_etcd(&endpoints, &prefix, lease, true))
+    off_thread(move || Cluster::on_etcd(&endpoints, &prefix, lease, true)).await
+}
+
+/// Runs `connect` (which blocks while it connects) off the async threads.
+async fn off_thread<T: Send + 'static>(connect: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(connect)
         .await
         .expect("connecting does not panic")
 }
@@ -114,54 +121,112 @@ fn random_below(n: usize) -> usize {
     (hasher.finish() % n as u64) as usize
 }
 
-/// Runs the chaos run `chaos`, starting each operator's process with
-/// `spawn(operator)` (a command that runs [`operator`] for it).
-pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<Report, MizarError> {
-    let cluster = connect(&chaos.endpoints, &chaos.prefix, chaos.lease).await?;
-    let _healers = cluster.spawn_healers(Duration::from_millis(200));
-    let start = |op: Operator| -> Child {
-        spawn(op)
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start the {} process: {e}", op.role()))
-    };
-    let mut processes: Vec<(Operator, Child)> = Operator::ALL
-        .into_iter()
-        .map(|op| (op, start(op)))
-        .collect();
-    for node in ["droplet-1", "droplet-2"] {
-        cluster.create_droplet(node)?;
+/// A control plane's processes, by role: started, and killed and started again.
+struct Processes<'s> {
+    start: Box<dyn Fn(&'static str) -> Child + 's>,
+    running: Vec<(&'static str, Child)>,
+}
+
+impl<'s> Processes<'s> {
+    /// Starts a process for each of `roles` with `command(role)`.
+    fn start(roles: &[&'static str], command: impl Fn(&'static str) -> Command + 's) -> Self {
+        let start = Box::new(move |role: &'static str| {
+            command(role)
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap_or_else(|e| panic!("start the {role} process: {e}"))
+        });
+        let running = roles.iter().map(|&role| (role, start(role))).collect();
+        Processes { start, running }
     }
 
-    // The killer: one random operator process about every `kill_every`, while
-    // the user works.
-    // Besides, the user asks for the VPC Operator to be killed while it holds a
-    // VPC's delete, so that every round's recovery includes a rollback.
+    /// Kills the process of `role` (SIGKILL) and starts it again.
+    async fn restart(&mut self, role: &'static str) {
+        let (_, child) = self
+            .running
+            .iter_mut()
+            .find(|(r, _)| *r == role)
+            .expect("every role has a process");
+        let _ = child.kill().await;
+        *child = (self.start)(role);
+    }
+
+    /// Kills them all.
+    async fn kill_all(&mut self) {
+        for (_, child) in &mut self.running {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+/// Runs `user` while a random one of `processes` is killed and restarted about
+/// every `every` (none when zero), and the one `asked` names whenever asked;
+/// answers what `user` did and how many restarts there were.
+async fn under_chaos<R>(
+    every: Duration,
+    processes: &mut Processes<'_>,
+    mut asked: tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+    user: impl Future<Output = R>,
+) -> (R, usize) {
     let over = AtomicBool::new(false);
-    let (ask, mut asked) = tokio::sync::mpsc::unbounded_channel::<Operator>();
-    let chaotic = !chaos.kill_every.is_zero();
+    let roles: Vec<&'static str> = processes.running.iter().map(|(r, _)| *r).collect();
     let killer = async {
         let mut restarts = 0;
-        while chaotic && !over.load(Ordering::Relaxed) {
+        while !every.is_zero() && !over.load(Ordering::Relaxed) {
             // Between half and one and a half periods.
-            let pause = chaos.kill_every / 2 + chaos.kill_every * random_below(1000) as u32 / 1000;
+            let pause = every / 2 + every * random_below(1000) as u32 / 1000;
             let target = tokio::select! {
-                () = tokio::time::sleep(pause) => Operator::ALL[random_below(Operator::ALL.len())],
-                Some(op) = asked.recv() => op,
+                () = tokio::time::sleep(pause) => roles[random_below(roles.len())],
+                Some(role) = asked.recv() => role,
             };
             if over.load(Ordering::Relaxed) {
                 break;
             }
-            let (op, child) = processes
-                .iter_mut()
-                .find(|(op, _)| *op == target)
-                .expect("every operator has a process");
-            let _ = child.kill().await;
-            *child = start(*op);
+            processes.restart(target).await;
             restarts += 1;
         }
         restarts
     };
+    let user = async {
+        let done = user.await;
+        over.store(true, Ordering::Relaxed);
+        done
+    };
+    let (restarts, done) = tokio::join!(killer, user);
+    processes.kill_all().await;
+    (done, restarts)
+}
+
+/// How many actions the healer rolled back on `runtime` (its Healed entries).
+fn rolled_back<S: fsm_runtime::Store>(runtime: &fsm_runtime::Runtime<S>) -> usize {
+    let ids = runtime.store().ids().unwrap_or_default();
+    ids.into_iter()
+        .map(|id| {
+            let history = runtime.history(id).unwrap_or_default();
+            history
+                .iter()
+                .filter(|e| e.kind == EntryKind::Healed)
+                .count()
+        })
+        .sum()
+}
+
+/// Runs the chaos run `chaos` on Mizar, starting each operator's process with
+/// `spawn(operator)` (a command that runs [`operator`] for it). Besides the
+/// random kills, the user has the VPC Operator killed while it holds each
+/// round's VPC delete, so that every round's recovery includes a rollback.
+pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<Report, MizarError> {
+    let cluster = connect(&chaos.endpoints, &chaos.prefix, chaos.lease).await?;
+    let _healers = cluster.spawn_healers(Duration::from_millis(200));
+    let roles = Operator::ALL.map(Operator::role);
+    let mut processes = Processes::start(&roles, |role| {
+        spawn(Operator::from_role(role).expect("an operator's role"))
+    });
+    for node in ["droplet-1", "droplet-2"] {
+        cluster.create_droplet(node)?;
+    }
+    let (ask, asked) = tokio::sync::mpsc::unbounded_channel();
+    let chaotic = !chaos.kill_every.is_zero();
     let user = async {
         let mut report = Report::default();
         // The default VPC and network, created by their operators.
@@ -176,28 +241,15 @@ pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<R
             result = user_round(&cluster, &mut report, chaos.deadline, round, ask).await;
             round += 1;
         }
-        over.store(true, Ordering::Relaxed);
         result.map(|()| report)
     };
-    let (restarts, report) = tokio::join!(killer, user);
-    for (_, child) in &mut processes {
-        let _ = child.kill().await;
-    }
+    let (report, restarts) = under_chaos(chaos.kill_every, &mut processes, asked, user).await;
     let mut report = report?;
     report.restarts = restarts;
     report.violations = cluster.violations();
     report.rolled_back = Kind::ALL
         .into_iter()
-        .flat_map(|kind| {
-            let rt = cluster.runtime(kind);
-            cluster.ids(kind).into_iter().map(move |id| {
-                let history = rt.history(id).unwrap_or_default();
-                history
-                    .iter()
-                    .filter(|e| e.kind == EntryKind::Healed)
-                    .count()
-            })
-        })
+        .map(|kind| rolled_back(cluster.runtime(kind)))
         .sum();
     Ok(report)
 }
@@ -228,7 +280,7 @@ async fn user_round(
     report: &mut Report,
     deadline: Duration,
     round: usize,
-    kill: Option<&tokio::sync::mpsc::UnboundedSender<Operator>>,
+    kill: Option<&tokio::sync::mpsc::UnboundedSender<&'static str>>,
 ) -> Result<(), MizarError> {
     let vpc = format!("vpc-{round}");
     let net = format!("{vpc}/net-0");
@@ -281,7 +333,7 @@ async fn user_round(
             false
         };
         if tokio::time::timeout(deadline, held).await == Ok(true) {
-            let _ = kill.send(Operator::Vpc);
+            let _ = kill.send(Operator::Vpc.role());
         }
     }
     for (kind, id) in &objects {
@@ -311,4 +363,253 @@ fn describe(cluster: &Cluster, kind: Kind, id: &str) -> String {
         ),
         Err(e) => format!("unreadable: {e}"),
     }
+}
+
+/// The pod of a PodOpsLifecycle chaos run.
+pub const POD: &str = "web-0";
+
+/// Runs one controller process's controller on the pod at `endpoints` and
+/// `prefix` until the process is killed (or the future dropped).
+pub async fn controller(
+    endpoints: &[String],
+    prefix: &str,
+    lease: Duration,
+    controller: Controller,
+) -> Result<(), PodOpsError> {
+    let ops = connect_pod(endpoints, prefix, lease).await?;
+    let _controllers = ops.start_controllers(&[controller])?;
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+/// The pod on etcd, connected off the async threads.
+async fn connect_pod(
+    endpoints: &[String],
+    prefix: &str,
+    lease: Duration,
+) -> Result<PodOps, PodOpsError> {
+    let (endpoints, prefix) = (endpoints.to_vec(), prefix.to_owned());
+    off_thread(move || PodOps::on_etcd(POD, &endpoints, &prefix, lease)).await
+}
+
+/// Runs the chaos run `chaos` on PodOpsLifecycle, starting each controller's
+/// process with `spawn(controller)` (a command that runs [`controller`] for
+/// it). The user is the operation controllers: each round, a `replace` and a
+/// `restart` operation at once; both finished, or (every third round) the
+/// restart undone.
+pub async fn run_podops(
+    chaos: &Chaos,
+    spawn: impl Fn(Controller) -> Command,
+) -> Result<Report, PodOpsError> {
+    let ops = connect_pod(&chaos.endpoints, &chaos.prefix, chaos.lease).await?;
+    let healer =
+        fsm_runtime::Healer::new().spawn(ops.runtime().clone(), Duration::from_millis(200), |_| {});
+    let roles = Controller::ALL.map(Controller::role);
+    let mut processes = Processes::start(&roles, |role| {
+        spawn(Controller::from_role(role).expect("a controller's role"))
+    });
+    let (_ask, asked) = tokio::sync::mpsc::unbounded_channel();
+    let user = async {
+        let mut report = Report::default();
+        let began = Instant::now();
+        let mut round = 0;
+        let mut result = Ok(());
+        while result.is_ok() && (round == 0 || began.elapsed() < chaos.duration) {
+            result = pod_round(&ops, &mut report, chaos.deadline, round).await;
+            round += 1;
+        }
+        result.map(|()| report)
+    };
+    let (report, restarts) = under_chaos(chaos.kill_every, &mut processes, asked, user).await;
+    healer.stop();
+    let mut report = report?;
+    report.restarts = restarts;
+    report.violations = ops.settled_violations();
+    report.rolled_back = rolled_back(ops.runtime());
+    Ok(report)
+}
+
+/// One round of the operation controllers on the pod.
+async fn pod_round(
+    ops: &PodOps,
+    report: &mut Report,
+    deadline: Duration,
+    round: usize,
+) -> Result<(), PodOpsError> {
+    let (replace, restart) = (
+        OperationController::new("replace"),
+        OperationController::new("restart"),
+    );
+    let (a, b) = (format!("r{round}-replace"), format!("r{round}-restart"));
+    replace.begin(ops, &a).await?;
+    restart.begin(ops, &b).await?;
+    let in_phase = |id: &str, phase: PodOpsState| {
+        let id = id.to_owned();
+        move |ops: &PodOps| ops.phase(&id) == Some(phase)
+    };
+    let mut waited = |ok: bool, what: String| {
+        if ok {
+            report.workflows += 1;
+        } else {
+            report
+                .late
+                .push(format!("{what} did not complete within {deadline:?}"));
+        }
+    };
+    for id in [&a, &b] {
+        let ok = ops
+            .wait_until(deadline, in_phase(id, PodOpsState::Operate))
+            .await;
+        waited(ok, format!("{id} to operate"));
+    }
+    if round % 3 == 2 {
+        retrying(deadline, || restart.undo(ops, &b)).await?;
+        let ok = ops
+            .wait_until(deadline, in_phase(&b, PodOpsState::Undone))
+            .await;
+        waited(ok, format!("undo {b}"));
+    } else {
+        retrying(deadline, || restart.finish(ops, &b)).await?;
+    }
+    retrying(deadline, || replace.finish(ops, &a)).await?;
+    let ends = [(&a, PodOpsState::Available), (&b, PodOpsState::Available)];
+    for (id, end) in ends.iter().take(if round % 3 == 2 { 1 } else { 2 }) {
+        let ok = ops.wait_until(deadline, in_phase(id, *end)).await;
+        waited(ok, format!("{id} to complete"));
+    }
+    // The pod serves again before the next round.
+    let serving = |ops: &PodOps| {
+        let pod = ops.pod();
+        pod.labels.contains_key(crate::podops::SERVICE_AVAILABLE) && pod.operation_ids().is_empty()
+    };
+    let ok = ops.wait_until(deadline, serving).await;
+    waited(ok, format!("round {round}: the pod to serve again"));
+    Ok(())
+}
+
+/// Runs `step` until it is not refused for a reason that passes (the operation
+/// busy with a controller's action, a lost race), or `deadline` passes.
+async fn retrying<F: Future<Output = Result<(), PodOpsError>>>(
+    deadline: Duration,
+    step: impl Fn() -> F,
+) -> Result<(), PodOpsError> {
+    let until = Instant::now() + deadline;
+    loop {
+        match step().await {
+            Err(PodOpsError::Refused(e)) if e.is_retryable() && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// The control planes a chaos run drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plane {
+    /// Mizar's seven operators.
+    Mizar,
+    /// PodOpsLifecycle's three controllers.
+    PodOps,
+}
+
+/// The examples' arguments for etcd and chaos.
+#[derive(Debug, clap::Parser)]
+pub struct Args {
+    /// Run on etcd at these endpoints (comma-separated), each operator or
+    /// controller its own process.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd: Vec<String>,
+    /// Kill a random process about every second, and start it again.
+    #[arg(long, requires = "etcd")]
+    pub chaos: bool,
+    /// How long the user starts new rounds under chaos, in seconds.
+    #[arg(long, default_value_t = 20)]
+    pub seconds: u64,
+    /// How long a workflow may take, restarts included, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub deadline: u64,
+    /// (For the processes a run starts.) Run only the operator or controller
+    /// with this role.
+    #[arg(long, requires = "etcd", hide = true)]
+    pub role: Option<String>,
+    /// (For the processes a run starts.) The run's key prefix.
+    #[arg(long, hide = true)]
+    pub prefix: Option<String>,
+}
+
+/// How long a dead process's actions hold their objects in the examples' runs.
+pub const LEASE: Duration = Duration::from_secs(2);
+
+/// What an example does on etcd: with `--role`, runs that operator or controller
+/// until killed; otherwise the chaos run (or, without `--chaos`, one round with
+/// the processes and no kills), printing the late workflows, the violations and
+/// the report's last line. Answers whether the run passed; `None` without
+/// `--etcd` (the example runs in memory).
+pub async fn main_on_etcd(
+    args: &Args,
+    plane: Plane,
+) -> Option<Result<bool, Box<dyn std::error::Error>>> {
+    if args.etcd.is_empty() {
+        return None;
+    }
+    Some(on_etcd(args, plane).await)
+}
+
+async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::Error>> {
+    if let Some(role) = &args.role {
+        let prefix = args.prefix.as_deref().ok_or("--role needs --prefix")?;
+        match plane {
+            Plane::Mizar => {
+                let op =
+                    Operator::from_role(role).ok_or_else(|| format!("no operator `{role}`"))?;
+                operator(&args.etcd, prefix, LEASE, op).await?;
+            }
+            Plane::PodOps => {
+                let c =
+                    Controller::from_role(role).ok_or_else(|| format!("no controller `{role}`"))?;
+                controller(&args.etcd, prefix, LEASE, c).await?;
+            }
+        }
+        return Ok(true);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos();
+    let seconds = |on: u64| Duration::from_secs(if args.chaos { on } else { 0 });
+    let run = Chaos {
+        endpoints: args.etcd.clone(),
+        prefix: format!("/fsm-chaos/{plane:?}/{}-{nanos}/", std::process::id()),
+        duration: seconds(args.seconds),
+        kill_every: seconds(1),
+        deadline: Duration::from_secs(args.deadline),
+        lease: LEASE,
+    };
+    let me = std::env::current_exe()?;
+    let command = |role: &str| {
+        let mut cmd = Command::new(&me);
+        cmd.arg("--etcd")
+            .arg(run.endpoints.join(","))
+            .arg("--prefix")
+            .arg(&run.prefix)
+            .arg("--role")
+            .arg(role);
+        cmd
+    };
+    let report = match plane {
+        Plane::Mizar => self::run(&run, |op| command(op.role())).await?,
+        Plane::PodOps => run_podops(&run, |c| command(c.role())).await?,
+    };
+    for late in &report.late {
+        println!("late: {late}");
+    }
+    for violation in &report.violations {
+        println!("violation: {violation}");
+    }
+    println!(
+        "{} actions of killed processes rolled back by the healer",
+        report.rolled_back
+    );
+    println!("{}", report.line());
+    Ok(report.passed())
 }

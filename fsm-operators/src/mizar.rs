@@ -947,16 +947,7 @@ impl Cluster {
         if let ApiServer::Memory(_) = &*self.inner.topology {
             return crate::support::wait_until(&self.inner.changed, limit, self, done).await;
         }
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            if done(self) {
-                return true;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        crate::support::poll_until(limit, POLL, || done(self)).await
     }
 
     /// Whether the cluster lives on etcd (shared by processes).

@@ -20,9 +20,16 @@ use crate::support::lock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::StateMachine;
-use fsm_runtime::{Actor, Clock, Lagged, MemoryStore, Runtime, RuntimeError, Store};
+use fsm_etcd::{AnyStore, EtcdStore};
+use fsm_runtime::{Actor, Clock, Lagged, MemoryStore, ObjectId, RuntimeError, Store, StoreError};
+use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
+
+use crate::api::{ApiError, ApiServer, EtcdApi};
+
+/// The runtime of the operations, on memory or etcd.
+pub type Runtime = fsm_runtime::Runtime<AnyStore>;
 
 use crate::machines::{PodOpsState as S, PodOpsStateAction as A};
 
@@ -58,7 +65,7 @@ pub fn label(phase: &str, key: &str) -> String {
 }
 
 /// The pod: labels, finalizers, the readiness gate.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pod {
     /// Its labels.
     pub labels: BTreeMap<String, String>,
@@ -125,6 +132,20 @@ impl Pod {
     }
 }
 
+/// What the API server keeps of the pod: the pod, each operation's type, and
+/// the broken promises its writers saw (kept with the pod, so that every process
+/// that writes it reports them to whoever reads it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodDoc {
+    /// The pod.
+    pub pod: Pod,
+    /// Each operation's type, by its id.
+    pub types: BTreeMap<String, String>,
+    /// Broken promises: a controller's change the webhook refused, a label or
+    /// finalizer where the seed forbids it.
+    pub violations: Vec<String>,
+}
+
 /// A rule of PodTransitionRule: whether an operation of its type may go on.
 pub type Rule = Arc<dyn Fn(&Pod) -> bool + Send + Sync>;
 
@@ -178,6 +199,12 @@ pub enum PodOpsError {
     /// The runtime refused (see its message).
     #[error(transparent)]
     Refused(#[from] RuntimeError),
+    /// A store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The pod in etcd could not be reached.
+    #[error(transparent)]
+    Api(#[from] ApiError),
     /// The validating webhook refused a change of the pod's labels: the operating
     /// and operation-type labels of an operation are added and removed together.
     #[error(
@@ -208,13 +235,11 @@ pub enum PodOpsError {
 struct Inner {
     name: String,
     runtime: Runtime,
-    pod: Arc<Mutex<Pod>>,
-    /// Each operation's type.
-    types: Arc<Mutex<HashMap<String, String>>>,
+    /// The pod's document, under its name.
+    doc: Arc<ApiServer<PodDoc>>,
     rules: Arc<Mutex<HashMap<String, Vec<Rule>>>>,
     clock: UniqueClock,
     trace: Mutex<Vec<Line>>,
-    violations: Mutex<Vec<String>>,
     /// How many times each guard refused.
     refusals: Mutex<HashMap<String, usize>>,
     /// Bumped at every change of the pod: wakes the controllers.
@@ -233,42 +258,85 @@ impl PodOps {
     /// A pod named `name`, serving: the service controller's protection finalizer
     /// on, ready, `service-available`.
     pub fn new(name: &str) -> Self {
-        let mut pod = Pod {
-            service_ready: true,
-            ..Pod::default()
+        let doc = ApiServer::Memory(Mutex::default());
+        let store = AnyStore::Memory(Box::new(MemoryStore::new()));
+        let ops = Self::build(name, doc, store).expect("memory stores open");
+        ops.init();
+        ops
+    }
+
+    /// The pod `name` on etcd at `endpoints`, under `prefix`: its operations
+    /// under `<prefix>operations/`, its document under `<prefix>pods/`. The
+    /// first to open it creates it serving; every process opened on the same
+    /// prefix shares it. Blocks while it connects: from async code, call it
+    /// through `spawn_blocking`.
+    pub fn on_etcd(
+        name: &str,
+        endpoints: &[String],
+        prefix: &str,
+        lease: Duration,
+    ) -> Result<Self, PodOpsError> {
+        let store = EtcdStore::builder(endpoints, &format!("{prefix}operations/"))
+            .lease_ttl(lease)
+            .connect()?;
+        let api = EtcdApi::connect(endpoints, format!("{prefix}pods/"))?;
+        let ops = Self::build(name, ApiServer::Etcd(Box::new(api)), AnyStore::Etcd(store))?;
+        ops.init();
+        Ok(ops)
+    }
+
+    /// Puts the pod in the API server, serving, unless it is there.
+    fn init(&self) {
+        let name = ObjectId::from(self.inner.name.as_str());
+        self.inner.doc.with(|docs| {
+            docs.entry(name.clone()).or_insert_with(|| {
+                let mut pod = Pod {
+                    service_ready: true,
+                    ..Pod::default()
+                };
+                pod.protections.insert(SERVICE_FINALIZER.to_owned());
+                pod.finalizers.insert(SERVICE_FINALIZER.to_owned());
+                pod.labels
+                    .insert(SERVICE_AVAILABLE.to_owned(), "true".into());
+                PodDoc {
+                    pod,
+                    ..PodDoc::default()
+                }
+            });
+        });
+    }
+
+    fn build(name: &str, doc: ApiServer<PodDoc>, store: AnyStore) -> Result<Self, PodOpsError> {
+        let doc = Arc::new(doc);
+        let key = ObjectId::from(name);
+        // What the guards read: the pod's document as it is now.
+        let read = {
+            let (doc, key) = (doc.clone(), key.clone());
+            move || doc.with(|docs| docs.get(&key).cloned().unwrap_or_default())
         };
-        pod.protections.insert(SERVICE_FINALIZER.to_owned());
-        pod.finalizers.insert(SERVICE_FINALIZER.to_owned());
-        pod.labels
-            .insert(SERVICE_AVAILABLE.to_owned(), "true".into());
-        let pod = Arc::new(Mutex::new(pod));
-        let types: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let rules: Arc<Mutex<HashMap<String, Vec<Rule>>>> = Arc::default();
         let clock = UniqueClock::default();
-        let runtime = Runtime::builder(S::machine().clone(), MemoryStore::new())
+        let runtime = Runtime::builder(S::machine().clone(), store)
             .clock(clock.clone())
             .guard("rules_passed", {
-                let (pod, types, rules) = (pod.clone(), types.clone(), rules.clone());
+                let (read, rules) = (read.clone(), rules.clone());
                 move |ctx| {
-                    let kind = lock(&types)
-                        .get(ctx.id.as_str())
-                        .cloned()
-                        .unwrap_or_default();
+                    let doc = read();
+                    let kind = doc.types.get(ctx.id.as_str()).cloned().unwrap_or_default();
                     let rules = lock(&rules).get(&kind).cloned().unwrap_or_default();
-                    let pod = lock(&pod);
-                    rules.iter().all(|rule| rule(&pod))
+                    rules.iter().all(|rule| rule(&doc.pod))
                 }
             })
             .guard("finalizers_removed", {
-                let pod = pod.clone();
-                move |_| !lock(&pod).protected()
+                let read = read.clone();
+                move |_| !read().pod.protected()
             })
             // "When all the operating.podopslifecycle.kusionstack.io/<id>=<time>
             // labels have been removed".
             .guard("all_operated", {
-                let pod = pod.clone();
+                let read = read.clone();
                 move |_| {
-                    let pod = lock(&pod);
+                    let pod = read().pod;
                     !pod.operation_ids()
                         .iter()
                         .any(|id| pod.labels.contains_key(&label("operating", id)))
@@ -277,9 +345,9 @@ impl PodOps {
             // "Once all the post-checked.podopslifecycle.kusionstack.io/<id>=<time>
             // added": every operation on the pod, not only those past operated.
             .guard("all_post_checked", {
-                let pod = pod.clone();
+                let read = read.clone();
                 move |_| {
-                    let pod = lock(&pod);
+                    let pod = read().pod;
                     pod.operation_ids().iter().all(|id| {
                         pod.labels.contains_key(&label("post-checked", id))
                             || pod.labels.contains_key(&label("undo-operation-type", id))
@@ -287,29 +355,39 @@ impl PodOps {
                 }
             })
             .guard("finalizers_added", {
-                let pod = pod.clone();
+                let read = read.clone();
                 move |_| {
-                    let pod = lock(&pod);
+                    let pod = read().pod;
                     pod.protections.is_subset(&pod.finalizers)
                 }
             })
-            .build()
-            .expect("every guard of the podopslifecycle spec is implemented");
-        PodOps {
+            .build()?;
+        Ok(PodOps {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
                 runtime,
-                pod,
-                types,
+                doc,
                 rules,
                 clock,
                 trace: Mutex::default(),
-                violations: Mutex::default(),
                 refusals: Mutex::default(),
                 pod_version: watch::channel(0).0,
                 changed: Notify::new(),
             }),
-        }
+        })
+    }
+
+    /// The pod's document, as it is now.
+    fn doc(&self) -> PodDoc {
+        let key = ObjectId::from(self.inner.name.as_str());
+        self.inner
+            .doc
+            .with(|docs| docs.get(&key).cloned().unwrap_or_default())
+    }
+
+    /// Whether the pod lives on etcd (shared by processes).
+    pub fn is_shared(&self) -> bool {
+        matches!(&*self.inner.doc, ApiServer::Etcd(_))
     }
 
     /// The runtime holding the operations.
@@ -319,7 +397,7 @@ impl PodOps {
 
     /// A copy of the pod.
     pub fn pod(&self) -> Pod {
-        lock(&self.inner.pod).clone()
+        self.doc().pod
     }
 
     /// The phase of operation `id`.
@@ -338,7 +416,47 @@ impl PodOps {
     /// while the pod is operated on, or `service-available` while an operation is in
     /// flight. A test asserts there are none.
     pub fn violations(&self) -> Vec<String> {
-        lock(&self.inner.violations).clone()
+        self.doc().violations
+    }
+
+    /// What the seed promises once every operation has ended, checked over the
+    /// pod and every operation's history: the broken promises its writers kept
+    /// with the pod ([`violations`](Self::violations)), every history a path of
+    /// the machine, no operation half-done (each one `available` or `undone`),
+    /// no operation's label left on the pod, every protection finalizer back,
+    /// and the pod `service-available`. Answers every breach found.
+    pub fn settled_violations(&self) -> Vec<String> {
+        let doc = self.doc();
+        let mut found = doc.violations.clone();
+        let machine = self.inner.runtime.machine();
+        for id in self.inner.runtime.store().ids().unwrap_or_default() {
+            match self.inner.runtime.history(id.clone()) {
+                Ok(history) => {
+                    if let Err(e) = fsm_runtime::check_history(machine, &history) {
+                        found.push(format!("operation {id}: {e}"));
+                    }
+                }
+                Err(e) => found.push(format!("operation {id}: history unreadable: {e}")),
+            }
+            match self.phase(id.as_str()) {
+                Some(S::Available | S::Undone) => {}
+                phase => found.push(format!("operation {id} ended half-done, in {phase:?}")),
+            }
+        }
+        let pod = doc.pod;
+        if !pod.operation_ids().is_empty() {
+            found.push(format!(
+                "labels of operations {:?} left on the pod",
+                pod.operation_ids()
+            ));
+        }
+        for lost in pod.protections.difference(&pod.finalizers) {
+            found.push(format!("the protection finalizer {lost} was lost"));
+        }
+        if !pod.labels.contains_key(SERVICE_AVAILABLE) {
+            found.push("the pod is not service-available again".to_owned());
+        }
+        found
     }
 
     /// How many times the guard `name` has refused a phase change so far.
@@ -357,7 +475,7 @@ impl PodOps {
 
     /// Another controller's protection: the pod serves only with `finalizer` on.
     pub fn protect(&self, finalizer: &str) {
-        self.apply("user", |pod| {
+        self.apply("user", |pod, _| {
             pod.protections.insert(finalizer.to_owned());
             pod.finalizers.insert(finalizer.to_owned());
         });
@@ -366,14 +484,30 @@ impl PodOps {
     /// Changes the pod as `who`, through the validating webhook: a change that
     /// adds or removes one of an operation's `operating` and `operation-type` labels
     /// without the other is refused, and the pod stays as it was. Checks the
-    /// promises and wakes the controllers if anything changed.
-    pub fn edit<R>(&self, who: &str, change: impl FnOnce(&mut Pod) -> R) -> Result<R, PodOpsError> {
-        let (r, changed) = {
-            let mut pod = lock(&self.inner.pod);
-            let before = pod.clone();
-            let r = change(&mut pod);
+    /// promises and wakes the controllers if anything changed. On etcd, `change`
+    /// runs again on fresh data when another process wrote the pod meanwhile.
+    pub fn edit<R>(
+        &self,
+        who: &str,
+        mut change: impl FnMut(&mut Pod) -> R,
+    ) -> Result<R, PodOpsError> {
+        self.write(who, |pod, _| change(pod))
+    }
+
+    /// [`edit`](Self::edit), where `change` also notes broken promises in its
+    /// second argument: they are kept with the pod in the same write.
+    fn write<R>(
+        &self,
+        who: &str,
+        mut change: impl FnMut(&mut Pod, &mut Vec<String>) -> R,
+    ) -> Result<R, PodOpsError> {
+        let key = ObjectId::from(self.inner.name.as_str());
+        let result = self.inner.doc.with(|docs| {
+            let doc = docs.entry(key.clone()).or_default();
+            let mut pod = doc.pod.clone();
+            let mut broken = Vec::new();
+            let r = change(&mut pod, &mut broken);
             if let Some((present, missing)) = pod.unpaired() {
-                *pod = before;
                 return Err(PodOpsError::Webhook {
                     pod: self.inner.name.clone(),
                     who: who.to_owned(),
@@ -382,13 +516,17 @@ impl PodOps {
                 });
             }
             if pod.labels.contains_key(SERVICE_AVAILABLE) && !pod.operation_ids().is_empty() {
-                self.violation(format!(
+                broken.push(format!(
                     "{who} left service-available on while operations {:?} have labels",
                     pod.operation_ids()
                 ));
             }
-            (r, *pod != before)
-        };
+            let changed = pod != doc.pod;
+            doc.pod = pod;
+            doc.violations.extend(broken);
+            Ok((r, changed))
+        });
+        let (r, changed) = result?;
         if changed {
             self.wake();
         }
@@ -397,8 +535,12 @@ impl PodOps {
 
     /// A change by one of the seed's controllers: they never break the webhook's
     /// rule, so a refusal is recorded as a broken promise.
-    fn apply<R>(&self, who: &str, change: impl FnOnce(&mut Pod) -> R) -> Option<R> {
-        self.edit(who, change)
+    fn apply<R>(
+        &self,
+        who: &str,
+        change: impl FnMut(&mut Pod, &mut Vec<String>) -> R,
+    ) -> Option<R> {
+        self.write(who, change)
             .map_err(|refused| self.violation(refused.to_string()))
             .ok()
     }
@@ -408,8 +550,15 @@ impl PodOps {
         self.inner.pod_version.send_modify(|v| *v += 1);
     }
 
+    /// Keeps a broken promise with the pod.
     fn violation(&self, what: String) {
-        lock(&self.inner.violations).push(what);
+        let key = ObjectId::from(self.inner.name.as_str());
+        self.inner.doc.with(|docs| {
+            docs.entry(key.clone())
+                .or_default()
+                .violations
+                .push(what.clone())
+        });
     }
 
     fn log(&self, at: u64, id: Option<&str>, who: &str, what: String) {
@@ -427,7 +576,7 @@ impl PodOps {
     }
 
     fn kind_of(&self, id: &str) -> String {
-        lock(&self.inner.types).get(id).cloned().unwrap_or_default()
+        self.doc().types.get(id).cloned().unwrap_or_default()
     }
 
     /// Runs `action` on operation `id` as `actor`, with `effect` on the pod inside
@@ -437,14 +586,14 @@ impl PodOps {
         actor: &Actor,
         id: &str,
         action: A,
-        effect: impl FnOnce(&mut Pod),
+        mut effect: impl FnMut(&mut Pod, &mut Vec<String>),
     ) -> Result<(), RuntimeError> {
         let flight = self.inner.runtime.start_async(id, actor, action).await?;
-        let applied = self.apply(actor.name(), |pod| {
+        let applied = self.apply(actor.name(), |pod, broken| {
             if pod.labels.contains_key(SERVICE_AVAILABLE) {
-                self.violation(format!("{id} moves while the pod is service-available"));
+                broken.push(format!("{id} moves while the pod is service-available"));
             }
-            effect(pod);
+            effect(pod, broken);
         });
         if applied.is_none() {
             flight.fail_async().await?;
@@ -467,31 +616,59 @@ impl PodOps {
 
     /// Waits until `done` holds, re-checking after every step, or `limit` passes;
     /// answers whether it held.
+    ///
+    /// On etcd, where the steps are taken by other processes, it looks every
+    /// [`POLL`](crate::mizar::POLL) instead.
     pub async fn wait_until(&self, limit: Duration, done: impl Fn(&PodOps) -> bool) -> bool {
-        crate::support::wait_until(&self.inner.changed, limit, self, done).await
+        if !self.is_shared() {
+            return crate::support::wait_until(&self.inner.changed, limit, self, done).await;
+        }
+        crate::support::poll_until(limit, crate::mizar::POLL, || done(self)).await
     }
 
     /// Starts PodOpsLifecycle, PodTransitionRule and the service controller.
     pub fn start(&self) -> Controllers {
+        self.start_controllers(&Controller::ALL)
+            .expect("the in-memory store can always be watched")
+    }
+
+    /// Starts `controllers` on the current tokio runtime: on etcd, the
+    /// controllers of this process (the others run elsewhere). Besides the
+    /// operations' events, a controller on etcd learns of the pod's changes from
+    /// its document's watch, and looks at everything again every
+    /// [`RESYNC`](crate::mizar::RESYNC).
+    pub fn start_controllers(
+        &self,
+        controllers: &[Controller],
+    ) -> Result<Controllers, PodOpsError> {
         let (stop, stopped) = watch::channel(false);
-        let tasks = [
-            Controller::Lifecycle,
-            Controller::TransitionRule,
-            Controller::Service,
-        ]
-        .into_iter()
-        .map(|c| {
-            let watcher = self.inner.runtime.watch().expect("in-memory watch");
-            tokio::spawn(run(
+        let mut tasks = Vec::new();
+        if let ApiServer::Etcd(api) = &*self.inner.doc {
+            let (changes, mut changed) = tokio::sync::mpsc::unbounded_channel();
+            api.watch(changes);
+            let (ops, mut stopped) = (self.clone(), stopped.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut resync = tokio::time::interval(crate::mizar::RESYNC);
+                loop {
+                    tokio::select! {
+                        Some(_) = changed.recv() => ops.wake(),
+                        _ = resync.tick() => ops.wake(),
+                        _ = stopped.changed() => return,
+                    }
+                }
+            }));
+        }
+        for &c in controllers {
+            let watcher = self.inner.runtime.watch()?;
+            tasks.push(tokio::spawn(run(
                 self.clone(),
                 c,
                 watcher,
                 self.inner.pod_version.subscribe(),
                 stopped.clone(),
-            ))
-        })
-        .collect();
-        Controllers { stop, tasks }
+            )));
+        }
+        Ok(Controllers { stop, tasks })
     }
 }
 
@@ -511,21 +688,42 @@ impl Controllers {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Controller {
+/// The seed's controllers of the pod's lifecycle (operation controllers are
+/// callers of [`OperationController`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Controller {
+    /// PodOpsLifecycle: the mutating webhook and controller.
     Lifecycle,
+    /// PodTransitionRule: the rules of each operation's type.
     TransitionRule,
+    /// The service controller: traffic off and on, with its finalizer.
     Service,
 }
 
 impl Controller {
-    fn actor(self) -> Actor {
-        let role = match self {
+    /// Every controller.
+    pub const ALL: [Controller; 3] = [
+        Controller::Lifecycle,
+        Controller::TransitionRule,
+        Controller::Service,
+    ];
+
+    /// Its role in the spec, which is also its actor's name.
+    pub fn role(self) -> &'static str {
+        match self {
             Controller::Lifecycle => "podopslifecycle",
             Controller::TransitionRule => "pod-transition-rule",
             Controller::Service => "service-controller",
-        };
-        Actor::new(role).with_role(role)
+        }
+    }
+
+    /// The controller whose role is `role`.
+    pub fn from_role(role: &str) -> Option<Controller> {
+        Controller::ALL.into_iter().find(|c| c.role() == role)
+    }
+
+    fn actor(self) -> Actor {
+        Actor::new(self.role()).with_role(self.role())
     }
 }
 
@@ -590,46 +788,46 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
     let t = ops.now();
     match phase {
         S::Operating => {
-            ops.act(actor, id, A::BeginPreCheck, |pod| {
-                pod.labels.insert(label("pre-check", id), t);
+            ops.act(actor, id, A::BeginPreCheck, |pod, _| {
+                pod.labels.insert(label("pre-check", id), t.clone());
             })
             .await
         }
         S::PreChecked => {
-            ops.act(actor, id, A::Prepare, |pod| {
-                pod.labels.insert(label("prepare", id), t);
+            ops.act(actor, id, A::Prepare, |pod, _| {
+                pod.labels.insert(label("prepare", id), t.clone());
                 pod.service_ready = false;
             })
             .await
         }
         S::Prepare => {
-            ops.act(actor, id, A::Operate, |pod| {
+            ops.act(actor, id, A::Operate, |pod, broken| {
                 if pod.protected() {
-                    ops.violation(format!(
+                    broken.push(format!(
                         "{id} operates with finalizers {:?}",
                         pod.finalizers
                     ));
                 }
-                pod.labels.insert(label("operate", id), t);
+                pod.labels.insert(label("operate", id), t.clone());
             })
             .await
         }
         S::Operated => {
-            ops.act(actor, id, A::BeginPostCheck, |pod| {
-                pod.labels.insert(label("post-check", id), t);
+            ops.act(actor, id, A::BeginPostCheck, |pod, _| {
+                pod.labels.insert(label("post-check", id), t.clone());
             })
             .await
         }
         S::PostChecked => {
-            ops.act(actor, id, A::Complete, |pod| {
-                pod.labels.insert(label("complete", id), t);
+            ops.act(actor, id, A::Complete, |pod, _| {
+                pod.labels.insert(label("complete", id), t.clone());
                 // The seed says "set readinessgate service-ready as false" here too.
                 pod.service_ready = false;
             })
             .await
         }
         S::Complete => {
-            ops.act(actor, id, A::FinishComplete, |pod| pod.remove_id(id))
+            ops.act(actor, id, A::FinishComplete, |pod, _| pod.remove_id(id))
                 .await
         }
         S::Undone if ops.pod().has_id(id) => {
@@ -637,7 +835,7 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
             // with the same id. If all the operations with the same type have been
             // canceled, remove operation-permission/<type>."
             let kind = ops.kind_of(id);
-            ops.apply(actor.name(), |pod| {
+            ops.apply(actor.name(), |pod, _| {
                 pod.remove_id(id);
                 let same_type_left = pod
                     .operation_ids()
@@ -662,7 +860,7 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
 /// "If there is no label with id, add podopslifecycle.kusionstack.io/service-available"
 /// (once the protection finalizers are all back).
 fn serve(ops: &PodOps, actor: &Actor) {
-    let served = ops.apply(actor.name(), |pod| {
+    let served = ops.apply(actor.name(), |pod, _| {
         let idle = pod.operation_ids().is_empty() && pod.protections.is_subset(&pod.finalizers);
         let fresh = idle && !pod.labels.contains_key(SERVICE_AVAILABLE);
         if fresh {
@@ -692,15 +890,16 @@ async fn transition_rule(
     let (t, kind) = (ops.now(), ops.kind_of(id));
     match phase {
         S::PreCheck => {
-            ops.act(actor, id, A::PassPreCheck, |pod| {
+            ops.act(actor, id, A::PassPreCheck, |pod, _| {
                 pod.labels.insert(label("pre-checked", id), t.clone());
-                pod.labels.insert(label("operation-permission", &kind), t);
+                pod.labels
+                    .insert(label("operation-permission", &kind), t.clone());
             })
             .await
         }
         S::PostCheck => {
-            ops.act(actor, id, A::PassPostCheck, |pod| {
-                pod.labels.insert(label("post-checked", id), t);
+            ops.act(actor, id, A::PassPostCheck, |pod, _| {
+                pod.labels.insert(label("post-checked", id), t.clone());
             })
             .await
         }
@@ -715,7 +914,7 @@ async fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), 
     let pod = ops.pod();
     match phase {
         S::Prepare if pod.finalizers.contains(SERVICE_FINALIZER) => {
-            ops.act(actor, id, A::RemoveFinalizer, |pod| {
+            ops.act(actor, id, A::RemoveFinalizer, |pod, _| {
                 pod.finalizers.remove(SERVICE_FINALIZER);
             })
             .await
@@ -723,7 +922,7 @@ async fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), 
         // Not while another operation is between prepare and operated: its traffic
         // must stay off (checked again under the pod's lock).
         S::Complete if !pod.finalizers.contains(SERVICE_FINALIZER) && !pod.preparing() => {
-            ops.act(actor, id, A::AddFinalizer, |pod| {
+            ops.act(actor, id, A::AddFinalizer, |pod, _| {
                 if !pod.preparing() {
                     pod.finalizers.insert(SERVICE_FINALIZER.to_owned());
                 }
@@ -733,7 +932,7 @@ async fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), 
         S::Undone
             if !pod.finalizers.contains(SERVICE_FINALIZER) && pod.operation_ids().is_empty() =>
         {
-            ops.apply(actor.name(), |pod| {
+            ops.apply(actor.name(), |pod, _| {
                 pod.finalizers.insert(SERVICE_FINALIZER.to_owned())
             });
             let what = "traffic on again: finalizer back after the undo".to_owned();
@@ -774,7 +973,7 @@ impl OperationController {
     /// `operation-type/<id>=<type>` at the same time.
     pub async fn begin(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
         if !self.concurrent {
-            let types = lock(&ops.inner.types).clone();
+            let types = ops.doc().types;
             let running = types.iter().find(|(other, kind)| {
                 **kind == self.kind
                     && ops
@@ -789,18 +988,22 @@ impl OperationController {
                 });
             }
         }
-        lock(&ops.inner.types).insert(id.to_owned(), self.kind.clone());
+        let key = ObjectId::from(ops.inner.name.as_str());
+        ops.inner.doc.with(|docs| {
+            let doc = docs.entry(key.clone()).or_default();
+            doc.types.insert(id.to_owned(), self.kind.clone());
+        });
         let t = ops.now();
         ops.edit(self.actor.name(), |pod| {
             pod.labels.remove(SERVICE_AVAILABLE);
-            pod.labels.insert(label("operating", id), t);
+            pod.labels.insert(label("operating", id), t.clone());
             pod.labels
                 .insert(label("operation-type", id), self.kind.clone());
         })?;
         let record = match ops.inner.runtime.create_async(id, &self.actor).await {
             Ok(record) => record,
             Err(e) => {
-                ops.apply(self.actor.name(), |pod| pod.remove_id(id));
+                ops.apply(self.actor.name(), |pod, _| pod.remove_id(id));
                 return Err(e.into());
             }
         };
@@ -814,9 +1017,9 @@ impl OperationController {
     /// adds `operated/<id>` and `done-operation-type/<id>`.
     pub async fn finish(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
         let t = ops.now();
-        ops.act(&self.actor, id, A::Finish, |pod| {
+        ops.act(&self.actor, id, A::Finish, |pod, broken| {
             if pod.protected() {
-                ops.violation(format!(
+                broken.push(format!(
                     "{id} operated on with finalizers {:?}",
                     pod.finalizers
                 ));
@@ -834,7 +1037,7 @@ impl OperationController {
                 pod.labels
                     .remove(&label("operation-permission", &self.kind));
             }
-            pod.labels.insert(label("operated", id), t);
+            pod.labels.insert(label("operated", id), t.clone());
             pod.labels
                 .insert(label("done-operation-type", id), self.kind.clone());
         })
@@ -844,7 +1047,7 @@ impl OperationController {
 
     /// Cancels operation `id`: `undo-operation-type/<id>=<type>`.
     pub async fn undo(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
-        ops.act(&self.actor, id, A::Undo, |pod| {
+        ops.act(&self.actor, id, A::Undo, |pod, _| {
             pod.labels
                 .insert(label("undo-operation-type", id), self.kind.clone());
         })

@@ -1,7 +1,8 @@
-//! Mizar's operators as processes on the test command's etcd, a random one
-//! killed about every second and restarted, the VPC Operator killed while it
-//! holds each round's VPC delete: a short version of
-//! `cargo run --release --example mizar -- --etcd ENDPOINTS --chaos`.
+//! The control planes as processes on the test command's etcd, a random one
+//! killed about every second and restarted: short versions of
+//! `cargo run --release --example mizar -- --etcd ENDPOINTS --chaos` (the VPC
+//! Operator also killed while it holds each round's VPC delete) and of the same
+//! for `--example podopslifecycle`.
 //!
 //! The endpoint comes from `FSM_ETCD_ENDPOINTS` (default `127.0.0.1:2379`).
 //! Without a reachable etcd the test fails, saying how to get one;
@@ -12,12 +13,14 @@ mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fsm_operators::chaos::{self, Chaos};
+use fsm_operators::chaos::{self, Chaos, Report};
 use fsm_operators::mizar::Operator;
+use fsm_operators::podops::Controller;
 
-/// What the chaos test hands the operator processes it starts.
-const OPERATOR: &str = "FSM_MIZAR_OPERATOR";
-const PREFIX: &str = "FSM_MIZAR_PREFIX";
+/// What a chaos test hands the processes it starts: the role to run, the run's
+/// prefix.
+const ROLE: &str = "FSM_CHAOS_ROLE";
+const PREFIX: &str = "FSM_CHAOS_PREFIX";
 const LEASE: Duration = Duration::from_secs(2);
 
 use common::etcd_endpoints as endpoints;
@@ -30,12 +33,12 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// One operator process of the chaos test (this test binary, started again
-/// with only this test): runs until it is killed.
+/// One Mizar operator process of the chaos test (this test binary, started
+/// again with only this test): runs until it is killed.
 #[test]
 #[ignore = "an operator process of operators_killed_and_restarted_on_etcd_finish_every_workflow"]
 fn operator_process() {
-    let (Ok(role), Ok(prefix)) = (std::env::var(OPERATOR), std::env::var(PREFIX)) else {
+    let (Ok(role), Ok(prefix)) = (std::env::var(ROLE), std::env::var(PREFIX)) else {
         return;
     };
     let op = Operator::from_role(&role).expect("an operator's role");
@@ -44,46 +47,94 @@ fn operator_process() {
         .unwrap();
 }
 
+/// One PodOpsLifecycle controller process of the chaos test.
 #[test]
-fn operators_killed_and_restarted_on_etcd_finish_every_workflow() {
+#[ignore = "a controller process of controllers_killed_and_restarted_on_etcd_leave_no_operation_half_done"]
+fn controller_process() {
+    let (Ok(role), Ok(prefix)) = (std::env::var(ROLE), std::env::var(PREFIX)) else {
+        return;
+    };
+    let c = Controller::from_role(&role).expect("a controller's role");
+    runtime()
+        .block_on(chaos::controller(&endpoints(), &prefix, LEASE, c))
+        .unwrap();
+}
+
+/// A 4-second chaos run's settings, or `None` when no etcd answers and the
+/// tests that need one are skipped.
+fn short_run(plane: &str) -> Option<Chaos> {
     if let Err(e) = fsm_etcd::EtcdStore::connect(endpoints(), "/fsm-test/probe/") {
         common::missing(
             "FSM_SKIP_ETCD",
             &format!("no etcd answers at {:?} ({e})", endpoints()),
             "run the tests with scripts/test, which starts one, or start one and set FSM_ETCD_ENDPOINTS",
         );
-        return;
+        return None;
     }
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let run = Chaos {
+    Some(Chaos {
         endpoints: endpoints(),
-        prefix: format!("/fsm-test/mizar-chaos/{}-{nanos}/", std::process::id()),
+        prefix: format!("/fsm-test/{plane}-chaos/{}-{nanos}/", std::process::id()),
         duration: Duration::from_secs(4),
         kill_every: Duration::from_secs(1),
         deadline: Duration::from_secs(60),
         lease: LEASE,
+    })
+}
+
+/// This test binary, to run only the ignored test `name` as `role` of `run`.
+fn process(name: &str, role: &str, run: &Chaos) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--ignored",
+        "--exact",
+        name,
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(ROLE, role)
+    .env(PREFIX, &run.prefix)
+    .stdout(std::process::Stdio::null());
+    cmd
+}
+
+/// The chaos happened: processes were killed while the user's rounds ran.
+fn assert_chaos(report: &Report) {
+    println!("{}", report.line());
+    assert!(report.passed(), "{report:#?}");
+    assert!(report.restarts > 0, "{report:#?}");
+}
+
+#[test]
+fn controllers_killed_and_restarted_on_etcd_leave_no_operation_half_done() {
+    let Some(run) = short_run("podops") else {
+        return;
     };
-    let me = std::env::current_exe().unwrap();
     let report = runtime()
-        .block_on(chaos::run(&run, |op| {
-            let mut cmd = tokio::process::Command::new(&me);
-            cmd.args([
-                "--ignored",
-                "--exact",
-                "operator_process",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(OPERATOR, op.role())
-            .env(PREFIX, &run.prefix)
-            .stdout(std::process::Stdio::null());
-            cmd
+        .block_on(chaos::run_podops(&run, |c| {
+            process("controller_process", c.role(), &run)
         }))
         .unwrap();
-    println!("{}", report.line());
+    assert_chaos(&report);
+    // Rounds of two operations: each to operate and to its end, the pod serving
+    // again after each round.
+    assert!(report.workflows >= 5, "{report:#?}");
+}
+
+#[test]
+fn operators_killed_and_restarted_on_etcd_finish_every_workflow() {
+    let Some(run) = short_run("mizar") else {
+        return;
+    };
+    let report = runtime()
+        .block_on(chaos::run(&run, |op| {
+            process("operator_process", op.role(), &run)
+        }))
+        .unwrap();
+    assert_chaos(&report);
     assert!(report.passed(), "{report:#?}");
     // The chaos happened: processes were killed, and kills landed on actions in
     // flight that the healer had to roll back and the restarted operator redo.
