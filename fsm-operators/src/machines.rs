@@ -119,26 +119,26 @@ pub enum DropletState {
 #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[fsm(spec = "../specs/kusionstack/podopslifecycle.toml")]
 pub enum PodOpsState {
-    /// operating/<id>=<time> and operation-type/<id>=<type> added by the operation controller.
+    /// `operating/<id>=<time>` and `operation-type/<id>=<type>` added by the operation controller.
     Operating,
-    /// pre-check/<id> added: the transition rules of <type> are being evaluated.
+    /// `pre-check/<id>` added: the transition rules of `<type>` are being evaluated.
     PreCheck,
-    /// pre-checked/<id> and operation-permission/<type> added.
+    /// `pre-checked/<id>` and `operation-permission/<type>` added.
     PreChecked,
-    /// prepare/<id> added, service-ready false: traffic is being turned off.
+    /// `prepare/<id>` added, service-ready false: traffic is being turned off.
     Prepare,
-    /// operate/<id> added: the operation controller may operate the pod.
+    /// `operate/<id>` added: the operation controller may operate the pod.
     Operate,
-    /// operated/<id> and done-operation-type/<id> added.
+    /// `operated/<id>` and `done-operation-type/<id>` added.
     Operated,
-    /// post-check/<id> added: the transition rules of <type> are being evaluated again.
+    /// `post-check/<id>` added: the transition rules of `<type>` are being evaluated again.
     PostCheck,
-    /// post-checked/<id> added.
+    /// `post-checked/<id>` added.
     PostChecked,
-    /// complete/<id> added: traffic is being turned back on.
+    /// `complete/<id>` added: traffic is being turned back on.
     Complete,
     /// The operation's labels are gone; service-available once no operation is left.
     Available,
-    /// undo-operation-type/<id> added: the operation was cancelled and its labels removed.
+    /// `undo-operation-type/<id>` added: the operation was cancelled and its labels removed.
     Undone,
 }
