@@ -65,6 +65,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.commit_async(write).await,
         }
     }
+    async fn ids_async(&self) -> Result<Vec<ObjectId>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.ids_async().await,
+            AnyStore::Etcd(s) => s.ids_async().await,
+        }
+    }
 }
 
 #[cfg(test)]

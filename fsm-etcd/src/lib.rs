@@ -621,6 +621,13 @@ impl Store for EtcdStore {
         let store = self.clone();
         self.off_thread(move || store.commit(write))
     }
+
+    /// Runs [`ids`](Store::ids) on the store's own runtime and awaits it, as
+    /// [`load_async`](Store::load_async).
+    fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
+        let store = self.clone();
+        self.off_thread(move || store.ids())
+    }
 }
 
 impl EtcdStore {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use fsm_etcd::EtcdStore;
 use fsm_runtime::testing::{check_store, machine};
 use fsm_runtime::{
-    Actor, EntryKind, Healer, Lagged, Runtime, RuntimeError, Store, StoreError, Watcher,
+    Actor, EntryKind, Healer, Lagged, ObjectId, Runtime, RuntimeError, Store, StoreError, Watcher,
     check_history,
 };
 
@@ -787,6 +787,13 @@ fn awaited_etcd_calls_leave_the_thread_to_other_tasks() {
         let before = turns_now();
         let record = flight.complete_async().await.unwrap();
         during.push(("complete_async", turns_now() - before));
+        let before = turns_now();
+        let state = rt.state_async("a").await.unwrap();
+        during.push(("state_async", turns_now() - before));
+        let before = turns_now();
+        let ids = rt.store().ids_async().await.unwrap();
+        during.push(("ids_async", turns_now() - before));
+        assert_eq!((state, ids), (record.state, vec![ObjectId::from("a")]));
         counter.abort();
         assert_eq!(rt.machine().state(record.state).name, "RUNNING");
         for (what, turns) in &during {

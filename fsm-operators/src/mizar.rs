@@ -556,6 +556,18 @@ impl Cluster {
         ids
     }
 
+    /// [`ids`](Self::ids), the store's answer awaited.
+    pub async fn ids_async(&self, kind: Kind) -> Vec<ObjectId> {
+        let mut ids = self
+            .runtime(kind)
+            .store()
+            .ids_async()
+            .await
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    }
+
     /// The state name of `id`, of `kind`.
     pub fn state(&self, kind: Kind, id: &str) -> Option<String> {
         self.runtime(kind).state_name(id).ok().map(str::to_owned)
@@ -612,15 +624,41 @@ impl Cluster {
         actor: &Actor,
     ) -> Result<ObjectId, MizarError> {
         let id = ObjectId::from(id);
+        let recorded = self.runtime(kind).get(id.clone()).is_ok();
+        self.reserve(kind, &id, parent, recorded)?;
+        let created = self.runtime(kind).create(id.clone(), actor);
+        self.created(kind, id, actor, created)
+    }
+
+    /// [`create`](Self::create), for the operators: the store's calls awaited.
+    async fn create_async(
+        &self,
+        kind: Kind,
+        id: &str,
+        parent: Option<(Kind, &str)>,
+        actor: &Actor,
+    ) -> Result<ObjectId, MizarError> {
+        let id = ObjectId::from(id);
+        let recorded = self.runtime(kind).get_async(id.clone()).await.is_ok();
+        self.reserve(kind, &id, parent, recorded)?;
+        let created = self.runtime(kind).create_async(id.clone(), actor).await;
+        self.created(kind, id, actor, created)
+    }
+
+    /// A creation's first step: `id` in the topology, under its parent. An object
+    /// there without a record (`recorded` false) was being created by a process
+    /// that died in between: this creation finishes it.
+    fn reserve(
+        &self,
+        kind: Kind,
+        id: &ObjectId,
+        parent: Option<(Kind, &str)>,
+        recorded: bool,
+    ) -> Result<(), MizarError> {
         let parent_id = parent.map(|(k, p)| (k, ObjectId::from(p)));
-        // An object in the topology without a record was being created by a
-        // process that died in between: this creation finishes it.
-        let unfinished = |existing: &Object| {
-            existing.kind == kind && self.runtime(kind).get(id.clone()).is_err()
-        };
         self.with(|t| {
-            if let Some(existing) = t.get(&id) {
-                if unfinished(existing) {
+            if let Some(existing) = t.get(id) {
+                if existing.kind == kind && !recorded {
                     return Ok(());
                 }
                 return Err(MizarError::Refused(RuntimeError::Exists {
@@ -645,19 +683,29 @@ impl Cluster {
             let parent = parent_id.as_ref().map(|(_, p)| p.clone());
             t.insert(id.clone(), Object::new(kind, parent));
             Ok(())
-        })?;
-        match self.runtime(kind).create(id.clone(), actor) {
-            Ok(record) => self.log_at(
-                record.changed_at,
-                actor.name(),
-                format!("created {kind:?} {id}"),
-            ),
+        })
+    }
+
+    /// A creation's second step, its record, done: logged, or the topology's
+    /// entry taken back.
+    fn created(
+        &self,
+        kind: Kind,
+        id: ObjectId,
+        actor: &Actor,
+        record: Result<fsm_runtime::Record, RuntimeError>,
+    ) -> Result<ObjectId, MizarError> {
+        match record {
+            Ok(record) => {
+                let what = format!("created {kind:?} {id}");
+                self.log_at(record.changed_at, actor.name(), what);
+                Ok(id)
+            }
             Err(e) => {
                 self.with(|t| forget(t, &id));
-                return Err(e.into());
+                Err(e.into())
             }
         }
-        Ok(id)
     }
 
     /// The CNI service creates a droplet for a node.
@@ -1061,7 +1109,7 @@ impl Worker {
         mut stop: watch::Receiver<bool>,
     ) {
         if self.op == Operator::Vpc && self.cluster.inner.defaults {
-            self.default_vpc();
+            self.default_vpc().await;
         }
         loop {
             let wake = tokio::select! {
@@ -1075,7 +1123,7 @@ impl Worker {
                 Wake::Object(kind, id) => self.reconcile(kind, &id).await,
                 Wake::Resync => {
                     for &kind in self.op.watches() {
-                        for id in self.cluster.ids(kind) {
+                        for id in self.cluster.ids_async(kind).await {
                             self.reconcile(kind, &id).await;
                         }
                     }
@@ -1182,7 +1230,7 @@ impl Worker {
                     self.vpc(&vpc).await;
                 }
             }
-            (Operator::Network, Kind::Vpc) => self.default_network(id),
+            (Operator::Network, Kind::Vpc) => self.default_network(id).await,
             (Operator::Network, Kind::Network) => self.network(id).await,
             (Operator::Network, Kind::Bouncer) => {
                 if let Some(network) = self.parent(id) {
@@ -1237,10 +1285,11 @@ impl Worker {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
-        match self.rt(Kind::Vpc).state_as::<V>(id.clone()) {
-            Ok(V::Init) if self.missing(Kind::Divider, &o.parts) => {
+        match self.rt(Kind::Vpc).state_as_async::<V>(id.clone()).await {
+            Ok(V::Init) if self.missing(Kind::Divider, &o.parts).await => {
                 // Step 2 of "VPC Object Create Workflow".
-                self.create_part(Kind::Vpc, id, Kind::Divider, "divider-0");
+                self.create_part(Kind::Vpc, id, Kind::Divider, "divider-0")
+                    .await;
             }
             Ok(V::Init) => {
                 // Steps 11-12; the guard `dividers_provisioned` decides.
@@ -1252,7 +1301,7 @@ impl Worker {
                 // `no_networks` refuses until then.
                 self.start_delete(Kind::Vpc, id, VA::Delete).await;
             }
-            Ok(V::Deleting) if none_alive(self.rt(Kind::Divider), &o.parts, D::Deleted) => {
+            Ok(V::Deleting) if self.none_alive(Kind::Divider, &o.parts, D::Deleted).await => {
                 self.finish_delete(Kind::Vpc, id).await;
             }
             _ => {}
@@ -1260,10 +1309,11 @@ impl Worker {
     }
 
     /// "VPC Operator creates a default VPC": on start-up, unless it exists.
-    fn default_vpc(&self) {
+    async fn default_vpc(&self) {
         match self
             .cluster
-            .create(Kind::Vpc, DEFAULT_VPC, None, &self.actor)
+            .create_async(Kind::Vpc, DEFAULT_VPC, None, &self.actor)
+            .await
         {
             Ok(_) | Err(MizarError::Refused(RuntimeError::Exists { .. })) => {}
             Err(e) => self.cluster.error(self.op.role(), e.to_string()),
@@ -1272,15 +1322,24 @@ impl Worker {
 
     /// Whether the object has no part of `kind` yet, or one whose creation a
     /// process that died left unfinished (in the topology, without a record).
-    fn missing(&self, kind: Kind, parts: &BTreeSet<ObjectId>) -> bool {
-        parts.is_empty() || parts.iter().any(|p| self.rt(kind).get(p.clone()).is_err())
+    async fn missing(&self, kind: Kind, parts: &BTreeSet<ObjectId>) -> bool {
+        for part in parts {
+            if self.rt(kind).get_async(part.clone()).await.is_err() {
+                return true;
+            }
+        }
+        parts.is_empty()
     }
 
     /// Creates the part `name` (a divider, a bouncer) of `id`.
-    fn create_part(&self, kind: Kind, id: &ObjectId, part: Kind, name: &str) {
+    async fn create_part(&self, kind: Kind, id: &ObjectId, part: Kind, name: &str) {
         let part_id = format!("{id}/{name}");
         let parent = Some((kind, id.as_str()));
-        if let Err(e) = self.cluster.create(part, &part_id, parent, &self.actor) {
+        let created = self
+            .cluster
+            .create_async(part, &part_id, parent, &self.actor)
+            .await;
+        if let Err(e) = created {
             self.cluster.error(self.op.role(), e.to_string());
         }
     }
@@ -1334,7 +1393,7 @@ impl Worker {
 
     /// "Network operator creates a default network": once the default VPC
     /// exists, in it, unless it exists (or the VPC is being deleted).
-    fn default_network(&self, vpc: &ObjectId) {
+    async fn default_network(&self, vpc: &ObjectId) {
         if !self.cluster.inner.defaults || vpc.as_str() != DEFAULT_VPC {
             return;
         }
@@ -1349,7 +1408,8 @@ impl Worker {
         let parent = Some((Kind::Vpc, DEFAULT_VPC));
         match self
             .cluster
-            .create(Kind::Network, DEFAULT_NETWORK, parent, &self.actor)
+            .create_async(Kind::Network, DEFAULT_NETWORK, parent, &self.actor)
+            .await
         {
             Ok(_) | Err(MizarError::Refused(RuntimeError::Exists { .. })) => {}
             Err(MizarError::ParentDeleting { .. }) => {}
@@ -1361,10 +1421,11 @@ impl Worker {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
-        match self.rt(Kind::Network).state_as::<N>(id.clone()) {
-            Ok(N::Init) if self.missing(Kind::Bouncer, &o.parts) => {
+        match self.rt(Kind::Network).state_as_async::<N>(id.clone()).await {
+            Ok(N::Init) if self.missing(Kind::Bouncer, &o.parts).await => {
                 // Step 2 of "Network Object Create Workflow".
-                self.create_part(Kind::Network, id, Kind::Bouncer, "bouncer-0");
+                self.create_part(Kind::Network, id, Kind::Bouncer, "bouncer-0")
+                    .await;
             }
             Ok(N::Init) => {
                 let _ = self.act(Kind::Network, id, NA::Provision).await;
@@ -1380,7 +1441,7 @@ impl Worker {
                     self.start_delete(Kind::Network, id, NA::Delete).await;
                 }
             }
-            Ok(N::Deleting) if none_alive(self.rt(Kind::Bouncer), &o.parts, B::Deleted) => {
+            Ok(N::Deleting) if self.none_alive(Kind::Bouncer, &o.parts, B::Deleted).await => {
                 self.finish_delete(Kind::Network, id).await;
             }
             _ => {}
@@ -1392,10 +1453,20 @@ impl Worker {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
-        match self.rt(Kind::Endpoint).state_as::<E>(id.clone()) {
+        match self
+            .rt(Kind::Endpoint)
+            .state_as_async::<E>(id.clone())
+            .await
+        {
             Ok(E::Init) => {
                 let network = o.parent.clone().expect("an endpoint has a network");
-                if self.rt(Kind::Network).state_as::<N>(network).ok() != Some(N::Provisioned) {
+                if self
+                    .rt(Kind::Network)
+                    .state_as_async::<N>(network)
+                    .await
+                    .ok()
+                    != Some(N::Provisioned)
+                {
                     return;
                 }
                 let _ = self
@@ -1416,11 +1487,17 @@ impl Worker {
     // --- Droplet operator -----------------------------------------------------
 
     async fn droplet(&mut self, id: &ObjectId) {
-        if self.rt(Kind::Droplet).state_as::<Dr>(id.clone()).ok() == Some(Dr::Init) {
+        if self
+            .rt(Kind::Droplet)
+            .state_as_async::<Dr>(id.clone())
+            .await
+            .ok()
+            == Some(Dr::Init)
+        {
             if let Outcome::Done = self.act(Kind::Droplet, id, DrA::Provision).await {
                 // Dividers and bouncers may have waited for a droplet.
                 for kind in [Kind::Divider, Kind::Bouncer] {
-                    for id in self.cluster.ids(kind) {
+                    for id in self.cluster.ids_async(kind).await {
                         self.place(kind, &id).await;
                     }
                 }
@@ -1430,20 +1507,21 @@ impl Worker {
 
     async fn place(&mut self, kind: Kind, id: &ObjectId) {
         let init = match kind {
-            Kind::Divider => self.rt(kind).state_as::<D>(id.clone()).ok() == Some(D::Init),
-            _ => self.rt(kind).state_as::<B>(id.clone()).ok() == Some(B::Init),
+            Kind::Divider => {
+                self.rt(kind).state_as_async::<D>(id.clone()).await.ok() == Some(D::Init)
+            }
+            _ => self.rt(kind).state_as_async::<B>(id.clone()).await.ok() == Some(B::Init),
         };
         if !init {
             return;
         }
-        let droplets: Vec<ObjectId> = self
-            .cluster
-            .ids(Kind::Droplet)
-            .into_iter()
-            .filter(|d| {
-                self.rt(Kind::Droplet).state_as::<Dr>(d.clone()).ok() == Some(Dr::Provisioned)
-            })
-            .collect();
+        let droplets = self
+            .those_in(
+                Kind::Droplet,
+                self.cluster.ids_async(Kind::Droplet).await,
+                Dr::Provisioned,
+            )
+            .await;
         if droplets.is_empty() {
             return;
         }
@@ -1471,18 +1549,18 @@ impl Worker {
         let Some(o) = self.cluster.object(parent) else {
             return;
         };
-        if self.rt(kind).state_as::<P>(parent.clone()).ok() != Some(deleting) {
+        if self.rt(kind).state_as_async::<P>(parent.clone()).await.ok() != Some(deleting) {
             return;
         }
         for id in &o.parts {
-            if self.rt(part).state_as::<C>(id.clone()).ok() == Some(provisioned) {
+            if self.rt(part).state_as_async::<C>(id.clone()).await.ok() == Some(provisioned) {
                 let _ = self.act(part, id, request).await;
             }
         }
     }
 
     async fn divider_done(&mut self, id: &ObjectId) {
-        match self.rt(Kind::Divider).state_as::<D>(id.clone()) {
+        match self.rt(Kind::Divider).state_as_async::<D>(id.clone()).await {
             Ok(D::Provisioned) => {
                 self.cache(Kind::Divider, id, true);
                 // Bouncers of the VPC may have waited for it. (A VPC cannot be
@@ -1519,7 +1597,7 @@ impl Worker {
     /// it, then provision it (bouncer create, steps 7-9); a bouncer whose endpoints
     /// are removed loses its dividers (network delete, steps 4-6).
     async fn bouncer_dividers(&mut self, id: &ObjectId) {
-        let state = self.rt(Kind::Bouncer).state_as::<B>(id.clone());
+        let state = self.rt(Kind::Bouncer).state_as_async::<B>(id.clone()).await;
         if !matches!(state, Ok(B::EndpointReady | B::EndpointsRemoved)) {
             return;
         }
@@ -1527,7 +1605,7 @@ impl Worker {
             return;
         };
         if state == Ok(B::EndpointReady) {
-            if !all_in(self.rt(Kind::Divider), &dividers, D::Provisioned) {
+            if !self.all_in(Kind::Divider, &dividers, D::Provisioned).await {
                 return; // Back when a divider is provisioned.
             }
             let _ = self
@@ -1613,7 +1691,7 @@ impl Worker {
 
     /// Divider create steps 5-7, and divider delete steps 3-5.
     async fn divider_bouncers(&mut self, id: &ObjectId) {
-        match self.rt(Kind::Divider).state_as::<D>(id.clone()) {
+        match self.rt(Kind::Divider).state_as_async::<D>(id.clone()).await {
             Ok(D::Placed) => {
                 let bouncers = self.vpc_bouncers(id);
                 let _ = self
@@ -1635,7 +1713,7 @@ impl Worker {
     }
 
     async fn bouncer_done(&mut self, id: &ObjectId) {
-        match self.rt(Kind::Bouncer).state_as::<B>(id.clone()) {
+        match self.rt(Kind::Bouncer).state_as_async::<B>(id.clone()).await {
             Ok(B::Provisioned) => {
                 self.cache(Kind::Bouncer, id, true);
             }
@@ -1654,7 +1732,11 @@ impl Worker {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
-        match self.rt(Kind::Endpoint).state_as::<E>(id.clone()) {
+        match self
+            .rt(Kind::Endpoint)
+            .state_as_async::<E>(id.clone())
+            .await
+        {
             Ok(E::Allocated) if !o.peers.is_empty() => {
                 let _ = self
                     .act_with(Kind::Endpoint, id, EA::Provision, || {
@@ -1689,14 +1771,12 @@ impl Worker {
             .and_then(|n| self.cluster.object(&n))
             .map(|n| n.children)
             .unwrap_or_default();
-        match self.rt(Kind::Bouncer).state_as::<B>(id.clone()) {
+        match self.rt(Kind::Bouncer).state_as_async::<B>(id.clone()).await {
             Ok(B::Placed) => {
-                let ready: BTreeSet<ObjectId> = endpoints
+                let ready: BTreeSet<ObjectId> = self
+                    .those_in(Kind::Endpoint, endpoints, E::Provisioned)
+                    .await
                     .into_iter()
-                    .filter(|e| {
-                        self.rt(Kind::Endpoint).state_as::<E>(e.clone()).ok()
-                            == Some(E::Provisioned)
-                    })
                     .collect();
                 let _ = self
                     .act_with(Kind::Bouncer, id, BA::MarkEndpointReady, || {
@@ -1738,12 +1818,16 @@ impl Worker {
         let Some(o) = self.cluster.object(id) else {
             return;
         };
-        match self.rt(Kind::Endpoint).state_as::<E>(id.clone()) {
+        match self
+            .rt(Kind::Endpoint)
+            .state_as_async::<E>(id.clone())
+            .await
+        {
             Ok(state @ (E::Allocated | E::Provisioned)) => {
                 if state == E::Provisioned {
                     self.cache(Kind::Endpoint, id, true);
                 }
-                let bouncers = self.provisioned_bouncers(o.parent.as_ref());
+                let bouncers = self.provisioned_bouncers(o.parent.as_ref()).await;
                 let new: BTreeSet<ObjectId> = bouncers.difference(&o.peers).cloned().collect();
                 if new.is_empty() {
                     return;
@@ -1767,7 +1851,7 @@ impl Worker {
             return;
         };
         let kind = Kind::ScaledEndpoint;
-        match self.rt(kind).state_as::<S>(id.clone()) {
+        match self.rt(kind).state_as_async::<S>(id.clone()).await {
             Ok(S::Init) => {
                 // Once the network's bouncers are up, so that they can be told
                 // about the service (a bouncer's provisioning brings us back).
@@ -1775,7 +1859,8 @@ impl Worker {
                     .parent
                     .and_then(|n| self.cluster.object(&n))
                     .map(|n| n.parts);
-                if !bouncers.is_some_and(|b| all_in(self.rt(Kind::Bouncer), &b, B::Provisioned)) {
+                let bouncers = bouncers.unwrap_or_default();
+                if !self.all_in(Kind::Bouncer, &bouncers, B::Provisioned).await {
                     return;
                 }
                 let backends = o.backends.clone();
@@ -1818,11 +1903,11 @@ impl Worker {
             return;
         };
         let kind = Kind::ScaledEndpoint;
-        match self.rt(kind).state_as::<S>(id.clone()) {
+        match self.rt(kind).state_as_async::<S>(id.clone()).await {
             Ok(S::Provisioned)
                 if o.backends_seen.is_some() && o.backends_told != o.backends_seen =>
             {
-                let bouncers = self.provisioned_bouncers(o.parent.as_ref());
+                let bouncers = self.provisioned_bouncers(o.parent.as_ref()).await;
                 let told = o.backends_seen.clone();
                 let _ = self
                     .act_with(kind, id, SA::UpdateBouncers, || {
@@ -1841,17 +1926,65 @@ impl Worker {
     }
 
     /// The provisioned bouncers of `network`.
-    fn provisioned_bouncers(&self, network: Option<&ObjectId>) -> BTreeSet<ObjectId> {
+    async fn provisioned_bouncers(&self, network: Option<&ObjectId>) -> BTreeSet<ObjectId> {
         let bouncers = network
             .and_then(|n| self.cluster.object(n))
-            .map(|n| n.parts);
-        bouncers
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|b| {
-                self.rt(Kind::Bouncer).state_as::<B>(b.clone()).ok() == Some(B::Provisioned)
-            })
-            .collect()
+            .map(|n| n.parts)
+            .unwrap_or_default();
+        let provisioned = self.those_in(Kind::Bouncer, bouncers, B::Provisioned).await;
+        provisioned.into_iter().collect()
+    }
+
+    /// The state of `id` of `kind`, read without blocking the thread.
+    async fn state_of<M: StateMachine>(&self, kind: Kind, id: &ObjectId) -> Option<M> {
+        self.rt(kind).state_as_async::<M>(id.clone()).await.ok()
+    }
+
+    /// Those of `ids` of `kind` in `state`, in order.
+    async fn those_in<M: StateMachine + PartialEq>(
+        &self,
+        kind: Kind,
+        ids: impl IntoIterator<Item = ObjectId>,
+        state: M,
+    ) -> Vec<ObjectId> {
+        let mut found = Vec::new();
+        for id in ids {
+            if self.state_of(kind, &id).await == Some(state) {
+                found.push(id);
+            }
+        }
+        found
+    }
+
+    /// Whether every id in `ids` is in `state` (an empty set is not), as the
+    /// free [`all_in`] the guards use, awaited.
+    async fn all_in<M: StateMachine + PartialEq>(
+        &self,
+        kind: Kind,
+        ids: &BTreeSet<ObjectId>,
+        state: M,
+    ) -> bool {
+        !ids.is_empty() && self.those_in(kind, ids.iter().cloned(), state).await.len() == ids.len()
+    }
+
+    /// Whether no id in `ids` is alive (each is in `deleted`, or gone), as the
+    /// free [`none_alive`] the guards use, awaited.
+    async fn none_alive<M: StateMachine + PartialEq>(
+        &self,
+        kind: Kind,
+        ids: &BTreeSet<ObjectId>,
+        deleted: M,
+    ) -> bool {
+        for id in ids {
+            if self
+                .state_of::<M>(kind, id)
+                .await
+                .is_some_and(|s| s != deleted)
+            {
+                return false;
+            }
+        }
+        true
     }
 
     // --- CNI service ----------------------------------------------------------
@@ -1863,7 +1996,12 @@ impl Worker {
             return;
         };
         if o.delete_requested
-            && self.rt(Kind::Endpoint).state_as::<E>(id.clone()).ok() == Some(E::Provisioned)
+            && self
+                .rt(Kind::Endpoint)
+                .state_as_async::<E>(id.clone())
+                .await
+                .ok()
+                == Some(E::Provisioned)
         {
             let _ = self.act(Kind::Endpoint, id, EA::RequestDelete).await;
         }

@@ -400,6 +400,11 @@ impl PodOps {
         self.doc().pod
     }
 
+    /// [`phase`](Self::phase), the store's answer awaited.
+    pub async fn phase_async(&self, id: &str) -> Option<S> {
+        self.inner.runtime.state_as_async::<S>(id).await.ok()
+    }
+
     /// The phase of operation `id`.
     pub fn phase(&self, id: &str) -> Option<S> {
         self.inner.runtime.state_as::<S>(id).ok()
@@ -755,10 +760,16 @@ async fn run(
 
 /// Looks at every operation of the pod and does what `controller` does there.
 async fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
-    let mut ids = ops.inner.runtime.store().ids().unwrap_or_default();
+    let mut ids = ops
+        .inner
+        .runtime
+        .store()
+        .ids_async()
+        .await
+        .unwrap_or_default();
     ids.sort();
     for id in ids {
-        let Some(phase) = ops.phase(id.as_str()) else {
+        let Some(phase) = ops.phase_async(id.as_str()).await else {
             continue;
         };
         let id = id.as_str();
@@ -974,18 +985,16 @@ impl OperationController {
     pub async fn begin(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
         if !self.concurrent {
             let types = ops.doc().types;
-            let running = types.iter().find(|(other, kind)| {
-                **kind == self.kind
-                    && ops
-                        .phase(other)
-                        .is_some_and(|p| !S::machine().state(p.into()).terminal)
-            });
-            if let Some((running, _)) = running {
-                return Err(PodOpsError::TypeBusy {
-                    pod: ops.inner.name.clone(),
-                    kind: self.kind.clone(),
-                    running: running.clone(),
-                });
+            for (running, kind) in &types {
+                let phase = ops.phase_async(running).await;
+                let live = phase.is_some_and(|p| !S::machine().state(p.into()).terminal);
+                if *kind == self.kind && live {
+                    return Err(PodOpsError::TypeBusy {
+                        pod: ops.inner.name.clone(),
+                        kind: self.kind.clone(),
+                        running: running.clone(),
+                    });
+                }
             }
         }
         let key = ObjectId::from(ops.inner.name.as_str());

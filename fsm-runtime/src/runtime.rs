@@ -285,10 +285,31 @@ impl<S: Store> Runtime<S> {
         &self,
         id: impl Into<ObjectId>,
     ) -> Result<M, RuntimeError> {
-        let state = self.state(id)?;
+        Ok(self.typed(self.state(id)?))
+    }
+
+    /// [`state`](Self::state) for async callers.
+    pub async fn state_async(&self, id: impl Into<ObjectId>) -> Result<StateId, RuntimeError> {
+        Ok(self.get_async(id).await?.state)
+    }
+
+    /// [`state_as`](Self::state_as) for async callers.
+    ///
+    /// # Panics
+    ///
+    /// If `M` is not derived from this runtime's machine (a programming error).
+    pub async fn state_as_async<M: fsm_core::typed::StateMachine>(
+        &self,
+        id: impl Into<ObjectId>,
+    ) -> Result<M, RuntimeError> {
+        Ok(self.typed(self.state_async(id).await?))
+    }
+
+    /// `state` as a variant of `M`, derived from this runtime's machine.
+    fn typed<M: fsm_core::typed::StateMachine>(&self, state: StateId) -> M {
         let name = &self.machine().state(state).name;
         match M::ALL.get(state.0) {
-            Some(&s) if s.name() == name => Ok(s),
+            Some(&s) if s.name() == name => s,
             _ => panic!(
                 "state_as::<{}>: machine `{}` is not the runtime's `{}`",
                 std::any::type_name::<M>(),

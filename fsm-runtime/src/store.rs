@@ -200,6 +200,12 @@ pub trait Store: Send + Sync + 'static {
     fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
         std::future::ready(self.commit(write))
     }
+
+    /// [`ids`](Store::ids) for async callers, as
+    /// [`load_async`](Store::load_async).
+    fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
+        std::future::ready(self.ids())
+    }
 }
 
 /// One applied write, as watchers see it.
@@ -490,5 +496,8 @@ impl<S: Store> Store for Arc<S> {
     }
     fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).commit_async(write)
+    }
+    fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
+        (**self).ids_async()
     }
 }

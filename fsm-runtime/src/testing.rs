@@ -550,6 +550,14 @@ pub fn async_actors_share_one_thread<S: Store>(store: S, tasks: usize, attempts:
             ids.len() + 2 * completed,
             "async_actors_share_one_thread"
         );
+        let mut listed = rt.store().ids_async().await.unwrap();
+        listed.sort();
+        let expected: Vec<crate::ObjectId> = ids.iter().map(crate::ObjectId::from).collect();
+        assert_eq!(listed, expected, "async_actors_share_one_thread: ids_async");
+        for id in &ids {
+            let (now, awaited) = (rt.state(id.as_str()), rt.state_async(id.as_str()).await);
+            assert_eq!(now, awaited, "async_actors_share_one_thread: state_async");
+        }
         let mut last = std::collections::HashMap::new();
         for _ in 0..writes {
             let event = events.next().await.expect("the stream goes on").unwrap();
