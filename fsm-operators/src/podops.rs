@@ -790,7 +790,7 @@ async fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
         }
     }
     if let Controller::Lifecycle = controller {
-        serve(ops, actor);
+        serve(ops, actor).await;
     }
 }
 
@@ -870,7 +870,24 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
 
 /// "If there is no label with id, add podopslifecycle.kusionstack.io/service-available"
 /// (once the protection finalizers are all back).
-fn serve(ops: &PodOps, actor: &Actor) {
+///
+/// Not while an operation is still in flight, labels or not: one whose last step
+/// (removing its labels) was cut off by a crash before its phase moved must end
+/// first.
+async fn serve(ops: &PodOps, actor: &Actor) {
+    let ids = ops
+        .inner
+        .runtime
+        .store()
+        .ids_async()
+        .await
+        .unwrap_or_default();
+    for id in ids {
+        let phase = ops.phase_async(id.as_str()).await;
+        if phase.is_some_and(|p| !S::machine().state(p.into()).terminal) {
+            return;
+        }
+    }
     let served = ops.apply(actor.name(), |pod, _| {
         let idle = pod.operation_ids().is_empty() && pod.protections.is_subset(&pod.finalizers);
         let fresh = idle && !pod.labels.contains_key(SERVICE_AVAILABLE);
