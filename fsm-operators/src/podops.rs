@@ -400,6 +400,19 @@ impl PodOps {
         self.doc().pod
     }
 
+    /// Every operation on the pod, in id order, with its phase.
+    async fn operations(&self) -> Vec<(ObjectId, Option<S>)> {
+        let store = self.inner.runtime.store();
+        let mut ids = store.ids_async().await.unwrap_or_default();
+        ids.sort();
+        let mut operations = Vec::with_capacity(ids.len());
+        for id in ids {
+            let phase = self.phase_async(id.as_str()).await;
+            operations.push((id, phase));
+        }
+        operations
+    }
+
     /// [`phase`](Self::phase), the store's answer awaited.
     pub async fn phase_async(&self, id: &str) -> Option<S> {
         self.inner.runtime.state_as_async::<S>(id).await.ok()
@@ -760,16 +773,8 @@ async fn run(
 
 /// Looks at every operation of the pod and does what `controller` does there.
 async fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
-    let mut ids = ops
-        .inner
-        .runtime
-        .store()
-        .ids_async()
-        .await
-        .unwrap_or_default();
-    ids.sort();
-    for id in ids {
-        let Some(phase) = ops.phase_async(id.as_str()).await else {
+    for (id, phase) in ops.operations().await {
+        let Some(phase) = phase else {
             continue;
         };
         let id = id.as_str();
@@ -875,18 +880,10 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
 /// (removing its labels) was cut off by a crash before its phase moved must end
 /// first.
 async fn serve(ops: &PodOps, actor: &Actor) {
-    let ids = ops
-        .inner
-        .runtime
-        .store()
-        .ids_async()
-        .await
-        .unwrap_or_default();
-    for id in ids {
-        let phase = ops.phase_async(id.as_str()).await;
-        if phase.is_some_and(|p| !S::machine().state(p.into()).terminal) {
-            return;
-        }
+    let operations = ops.operations().await;
+    let live = |p: S| !S::machine().state(p.into()).terminal;
+    if operations.iter().any(|(_, phase)| phase.is_some_and(live)) {
+        return;
     }
     let served = ops.apply(actor.name(), |pod, _| {
         let idle = pod.operation_ids().is_empty() && pod.protections.is_subset(&pod.finalizers);
