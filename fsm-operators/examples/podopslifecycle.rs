@@ -6,9 +6,10 @@
 //! process, on memory.
 //!
 //! `cargo run --release --example podopslifecycle -- --etcd ENDPOINTS --chaos`:
-//! PodOpsLifecycle, PodTransitionRule and the service controller each its own
-//! process on etcd, a random one killed (SIGKILL) about every second and started
-//! again while the operation controllers run rounds of two operations at once;
+//! the replace and restart operation controllers, PodOpsLifecycle,
+//! PodTransitionRule and the service controller each its own process on etcd, a
+//! random one killed (SIGKILL) about every second and started again while the
+//! operation controllers run their operations (every third restart undone);
 //! at the end, no operation half-done, no label left, every protection finalizer
 //! back, and every broken promise its writers saw (the webhook's label-pair rule
 //! is checked on every write). Its last line is

@@ -23,12 +23,13 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use fsm::StateMachine;
 use fsm_runtime::{EntryKind, ObjectId};
 use tokio::process::{Child, Command};
 
-use crate::machines::PodOpsState;
+use crate::machines::PodOpsState as S;
 use crate::mizar::{Cluster, DEFAULT_NETWORK, Kind, MizarError, Operator};
-use crate::podops::{Controller, OperationController, PodOps, PodOpsError};
+use crate::podops::{Controller, OperationController, PodOps, PodOpsError, SERVICE_AVAILABLE};
 
 /// A chaos run's settings.
 #[derive(Debug, Clone)]
@@ -392,99 +393,148 @@ async fn connect_pod(
     off_thread(move || PodOps::on_etcd(POD, &endpoints, &prefix, lease)).await
 }
 
-/// Runs the chaos run `chaos` on PodOpsLifecycle, starting each controller's
-/// process with `spawn(controller)` (a command that runs [`controller`] for
-/// it). The user is the operation controllers: each round, a `replace` and a
-/// `restart` operation at once; both finished, or (every third round) the
-/// restart undone.
+/// The types of the operation controllers of a PodOps chaos run.
+pub const OPERATION_TYPES: [&str; 2] = ["replace", "restart"];
+
+/// Every process of a PodOps chaos run, by role: the three controllers, and an
+/// operation controller per type of [`OPERATION_TYPES`] (`<type>-controller`).
+pub fn podops_roles() -> [&'static str; 5] {
+    [
+        Controller::Lifecycle.role(),
+        Controller::TransitionRule.role(),
+        Controller::Service.role(),
+        "replace-controller",
+        "restart-controller",
+    ]
+}
+
+/// Runs the process of `role` (one of [`podops_roles`]) on the pod at
+/// `endpoints` and `prefix` until it is killed: a controller, or the operation
+/// controller of a type, which begins operations until `until` (seconds since
+/// the Unix epoch).
+pub async fn podops_process(
+    endpoints: &[String],
+    prefix: &str,
+    lease: Duration,
+    role: &str,
+    until: u64,
+) -> Result<(), PodOpsError> {
+    if let Some(c) = Controller::from_role(role) {
+        return controller(endpoints, prefix, lease, c).await;
+    }
+    let kind = role
+        .strip_suffix("-controller")
+        .filter(|k| OPERATION_TYPES.contains(k))
+        .unwrap_or_else(|| panic!("no PodOps process `{role}`"));
+    let ops = connect_pod(endpoints, prefix, lease).await?;
+    operations(&ops, kind, Duration::from_secs(until)).await
+}
+
+/// An operation controller's life: one operation of its type at a time, begun,
+/// finished once PodOpsLifecycle says operate (every third `restart` undone
+/// instead), until `until` (since the Unix epoch); then it only finishes what is
+/// in flight. Started again after a kill, it finds its predecessor's operation
+/// in the pod's document and takes it on where it was, a begin cut off included.
+async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), PodOpsError> {
+    let controller = OperationController::new(kind);
+    let deadline = Duration::from_secs(60);
+    loop {
+        let types = ops.doc().types;
+        let mine: Vec<&String> = types
+            .iter()
+            .filter(|(_, k)| *k == kind)
+            .map(|(id, _)| id)
+            .collect();
+        let mut in_flight = None;
+        for id in &mine {
+            let phase = ops.phase_async(id).await;
+            if phase.is_none_or(|p| !S::machine().state(p.into()).terminal) {
+                in_flight = Some(((*id).to_owned(), phase));
+            }
+        }
+        match in_flight {
+            // Begun, but cut off before its record: begin it again.
+            Some((id, None)) => retrying(deadline, || controller.begin(ops, &id)).await?,
+            Some((id, Some(S::Operate))) => {
+                if kind == "restart" && mine.len() % 3 == 0 {
+                    retrying(deadline, || controller.undo(ops, &id)).await?;
+                } else {
+                    retrying(deadline, || controller.finish(ops, &id)).await?;
+                }
+            }
+            Some(_) => {}
+            None if since_epoch() < until => {
+                let id = format!("{kind}-{}", mine.len());
+                match controller.begin(ops, &id).await {
+                    Ok(()) | Err(PodOpsError::TypeBusy { .. }) => {}
+                    Err(PodOpsError::Refused(e)) if e.is_retryable() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            None => {}
+        }
+        tokio::time::sleep(crate::mizar::POLL).await;
+    }
+}
+
+/// Runs the chaos run `chaos` on PodOpsLifecycle, starting the process of each
+/// role of [`podops_roles`] with `spawn(role, until)` (a command that runs
+/// [`podops_process`] for it; `until` for the operation controllers). The
+/// operation controllers begin operations for `chaos.duration`; then the run
+/// waits for every operation to end and the pod to serve again.
 pub async fn run_podops(
     chaos: &Chaos,
-    spawn: impl Fn(Controller) -> Command,
+    spawn: impl Fn(&'static str, u64) -> Command,
 ) -> Result<Report, PodOpsError> {
     let ops = connect_pod(&chaos.endpoints, &chaos.prefix, chaos.lease).await?;
     let healer =
         fsm_runtime::Healer::new().spawn(ops.runtime().clone(), Duration::from_millis(200), |_| {});
-    let roles = Controller::ALL.map(Controller::role);
-    let mut processes = Processes::start(&roles, |role| {
-        spawn(Controller::from_role(role).expect("a controller's role"))
-    });
+    let until = since_epoch() + chaos.duration.max(Duration::from_secs(1));
+    let mut processes = Processes::start(&podops_roles(), |role| spawn(role, until.as_secs()));
     let (_ask, asked) = tokio::sync::mpsc::unbounded_channel();
     let user = async {
-        let mut report = Report::default();
-        let began = Instant::now();
-        let mut round = 0;
-        let mut result = Ok(());
-        while result.is_ok() && (round == 0 || began.elapsed() < chaos.duration) {
-            result = pod_round(&ops, &mut report, chaos.deadline, round).await;
-            round += 1;
-        }
-        result.map(|()| report)
+        tokio::time::sleep(until.saturating_sub(since_epoch())).await;
+        // Every operation ended, the pod serving.
+        let settled = |ops: &PodOps| {
+            let doc = ops.doc();
+            let ended = doc.types.keys().all(|id| {
+                ops.phase(id)
+                    .is_some_and(|p| S::machine().state(p.into()).terminal)
+            });
+            ended
+                && doc.pod.labels.contains_key(SERVICE_AVAILABLE)
+                && doc.pod.operation_ids().is_empty()
+        };
+        ops.wait_until(chaos.deadline, settled).await
     };
-    let (report, restarts) = under_chaos(chaos.kill_every, &mut processes, asked, user).await;
+    let (settled, restarts) = under_chaos(chaos.kill_every, &mut processes, asked, user).await;
     healer.stop();
-    let mut report = report?;
-    report.restarts = restarts;
-    report.violations = ops.settled_violations();
-    report.rolled_back = rolled_back(ops.runtime());
+    let mut report = Report {
+        restarts,
+        violations: ops.settled_violations(),
+        rolled_back: rolled_back(ops.runtime()),
+        ..Report::default()
+    };
+    for id in ops.doc().types.keys() {
+        match ops.phase(id) {
+            Some(p) if S::machine().state(p.into()).terminal => report.workflows += 1,
+            phase => report
+                .late
+                .push(format!("operation {id} still in {phase:?}")),
+        }
+    }
+    if !settled {
+        let late = format!("the pod did not settle within {:?}", chaos.deadline);
+        report.late.push(late);
+    }
     Ok(report)
 }
 
-/// One round of the operation controllers on the pod.
-async fn pod_round(
-    ops: &PodOps,
-    report: &mut Report,
-    deadline: Duration,
-    round: usize,
-) -> Result<(), PodOpsError> {
-    let (replace, restart) = (
-        OperationController::new("replace"),
-        OperationController::new("restart"),
-    );
-    let (a, b) = (format!("r{round}-replace"), format!("r{round}-restart"));
-    replace.begin(ops, &a).await?;
-    restart.begin(ops, &b).await?;
-    let in_phase = |id: &str, phase: PodOpsState| {
-        let id = id.to_owned();
-        move |ops: &PodOps| ops.phase(&id) == Some(phase)
-    };
-    let mut waited = |ok: bool, what: String| {
-        if ok {
-            report.workflows += 1;
-        } else {
-            report
-                .late
-                .push(format!("{what} did not complete within {deadline:?}"));
-        }
-    };
-    for id in [&a, &b] {
-        let ok = ops
-            .wait_until(deadline, in_phase(id, PodOpsState::Operate))
-            .await;
-        waited(ok, format!("{id} to operate"));
-    }
-    if round % 3 == 2 {
-        retrying(deadline, || restart.undo(ops, &b)).await?;
-        let ok = ops
-            .wait_until(deadline, in_phase(&b, PodOpsState::Undone))
-            .await;
-        waited(ok, format!("undo {b}"));
-    } else {
-        retrying(deadline, || restart.finish(ops, &b)).await?;
-    }
-    retrying(deadline, || replace.finish(ops, &a)).await?;
-    let ends = [(&a, PodOpsState::Available), (&b, PodOpsState::Available)];
-    for (id, end) in ends.iter().take(if round % 3 == 2 { 1 } else { 2 }) {
-        let ok = ops.wait_until(deadline, in_phase(id, *end)).await;
-        waited(ok, format!("{id} to complete"));
-    }
-    // The pod serves again before the next round.
-    let serving = |ops: &PodOps| {
-        let pod = ops.pod();
-        pod.labels.contains_key(crate::podops::SERVICE_AVAILABLE) && pod.operation_ids().is_empty()
-    };
-    let ok = ops.wait_until(deadline, serving).await;
-    waited(ok, format!("round {round}: the pod to serve again"));
-    Ok(())
+/// The time since the Unix epoch.
+fn since_epoch() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 /// Runs `step` until it is not refused for a reason that passes (the operation
@@ -536,6 +586,10 @@ pub struct Args {
     /// (For the processes a run starts.) The run's key prefix.
     #[arg(long, hide = true)]
     pub prefix: Option<String>,
+    /// (For the processes a run starts.) When operation controllers stop
+    /// beginning operations, in seconds since the Unix epoch.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub until: u64,
 }
 
 /// How long a dead process's actions hold their objects in the examples' runs.
@@ -566,9 +620,10 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
                 operator(&args.etcd, prefix, LEASE, op).await?;
             }
             Plane::PodOps => {
-                let c =
-                    Controller::from_role(role).ok_or_else(|| format!("no controller `{role}`"))?;
-                controller(&args.etcd, prefix, LEASE, c).await?;
+                if !podops_roles().contains(&role.as_str()) {
+                    return Err(format!("no PodOps process `{role}`").into());
+                }
+                podops_process(&args.etcd, prefix, LEASE, role, args.until).await?;
             }
         }
         return Ok(true);
@@ -586,19 +641,21 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
         lease: LEASE,
     };
     let me = std::env::current_exe()?;
-    let command = |role: &str| {
+    let command = |role: &str, until: u64| {
         let mut cmd = Command::new(&me);
         cmd.arg("--etcd")
             .arg(run.endpoints.join(","))
             .arg("--prefix")
             .arg(&run.prefix)
             .arg("--role")
-            .arg(role);
+            .arg(role)
+            .arg("--until")
+            .arg(until.to_string());
         cmd
     };
     let report = match plane {
-        Plane::Mizar => self::run(&run, |op| command(op.role())).await?,
-        Plane::PodOps => run_podops(&run, |c| command(c.role())).await?,
+        Plane::Mizar => self::run(&run, |op| command(op.role(), 0)).await?,
+        Plane::PodOps => run_podops(&run, command).await?,
     };
     for late in &report.late {
         println!("late: {late}");

@@ -377,8 +377,9 @@ impl PodOps {
         })
     }
 
-    /// The pod's document, as it is now.
-    fn doc(&self) -> PodDoc {
+    /// The pod's document, as it is now: the pod, each operation's type, the
+    /// broken promises its writers saw.
+    pub fn doc(&self) -> PodDoc {
         let key = ObjectId::from(self.inner.name.as_str());
         self.inner
             .doc
