@@ -52,3 +52,20 @@ pub async fn poll_until(limit: Duration, every: Duration, done: impl Fn() -> boo
         tokio::time::sleep(every).await;
     }
 }
+
+/// The wall clock in microseconds since the Unix epoch, made strictly greater than
+/// `last` (which it then holds): a clock that never returns the same time twice,
+/// so that entries written by different objects order as they happened.
+#[allow(dead_code)]
+pub fn unique_micros(last: &std::sync::atomic::AtomicU64) -> u64 {
+    use std::sync::atomic::Ordering;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let prev = last
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+            Some(now.max(last + 1))
+        })
+        .unwrap_or(0);
+    now.max(prev + 1)
+}

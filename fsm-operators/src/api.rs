@@ -56,6 +56,9 @@ pub(crate) struct EtcdApi<T> {
     prefix: String,
     /// Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
+    /// How many changes found a document changed by someone else since they
+    /// read it, and ran again.
+    conflicts: std::sync::atomic::AtomicU64,
     documents: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -97,6 +100,7 @@ impl<T: Document> EtcdApi<T> {
             client,
             prefix,
             runtime: Some(runtime),
+            conflicts: std::sync::atomic::AtomicU64::new(0),
             documents: std::marker::PhantomData,
         })
     }
@@ -177,7 +181,10 @@ impl<T: Document> EtcdApi<T> {
             match self.block(async move { kv.txn(txn).await }) {
                 Ok(resp) if resp.succeeded() => return answer,
                 // Another process changed one of these objects: again, on fresh data.
-                Ok(_) => {}
+                Ok(_) => {
+                    self.conflicts
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 Err(e) => {
                     report_unreachable(&e);
                     std::thread::sleep(Duration::from_millis(100));
@@ -222,4 +229,61 @@ type Read<T> = (HashMap<ObjectId, T>, HashMap<ObjectId, i64>);
 /// The API server could not be reached; the call is retried.
 fn report_unreachable(e: &etcd_client::Error) {
     eprintln!("mizar: the API server's topology is unreachable, retrying: {e}");
+}
+
+/// What the integration tests share (the etcd to test against).
+#[cfg(test)]
+#[path = "../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::common;
+
+    use super::*;
+
+    /// Two clients of one prefix, each on its own thread, add to the same
+    /// document at once, each change waiting between its read and its write: the
+    /// races happen (changes run again), and no addition is lost.
+    #[test]
+    fn racing_writers_in_etcd_lose_no_change() {
+        let endpoints = common::etcd_endpoints();
+        let prefix = format!(
+            "/fsm-test/api/{}-{:?}/",
+            std::process::id(),
+            std::time::SystemTime::now()
+        );
+        let connect = || EtcdApi::<u64>::connect(&endpoints, prefix.clone());
+        let (a, b) = match (connect(), connect()) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                common::missing(
+                    "FSM_SKIP_ETCD",
+                    &format!("no etcd answers at {endpoints:?} ({e})"),
+                    "run the tests with scripts/test, which starts one, or start one and set FSM_ETCD_ENDPOINTS",
+                );
+                return;
+            }
+        };
+        let key = ObjectId::from("n");
+        let add = |api: &EtcdApi<u64>| {
+            for _ in 0..25 {
+                api.with(|docs| {
+                    let n = docs.get(&key).copied().unwrap_or(0);
+                    std::thread::sleep(Duration::from_millis(2));
+                    docs.insert(key.clone(), n + 1);
+                });
+            }
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| add(&a));
+            s.spawn(|| add(&b));
+        });
+        let total = a.with(|docs| docs.get(&key).copied());
+        assert_eq!(total, Some(50));
+        let conflicts = a.conflicts.load(Ordering::Relaxed) + b.conflicts.load(Ordering::Relaxed);
+        assert!(conflicts > 0, "the writers never met");
+    }
 }

@@ -52,8 +52,9 @@ pub struct Chaos {
 /// What a chaos run found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
-    /// Workflows that completed: each object's create and delete, each update of
-    /// a service's backends.
+    /// Workflows that completed: on Mizar, each object's create and delete and
+    /// each update of a service's backends; on PodOps, each operation that ended
+    /// (`available` or `undone`).
     pub workflows: usize,
     /// Operator processes killed and started again.
     pub restarts: usize,

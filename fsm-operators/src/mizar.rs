@@ -281,20 +281,7 @@ impl Ticks {
         if !self.wall {
             return self.last.fetch_add(1, Ordering::SeqCst) + 1;
         }
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        let mut last = self.last.load(Ordering::SeqCst);
-        loop {
-            let next = now.max(last + 1);
-            match self
-                .last
-                .compare_exchange(last, next, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => return next,
-                Err(seen) => last = seen,
-            }
-        }
+        crate::support::unique_micros(&self.last)
     }
 }
 
@@ -2005,5 +1992,32 @@ impl Worker {
         {
             let _ = self.act(Kind::Endpoint, id, EA::RequestDelete).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A creation cut off between the topology and the record (its process
+    /// killed) is finished by the next one; a finished one is not made twice.
+    #[test]
+    fn a_creation_cut_off_before_its_record_is_finished_by_the_next() {
+        let mizar = Cluster::new();
+        let id = ObjectId::from("vpc-cut");
+        mizar.with(|t| t.insert(id.clone(), Object::new(Kind::Vpc, None)));
+        assert!(mizar.runtime(Kind::Vpc).get(id.clone()).is_err());
+
+        mizar.create_vpc("vpc-cut").unwrap();
+        assert_eq!(mizar.state(Kind::Vpc, "vpc-cut").as_deref(), Some("Init"));
+        assert!(matches!(
+            mizar.create_vpc("vpc-cut"),
+            Err(MizarError::Refused(RuntimeError::Exists { .. }))
+        ));
+        // The same id under another kind is no unfinished creation.
+        assert!(matches!(
+            mizar.create_droplet("vpc-cut"),
+            Err(MizarError::Refused(RuntimeError::Exists { .. }))
+        ));
     }
 }

@@ -13,7 +13,7 @@
 //! [`OperationController`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use crate::support::lock;
@@ -169,16 +169,7 @@ struct UniqueClock(Arc<AtomicU64>);
 
 impl UniqueClock {
     fn micros(&self) -> u64 {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        let prev = self
-            .0
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
-                Some(now.max(last + 1))
-            })
-            .unwrap_or(0);
-        now.max(prev + 1)
+        crate::support::unique_micros(&self.0)
     }
 }
 
