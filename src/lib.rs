@@ -118,8 +118,9 @@
 //! `origins`, `via`, `target_from`, `changes_state`, `is_hidden`, `roles`, `guards`
 //! and `plan`.
 //!
-//! `From<Vm> for StateId` and `From<VmAction> for ActionId`, so the runtime takes
-//! derived states and actions (`runtime.start(id, &actor, VmAction::Resize)`).
+//! [`IntoStateId`] and [`IntoActionId`], which give `StateId: From<Vm>` and
+//! `ActionId: From<VmAction>`, so the runtime takes derived states and actions
+//! (`runtime.start(id, &actor, VmAction::Resize)`).
 //!
 //! With the feature `diagram`, the enum's page (the documentation of its
 //! generated `impl` block) shows the machine drawn as an SVG in the chosen view,

@@ -49,8 +49,9 @@ pub mod typed;
 
 pub use fsm_model::rules;
 pub use fsm_model::{
-    Action, ActionId, ActionRef, Diagnostic, Guard, GuardId, Help, Lint, Machine, Move, Role, Rule,
-    RuleError, Severity, State, StateId, StateKind, Target, Text, TransitionError, UnknownAction,
+    Action, ActionId, ActionRef, Diagnostic, Guard, GuardId, Help, IntoActionId, IntoStateId, Lint,
+    Machine, Move, Role, Rule, RuleError, Severity, State, StateId, StateKind, Target, Text,
+    TransitionError, UnknownAction,
 };
 
 #[doc(hidden)]

@@ -118,11 +118,7 @@ pub trait Spec: 'static {
 /// A derived machine as a [`Spec`]: its own enums in tests.
 pub struct Derived<S>(PhantomData<S>);
 
-impl<S: StateMachine> Spec for Derived<S>
-where
-    StateId: From<S>,
-    ActionId: From<S::Action>,
-{
+impl<S: StateMachine> Spec for Derived<S> {
     type State = S;
     type Action = S::Action;
 

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::hash::Hash;
 
-use crate::{ActionId, Machine, Move, StateId};
+use crate::{ActionId, IntoActionId, IntoStateId, Machine, Move, StateId};
 
 /// The tables of a derived machine, written by `#[derive(StateMachine)]` from the
 /// checked machine's rules. Not for writing by hand: the derive checked the machine
@@ -90,7 +90,7 @@ impl<S: Copy, A> Table<S, A> {
 /// A state enum with a checked transition table, implemented by
 /// `#[derive(StateMachine)]`. Its methods are provided: they read the table the
 /// derive wrote.
-pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
+pub trait StateMachine: IntoStateId + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// The generated enum of the machine's actions.
     type Action: ActionEnum<State = Self>;
 
@@ -104,7 +104,9 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     const ACTIONS: &'static [Self::Action] = Self::TABLE.actions;
 
     /// The state's id in [`StateMachine::machine`].
-    fn id(self) -> StateId;
+    fn id(self) -> StateId {
+        self.state_id()
+    }
 
     /// The checked machine the enum was derived from.
     fn machine() -> &'static Machine {
@@ -231,7 +233,7 @@ pub trait StateMachine: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
 /// The action enum `#[derive(StateMachine)]` generates beside a state enum
 /// (`VmStateAction` for `VmState`). Its methods are provided: they read the state
 /// enum's table.
-pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
+pub trait ActionEnum: IntoActionId + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     /// The state enum the actions belong to.
     type State: StateMachine<Action = Self>;
 
@@ -239,7 +241,9 @@ pub trait ActionEnum: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static {
     const ALL: &'static [Self] = <Self::State as StateMachine>::TABLE.actions;
 
     /// The action's id in the machine.
-    fn id(self) -> ActionId;
+    fn id(self) -> ActionId {
+        self.action_id()
+    }
 
     /// The action's name, as the spec spells it.
     fn name(self) -> &'static str {

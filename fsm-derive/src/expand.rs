@@ -139,6 +139,9 @@ fn generate(input: &Input) -> Result<String, Errors> {
         .as_ref()
         .map_or(String::new(), |markers| marker_items(input, markers));
 
+    // Every generated function is `#[inline]`: the user's crate then codegens none
+    // of them until it calls one, which is most of what a rebuild of a derived
+    // machine used to spend in LLVM (BENCHMARKS.md, issue #14).
     Ok(format!(
         r#"
         {rebuild}
@@ -155,16 +158,19 @@ fn generate(input: &Input) -> Result<String, Errors> {
             pub const ALL: [{ident}; {n_states}] = [{all_states}];
 
             /// The state's id in the machine.
+            #[inline]
             pub const fn id(self) -> {krate}::StateId {{
                 {id_body}
             }}
 
             /// The state's name, as the spec spells it.
+            #[inline]
             pub const fn name(self) -> &'static str {{
                 <Self as {krate}::StateMachine>::TABLE.state_names[self.id().0]
             }}
 
             /// Is `from → to` one move of the table? Usable in `const` context.
+            #[inline]
             pub const fn can_transition(from: Self, to: Self) -> bool {{
                 <Self as {krate}::StateMachine>::TABLE.allows(from.id().0, to.id().0)
             }}
@@ -172,6 +178,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
             /// `Ok(())` when `from → to` is one move of the table (an action starts,
             /// finishes, or runs whole); otherwise the error says from, to and why.
             /// Usable in `const` context.
+            #[inline]
             pub const fn validate_transition(from: Self, to: Self) -> ::core::result::Result<(), {krate}::typed::InvalidTransition<Self>> {{
                 <Self as {krate}::StateMachine>::TABLE.validate((from, from.id().0), (to, to.id().0))
             }}
@@ -182,6 +189,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
             pub const ALL: [{action_enum}; {n_actions}] = [{all_actions}];
 
             /// The action's id in the machine.
+            #[inline]
             pub const fn id(self) -> {krate}::ActionId {{
                 {krate}::ActionId(self as usize)
             }}
@@ -209,23 +217,16 @@ fn generate(input: &Input) -> Result<String, Errors> {
                     machine: {encoded},
                     cell: &MACHINE,
                 }};
-
-                fn id(self) -> {krate}::StateId {{
-                    {ident}::id(self)
-                }}
             }}
         }};
 
         impl {krate}::typed::ActionEnum for {action_enum} {{
             type State = {ident};
-
-            fn id(self) -> {krate}::ActionId {{
-                {action_enum}::id(self)
-            }}
         }}
 
         // Names on the wire: the spec's names, both ways.
         impl ::core::fmt::Display for {ident} {{
+            #[inline]
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{
                 f.pad({ident}::name(*self))
             }}
@@ -235,6 +236,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
         // traits' `parse`, so that the crate instantiates nothing generic for it.)
         impl ::core::str::FromStr for {ident} {{
             type Err = {krate}::typed::UnknownName;
+            #[inline]
             fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
                 let table = <Self as {krate}::StateMachine>::TABLE;
                 match {krate}::typed::parse_name(table.cell, table.machine, {krate}::typed::NameKind::State, table.state_names, name) {{
@@ -245,6 +247,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
         }}
 
         impl ::core::fmt::Display for {action_enum} {{
+            #[inline]
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {{
                 f.pad(<{ident} as {krate}::StateMachine>::TABLE.action_names[{action_enum}::id(*self).0])
             }}
@@ -252,6 +255,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
 
         impl ::core::str::FromStr for {action_enum} {{
             type Err = {krate}::typed::UnknownName;
+            #[inline]
             fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
                 let table = <{ident} as {krate}::StateMachine>::TABLE;
                 match {krate}::typed::parse_name(table.cell, table.machine, {krate}::typed::NameKind::Action, table.action_names, name) {{
@@ -264,12 +268,16 @@ fn generate(input: &Input) -> Result<String, Errors> {
         // By the same names with serde, when the `serde` feature is on (else nothing).
         {krate}::__serde_names!({ident}, {action_enum});
 
-        impl ::core::convert::From<{ident}> for {krate}::StateId {{
-            fn from(state: {ident}) -> Self {{ state.id() }}
+        // `StateId: From<{ident}>` and `ActionId: From<{action_enum}>`, through
+        // the model's blanket impls.
+        impl {krate}::IntoStateId for {ident} {{
+            #[inline]
+            fn state_id(self) -> {krate}::StateId {{ {ident}::id(self) }}
         }}
 
-        impl ::core::convert::From<{action_enum}> for {krate}::ActionId {{
-            fn from(action: {action_enum}) -> Self {{ action.id() }}
+        impl {krate}::IntoActionId for {action_enum} {{
+            #[inline]
+            fn action_id(self) -> {krate}::ActionId {{ {action_enum}::id(self) }}
         }}
 
         {marker_items}

@@ -26,7 +26,10 @@ pub use def::{
     parse_duration,
 };
 pub use diagnostic::{Diagnostic, Help, Lint, Severity};
-pub use machine::{Action, ActionId, Guard, GuardId, Machine, Role, State, StateId, Target, Text};
+pub use machine::{
+    Action, ActionId, Guard, GuardId, IntoActionId, IntoStateId, Machine, Role, State, StateId,
+    Target, Text,
+};
 pub use rules::{Move, Rule, RuleError, TransitionError};
 pub use suggest::closest as suggest;
 

@@ -18,6 +18,39 @@ pub struct StateId(pub usize);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ActionId(pub usize);
 
+/// A typed name of a state: a derived state enum. It gives `StateId: From<Self>`,
+/// so a derived state goes wherever an `impl Into<StateId>` does.
+///
+/// `#[derive(StateMachine)]` implements it. It exists so that the derive need not
+/// write a `From` impl in the user's crate: `From` has so many impls that checking
+/// one more for overlap was a measurable part of rebuilding a derived machine
+/// (BENCHMARKS.md), while this trait has one impl per machine.
+pub trait IntoStateId: Copy {
+    /// The state's id in its machine.
+    fn state_id(self) -> StateId;
+}
+
+/// A typed name of an action: a derived action enum. It gives
+/// `ActionId: From<Self>`; see [`IntoStateId`] for why it exists.
+pub trait IntoActionId: Copy {
+    /// The action's id in its machine.
+    fn action_id(self) -> ActionId;
+}
+
+impl<T: IntoStateId> From<T> for StateId {
+    #[inline]
+    fn from(state: T) -> Self {
+        state.state_id()
+    }
+}
+
+impl<T: IntoActionId> From<T> for ActionId {
+    #[inline]
+    fn from(action: T) -> Self {
+        action.action_id()
+    }
+}
+
 /// The index of a guard in [`Machine::guards`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GuardId(pub usize);
