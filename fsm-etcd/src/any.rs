@@ -1,7 +1,9 @@
 //! [`AnyStore`]: memory or etcd, chosen at run time.
 
 use fsm_core::Machine;
-use fsm_runtime::{Entry, MemoryStore, ObjectId, Record, Store, StoreError, Watcher, Write};
+use fsm_runtime::{
+    Change, Entry, MemoryStore, ObjectId, Record, Store, StoreError, Watcher, Write,
+};
 
 use crate::EtcdStore;
 
@@ -32,6 +34,17 @@ impl Store for AnyStore {
         match self {
             AnyStore::Memory(s) => s.commit(write),
             AnyStore::Etcd(s) => s.commit(write),
+        }
+    }
+    fn modify<T, E>(
+        &self,
+        id: &ObjectId,
+        known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+    ) -> Result<Result<(T, Record), E>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.modify(id, known, decide),
+            AnyStore::Etcd(s) => s.modify(id, known, decide),
         }
     }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {

@@ -7,8 +7,10 @@ use std::time::SystemTime;
 
 use fsm_core::{ActionId, Rule, StateId};
 
-use crate::write::{self, Change, Slot};
-use crate::{EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store, Write};
+use crate::write::{Change, Slot};
+use crate::{
+    EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store, StoreError,
+};
 
 /// The fencing token of an action in flight: the version of the record its start
 /// wrote, higher for every later start on the same object. Pass it to the systems
@@ -256,58 +258,63 @@ impl<S: Store> InFlight<'_, S> {
         self.finish_async(EntryKind::Failed, None).await
     }
 
-    /// The write of an outcome of the action held in its slot since `held`, made
-    /// from the object's `record` as read: the entry's kind, the state `to`
-    /// computes from the record, and what the slot keeps. A record held by
-    /// someone else (or gone) is the conflict that ends the action's hold.
-    fn settlement(
+    /// The change an outcome of the action held in its slot since `held` makes at
+    /// `at` to the object's `record` as read: the entry's kind, the state `to`
+    /// computes from the record, and what the slot keeps. A record held by someone
+    /// else (or gone) is the conflict that ends the action's hold.
+    fn settlement<'a>(
         &self,
-        record: Option<Record>,
+        record: Option<&'a Record>,
         outcome: &Outcome,
         data: Option<Arc<str>>,
-    ) -> Result<(Write, Record), RuntimeError> {
+        at: SystemTime,
+    ) -> Result<(Change, &'a Record), RuntimeError> {
         let rt = &*self.runtime;
         let Some(record) = record else {
             return Err(rt.conflict(self.id.clone(), Some(self.held), None));
         };
         let Some(holder) = self
             .slot
-            .get(&record)
+            .get(record)
             .filter(|h| h.version == self.held.version)
         else {
-            return Err(rt.conflict(self.id.clone(), Some(self.held), Some(&record)));
+            return Err(rt.conflict(self.id.clone(), Some(self.held), Some(record)));
         };
-        let write = write::change(
-            self.id.clone(),
-            &record,
-            Change {
-                kind: outcome.kind,
-                action: self.rule.action,
-                slot: self.slot,
-                holder: outcome.keep(holder),
-                to: outcome.to(&record),
-                actor: self.actor.clone(),
-                at: rt.now(),
-                data,
-            },
-        );
-        let next = write.record.clone();
-        Ok((write, next))
+        let change = Change {
+            kind: outcome.kind,
+            action: self.rule.action,
+            slot: self.slot,
+            holder: outcome.keep(holder),
+            to: outcome.to(record),
+            actor: self.actor.clone(),
+            at,
+            data,
+        };
+        Ok((change, record))
     }
 
-    /// Writes `outcome`. First from the record as the start wrote it, which saves
-    /// a read when nothing changed since; when the record changed for another
-    /// reason (a hidden action beside a visible one), re-reads and retries.
+    /// Writes `outcome`. First on the record as the start wrote it, which saves a
+    /// store that reads before it writes a read when nothing changed since; when
+    /// the record changed for another reason (a hidden action beside a visible
+    /// one), decides again on the record as it is.
     fn settle(&mut self, outcome: Outcome, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
-        let mut record = match self.written.take() {
-            Some(written) => Some(written),
-            None => self.runtime.load(&self.id)?,
-        };
+        let mut known = self.written.take();
+        // The clock is the user's: read before the store holds anything.
+        let at = self.runtime.now();
         loop {
-            let (write, next) = self.settlement(record, &outcome, data.clone())?;
-            match self.runtime.commit(write) {
-                Err(RuntimeError::Conflict { .. }) => record = self.runtime.load(&self.id)?,
-                done => return done.map(|()| next),
+            let mut expected = None;
+            let decided = self
+                .runtime
+                .store()
+                .modify(&self.id, known.take(), |record| {
+                    let (change, read) = self.settlement(record, &outcome, data.clone(), at)?;
+                    expected = Some(read.expected());
+                    Ok((change, ()))
+                });
+            match decided {
+                Err(StoreError::Conflict { .. }) => {}
+                Err(e) => return Err(self.runtime.refused(expected, e)),
+                Ok(settled) => return settled.map(|((), record)| record),
             }
         }
     }
@@ -323,7 +330,10 @@ impl<S: Store> InFlight<'_, S> {
             None => self.runtime.load_async(&self.id).await?,
         };
         loop {
-            let (write, next) = self.settlement(record, &outcome, data.clone())?;
+            let (change, read) =
+                self.settlement(record.as_ref(), &outcome, data.clone(), self.runtime.now())?;
+            let write = change.write(self.id.clone(), read);
+            let next = write.record.clone();
             match self.runtime.commit_async(write).await {
                 Err(RuntimeError::Conflict { .. }) => {
                     record = self.runtime.load_async(&self.id).await?;

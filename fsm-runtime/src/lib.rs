@@ -124,6 +124,7 @@ pub use store::{
     Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Store, WatchStream,
     Watcher, Write,
 };
+pub use write::Change;
 
 /// The name of an object in a store: `vm-42`, a UUID, a machine's serial.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

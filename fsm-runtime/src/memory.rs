@@ -6,7 +6,7 @@ use std::hash::BuildHasher;
 use fsm_core::{ActionId, Machine, StateId};
 
 use crate::sync::{Mutex, MutexGuard};
-use crate::{Entry, Event, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write};
+use crate::{Change, Entry, Event, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write};
 
 type Hasher = foldhash::fast::RandomState;
 
@@ -80,6 +80,18 @@ impl MemoryStore {
     pub fn keep_history(mut self, entries: usize) -> Self {
         self.keep = entries.max(1);
         self
+    }
+
+    /// Appends a written record's `entry` to its history and tells the watchers.
+    fn append(&self, slot: &mut Slot, id: &ObjectId, entry: Entry) {
+        self.publisher.publish(|| Event {
+            id: id.clone(),
+            entry: entry.clone(),
+        });
+        if slot.history.len() == self.keep {
+            slot.history.pop_front();
+        }
+        slot.history.push_back(entry);
     }
 
     fn shard(&self, id: &ObjectId) -> &Mutex<HashMap<ObjectId, Slot, Hasher>> {
@@ -182,12 +194,6 @@ impl Store for MemoryStore {
     fn commit(&self, write: Write) -> Result<(), StoreError> {
         let (id, expected, record, entry) = write.into_parts();
         let mut shard = lock(self.shard(&id));
-        let publish = |entry: &Entry, id: &ObjectId| {
-            self.publisher.publish(|| Event {
-                id: id.clone(),
-                entry: entry.clone(),
-            })
-        };
         let Some(expected) = expected else {
             if let Some(slot) = shard.get(&id) {
                 return Err(StoreError::Conflict {
@@ -195,14 +201,12 @@ impl Store for MemoryStore {
                     id,
                 });
             }
-            publish(&entry, &id);
-            shard.insert(
-                id,
-                Slot {
-                    record,
-                    history: VecDeque::from([entry]),
-                },
-            );
+            let mut slot = Slot {
+                record,
+                history: VecDeque::new(),
+            };
+            self.append(&mut slot, &id, entry);
+            shard.insert(id, slot);
             return Ok(());
         };
         let Some(slot) = shard.get_mut(&id) else {
@@ -214,13 +218,35 @@ impl Store for MemoryStore {
                 id,
             });
         }
-        publish(&entry, &id);
         slot.record = record;
-        if slot.history.len() == self.keep {
-            slot.history.pop_front();
-        }
-        slot.history.push_back(entry);
+        self.append(slot, &id, entry);
         Ok(())
+    }
+
+    /// Decides on the record it holds, under the object's shard lock: nothing
+    /// comes between the read and the write, the object is looked up once, and the
+    /// change is made in place.
+    fn modify<T, E>(
+        &self,
+        id: &ObjectId,
+        _known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+    ) -> Result<Result<(T, Record), E>, StoreError> {
+        let mut shard = lock(self.shard(id));
+        let slot = shard.get_mut(id);
+        let (change, value) = match decide(slot.as_deref().map(|slot| &slot.record)) {
+            Ok(decided) => decided,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let Some(slot) = slot else {
+            return Err(StoreError::Conflict {
+                id: id.clone(),
+                found: None,
+            });
+        };
+        let entry = change.apply(&mut slot.record);
+        self.append(slot, id, entry);
+        Ok(Ok((value, slot.record.clone())))
     }
 
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {

@@ -422,9 +422,13 @@ impl<S: Store> Runtime<S> {
         let span = self.start_span(&id, actor, action);
         async {
             let record = self.get_async(id.clone()).await?;
-            let (write, start) = self.admit_start(id, actor, action, version, data, record)?;
+            let (change, start) = self
+                .admit_start(&id, actor, action, version, data, &record, self.now())
+                .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
+            let write = change.write(id.clone(), &record);
+            let written = write.record.clone();
             self.commit_async(write).await?;
-            Ok(start.begun(self))
+            Ok(start.begun(self, id, written))
         }
         .instrument(span)
         .await
@@ -441,10 +445,39 @@ impl<S: Store> Runtime<S> {
         let action = action.resolve(self.machine())?;
         let span = self.start_span(&id, actor, action);
         let _enter = span.enter();
-        let record = self.get(id.clone())?;
-        let (write, start) = self.admit_start(id, actor, action, version, proposed, record)?;
-        self.commit(write)?;
-        Ok(start.begun(self))
+        let at = self.now();
+        // Guards are the user's code: they run on a record read first, with
+        // nothing held, and the change is then made only if the object is still
+        // as they saw it. With no guard, the store reads, checks and writes in one
+        // step (for the memory store, under one shard lock).
+        let started = if self.machine().action(action).guards.is_empty() {
+            let mut expected = None;
+            self.inner
+                .store
+                .modify(&id, None, |record| {
+                    let record = record.ok_or_else(|| RuntimeError::NotFound { id: id.clone() })?;
+                    expected = Some(record.expected());
+                    self.admit_start(&id, actor, action, version, proposed, record, at)
+                })
+                .map_err(|e| self.refused(expected, e))
+                .and_then(|decided| decided)
+        } else {
+            let seen = self.get(id.clone())?;
+            let seen_at = seen.expected();
+            self.admit_start(&id, actor, action, version, proposed, &seen, at)
+                .and_then(|admitted| {
+                    self.inner
+                        .store
+                        .modify(&id, Some(seen), |record| match record {
+                            Some(record) if record.expected() == seen_at => Ok(admitted),
+                            found => Err(self.conflict(id.clone(), Some(seen_at), found)),
+                        })
+                        .map_err(|e| self.refused(Some(seen_at), e))
+                        .and_then(|decided| decided)
+                })
+        };
+        let (start, written) = started.inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
+        Ok(start.begun(self, id, written))
     }
 
     fn start_span(&self, id: &ObjectId, actor: &Actor, action: ActionId) -> tracing::Span {
@@ -457,19 +490,21 @@ impl<S: Store> Runtime<S> {
     }
 
     /// A start's checks against the object's `record`, as read, and if they pass,
-    /// the write that starts the action and what its handle will hold.
+    /// the change that starts the action at `at` and what its handle will hold.
+    #[allow(clippy::too_many_arguments)]
     fn admit_start(
         &self,
-        id: ObjectId,
+        id: &ObjectId,
         actor: &Actor,
         action: ActionId,
         version: Option<u64>,
         proposed: Option<Arc<str>>,
-        record: Record,
-    ) -> Result<(Write, Start), RuntimeError> {
+        record: &Record,
+        at: SystemTime,
+    ) -> Result<(Change, Start), RuntimeError> {
         if let Some(expected) = version.filter(|&v| v != record.version) {
             return Err(RuntimeError::VersionMismatch {
-                id,
+                id: id.clone(),
                 expected,
                 found: record.version,
                 state: self.machine().state(record.state).name.to_string(),
@@ -478,15 +513,13 @@ impl<S: Store> Runtime<S> {
         let rule = admit::admit(
             self.machine(),
             &self.inner.guards,
-            &id,
+            id,
             actor,
             action,
-            &record,
+            record,
             proposed.as_deref(),
-        )
-        .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
+        )?;
         let slot = Slot::of(self.machine().action(action).hidden);
-        let at = self.now();
         let version = record.version + 1;
         let holder = Holder {
             action,
@@ -497,30 +530,24 @@ impl<S: Store> Runtime<S> {
             version,
         };
         let to = rule.via.unwrap_or(record.state);
-        let write = write::change(
-            id.clone(),
-            &record,
-            Change {
-                kind: EntryKind::Started,
-                action,
-                slot,
-                holder: Some(Arc::new(holder)),
-                to,
-                actor: actor.shared_name(),
-                at,
-                data: None,
-            },
-        );
+        let change = Change {
+            kind: EntryKind::Started,
+            action,
+            slot,
+            holder: Some(Arc::new(holder)),
+            to,
+            actor: actor.shared_name(),
+            at,
+            data: None,
+        };
         let start = Start {
-            written: write.record.clone(),
-            id,
             rule,
             slot,
             held: Expected { state: to, version },
             actor: actor.shared_name(),
             proposed,
         };
-        Ok((write, start))
+        Ok((change, start))
     }
 
     /// Starts `action` and completes it at once: a move with nothing to wait for.
@@ -591,20 +618,17 @@ impl<S: Store> Runtime<S> {
             Slot::Visible => holder.origin,
         };
         let action = holder.action;
-        let write = write::change(
-            id.clone(),
-            record,
-            Change {
-                kind: EntryKind::Healed,
-                action,
-                slot,
-                holder: None,
-                to,
-                actor: healer.shared_name(),
-                at: self.now(),
-                data: None,
-            },
-        );
+        let write = Change {
+            kind: EntryKind::Healed,
+            action,
+            slot,
+            holder: None,
+            to,
+            actor: healer.shared_name(),
+            at: self.now(),
+            data: None,
+        }
+        .write(id.clone(), record);
         let healed = write.record.clone();
         self.commit(write)?;
         tracing::info!(object = %id, action = %self.machine().action(action).name, "rolled back");
@@ -648,7 +672,7 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The error of a write that expected `expected` and that the store refused.
-    fn refused(&self, expected: Option<Expected>, e: StoreError) -> RuntimeError {
+    pub(crate) fn refused(&self, expected: Option<Expected>, e: StoreError) -> RuntimeError {
         match e {
             StoreError::Conflict { id, found } => {
                 tracing::debug!(object = %id, "conflict");
@@ -670,26 +694,24 @@ impl<S: Store> Runtime<S> {
 /// What a start that passed its checks hands its [`InFlight`], once the store has
 /// taken its write.
 struct Start {
-    id: ObjectId,
     rule: fsm_core::Rule,
     slot: Slot,
     held: Expected,
     actor: Arc<str>,
-    written: Record,
     proposed: Option<Arc<str>>,
 }
 
 impl Start {
-    fn begun<S: Store>(self, runtime: &Runtime<S>) -> InFlight<'_, S> {
+    /// The handle of the action started on `id`, whose record is now `written`.
+    fn begun<S: Store>(
+        self,
+        runtime: &Runtime<S>,
+        id: ObjectId,
+        written: Record,
+    ) -> InFlight<'_, S> {
         tracing::debug!(version = self.held.version, "started");
         InFlight::new(
-            runtime,
-            self.id,
-            self.rule,
-            self.slot,
-            self.held,
-            self.actor,
-            self.written,
+            runtime, id, self.rule, self.slot, self.held, self.actor, written,
         )
         .proposing(self.proposed)
     }

@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 
 use fsm_core::{ActionId, Machine, StateId};
 
-use crate::{ObjectId, StoreError};
+use crate::{Change, ObjectId, StoreError};
 
 /// An object's current state, as a store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,6 +183,50 @@ pub trait Store: Send + Sync + 'static {
 
     /// A subscription to every write applied from now on.
     fn watch(&self) -> Result<Watcher, StoreError>;
+
+    /// A read and the change made from it, as one compare-and-set: `decide` sees
+    /// the object's record (`None`: absent) and returns the [`Change`] to make with
+    /// a value to hand back, or refuses (the inner `Err`; nothing is written).
+    /// Answers that value and the record after the change. The outer `Err` is the
+    /// store's: the compare-and-set lost, or the backend failed.
+    ///
+    /// `known` is the record as the caller last saw it, when it has reason to
+    /// think it current (the runtime passes the record its start wrote when it
+    /// completes the action).
+    ///
+    /// The default decides on `known`, or on a fresh [`load`](Store::load), and
+    /// commits the change as a [`Write`] compared against that record, so a write
+    /// that came in between makes it a [`StoreError::Conflict`]. A store that can
+    /// hold the object still while `decide` runs overrides it and decides on the
+    /// record it holds (the [`MemoryStore`](crate::MemoryStore) does, under the
+    /// object's shard lock: one lookup, no copy of the record, and no conflict).
+    /// `decide` is quick and never calls back into the store: the runtime passes
+    /// only its own checks, never a guard, a clock or other code of the user's.
+    fn modify<T, E>(
+        &self,
+        id: &ObjectId,
+        known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+    ) -> Result<Result<(T, Record), E>, StoreError> {
+        let record = match known {
+            Some(record) => Some(record),
+            None => self.load(id)?,
+        };
+        let (change, value) = match decide(record.as_ref()) {
+            Ok(decided) => decided,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let Some(record) = record else {
+            return Err(StoreError::Conflict {
+                id: id.clone(),
+                found: None,
+            });
+        };
+        let write = change.write(id.clone(), &record);
+        let next = write.record.clone();
+        self.commit(write)?;
+        Ok(Ok((value, next)))
+    }
 
     /// [`load`](Store::load) for async callers: what the runtime's `_async` calls
     /// await. The default answers with `load`, which suits a store whose calls
@@ -478,6 +522,15 @@ impl<S: Store> Store for Arc<S> {
     }
     fn commit(&self, write: Write) -> Result<(), StoreError> {
         (**self).commit(write)
+    }
+
+    fn modify<T, E>(
+        &self,
+        id: &ObjectId,
+        known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+    ) -> Result<Result<(T, Record), E>, StoreError> {
+        (**self).modify(id, known, decide)
     }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         (**self).history(id)

@@ -54,6 +54,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     keeps_data(make());
     handles_end_as_they_should(make());
     hidden_actions_keep_their_own_slot(make());
+    guards_decide_on_the_record_written_against(make());
     watchers_see_writes_in_order(make());
     concurrent_actors_never_lose_a_write(make(), 4, 150);
     async_actors_share_one_thread(make(), 4, 60);
@@ -179,6 +180,68 @@ pub fn stale_writes_conflict<S: Store>(store: S) {
         Err(RuntimeError::Conflict { .. })
     ));
     assert_eq!(state(&rt, "a"), "RUNNING");
+}
+
+/// A guard is the user's code, so it runs on a record read before the store
+/// holds anything; the start is then written only if the object is still as the
+/// guard saw it. Here the guard waits while another write lands: the start is a
+/// conflict and writes nothing, and a second try, on the new record, goes in.
+pub fn guards_decide_on_the_record_written_against<S: Store>(store: S) {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+    let spec = SPEC.replace(
+        "start = { from = \"HALTED\", via = \"STARTING\", to = \"RUNNING\" }",
+        "start = { from = \"HALTED\", via = \"STARTING\", to = \"RUNNING\", guards = [\"approved\"] }",
+    ) + "\n[guards]\napproved = \"an operator approved\"\n";
+    let machine =
+        fsm_core::spec::load_str("server.toml", &spec).expect("the suite's spec, guarded");
+    // The first call of the guard says it is deciding, then waits to be let go.
+    let (deciding, wait) = (mpsc::channel(), mpsc::channel::<()>());
+    let gate = Arc::new(Mutex::new(Some((deciding.0, wait.1))));
+    let rt = Runtime::builder(machine, store)
+        .guard("approved", move |_| {
+            if let Some((deciding, go)) = gate.lock().expect("the gate").take() {
+                deciding.send(()).expect("the test waits");
+                go.recv().expect("the test lets the guard go");
+            }
+            true
+        })
+        .build()
+        .expect("the guard is implemented");
+    let (user, other) = (Actor::new("user"), Actor::new("other"));
+    rt.create("a", &user).unwrap();
+    std::thread::scope(|s| {
+        let guarded = s.spawn(|| {
+            rt.start("a", &user, "start")
+                .map(|flight| flight.complete())
+        });
+        deciding.1.recv().expect("the guard runs");
+        // While the guard decides, another write lands.
+        rt.run("a", &other, "migrate").unwrap();
+        wait.0.send(()).unwrap();
+        match guarded.join().expect("the start returns") {
+            Err(RuntimeError::Conflict { found, .. }) => {
+                assert_eq!(
+                    found,
+                    Some(("HALTED".to_owned(), 3)),
+                    "guards_decide_on_the_record_written_against"
+                );
+            }
+            other => panic!("guards_decide_on_the_record_written_against: answered {other:?}"),
+        }
+    });
+    let history = rt.history("a").unwrap();
+    assert_eq!(
+        history.len(),
+        3,
+        "guards_decide_on_the_record_written_against: {history:?}"
+    );
+    rt.start("a", &user, "start").unwrap().complete().unwrap();
+    assert_eq!(
+        state(&rt, "a"),
+        "RUNNING",
+        "guards_decide_on_the_record_written_against"
+    );
 }
 
 /// A failed action returns to its origin; a dropped handle leaves the object held

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use fsm_core::{ActionId, StateId};
 
-use crate::{Entry, EntryKind, Expected, Holder, ObjectId, Record, Write};
+use crate::{Entry, EntryKind, Holder, ObjectId, Record, Write};
 
 /// Which holder slot of a record a write concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,21 +37,63 @@ impl Slot {
     }
 }
 
-/// A change of one object: what happened, to which slot, and the state after.
-pub(crate) struct Change {
-    pub kind: EntryKind,
-    pub action: ActionId,
-    pub slot: Slot,
+/// A change of one object that the runtime decided after its checks: what
+/// happened, to which holder slot, and the state after. A [`Store`](crate::Store)
+/// receives one in [`Store::modify`](crate::Store::modify) and applies it to the
+/// record it holds with [`Change::apply`]; only the runtime makes one, as only it
+/// makes a [`Write`].
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub(crate) kind: EntryKind,
+    pub(crate) action: ActionId,
+    pub(crate) slot: Slot,
     /// What the slot holds afterwards: the new holder of a start, the abandoned
     /// holder of an abandonment, nothing once the action ended.
-    pub holder: Option<Arc<Holder>>,
-    pub to: StateId,
-    pub actor: Arc<str>,
-    pub at: SystemTime,
+    pub(crate) holder: Option<Arc<Holder>>,
+    pub(crate) to: StateId,
+    pub(crate) actor: Arc<str>,
+    pub(crate) at: SystemTime,
     /// The object's new data, if the change replaces it.
-    pub data: Option<Arc<str>>,
+    pub(crate) data: Option<Arc<str>>,
 }
 
+impl Change {
+    /// Makes `record` the next version, in place, and returns the history entry
+    /// that goes with it. The store has checked that `record` is the one the
+    /// change was decided on.
+    pub fn apply(self, record: &mut Record) -> Entry {
+        let from = record.state;
+        record.state = self.to;
+        record.version += 1;
+        record.changed_at = self.at;
+        *self.slot.get_mut(record) = self.holder;
+        if let Some(data) = self.data {
+            record.data = Some(data);
+        }
+        Entry {
+            version: record.version,
+            at: self.at,
+            actor: self.actor,
+            kind: self.kind,
+            action: Some(self.action),
+            from,
+            to: self.to,
+        }
+    }
+
+    /// The write that applies the change to `id`, whose record as read is
+    /// `record`: the next version, compared against the one read.
+    pub(crate) fn write(self, id: ObjectId, record: &Record) -> Write {
+        let mut next = record.clone();
+        let entry = self.apply(&mut next);
+        Write {
+            id,
+            expected: Some(record.expected()),
+            record: next,
+            entry,
+        }
+    }
+}
 /// The write that creates `id` in `initial`.
 pub(crate) fn create(
     id: ObjectId,
@@ -81,37 +123,6 @@ pub(crate) fn create(
         id,
         expected: None,
         record,
-        entry,
-    }
-}
-
-/// The write that applies `change` to `id`, whose record as read is `record`: the
-/// next version, compared against the one read.
-pub(crate) fn change(id: ObjectId, record: &Record, change: Change) -> Write {
-    let mut next = record.clone();
-    next.state = change.to;
-    next.version = record.version + 1;
-    next.changed_at = change.at;
-    *change.slot.get_mut(&mut next) = change.holder;
-    if let Some(data) = change.data {
-        next.data = Some(data);
-    }
-    let entry = Entry {
-        version: next.version,
-        at: change.at,
-        actor: change.actor,
-        kind: change.kind,
-        action: Some(change.action),
-        from: record.state,
-        to: change.to,
-    };
-    Write {
-        id,
-        expected: Some(Expected {
-            state: record.state,
-            version: record.version,
-        }),
-        record: next,
         entry,
     }
 }

@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use fsm_runtime::{Actor, EntryKind, InFlight, MemoryStore, Runtime, RuntimeError, check_history};
+use fsm_runtime::{
+    Actor, Entry, EntryKind, InFlight, MemoryStore, ObjectId, Record, Runtime, RuntimeError, Store,
+    StoreError, Watcher, Write, check_history,
+};
 
 const THREADS: usize = 8;
 const OBJECTS: usize = 1_000;
@@ -321,14 +324,47 @@ fn nobody_moves_a_state_it_does_not_own() {
     }
 }
 
+/// A store that reads, decides and then writes with a compare-and-set, as a store
+/// on the network does: the memory store with the default [`Store::modify`].
+struct ReadThenWrite(MemoryStore);
+
+impl Store for ReadThenWrite {
+    fn bind(&self, machine: &fsm_core::Machine) -> Result<(), StoreError> {
+        self.0.bind(machine)
+    }
+    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+        self.0.load(id)
+    }
+    fn commit(&self, write: Write) -> Result<(), StoreError> {
+        self.0.commit(write)
+    }
+    fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
+        self.0.history(id)
+    }
+    fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
+        self.0.ids()
+    }
+    fn watch(&self) -> Result<Watcher, StoreError> {
+        self.0.watch()
+    }
+}
+
+/// How the races of [`race_on_three_objects`] ended.
+#[derive(Debug)]
+struct Races {
+    won: u64,
+    busy: u64,
+    conflicts: u64,
+}
+
 /// Threads released together by a barrier, every one on the same three objects:
-/// the races the runtime exists for happen, and are shown to happen. Each thread
-/// starts `reboot` on a running VM, or `start`s it when halted, in rounds; a lost
-/// race is a busy refusal (the other thread's action is in flight) or a conflict (it
-/// wrote between this thread's read and write). Nothing else may go wrong, no two
-/// actions may be in flight on one object, and every history must be a path.
-#[test]
-fn threads_on_the_same_few_objects_race_and_the_races_are_refused() {
+/// the races the runtime exists for happen. Each thread starts `reboot` on a
+/// running VM, in rounds; a lost race is a busy refusal (the other thread's
+/// action is in flight) or a conflict (it wrote between this thread's read and
+/// write). Rounds go on until `enough` says the races seen are the ones sought.
+/// Nothing else may go wrong, no two actions may be in flight on one object, and
+/// every history must be a path.
+fn race_on_three_objects<S: Store>(store: S, enough: impl Fn(&Races) -> bool) -> Races {
     use std::sync::{Barrier, atomic::AtomicUsize};
     const RACERS: usize = 4;
     const HOT: usize = 3;
@@ -338,7 +374,7 @@ fn threads_on_the_same_few_objects_race_and_the_races_are_refused() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
     )
     .unwrap();
-    let rt = Runtime::new(machine.clone(), MemoryStore::new()).unwrap();
+    let rt = Runtime::new(machine.clone(), store).unwrap();
     let ops = Actor::new("ops");
     for i in 0..HOT {
         rt.create(id(i), &ops).unwrap();
@@ -347,14 +383,13 @@ fn threads_on_the_same_few_objects_race_and_the_races_are_refused() {
     let barrier = Barrier::new(RACERS);
     let in_flight: Vec<AtomicUsize> = (0..HOT).map(|_| AtomicUsize::new(0)).collect();
     let (busy, conflicts, won) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
-    // Conflicts need two reads of one version before either write: rare per attempt,
-    // so rounds go on (up to a bound) until both kinds of lost race were seen.
+    let seen = || Races {
+        won: won.load(Ordering::Relaxed),
+        busy: busy.load(Ordering::Relaxed),
+        conflicts: conflicts.load(Ordering::Relaxed),
+    };
     let mut batches = 0;
-    while batches < MAX_BATCHES
-        && (batches == 0
-            || busy.load(Ordering::Relaxed) == 0
-            || conflicts.load(Ordering::Relaxed) == 0)
-    {
+    while batches < MAX_BATCHES && (batches == 0 || !enough(&seen())) {
         batches += 1;
         std::thread::scope(|s| {
             for t in 0..RACERS {
@@ -390,16 +425,10 @@ fn threads_on_the_same_few_objects_race_and_the_races_are_refused() {
             }
         });
     }
-    let (busy, conflicts, won) = (busy.into_inner(), conflicts.into_inner(), won.into_inner());
-    assert_eq!(busy + conflicts + won, (RACERS * ROUNDS * batches) as u64);
-    // The races happened: both kinds of refusal.
-    assert!(
-        busy > 0,
-        "no busy refusal: the threads never met (won {won})"
-    );
-    assert!(
-        conflicts > 0,
-        "no conflict: no write ever raced another (busy {busy}, won {won})"
+    let races = seen();
+    assert_eq!(
+        races.busy + races.conflicts + races.won,
+        (RACERS * ROUNDS * batches) as u64
     );
     for i in 0..HOT {
         let history = rt.history(id(i)).unwrap();
@@ -415,10 +444,44 @@ fn threads_on_the_same_few_objects_race_and_the_races_are_refused() {
         .map(|i| rt.history(id(i)).unwrap().len().saturating_sub(3) / 2)
         .sum();
     assert_eq!(
-        total_reboots as u64, won,
+        total_reboots as u64, races.won,
         "every win is one reboot in a history"
     );
-    eprintln!(
-        "{RACERS} racers on {HOT} objects, {batches} batches: {won} won, {busy} busy, {conflicts} conflicts"
+    eprintln!("4 racers on 3 objects, {batches} batches: {races:?}");
+    races
+}
+
+/// On the memory store a start reads, checks and writes under one shard lock,
+/// so a racer that loses always finds the winner's action in flight: every lost
+/// race is a busy refusal, never a conflict.
+#[test]
+fn racers_on_the_memory_store_lose_to_a_busy_refusal() {
+    // Races enough that the read-then-write store below sees a thousand
+    // conflicts or more in as many.
+    let races = race_on_three_objects(MemoryStore::new(), |r| {
+        r.busy > 0 && r.won + r.busy >= 100_000
+    });
+    assert!(races.busy > 0, "the threads never met: {races:?}");
+    assert_eq!(
+        races.conflicts, 0,
+        "a start read and wrote apart: {races:?}"
+    );
+}
+
+/// On a store that reads, decides and then writes, two racers can read one
+/// version before either writes: the second write loses its compare-and-set.
+/// Both kinds of lost race happen, and both are refused.
+#[test]
+fn racers_on_a_read_then_write_store_lose_both_ways() {
+    let races = race_on_three_objects(ReadThenWrite(MemoryStore::new()), |r| {
+        r.busy > 0 && r.conflicts > 0
+    });
+    assert!(
+        races.busy > 0,
+        "no busy refusal: the threads never met: {races:?}"
+    );
+    assert!(
+        races.conflicts > 0,
+        "no conflict: no write ever raced another: {races:?}"
     );
 }
