@@ -71,7 +71,6 @@ pub struct InFlight<'r, S: Store = crate::MemoryStore> {
     rule: Rule,
     slot: Slot,
     held: Expected,
-    actor: Arc<str>,
     /// The record as the start wrote it, while it may still be current.
     written: Option<Record>,
     /// The data the start proposed, written by a completion.
@@ -97,7 +96,6 @@ impl<'r, S: Store> InFlight<'r, S> {
         rule: Rule,
         slot: Slot,
         held: Expected,
-        actor: Arc<str>,
         written: Record,
     ) -> Self {
         InFlight {
@@ -106,7 +104,6 @@ impl<'r, S: Store> InFlight<'r, S> {
             rule,
             slot,
             held,
-            actor,
             written: Some(written),
             proposed: None,
             done: false,
@@ -203,7 +200,6 @@ impl<S: Store> InFlight<'_, S> {
             rule: self.rule,
             slot: self.slot,
             held: self.held,
-            actor: self.actor.clone(),
             written: self.written.take(),
             proposed: self.proposed.take(),
             done: false,
@@ -286,7 +282,8 @@ impl<S: Store> InFlight<'_, S> {
             slot: self.slot,
             holder: outcome.keep(holder),
             to: outcome.to(record),
-            actor: self.actor.clone(),
+            // The holder is this handle's own: the actor who started the action.
+            actor: holder.actor.clone(),
             at,
             data,
         };

@@ -127,8 +127,23 @@ pub use store::{
 pub use write::Change;
 
 /// The name of an object in a store: `vm-42`, a UUID, a machine's serial.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Eq, PartialOrd, Ord)]
 pub struct ObjectId(Arc<str>);
+
+/// Equal text. Two clones of one id share their text, so a store finding the id
+/// the caller holds compares one pointer, not the bytes.
+impl PartialEq for ObjectId {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+/// The text's hash, consistent with equality.
+impl std::hash::Hash for ObjectId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
 
 impl ObjectId {
     /// The id as text.

@@ -544,7 +544,6 @@ impl<S: Store> Runtime<S> {
             rule,
             slot,
             held: Expected { state: to, version },
-            actor: actor.shared_name(),
             proposed,
         };
         Ok((change, start))
@@ -697,7 +696,6 @@ struct Start {
     rule: fsm_core::Rule,
     slot: Slot,
     held: Expected,
-    actor: Arc<str>,
     proposed: Option<Arc<str>>,
 }
 
@@ -710,9 +708,7 @@ impl Start {
         written: Record,
     ) -> InFlight<'_, S> {
         tracing::debug!(version = self.held.version, "started");
-        InFlight::new(
-            runtime, id, self.rule, self.slot, self.held, self.actor, written,
-        )
-        .proposing(self.proposed)
+        InFlight::new(runtime, id, self.rule, self.slot, self.held, written)
+            .proposing(self.proposed)
     }
 }
