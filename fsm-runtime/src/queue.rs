@@ -135,7 +135,20 @@ struct Queues {
     /// `drained`: a condition variable is signalled only when someone waits on it
     /// (each signal is a system call).
     parked: usize,
+    /// Parked workers signalled and not yet running: a worker is signalled only
+    /// when more are parked than are already waking up.
+    waking: usize,
     draining: usize,
+}
+
+impl Queues {
+    /// Wakes one parked worker, unless every parked worker is waking already.
+    fn wake_one(&mut self, work: &Condvar) {
+        if self.parked > self.waking {
+            self.waking += 1;
+            work.notify_one();
+        }
+    }
 }
 
 struct Shared {
@@ -328,8 +341,12 @@ impl Queuer {
             queue.running = true;
             state.ready.push_back(key.clone());
             self.shared.readied.fetch_add(1, Ordering::Release);
-            if state.parked > 0 {
-                self.shared.work.notify_one();
+            // A spinning worker takes a lone ready queue sooner than a parked one
+            // wakes up, and waking one costs this caller a system call. (The
+            // spinner clears its flag before it re-reads the queues under this
+            // lock, so a queue pushed while the flag shows is never missed.)
+            if state.ready.len() > 1 || !self.shared.spinning.load(Ordering::Acquire) {
+                state.wake_one(&self.shared.work);
             }
         }
     }
@@ -382,6 +399,10 @@ fn work(shared: &Shared) {
                         .get_mut(&key)
                         .and_then(|q| q.jobs.pop_front())
                         .expect("a ready queue has a job");
+                    // More ready than this worker takes: pass the wake-up on.
+                    if !state.ready.is_empty() {
+                        state.wake_one(&shared.work);
+                    }
                     break (key, job);
                 }
                 if state.stopped {
@@ -402,6 +423,9 @@ fn work(shared: &Shared) {
                 state.parked += 1;
                 state = shared.work.wait(state).unwrap_or_else(|e| e.into_inner());
                 state.parked -= 1;
+                // (A spurious wake-up may count as a signalled one: at worst one
+                // more signal later.)
+                state.waking = state.waking.saturating_sub(1);
             }
         };
         let (close, notify) = match catch_unwind(AssertUnwindSafe(job)) {
@@ -421,8 +445,10 @@ fn work(shared: &Shared) {
         if !queue.jobs.is_empty() {
             state.ready.push_back(key);
             shared.readied.fetch_add(1, Ordering::Release);
-            if state.parked > 0 {
-                shared.work.notify_one();
+            // This worker takes a ready queue next itself; another is woken only
+            // for the ones beyond that.
+            if state.ready.len() > 1 {
+                state.wake_one(&shared.work);
             }
         } else {
             queue.running = false;
@@ -522,15 +548,18 @@ impl<S: Store> Request<'_, S> {
                 })
         };
         // Checked before the start, so that a refused request writes nothing...
-        // (A busy object is left to the start, which answers that it is busy.)
-        match runtime.get(id.clone()) {
-            Ok(record) if record.in_flight.is_none() => {
-                if let Some(e) = bad_step(record.state) {
-                    return refused(e);
+        // (A busy object is left to the start, which answers that it is busy; a
+        // request whose only step is its action has nothing to check here.)
+        if checked.iter().any(|&(step, _)| step != action) {
+            match runtime.get(id.clone()) {
+                Ok(record) if record.in_flight.is_none() => {
+                    if let Some(e) = bad_step(record.state) {
+                        return refused(e);
+                    }
                 }
+                Ok(_) => {}
+                Err(e) => return refused(e.into()),
             }
-            Ok(_) => {}
-            Err(e) => return refused(e.into()),
         }
         let handle = match runtime.start(id.clone(), actor, action) {
             Ok(handle) => handle.into_owned(),
@@ -542,10 +571,6 @@ impl<S: Store> Request<'_, S> {
             return refused(e);
         }
         let (tx, rx) = oneshot::channel();
-        let names: Vec<String> = checked
-            .iter()
-            .map(|(s, _)| machine.action(*s).name.to_string())
-            .collect();
         let crashed = QueueError::Crashed {
             id: id.clone(),
             action: machine.action(action).name.to_string(),
@@ -562,14 +587,15 @@ impl<S: Store> Request<'_, S> {
             // nothing more.
             let mut failed: Option<(String, String)> = None;
             let mut revoked = None;
-            for ((_, work), name) in checked.into_iter().zip(names) {
+            for (step, work) in checked {
                 if let Err(e) = handle.still_held() {
                     revoked = Some(e);
                     break;
                 }
+                let name = rt.action_name(step);
                 tracing::debug!(step = %name, %fence, "step");
                 if let Err(message) = work(fence) {
-                    failed = Some((name, message));
+                    failed = Some((name.to_owned(), message));
                     break;
                 }
             }
