@@ -1,7 +1,9 @@
 //! The embedded default store: in memory, safe under many threads.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 
 use fsm_core::{ActionId, Machine, StateId};
 
@@ -26,12 +28,39 @@ type Hasher = foldhash::fast::RandomState;
 /// refuses, listing the objects the new spec cannot read.
 #[derive(Debug)]
 pub struct MemoryStore {
-    shards: Box<[Mutex<HashMap<ObjectId, Slot, Hasher>>]>,
+    shards: Box<[Mutex<Shard>]>,
     hasher: Hasher,
     publisher: Publisher,
     keep: usize,
     /// The machine whose ids the records hold.
     bound: Mutex<Option<Machine>>,
+}
+
+/// The objects of one shard, each found by the hash that chose the shard: an id
+/// is hashed once per access.
+#[derive(Debug, Default)]
+struct Shard {
+    objects: HashTable<(ObjectId, Slot)>,
+}
+
+impl Shard {
+    fn get(&self, hash: u64, id: &ObjectId) -> Option<&Slot> {
+        self.objects
+            .find(hash, |(k, _)| k == id)
+            .map(|(_, slot)| slot)
+    }
+
+    fn get_mut(&mut self, hash: u64, id: &ObjectId) -> Option<&mut Slot> {
+        self.objects
+            .find_mut(hash, |(k, _)| k == id)
+            .map(|(_, slot)| slot)
+    }
+
+    /// Adds an object that is not there yet.
+    fn insert(&mut self, hasher: &Hasher, hash: u64, id: ObjectId, slot: Slot) {
+        self.objects
+            .insert_unique(hash, (id, slot), |(k, _)| hasher.hash_one(k.as_str()));
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -64,9 +93,7 @@ impl MemoryStore {
             (std::thread::available_parallelism().map_or(4, |n| n.get()) * 8).next_power_of_two()
         };
         MemoryStore {
-            shards: (0..shards)
-                .map(|_| Mutex::new(HashMap::with_hasher(Hasher::default())))
-                .collect(),
+            shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
             hasher: Hasher::default(),
             publisher: Publisher::new(capacity),
             keep: usize::MAX,
@@ -94,9 +121,12 @@ impl MemoryStore {
         slot.history.push_back(entry);
     }
 
-    fn shard(&self, id: &ObjectId) -> &Mutex<HashMap<ObjectId, Slot, Hasher>> {
+    /// The id's hash and its shard. The shard is chosen by bits the table does not
+    /// use to place an entry within it (its low bits and top seven).
+    fn shard(&self, id: &ObjectId) -> (u64, &Mutex<Shard>) {
         let hash = self.hasher.hash_one(id.as_str());
-        &self.shards[(hash as usize) & (self.shards.len() - 1)]
+        let shard = (hash >> 32) as usize & (self.shards.len() - 1);
+        (hash, &self.shards[shard])
     }
 }
 
@@ -159,12 +189,10 @@ impl Store for MemoryStore {
         let mut unreadable = Vec::new();
         let mut translated = Vec::new();
         for shard in &shards {
-            let mut out = HashMap::with_hasher(Hasher::default());
-            for (id, slot) in shard.iter() {
+            let mut out = Vec::with_capacity(shard.objects.len());
+            for (id, slot) in shard.objects.iter() {
                 match t.slot(slot) {
-                    Ok(slot) => {
-                        out.insert(id.clone(), slot);
-                    }
+                    Ok(slot) => out.push(slot),
                     Err(name) => unreadable.push(format!("{id} ({name})")),
                 }
             }
@@ -180,22 +208,27 @@ impl Store for MemoryStore {
                 ),
             });
         }
+        // Nothing moved meanwhile (every shard is locked): the same order.
         for (shard, out) in shards.iter_mut().zip(translated) {
-            **shard = out;
+            for ((_, slot), new) in shard.objects.iter_mut().zip(out) {
+                *slot = new;
+            }
         }
         *bound = Some(machine.clone());
         Ok(())
     }
 
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
-        Ok(lock(self.shard(id)).get(id).map(|slot| slot.record.clone()))
+        let (hash, shard) = self.shard(id);
+        Ok(lock(shard).get(hash, id).map(|slot| slot.record.clone()))
     }
 
     fn commit(&self, write: Write) -> Result<(), StoreError> {
         let (id, expected, record, entry) = write.into_parts();
-        let mut shard = lock(self.shard(&id));
+        let (hash, shard) = self.shard(&id);
+        let mut shard = lock(shard);
         let Some(expected) = expected else {
-            if let Some(slot) = shard.get(&id) {
+            if let Some(slot) = shard.get(hash, &id) {
                 return Err(StoreError::Conflict {
                     found: Some(Box::new(slot.record.clone())),
                     id,
@@ -206,10 +239,10 @@ impl Store for MemoryStore {
                 history: VecDeque::new(),
             };
             self.append(&mut slot, &id, entry);
-            shard.insert(id, slot);
+            shard.insert(&self.hasher, hash, id, slot);
             return Ok(());
         };
-        let Some(slot) = shard.get_mut(&id) else {
+        let Some(slot) = shard.get_mut(hash, &id) else {
             return Err(StoreError::Conflict { id, found: None });
         };
         if slot.record.expected() != expected {
@@ -232,8 +265,9 @@ impl Store for MemoryStore {
         _known: Option<Record>,
         decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
     ) -> Result<Result<(T, Record), E>, StoreError> {
-        let mut shard = lock(self.shard(id));
-        let slot = shard.get_mut(id);
+        let (hash, shard) = self.shard(id);
+        let mut shard = lock(shard);
+        let slot = shard.get_mut(hash, id);
         let (change, value) = match decide(slot.as_deref().map(|slot| &slot.record)) {
             Ok(decided) => decided,
             Err(refused) => return Ok(Err(refused)),
@@ -250,8 +284,9 @@ impl Store for MemoryStore {
     }
 
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
-        Ok(lock(self.shard(id))
-            .get(id)
+        let (hash, shard) = self.shard(id);
+        Ok(lock(shard)
+            .get(hash, id)
             .map(|slot| slot.history.iter().cloned().collect())
             .unwrap_or_default())
     }
@@ -260,7 +295,14 @@ impl Store for MemoryStore {
         let mut ids: Vec<_> = self
             .shards
             .iter()
-            .flat_map(|shard| lock(shard).keys().cloned().collect::<Vec<_>>())
+            .flat_map(|shard| {
+                let shard = lock(shard);
+                shard
+                    .objects
+                    .iter()
+                    .map(|(id, _)| id.clone())
+                    .collect::<Vec<_>>()
+            })
             .collect();
         ids.sort();
         Ok(ids)
