@@ -4,6 +4,12 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 /// Where the runtime reads the time of a change.
+///
+/// The runtime reads it inside [`Store::modify`](crate::Store::modify), while a
+/// store may hold the object (the memory store does, under a shard lock), so that
+/// every write is stamped no earlier than the write before it and no earlier
+/// than what its guards read. `now` must therefore be quick and must not call the
+/// runtime or its store.
 pub trait Clock: Send + Sync + 'static {
     /// The current time.
     fn now(&self) -> SystemTime;

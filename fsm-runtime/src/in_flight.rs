@@ -296,14 +296,14 @@ impl<S: Store> InFlight<'_, S> {
     /// one), decides again on the record as it is.
     fn settle(&mut self, outcome: Outcome, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
         let mut known = self.written.take();
-        // The clock is the user's: read before the store holds anything.
-        let at = self.runtime.now();
         loop {
             let mut expected = None;
             let decided = self
                 .runtime
                 .store()
                 .modify(&self.id, known.take(), |record| {
+                    // Stamped inside the step: later than the write before it.
+                    let at = self.runtime.now();
                     let (change, read) = self.settlement(record, &outcome, data.clone(), at)?;
                     expected = Some(read.expected());
                     Ok((change, ()))

@@ -423,7 +423,7 @@ impl<S: Store> Runtime<S> {
         async {
             let record = self.get_async(id.clone()).await?;
             let (change, start) = self
-                .admit_start(&id, actor, action, version, data, &record, self.now())
+                .admit_start(&id, actor, action, version, data, &record)
                 .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
             let write = change.write(id.clone(), &record);
             let written = write.record.clone();
@@ -445,7 +445,6 @@ impl<S: Store> Runtime<S> {
         let action = action.resolve(self.machine())?;
         let span = self.start_span(&id, actor, action);
         let _enter = span.enter();
-        let at = self.now();
         // Guards are the user's code: they run on a record read first, with
         // nothing held, and the change is then made only if the object is still
         // as they saw it. With no guard, the store reads, checks and writes in one
@@ -457,14 +456,14 @@ impl<S: Store> Runtime<S> {
                 .modify(&id, None, |record| {
                     let record = record.ok_or_else(|| RuntimeError::NotFound { id: id.clone() })?;
                     expected = Some(record.expected());
-                    self.admit_start(&id, actor, action, version, proposed, record, at)
+                    self.admit_start(&id, actor, action, version, proposed, record)
                 })
                 .map_err(|e| self.refused(expected, e))
                 .and_then(|decided| decided)
         } else {
             let seen = self.get(id.clone())?;
             let seen_at = seen.expected();
-            self.admit_start(&id, actor, action, version, proposed, &seen, at)
+            self.admit_start(&id, actor, action, version, proposed, &seen)
                 .and_then(|admitted| {
                     self.inner
                         .store
@@ -490,8 +489,7 @@ impl<S: Store> Runtime<S> {
     }
 
     /// A start's checks against the object's `record`, as read, and if they pass,
-    /// the change that starts the action at `at` and what its handle will hold.
-    #[allow(clippy::too_many_arguments)]
+    /// the change that starts the action and what its handle will hold.
     fn admit_start(
         &self,
         id: &ObjectId,
@@ -500,7 +498,6 @@ impl<S: Store> Runtime<S> {
         version: Option<u64>,
         proposed: Option<Arc<str>>,
         record: &Record,
-        at: SystemTime,
     ) -> Result<(Change, Start), RuntimeError> {
         if let Some(expected) = version.filter(|&v| v != record.version) {
             return Err(RuntimeError::VersionMismatch {
@@ -519,6 +516,9 @@ impl<S: Store> Runtime<S> {
             record,
             proposed.as_deref(),
         )?;
+        // After the checks: a start is stamped later than every read its guards
+        // made, and (inside `Store::modify`) than the write before it.
+        let at = self.now();
         let slot = Slot::of(self.machine().action(action).hidden);
         let version = record.version + 1;
         let holder = Holder {

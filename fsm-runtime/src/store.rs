@@ -158,6 +158,11 @@ impl Write {
 /// [`StoreError::Conflict`] with what it found. Failures of the backend itself are
 /// [`StoreError::Unavailable`], saying whether a retry can help. Every applied write
 /// is published to watchers, in version order per object.
+///
+/// The runtime makes most writes through [`Store::modify`], whose default reads,
+/// lets the runtime decide, and commits a compare-and-set `Write`: a backend
+/// implements `load` and `commit` and gets it for free. A backend that can hold
+/// an object still while the runtime decides (the memory store) overrides it.
 pub trait Store: Send + Sync + 'static {
     /// Called by [`RuntimeBuilder::build`](crate::RuntimeBuilder::build) before
     /// any other call: the machine whose objects the store keeps. A store that
@@ -201,7 +206,8 @@ pub trait Store: Send + Sync + 'static {
     /// record it holds (the [`MemoryStore`](crate::MemoryStore) does, under the
     /// object's shard lock: one lookup, no copy of the record, and no conflict).
     /// `decide` is quick and never calls back into the store: the runtime passes
-    /// only its own checks, never a guard, a clock or other code of the user's.
+    /// its own checks and a read of its [`Clock`](crate::Clock) (so that a write
+    /// is stamped after the one before it), never a guard.
     fn modify<T, E>(
         &self,
         id: &ObjectId,

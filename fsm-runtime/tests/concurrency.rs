@@ -433,6 +433,16 @@ fn race_on_three_objects<S: Store>(store: S, enough: impl Fn(&Races) -> bool) ->
     for i in 0..HOT {
         let history = rt.history(id(i)).unwrap();
         check_history(&machine, &history).unwrap_or_else(|e| panic!("{}: {e}", id(i)));
+        // Each write is stamped no earlier than the write before it.
+        for pair in history.windows(2) {
+            assert!(
+                pair[0].at <= pair[1].at,
+                "{}: version {} stamped before version {}",
+                id(i),
+                pair[1].version,
+                pair[0].version
+            );
+        }
         let reboots = history
             .iter()
             .filter(|e| e.kind == EntryKind::Completed)
