@@ -42,7 +42,7 @@ impl Slot {
 /// receives one in [`Store::modify`](crate::Store::modify) and applies it to the
 /// record it holds with [`Change::apply`]; only the runtime makes one, as only it
 /// makes a [`Write`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Change {
     pub(crate) kind: EntryKind,
     pub(crate) action: ActionId,
