@@ -1269,10 +1269,10 @@ impl Worker {
     // --- VPC operator ---------------------------------------------------------
 
     async fn vpc(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let Some((o, state)) = self.look::<V>(Kind::Vpc, id).await else {
             return;
         };
-        match self.rt(Kind::Vpc).state_as_async::<V>(id.clone()).await {
+        match state {
             Ok(V::Init) if self.missing(Kind::Divider, &o.parts).await => {
                 // Step 2 of "VPC Object Create Workflow".
                 self.create_part(Kind::Vpc, id, Kind::Divider, "divider-0")
@@ -1405,10 +1405,10 @@ impl Worker {
     }
 
     async fn network(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let Some((o, state)) = self.look::<N>(Kind::Network, id).await else {
             return;
         };
-        match self.rt(Kind::Network).state_as_async::<N>(id.clone()).await {
+        match state {
             Ok(N::Init) if self.missing(Kind::Bouncer, &o.parts).await => {
                 // Step 2 of "Network Object Create Workflow".
                 self.create_part(Kind::Network, id, Kind::Bouncer, "bouncer-0")
@@ -1437,14 +1437,10 @@ impl Worker {
 
     /// Endpoint create, steps 1-3, and endpoint delete, steps 3-5.
     async fn allocate(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let Some((o, state)) = self.look::<E>(Kind::Endpoint, id).await else {
             return;
         };
-        match self
-            .rt(Kind::Endpoint)
-            .state_as_async::<E>(id.clone())
-            .await
-        {
+        match state {
             Ok(E::Init) => {
                 let network = o.parent.clone().expect("an endpoint has a network");
                 if self
@@ -1716,14 +1712,10 @@ impl Worker {
     /// Endpoint create steps 4-8 once the Endpoint Operator has updated the
     /// endpoint with its bouncers; endpoint delete steps 6-7.
     async fn endpoint_bouncers(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let Some((o, state)) = self.look::<E>(Kind::Endpoint, id).await else {
             return;
         };
-        match self
-            .rt(Kind::Endpoint)
-            .state_as_async::<E>(id.clone())
-            .await
-        {
+        match state {
             Ok(E::Allocated) if !o.peers.is_empty() => {
                 let _ = self
                     .act_with(Kind::Endpoint, id, EA::Provision, || {
@@ -1750,7 +1742,7 @@ impl Worker {
 
     /// Bouncer create steps 5-6 and 12-13; bouncer delete steps 3-5.
     async fn bouncer_endpoints(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let Some((o, state)) = self.look::<B>(Kind::Bouncer, id).await else {
             return;
         };
         let endpoints = o
@@ -1758,7 +1750,7 @@ impl Worker {
             .and_then(|n| self.cluster.object(&n))
             .map(|n| n.children)
             .unwrap_or_default();
-        match self.rt(Kind::Bouncer).state_as_async::<B>(id.clone()).await {
+        match state {
             Ok(B::Placed) => {
                 let ready: BTreeSet<ObjectId> = self
                     .those_in(Kind::Endpoint, endpoints, E::Provisioned)
@@ -1802,14 +1794,10 @@ impl Worker {
     /// Endpoint create step 5: the endpoint learns its network's provisioned
     /// bouncers (a data update, no state change).
     async fn endpoint(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let Some((o, state)) = self.look::<E>(Kind::Endpoint, id).await else {
             return;
         };
-        match self
-            .rt(Kind::Endpoint)
-            .state_as_async::<E>(id.clone())
-            .await
-        {
+        match state {
             Ok(state @ (E::Allocated | E::Provisioned)) => {
                 if state == E::Provisioned {
                     self.cache(Kind::Endpoint, id, true);
@@ -1834,11 +1822,11 @@ impl Worker {
     /// update steps 1-3 (the backends taken in; the Bouncer Operator, watching,
     /// is called back by the write), and delete steps 1-2 and 7-8.
     async fn scaled_endpoint(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let kind = Kind::ScaledEndpoint;
+        let Some((o, state)) = self.look::<S>(kind, id).await else {
             return;
         };
-        let kind = Kind::ScaledEndpoint;
-        match self.rt(kind).state_as_async::<S>(id.clone()).await {
+        match state {
             Ok(S::Init) => {
                 // Once the network's bouncers are up, so that they can be told
                 // about the service (a bouncer's provisioning brings us back).
@@ -1886,11 +1874,11 @@ impl Worker {
     /// Scaled endpoint update steps 4-5 (at its creation too: every bouncer of
     /// the network learns the new service) and delete steps 4-6.
     async fn scaled_endpoint_bouncers(&mut self, id: &ObjectId) {
-        let Some(o) = self.cluster.object(id) else {
+        let kind = Kind::ScaledEndpoint;
+        let Some((o, state)) = self.look::<S>(kind, id).await else {
             return;
         };
-        let kind = Kind::ScaledEndpoint;
-        match self.rt(kind).state_as_async::<S>(id.clone()).await {
+        match state {
             Ok(S::Provisioned)
                 if o.backends_seen.is_some() && o.backends_told != o.backends_seen =>
             {
@@ -1923,6 +1911,17 @@ impl Worker {
     }
 
     /// The state of `id` of `kind`, read without blocking the thread.
+    /// The object's entry in the topology and its state, read in that order, for
+    /// a step that needs both; `None` when the topology no longer has it.
+    async fn look<M: StateMachine>(
+        &self,
+        kind: Kind,
+        id: &ObjectId,
+    ) -> Option<(Object, Result<M, RuntimeError>)> {
+        let o = self.cluster.object(id)?;
+        Some((o, self.rt(kind).state_as_async::<M>(id.clone()).await))
+    }
+
     async fn state_of<M: StateMachine>(&self, kind: Kind, id: &ObjectId) -> Option<M> {
         self.rt(kind).state_as_async::<M>(id.clone()).await.ok()
     }
