@@ -47,6 +47,17 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.modify(id, known, decide),
         }
     }
+    async fn modify_async<T: Send, E: Send>(
+        &self,
+        id: &ObjectId,
+        known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+    ) -> Result<Result<(T, Record), E>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.modify_async(id, known, decide).await,
+            AnyStore::Etcd(s) => s.modify_async(id, known, decide).await,
+        }
+    }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         match self {
             AnyStore::Memory(s) => s.history(id),

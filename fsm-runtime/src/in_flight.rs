@@ -302,16 +302,10 @@ impl<S: Store> InFlight<'_, S> {
                 .runtime
                 .store()
                 .modify(&self.id, known.take(), |record| {
-                    // Stamped inside the step: later than the write before it.
-                    let at = self.runtime.now();
-                    let (change, read) = self.settlement(record, &outcome, data.clone(), at)?;
-                    expected = Some(read.expected());
-                    Ok((change, ()))
+                    self.decide_settlement(record, &outcome, data.clone(), &mut expected)
                 });
-            match decided {
-                Err(StoreError::Conflict { .. }) => {}
-                Err(e) => return Err(self.runtime.refused(expected, e)),
-                Ok(settled) => return settled.map(|((), record)| record),
+            if let Some(settled) = self.settled(decided, expected) {
+                return settled;
             }
         }
     }
@@ -322,21 +316,48 @@ impl<S: Store> InFlight<'_, S> {
         outcome: Outcome,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let mut record = match self.written.take() {
-            Some(written) => Some(written),
-            None => self.runtime.load_async(&self.id).await?,
-        };
+        let mut known = self.written.take();
         loop {
-            let (change, read) =
-                self.settlement(record.as_ref(), &outcome, data.clone(), self.runtime.now())?;
-            let write = change.write(self.id.clone(), read);
-            let next = write.record.clone();
-            match self.runtime.commit_async(write).await {
-                Err(RuntimeError::Conflict { .. }) => {
-                    record = self.runtime.load_async(&self.id).await?;
-                }
-                done => return done.map(|()| next),
+            let mut expected = None;
+            let decided = self
+                .runtime
+                .store()
+                .modify_async(&self.id, known.take(), |record| {
+                    self.decide_settlement(record, &outcome, data.clone(), &mut expected)
+                })
+                .await;
+            if let Some(settled) = self.settled(decided, expected) {
+                return settled;
             }
+        }
+    }
+
+    /// The settlement of `outcome` as the store decides it on `record`, stamped
+    /// there (later than the write before it), noting the version it read.
+    fn decide_settlement(
+        &self,
+        record: Option<&Record>,
+        outcome: &Outcome,
+        data: Option<Arc<str>>,
+        expected: &mut Option<Expected>,
+    ) -> Result<(Change, ()), RuntimeError> {
+        let (change, read) = self.settlement(record, outcome, data, self.runtime.now())?;
+        *expected = Some(read.expected());
+        Ok((change, ()))
+    }
+
+    /// The outcome of a settlement the store was asked for: the record it left,
+    /// or why it was refused; `None` when its compare-and-set lost to another
+    /// write, so that it is decided again on a fresh read.
+    fn settled(
+        &self,
+        decided: Result<Result<((), Record), RuntimeError>, StoreError>,
+        expected: Option<Expected>,
+    ) -> Option<Result<Record, RuntimeError>> {
+        match decided {
+            Err(StoreError::Conflict { .. }) => None,
+            Err(e) => Some(Err(self.runtime.refused(expected, e))),
+            Ok(settled) => Some(settled.map(|((), record)| record)),
         }
     }
 

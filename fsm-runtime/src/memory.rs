@@ -283,6 +283,16 @@ impl Store for MemoryStore {
         Ok(Ok((value, slot.record.clone())))
     }
 
+    /// `modify`: the memory store never waits.
+    fn modify_async<T: Send, E: Send>(
+        &self,
+        id: &ObjectId,
+        known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+    ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
+        std::future::ready(self.modify(id, known, decide))
+    }
+
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         let (hash, shard) = self.shard(id);
         Ok(lock(shard)

@@ -421,14 +421,24 @@ impl<S: Store> Runtime<S> {
         let action = action.resolve(self.machine())?;
         let span = self.start_span(&id, actor, action);
         async {
-            let record = self.get_async(id.clone()).await?;
-            let (change, start) = self
-                .admit_start(&id, actor, action, version, data, &record)
-                .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
-            let write = change.write(id.clone(), &record);
-            let written = write.record.clone();
-            self.commit_async(write).await?;
-            Ok(start.begun(self, id, written))
+            let seen = match self.machine().action(action).guards.is_empty() {
+                true => None,
+                false => Some(self.get_async(id.clone()).await?),
+            };
+            let admission = self.admission(&id, actor, action, version, data, seen.as_ref());
+            let mut expected = seen.as_ref().map(Record::expected);
+            let decided = match admission {
+                Ok(admission) => {
+                    let store = &self.inner.store;
+                    store
+                        .modify_async(&id, seen, |record| {
+                            self.decide_start(&id, admission, record, &mut expected)
+                        })
+                        .await
+                }
+                Err(refused) => Ok(Err(refused)),
+            };
+            self.started(id, decided, expected)
         }
         .instrument(span)
         .await
@@ -445,37 +455,93 @@ impl<S: Store> Runtime<S> {
         let action = action.resolve(self.machine())?;
         let span = self.start_span(&id, actor, action);
         let _enter = span.enter();
-        // Guards are the user's code: they run on a record read first, with
-        // nothing held, and the change is then made only if the object is still
-        // as they saw it. With no guard, the store reads, checks and writes in one
-        // step (for the memory store, under one shard lock).
-        let started = if self.machine().action(action).guards.is_empty() {
-            let mut expected = None;
-            self.inner
-                .store
-                .modify(&id, None, |record| {
-                    let record = record.ok_or_else(|| RuntimeError::NotFound { id: id.clone() })?;
-                    expected = Some(record.expected());
-                    self.admit_start(&id, actor, action, version, proposed, record)
-                })
-                .map_err(|e| self.refused(expected, e))
-                .and_then(|decided| decided)
-        } else {
-            let seen = self.get(id.clone())?;
-            let seen_at = seen.expected();
-            self.admit_start(&id, actor, action, version, proposed, &seen)
-                .and_then(|admitted| {
-                    self.inner
-                        .store
-                        .modify(&id, Some(seen), |record| match record {
-                            Some(record) if record.expected() == seen_at => Ok(admitted),
-                            found => Err(self.conflict(id.clone(), Some(seen_at), found)),
-                        })
-                        .map_err(|e| self.refused(Some(seen_at), e))
-                        .and_then(|decided| decided)
-                })
+        let seen = match self.machine().action(action).guards.is_empty() {
+            true => None,
+            false => Some(self.get(id.clone())?),
         };
-        let (start, written) = started.inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
+        let admission = self.admission(&id, actor, action, version, proposed, seen.as_ref());
+        let mut expected = seen.as_ref().map(Record::expected);
+        let decided = match admission {
+            Ok(admission) => self.inner.store.modify(&id, seen, |record| {
+                self.decide_start(&id, admission, record, &mut expected)
+            }),
+            Err(refused) => Ok(Err(refused)),
+        };
+        self.started(id, decided, expected)
+    }
+
+    /// What a start decides with: with no guard, the checks themselves, run on
+    /// the record the store holds (for the memory store, under one shard lock);
+    /// with guards, which are the user's code and may read other objects, the
+    /// checks run now on `seen`, a record read first with nothing held, and the
+    /// start stands only if the object is still at that version.
+    fn admission<'a>(
+        &self,
+        id: &ObjectId,
+        actor: &'a Actor,
+        action: ActionId,
+        version: Option<u64>,
+        proposed: Option<Arc<str>>,
+        seen: Option<&Record>,
+    ) -> Result<Admission<'a>, RuntimeError> {
+        Ok(match seen {
+            None => Admission::Checks {
+                actor,
+                action,
+                version,
+                proposed,
+            },
+            Some(seen) => Admission::Checked {
+                seen: seen.expected(),
+                admitted: self.admit_start(id, actor, action, version, proposed, seen)?,
+            },
+        })
+    }
+
+    /// The start `admission` makes of the object's `record` as the store has it
+    /// (noting its version in `expected`, for a conflict's message).
+    fn decide_start(
+        &self,
+        id: &ObjectId,
+        admission: Admission<'_>,
+        record: Option<&Record>,
+        expected: &mut Option<Expected>,
+    ) -> Result<(Change, Start), RuntimeError> {
+        match (admission, record) {
+            (_, None) => Err(RuntimeError::NotFound { id: id.clone() }),
+            (
+                Admission::Checks {
+                    actor,
+                    action,
+                    version,
+                    proposed,
+                },
+                Some(record),
+            ) => {
+                *expected = Some(record.expected());
+                self.admit_start(id, actor, action, version, proposed, record)
+            }
+            (Admission::Checked { seen, admitted }, Some(record)) => {
+                if record.expected() == seen {
+                    Ok(admitted)
+                } else {
+                    Err(self.conflict(id.clone(), Some(seen), Some(record)))
+                }
+            }
+        }
+    }
+
+    /// The handle of a start the store decided, or why it was refused.
+    fn started(
+        &self,
+        id: ObjectId,
+        decided: Result<Result<(Start, Record), RuntimeError>, StoreError>,
+        expected: Option<Expected>,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        let (start, written) = decided
+            .map_err(|e| self.refused(expected, e))
+            .and_then(|decided| decided)
+            .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
         Ok(start.begun(self, id, written))
     }
 
@@ -663,13 +729,6 @@ impl<S: Store> Runtime<S> {
             .map_err(|e| self.refused(expected, e))
     }
 
-    /// [`commit`](Self::commit), awaited.
-    pub(crate) async fn commit_async(&self, write: Write) -> Result<(), RuntimeError> {
-        let expected = write.expected;
-        let result = self.inner.store.commit_async(write).await;
-        result.map_err(|e| self.refused(expected, e))
-    }
-
     /// The error of a write that expected `expected` and that the store refused.
     pub(crate) fn refused(&self, expected: Option<Expected>, e: StoreError) -> RuntimeError {
         match e {
@@ -688,6 +747,23 @@ impl<S: Store> Runtime<S> {
     pub(crate) fn action_name(&self, action: ActionId) -> &str {
         &self.machine().action(action).name
     }
+}
+
+/// How a start is decided: see [`Runtime::admission`].
+enum Admission<'a> {
+    /// No guard: the checks run on the record the store holds.
+    Checks {
+        actor: &'a Actor,
+        action: ActionId,
+        version: Option<u64>,
+        proposed: Option<Arc<str>>,
+    },
+    /// Guards passed on the record at `seen`: the start stands if the object is
+    /// still there.
+    Checked {
+        seen: Expected,
+        admitted: (Change, Start),
+    },
 }
 
 /// What a start that passed its checks hands its [`InFlight`], once the store has

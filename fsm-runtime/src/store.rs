@@ -218,20 +218,38 @@ pub trait Store: Send + Sync + 'static {
             Some(record) => Some(record),
             None => self.load(id)?,
         };
-        let (change, value) = match decide(record.as_ref()) {
+        let (write, value) = match decided_write(id, record, decide)? {
             Ok(decided) => decided,
             Err(refused) => return Ok(Err(refused)),
         };
-        let Some(record) = record else {
-            return Err(StoreError::Conflict {
-                id: id.clone(),
-                found: None,
-            });
-        };
-        let write = change.write(id.clone(), &record);
         let next = write.record.clone();
         self.commit(write)?;
         Ok(Ok((value, next)))
+    }
+
+    /// [`modify`](Store::modify) for async callers, with the same default:
+    /// [`load_async`](Store::load_async) (unless `known`), decide, then
+    /// [`commit_async`](Store::commit_async). A store that decides on the record
+    /// it holds answers with its `modify` (the memory store does).
+    fn modify_async<T: Send, E: Send>(
+        &self,
+        id: &ObjectId,
+        known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+    ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
+        async move {
+            let record = match known {
+                Some(record) => Some(record),
+                None => self.load_async(id).await?,
+            };
+            let (write, value) = match decided_write(id, record, decide)? {
+                Ok(decided) => decided,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            let next = write.record.clone();
+            self.commit_async(write).await?;
+            Ok(Ok((value, next)))
+        }
     }
 
     /// [`load`](Store::load) for async callers: what the runtime's `_async` calls
@@ -256,6 +274,27 @@ pub trait Store: Send + Sync + 'static {
     fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
         std::future::ready(self.ids())
     }
+}
+
+/// What the defaults of [`Store::modify`] and [`Store::modify_async`] share: the
+/// write `decide` makes of the `record` read (compared against it), or its
+/// refusal. A change decided on an absent object is a conflict.
+fn decided_write<T, E>(
+    id: &ObjectId,
+    record: Option<Record>,
+    decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+) -> Result<Result<(Write, T), E>, StoreError> {
+    let (change, value) = match decide(record.as_ref()) {
+        Ok(decided) => decided,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let Some(record) = record else {
+        return Err(StoreError::Conflict {
+            id: id.clone(),
+            found: None,
+        });
+    };
+    Ok(Ok((change.write(id.clone(), &record), value)))
 }
 
 /// One applied write, as watchers see it.
@@ -537,6 +576,14 @@ impl<S: Store> Store for Arc<S> {
         decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
     ) -> Result<Result<(T, Record), E>, StoreError> {
         (**self).modify(id, known, decide)
+    }
+    fn modify_async<T: Send, E: Send>(
+        &self,
+        id: &ObjectId,
+        known: Option<Record>,
+        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+    ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
+        (**self).modify_async(id, known, decide)
     }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         (**self).history(id)
