@@ -40,11 +40,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::{Context, Poll};
-use std::thread::JoinHandle;
+use std::task::{Context, Poll, Waker};
+use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use smallvec::SmallVec;
 
 use fsm_core::{ActionId, RuleError};
 
@@ -105,13 +105,116 @@ pub enum QueueError {
 /// systems it drives: `Err` with a message fails the action.
 pub type Work = Box<dyn FnOnce(Fence) -> Result<(), String> + Send>;
 
-/// A queued job: runs, and says whether its queue should end after it and what to
-/// do once the queue's bookkeeping is done (tell the ticket).
-type Job = Box<dyn FnOnce() -> (bool, Notify) + Send>;
+/// What a job ends in: whether its queue should end after it (the object reached
+/// a terminal state), and the outcome for its ticket.
+type Done = (bool, Result<Record, QueueError>);
 
-/// Run by the worker after the queue's bookkeeping, so that a ticket resolves only
-/// once its queue reflects the outcome (a queue ended by a terminal state is gone).
-type Notify = Box<dyn FnOnce() + Send>;
+/// An accepted request as its queue holds it: the job, run once by a worker, and
+/// the outcome its [`Ticket`] reads. Both live in one allocation, which the caller
+/// makes and (its ticket being the last to let go) usually frees: a worker that
+/// freed what callers allocate would meet them on the allocator's locks for every
+/// request (BENCHMARKS.md).
+trait Queued: Send + Sync {
+    /// Runs the job.
+    fn run(&self) -> Done;
+    /// Where the outcome goes.
+    fn outcome(&self) -> &Outcome;
+    /// The error of a job that panicked, or was never run.
+    fn crashed(&self) -> QueueError;
+}
+
+struct Task<S: Store, F> {
+    outcome: Outcome,
+    runtime: Runtime<S>,
+    id: ObjectId,
+    action: ActionId,
+    job: Mutex<Option<F>>,
+}
+
+impl<S: Store, F: FnOnce() -> Done + Send> Queued for Task<S, F> {
+    fn run(&self) -> Done {
+        let job = lock(&self.job).take().expect("a queued job runs once");
+        job()
+    }
+
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
+    }
+
+    fn crashed(&self) -> QueueError {
+        QueueError::Crashed {
+            id: self.id.clone(),
+            action: self.runtime.action_name(self.action).to_owned(),
+        }
+    }
+}
+
+/// A task in its queue. Dropped before its outcome was given (its worker gone),
+/// it gives its ticket the crash, so that no ticket waits forever.
+struct Job(Arc<dyn Queued>);
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if !self.0.outcome().is_given() {
+            self.0.outcome().give(Err(self.0.crashed()));
+        }
+    }
+}
+
+/// The outcome of a request, given once by its worker and taken once by its
+/// ticket, blocking or async.
+#[derive(Default)]
+struct Outcome {
+    /// Set once the outcome is in `slot`: a waiting ticket spins on it.
+    given: AtomicBool,
+    slot: Mutex<OutcomeSlot>,
+}
+
+#[derive(Default)]
+struct OutcomeSlot {
+    result: Option<Result<Record, QueueError>>,
+    /// Who to wake when the outcome is given.
+    waiter: Option<Waiter>,
+}
+
+enum Waiter {
+    Thread(Thread),
+    Task(Waker),
+}
+
+impl Outcome {
+    fn is_given(&self) -> bool {
+        self.given.load(Ordering::Acquire)
+    }
+
+    fn give(&self, result: Result<Record, QueueError>) {
+        let waiter = {
+            let mut slot = lock(&self.slot);
+            slot.result = Some(result);
+            self.given.store(true, Ordering::Release);
+            slot.waiter.take()
+        };
+        match waiter {
+            Some(Waiter::Thread(thread)) => thread.unpark(),
+            Some(Waiter::Task(waker)) => waker.wake(),
+            None => {}
+        }
+    }
+
+    /// The outcome if it was given, or else `waiter` registered to be woken.
+    fn take_or_wait(&self, waiter: impl FnOnce() -> Waiter) -> Option<Result<Record, QueueError>> {
+        let mut slot = lock(&self.slot);
+        let result = slot.result.take();
+        if result.is_none() {
+            slot.waiter = Some(waiter());
+        }
+        result
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 type Route = Box<dyn Fn(&str, &ObjectId) -> ObjectId + Send + Sync>;
 
@@ -125,9 +228,11 @@ struct Queue {
     intake: Arc<Mutex<()>>,
 }
 
+type Hasher = foldhash::fast::RandomState;
+
 #[derive(Default)]
 struct Queues {
-    queues: HashMap<ObjectId, Queue>,
+    queues: HashMap<ObjectId, Queue, Hasher>,
     ready: VecDeque<ObjectId>,
     terminating: bool,
     stopped: bool,
@@ -194,7 +299,7 @@ fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queues> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 }
 
@@ -272,7 +377,7 @@ impl Queuer {
             id: id.into(),
             actor,
             action,
-            steps: Vec::new(),
+            steps: SmallVec::new(),
         }
     }
 
@@ -428,39 +533,38 @@ fn work(shared: &Shared) {
                 state.waking = state.waking.saturating_sub(1);
             }
         };
-        let (close, notify) = match catch_unwind(AssertUnwindSafe(job)) {
+        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
             Ok(done) => done,
             Err(_) => {
                 tracing::error!(queue = %key, "an action panicked; it is left abandoned for the healer");
-                (false, Box::new(|| {}) as Notify)
+                (false, Err(job.0.crashed()))
             }
         };
         let mut state = shared.lock();
-        let Some(queue) = state.queues.get_mut(&key) else {
-            drop(state);
-            notify();
-            continue;
-        };
-        queue.closing |= close;
-        if !queue.jobs.is_empty() {
-            state.ready.push_back(key);
-            shared.readied.fetch_add(1, Ordering::Release);
-            // This worker takes a ready queue next itself; another is woken only
-            // for the ones beyond that.
-            if state.ready.len() > 1 {
-                state.wake_one(&shared.work);
-            }
-        } else {
-            queue.running = false;
-            if queue.closing {
-                state.queues.remove(&key);
-                tracing::debug!(queue = %key, "queue ended");
+        if let Some(queue) = state.queues.get_mut(&key) {
+            queue.closing |= close;
+            if !queue.jobs.is_empty() {
+                state.ready.push_back(key);
+                shared.readied.fetch_add(1, Ordering::Release);
+                // This worker takes a ready queue next itself; another is woken
+                // only for the ones beyond that.
+                if state.ready.len() > 1 {
+                    state.wake_one(&shared.work);
+                }
+            } else {
+                queue.running = false;
+                if queue.closing {
+                    state.queues.remove(&key);
+                    tracing::debug!(queue = %key, "queue ended");
+                }
             }
         }
         let draining = state.draining > 0;
         drop(state);
-        // The waiter first: it is what a caller is blocked on.
-        notify();
+        // The ticket first, once its queue reflects the outcome (a queue ended by
+        // a terminal state is gone): it is what a caller is blocked on.
+        job.0.outcome().give(outcome);
+        drop(job);
         if draining {
             shared.drained.notify_all();
         }
@@ -475,7 +579,8 @@ pub struct Request<'a, S: Store> {
     id: ObjectId,
     actor: &'a Actor,
     action: Result<ActionId, RuntimeError>,
-    steps: Vec<(Result<ActionId, RuntimeError>, Work)>,
+    /// Most requests have one step: kept inline, it costs no allocation.
+    steps: SmallVec<[(Result<ActionId, RuntimeError>, Work); 1]>,
 }
 
 impl<S: Store> Request<'_, S> {
@@ -523,7 +628,7 @@ impl<S: Store> Request<'_, S> {
         } = self;
         let action = action?;
         let machine = runtime.machine();
-        let mut checked = Vec::with_capacity(steps.len());
+        let mut checked = SmallVec::<[(ActionId, Work); 1]>::with_capacity(steps.len());
         for (step, work) in steps {
             checked.push((step?, work));
         }
@@ -570,14 +675,9 @@ impl<S: Store> Request<'_, S> {
             let _ = handle.fail();
             return refused(e);
         }
-        let (tx, rx) = oneshot::channel();
-        let crashed = QueueError::Crashed {
-            id: id.clone(),
-            action: machine.action(action).name.to_string(),
-        };
         let rt = runtime.clone();
         let own_queue = key == id;
-        let job: Job = Box::new(move || {
+        let job = move || {
             let span = tracing::info_span!("queued", object = %handle.id());
             let _enter = span.enter();
             let fence = handle.fence();
@@ -617,46 +717,47 @@ impl<S: Store> Request<'_, S> {
                 && outcome
                     .as_ref()
                     .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
-            (
-                terminal,
-                Box::new(move || {
-                    let _ = tx.send(outcome);
-                }) as Notify,
-            )
+            (terminal, outcome)
+        };
+        let task: Arc<dyn Queued> = Arc::new(Task {
+            outcome: Outcome::default(),
+            runtime: runtime.clone(),
+            id,
+            action,
+            job: Mutex::new(Some(job)),
         });
-        queuer.push(&key, job);
-        Ok(Ticket { rx, crashed })
+        queuer.push(&key, Job(task.clone()));
+        Ok(Ticket { task })
     }
 }
 
 /// The outcome of an accepted request: wait for it (blocking) or `.await` it.
-#[derive(Debug)]
 #[must_use = "a ticket is how the outcome of a request is known"]
 pub struct Ticket {
-    rx: oneshot::Receiver<Result<Record, QueueError>>,
-    crashed: QueueError,
+    task: Arc<dyn Queued>,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("done", &self.task.outcome().is_given())
+            .finish()
+    }
 }
 
 impl Ticket {
     /// Waits for the action to end: the record it left, or why it failed. Do not
     /// call from async code; `.await` the ticket there.
-    pub fn wait(mut self) -> Result<Record, QueueError> {
+    pub fn wait(self) -> Result<Record, QueueError> {
+        let outcome = self.task.outcome();
         // Most actions end within microseconds: spin briefly before parking.
-        let mut outcome = None;
-        spin_until(false, || match self.rx.try_recv() {
-            Ok(result) => {
-                outcome = Some(result);
-                true
+        spin_until(false, || outcome.is_given());
+        loop {
+            if let Some(result) = outcome.take_or_wait(|| Waiter::Thread(std::thread::current())) {
+                return result;
             }
-            Err(oneshot::error::TryRecvError::Empty) => false,
-            Err(oneshot::error::TryRecvError::Closed) => {
-                outcome = Some(Err(self.crashed.clone()));
-                true
-            }
-        });
-        match outcome {
-            Some(result) => result,
-            None => self.rx.blocking_recv().unwrap_or(Err(self.crashed)),
+            // Woken by `give`, or spuriously: look again.
+            std::thread::park();
         }
     }
 }
@@ -664,10 +765,14 @@ impl Ticket {
 impl Future for Ticket {
     type Output = Result<Record, QueueError>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        Pin::new(&mut this.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or_else(|_| Err(this.crashed.clone())))
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self
+            .task
+            .outcome()
+            .take_or_wait(|| Waiter::Task(cx.waker().clone()))
+        {
+            Some(result) => Poll::Ready(result),
+            None => Poll::Pending,
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The queuer and the healer: OpenvCloud's Scenario 1, routing, stopping, crashes,
 //! timeouts, async use, and a stress run.
 
+use std::future::Future as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -425,6 +426,53 @@ fn an_async_caller_awaits_its_ticket() {
             .await
     });
     assert_eq!(vms.machine().state(record.unwrap().state).name, "PAUSED");
+}
+
+/// A ticket awaited, or waited for, before its work ends is woken when it ends:
+/// the future is pending first, and the blocking wait outlasts its spinning.
+#[test]
+fn a_ticket_is_woken_when_its_work_ends() {
+    let vms = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    running_vm(&vms, "vm-1");
+    running_vm(&vms, "vm-2");
+    let queuer = Queuer::new(1);
+    let user = Actor::new("user");
+
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let mut ticket = queuer
+        .request(&vms, "vm-1", &user, "pause")
+        .run(move |_| {
+            released.recv().map_err(|e| e.to_string())?;
+            Ok(())
+        })
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut pending = 0;
+    let record = rt.block_on(std::future::poll_fn(|cx| {
+        match std::pin::Pin::new(&mut ticket).poll(cx) {
+            std::task::Poll::Pending => {
+                pending += 1;
+                // The work may end now; only `give` wakes this task.
+                release.send(()).unwrap();
+                std::task::Poll::Pending
+            }
+            ready => ready,
+        }
+    }));
+    assert_eq!(pending, 1, "the ticket was pending once, then woken");
+    assert_eq!(vms.machine().state(record.unwrap().state).name, "PAUSED");
+
+    let slow = queuer
+        .request(&vms, "vm-2", &user, "pause")
+        .run(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(())
+        })
+        .unwrap();
+    let record = slow.wait().unwrap();
+    assert_eq!(vms.machine().state(record.state).name, "PAUSED");
 }
 
 /// 4 workers, 500 objects, 50,000 random requests, some failing, some crashing.
