@@ -131,10 +131,10 @@ struct Task<S: Store, F> {
     job: Mutex<Option<F>>,
 }
 
-impl<S: Store, F: FnOnce() -> Done + Send> Queued for Task<S, F> {
+impl<S: Store, F: FnOnce(&Runtime<S>) -> Done + Send> Queued for Task<S, F> {
     fn run(&self) -> Done {
         let job = lock(&self.job).take().expect("a queued job runs once");
-        job()
+        job(&self.runtime)
     }
 
     fn outcome(&self) -> &Outcome {
@@ -440,7 +440,10 @@ impl Queuer {
     /// Accepts a started request into its queue, in order.
     fn push(&self, key: &ObjectId, job: Job) {
         let mut state = self.shared.lock();
-        let queue = state.queues.entry(key.clone()).or_default();
+        let queue = match state.queues.get_mut(key) {
+            Some(queue) => queue,
+            None => state.queues.entry(key.clone()).or_default(),
+        };
         queue.jobs.push_back(job);
         if !queue.running {
             queue.running = true;
@@ -463,7 +466,10 @@ impl Queuer {
         if state.terminating {
             return Err(QueueError::Terminated);
         }
-        let queue = state.queues.entry(key.clone()).or_default();
+        let queue = match state.queues.get_mut(key) {
+            Some(queue) => queue,
+            None => state.queues.entry(key.clone()).or_default(),
+        };
         if queue.closing {
             return Err(QueueError::Closed { id: key.clone() });
         }
@@ -675,9 +681,8 @@ impl<S: Store> Request<'_, S> {
             let _ = handle.fail();
             return refused(e);
         }
-        let rt = runtime.clone();
         let own_queue = key == id;
-        let job = move || {
+        let job = move |rt: &Runtime<S>| {
             let span = tracing::info_span!("queued", object = %handle.id());
             let _enter = span.enter();
             let fence = handle.fence();
