@@ -1,38 +1,49 @@
 //! Completed actions per second through the runtime on etcd, against raw
 //! etcd-client transactions doing the same reads and compare-and-puts, with 1 and
-//! 8 concurrent clients, in one run.
+//! 8 concurrent clients.
 //!
 //! Needs an etcd: `FSM_ETCD_ENDPOINTS` (default `127.0.0.1:2379`).
 //! `cargo bench -p fsm-etcd`
+//!
+//! The two cases run in alternating rounds (raw first in even rounds, the runtime
+//! first in odd ones), so that a drift of the machine or of etcd (its database
+//! grows as the run goes) falls on both alike; each round gives one throughput
+//! ratio. The report prints, per client count, each case's median time per
+//! action and the ratio's median and spread over the rounds.
+//! `FSM_BENCH_ROUNDS` (default 15) and `FSM_BENCH_ACTIONS` (actions per client
+//! per round, default 300) set the run's length.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput};
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
 use fsm_core::{ActionId, Machine};
 use fsm_etcd::EtcdStore;
 use fsm_runtime::testing::machine;
 use fsm_runtime::{Actor, Runtime, Store};
 
-#[path = "../../benches/report/mod.rs"]
-mod report;
-
-const CASES: [&str; 2] = ["raw etcd-client txn", "fsm runtime (EtcdStore)"];
-
 fn endpoint() -> String {
     std::env::var("FSM_ETCD_ENDPOINTS").unwrap_or_else(|_| "127.0.0.1:2379".into())
 }
 
-/// Runs `work(client, iterations)` on `clients` threads and answers the wall time.
-fn on_threads(clients: usize, iters: u64, work: impl Fn(usize, u64) + Sync) -> Duration {
-    let per = iters.div_ceil(clients as u64);
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}: a number, not {v:?}"))
+        })
+        .unwrap_or(default)
+}
+
+/// Runs `work(client)` on `clients` threads at once and answers the wall time.
+fn on_threads(clients: usize, work: impl Fn(usize) + Sync) -> Duration {
     let start = Instant::now();
     std::thread::scope(|s| {
         for c in 0..clients {
             let work = &work;
-            s.spawn(move || work(c, per));
+            s.spawn(move || work(c));
         }
     });
     start.elapsed()
@@ -64,19 +75,32 @@ fn raw_action(
     });
 }
 
-fn bench(c: &mut Criterion, machine: &Machine) {
-    let Ok(client_rt) = tokio::runtime::Runtime::new() else {
-        return;
+/// The median of `values`, and their least and greatest.
+fn spread(values: &mut [f64]) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
     };
+    (median, values[0], values[n - 1])
+}
+
+fn bench(machine: &Machine, rounds: usize, actions: usize) {
+    let client_rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
     let raw = client_rt
         .block_on(Client::connect([endpoint()], None))
         .unwrap();
     let run = format!("/fsm-bench/{}/", std::process::id());
+    println!(
+        "{rounds} rounds of {actions} actions per client per case; ns per completed action (median over rounds)\n"
+    );
+    println!(
+        "{:>7} {:>14} {:>14} {:>22}",
+        "clients", "raw etcd", "fsm runtime", "ratio fsm÷raw: median"
+    );
     for clients in [1usize, 8] {
-        let mut g = c.benchmark_group(format!("etcd-{clients}-clients"));
-        g.throughput(Throughput::Elements(1));
-        g.sample_size(10).measurement_time(Duration::from_secs(5));
-
         // Payloads as large as the store's.
         let store = EtcdStore::connect([endpoint()], &format!("{run}fsm-{clients}/")).unwrap();
         let rt = Runtime::new(machine.clone(), store).unwrap();
@@ -86,38 +110,56 @@ fn bench(c: &mut Criterion, machine: &Machine) {
         let record = serde_json::to_vec(&codec.encode_record(&rt.get("size").unwrap())).unwrap();
         let entry =
             serde_json::to_vec(&codec.encode_entry(&rt.history("size").unwrap()[0])).unwrap();
-
-        g.bench_function(CASES[0], |b| {
-            b.iter_custom(|iters| {
-                on_threads(clients, iters, |t, n| {
-                    let key = format!("{run}raw-{clients}/{t}");
-                    for _ in 0..n {
-                        raw_action(&client_rt, &raw, &key, &record, &entry);
-                    }
-                })
-            })
-        });
-
         let ids: Vec<String> = (0..clients).map(|t| format!("vm-{t}")).collect();
         for id in &ids {
             rt.create(id.as_str(), &actor).unwrap();
         }
         let running: Vec<AtomicBool> = ids.iter().map(|_| AtomicBool::new(false)).collect();
         let (start, stop) = (ActionId(0), ActionId(1));
-        g.bench_function(CASES[1], |b| {
-            b.iter_custom(|iters| {
-                on_threads(clients, iters, |t, n| {
-                    for _ in 0..n {
-                        let on = running[t].load(Ordering::Relaxed);
-                        let action = if on { stop } else { start };
-                        let record = rt.start(ids[t].as_str(), &actor, action).unwrap();
-                        black_box(record.complete().unwrap());
-                        running[t].store(!on, Ordering::Relaxed);
-                    }
-                })
+
+        let raw_case = || {
+            on_threads(clients, |t| {
+                let key = format!("{run}raw-{clients}/{t}");
+                for _ in 0..actions {
+                    raw_action(&client_rt, &raw, &key, &record, &entry);
+                }
             })
-        });
-        g.finish();
+        };
+        let fsm_case = || {
+            on_threads(clients, |t| {
+                for _ in 0..actions {
+                    let on = running[t].load(Ordering::Relaxed);
+                    let action = if on { stop } else { start };
+                    let held = rt.start(ids[t].as_str(), &actor, action).unwrap();
+                    black_box(held.complete().unwrap());
+                    running[t].store(!on, Ordering::Relaxed);
+                }
+            })
+        };
+        // A warm-up round of each, not counted.
+        raw_case();
+        fsm_case();
+        let per_action = |d: Duration| d.as_nanos() as f64 / (clients * actions) as f64;
+        let (mut raws, mut fsms, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let (r, f) = if round % 2 == 0 {
+                let r = raw_case();
+                (r, fsm_case())
+            } else {
+                let f = fsm_case();
+                (raw_case(), f)
+            };
+            let (r, f) = (per_action(r), per_action(f));
+            raws.push(r);
+            fsms.push(f);
+            ratios.push(r / f);
+        }
+        let (raw_ns, _, _) = spread(&mut raws);
+        let (fsm_ns, _, _) = spread(&mut fsms);
+        let (ratio, least, most) = spread(&mut ratios);
+        println!(
+            "{clients:>7} {raw_ns:>14.0} {fsm_ns:>14.0} {ratio:>8.3} (rounds {least:.3}–{most:.3})"
+        );
         black_box(rt.store().ids().unwrap());
     }
     // Leave nothing behind.
@@ -134,17 +176,16 @@ fn bench(c: &mut Criterion, machine: &Machine) {
 fn main() {
     let machine = machine();
     assert_eq!(machine.action(ActionId(0)).name.as_ref(), "start");
-    if EtcdStore::connect([endpoint()], "/fsm-bench-probe/").is_err() {
+    if let Err(e) = EtcdStore::connect([endpoint()], "/fsm-bench-probe/") {
         eprintln!(
-            "no etcd at {}: set FSM_ETCD_ENDPOINTS; nothing measured",
+            "no etcd at {} ({e}): start one, or set FSM_ETCD_ENDPOINTS; nothing measured",
             endpoint()
         );
-        return;
+        std::process::exit(1);
     }
-    let mut c = Criterion::default().configure_from_args();
-    bench(&mut c, &machine);
-    c.final_summary();
-    for clients in [1, 8] {
-        report::print_ratios(&format!("etcd-{clients}-clients"), "action", 1.0, &CASES);
-    }
+    bench(
+        &machine,
+        setting("FSM_BENCH_ROUNDS", 15),
+        setting("FSM_BENCH_ACTIONS", 300),
+    );
 }

@@ -37,9 +37,10 @@
 //!   *then* put the record and put its history entry, *else* read what is there and
 //!   answer [`StoreError::Conflict`]. A state change is never stored without its
 //!   history entry, nor an entry without its change.
-//! - **Watchers on etcd watch.** One etcd watch on `hist/` feeds the store's
-//!   [`Publisher`], so watchers see the writes of every process, each object's in
-//!   version order. A watch broken by a lost connection resumes from the last
+//! - **Watchers on etcd watch.** One etcd watch on `hist/`, opened at the store's
+//!   first [`watch`](Store::watch), feeds the store's [`Publisher`], so watchers
+//!   see the writes of every process, each object's in version order; a process
+//!   that never watches costs etcd no event per write. A watch broken by a lost connection resumes from the last
 //!   revision seen.
 //! - **Errors.** A lost connection, a timeout or an etcd restarting is
 //!   [`StoreError::Unavailable`] with `retryable: true`. A write that timed out may
@@ -126,6 +127,9 @@ struct Inner {
     prefix: String,
     timeout: Duration,
     publisher: Arc<Publisher>,
+    /// Whether the etcd watch that feeds `publisher` is open: only once someone
+    /// watches, so that a process that never does costs etcd no event per write.
+    fed: std::sync::Mutex<bool>,
     /// This process's lease, kept alive in the background: the keys that say an
     /// action of ours is in flight are attached to it.
     lease: Arc<AtomicI64>,
@@ -235,8 +239,12 @@ impl EtcdStore {
             timeout,
             lease_ttl,
         } = options;
+        // One worker: it only hands requests to the connection and answers back,
+        // and with two, each call's hand-offs crossed between them, a thread
+        // woken through the kernel more per call (BENCHMARKS.md). Async callers'
+        // calls wait on the runtime's blocking threads, not on its worker.
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(1)
             .thread_name("fsm-etcd")
             .enable_all()
             .build()
@@ -255,20 +263,7 @@ impl EtcdStore {
             .id();
         let lease = Arc::new(AtomicI64::new(lease));
         runtime.spawn(keep_alive(client.clone(), ttl, lease.clone()));
-        // The watch starts after the revision etcd is at now.
-        let revision = runtime
-            .block_on(client.kv_client().get(prefix.clone(), None))
-            .map_err(store_error)?
-            .header()
-            .map_or(0, |h| h.revision());
         let codec = Arc::new(OnceLock::new());
-        runtime.spawn(feed(
-            client.clone(),
-            format!("{prefix}hist/"),
-            revision + 1,
-            publisher.clone(),
-            codec.clone(),
-        ));
         Ok(EtcdStore {
             inner: Arc::new(Inner {
                 runtime: Some(runtime),
@@ -276,6 +271,7 @@ impl EtcdStore {
                 prefix,
                 timeout,
                 publisher,
+                fed: std::sync::Mutex::new(false),
                 lease,
                 ttl,
                 codec,
@@ -600,8 +596,29 @@ impl Store for EtcdStore {
             .collect())
     }
 
+    /// The first call opens the etcd watch on the history, from the revision
+    /// etcd is at once the watcher exists: every write accepted after this call
+    /// returns reaches the watcher.
     fn watch(&self) -> Result<Watcher, StoreError> {
-        Ok(self.inner.publisher.watch())
+        let mut fed = self.inner.fed.lock().unwrap_or_else(|e| e.into_inner());
+        let watcher = self.inner.publisher.watch();
+        if !*fed {
+            let (mut kv, prefix) = (self.inner.client.kv_client(), self.inner.prefix.clone());
+            let revision = self
+                .run(async move { kv.get(prefix, None).await })?
+                .header()
+                .map_or(0, |h| h.revision());
+            let runtime = self.inner.runtime.as_ref().expect("running until dropped");
+            runtime.spawn(feed(
+                self.inner.client.clone(),
+                format!("{}hist/", self.inner.prefix),
+                revision + 1,
+                self.inner.publisher.clone(),
+                self.inner.codec.clone(),
+            ));
+            *fed = true;
+        }
+        Ok(watcher)
     }
 
     /// Runs [`load`](Store::load) on the store's own runtime and awaits it: the
