@@ -11,7 +11,9 @@
 //! ratio. The report prints, per client count, each case's median time per
 //! action and the ratio's median and spread over the rounds.
 //! `FSM_BENCH_ROUNDS` (default 15) and `FSM_BENCH_ACTIONS` (actions per client
-//! per round, default 300) set the run's length.
+//! per round, default 300) set the run's length; `FSM_BENCH_ONLY=raw` (or `fsm`)
+//! runs one case alone, to profile it; `FSM_BENCH_CLIENTS` (default `1,8`) lists
+//! the client counts.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +37,22 @@ fn setting(name: &str, default: usize) -> usize {
                 .unwrap_or_else(|_| panic!("{name}: a number, not {v:?}"))
         })
         .unwrap_or(default)
+}
+
+/// The client counts to measure: `FSM_BENCH_CLIENTS` (`1,8`), else 1 and 8.
+fn client_counts() -> Vec<usize> {
+    std::env::var("FSM_BENCH_CLIENTS").map_or_else(
+        |_| vec![1, 8],
+        |list| {
+            list.split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse()
+                        .expect("FSM_BENCH_CLIENTS: numbers, comma-separated")
+                })
+                .collect()
+        },
+    )
 }
 
 /// Runs `work(client)` on `clients` threads at once and answers the wall time.
@@ -100,7 +118,7 @@ fn bench(machine: &Machine, rounds: usize, actions: usize) {
         "{:>7} {:>14} {:>14} {:>22}",
         "clients", "raw etcd", "fsm runtime", "ratio fsm÷raw: median"
     );
-    for clients in [1usize, 8] {
+    for clients in client_counts() {
         // Payloads as large as the store's.
         let store = EtcdStore::connect([endpoint()], &format!("{run}fsm-{clients}/")).unwrap();
         let rt = Runtime::new(machine.clone(), store).unwrap();
@@ -140,6 +158,16 @@ fn bench(machine: &Machine, rounds: usize, actions: usize) {
         raw_case();
         fsm_case();
         let per_action = |d: Duration| d.as_nanos() as f64 / (clients * actions) as f64;
+        if let Ok(only) = std::env::var("FSM_BENCH_ONLY") {
+            let case: &dyn Fn() -> Duration = match only.as_str() {
+                "raw" => &raw_case,
+                "fsm" => &fsm_case,
+                other => panic!("FSM_BENCH_ONLY: raw or fsm, not {other:?}"),
+            };
+            let times: Vec<f64> = (0..rounds).map(|_| per_action(case())).collect();
+            println!("{clients:>7} {only}: {times:.0?}");
+            continue;
+        }
         let (mut raws, mut fsms, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..rounds {
             let (r, f) = if round % 2 == 0 {

@@ -48,13 +48,19 @@
 //!
 //! # Ownership across processes, and its limits
 //!
-//! - **A process that dies.** The write that starts an action also puts
-//!   `held/<id>` (or `hidden/<id>`) on the process's lease, kept alive in the
-//!   background; the write that ends it deletes the key. When the process dies its
-//!   lease expires after its time to live ([`EtcdBuilder::lease_ttl`]), the key
-//!   goes, and every process then reads the holder as *abandoned*: a
-//!   [`Healer`](fsm_runtime::Healer) anywhere rolls the object back at once,
-//!   by compare-and-set.
+//! - **A process that dies.** Each process keeps one key, `live/<lease>`, on its
+//!   lease, kept alive in the background. The write that starts an action names
+//!   that lease in the holder ([`Holder::session`]) and stands only while the key
+//!   lives; no other key is written per action. When the process dies its lease
+//!   expires after its time to live ([`EtcdBuilder::lease_ttl`]), the key goes,
+//!   and every process then reads its holders as *abandoned*: a
+//!   [`Healer`](fsm_runtime::Healer) anywhere rolls the object back at once, by
+//!   compare-and-set.
+//! - **Records of the previous format.** A holder written before holders named
+//!   their session was alive while `held/<id>` (or `hidden/<id>`) held its
+//!   version, on its process's lease; such holders are still read that way. A
+//!   process of that version, though, reads a holder of this one as abandoned:
+//!   do not run both versions on one prefix at once.
 //! - **A slow action** in a live process keeps its lease: the lease bounds how long
 //!   a dead process holds objects, not how long an action may take (the healer's
 //!   timeouts do that).
@@ -97,7 +103,7 @@ use etcd_client::{
 use fsm_core::Machine;
 use fsm_runtime::wire::{Codec, StoredEntry, StoredRecord};
 use fsm_runtime::{
-    Entry, EntryKind, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
+    Entry, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
 };
 
 /// How many events each watcher buffers.
@@ -130,8 +136,8 @@ struct Inner {
     /// Whether the etcd watch that feeds `publisher` is open: only once someone
     /// watches, so that a process that never does costs etcd no event per write.
     fed: std::sync::Mutex<bool>,
-    /// This process's lease, kept alive in the background: the keys that say an
-    /// action of ours is in flight are attached to it.
+    /// This process's lease, kept alive in the background: its key `live/<lease>`
+    /// says this process lives, and the holders of the actions it starts name it.
     lease: Arc<AtomicI64>,
     /// The lease's time to live, in seconds.
     ttl: i64,
@@ -261,8 +267,16 @@ impl EtcdStore {
             .block_on(client.lease_client().grant(ttl, None))
             .map_err(store_error)?
             .id();
+        runtime
+            .block_on(put_live(&client, &prefix, lease))
+            .map_err(store_error)?;
         let lease = Arc::new(AtomicI64::new(lease));
-        runtime.spawn(keep_alive(client.clone(), ttl, lease.clone()));
+        runtime.spawn(keep_alive(
+            client.clone(),
+            prefix.clone(),
+            ttl,
+            lease.clone(),
+        ));
         let codec = Arc::new(OnceLock::new());
         Ok(EtcdStore {
             inner: Arc::new(Inner {
@@ -305,8 +319,9 @@ impl EtcdStore {
         format!("{}obj/{}", self.inner.prefix, escape(id.as_str()))
     }
 
-    /// The key that says an action of a live process holds `id`'s visible (or
-    /// hidden) slot.
+    /// The key by which a store of the previous format said that an action of a
+    /// live process held `id`'s visible (or hidden) slot: still read, for holders
+    /// written then (they name no session).
     fn held_key(&self, id: &ObjectId, hidden: bool) -> String {
         let slot = if hidden { "hidden" } else { "held" };
         format!("{}{slot}/{}", self.inner.prefix, escape(id.as_str()))
@@ -456,27 +471,51 @@ impl Store for EtcdStore {
         if !held(&record.in_flight) && !held(&record.hidden) {
             return Ok(Some(record));
         }
-        // An action is in flight: is the process that holds it alive? If the
-        // action ended between the two reads, the record is stale and calling its
-        // holder abandoned is harmless: any write based on it conflicts.
-        let txn = Txn::new().and_then([
-            TxnOp::get(self.held_key(id, false), None),
-            TxnOp::get(self.held_key(id, true), None),
-        ]);
+        // An action is in flight: is the process that holds it alive? Its session's
+        // key says so (or, for a holder written by the previous format, the
+        // slot's own key holding its version). If the action ended between the
+        // two reads, the record is stale and calling its holder abandoned is
+        // harmless: any write based on it conflicts.
+        let slots = [
+            (record.in_flight.clone(), false),
+            (record.hidden.clone(), true),
+        ];
+        let liveness: Vec<(usize, String, Option<u64>)> = slots
+            .iter()
+            .enumerate()
+            .filter_map(|(n, (holder, hidden))| {
+                let h = holder.as_ref().filter(|h| !h.abandoned)?;
+                Some(match h.session {
+                    Some(session) => (n, live_key(&self.inner.prefix, session), None),
+                    None => (n, self.held_key(id, *hidden), Some(h.version)),
+                })
+            })
+            .collect();
+        let txn = Txn::new().and_then(
+            liveness
+                .iter()
+                .map(|(_, key, _)| TxnOp::get(key.clone(), None))
+                .collect::<Vec<_>>(),
+        );
         let mut kv = self.inner.client.kv_client();
         let resp = self.run(async move { kv.txn(txn).await })?;
-        let mut values = resp.op_responses().into_iter().map(|r| match r {
+        let values = resp.op_responses().into_iter().map(|r| match r {
             TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.value().to_vec()),
             _ => None,
         });
         // A holder whose key is gone belongs to a process whose lease expired.
-        for (slot, held) in [
-            (&mut record.in_flight, values.next().flatten()),
-            (&mut record.hidden, values.next().flatten()),
-        ] {
-            if let Some(holder) = slot.as_mut().filter(|h| !h.abandoned) {
-                let alive = held.is_some_and(|v| v == holder.version.to_string().as_bytes());
-                if !alive {
+        for ((n, _, version), value) in liveness.into_iter().zip(values) {
+            let alive = match version {
+                None => value.is_some(),
+                Some(version) => value.is_some_and(|v| v == version.to_string().as_bytes()),
+            };
+            if !alive {
+                let slot = if n == 0 {
+                    &mut record.in_flight
+                } else {
+                    &mut record.hidden
+                };
+                if let Some(holder) = slot.as_mut() {
                     *holder = Arc::new(Holder {
                         abandoned: true,
                         ..(**holder).clone()
@@ -493,62 +532,67 @@ impl Store for EtcdStore {
         let history = format!("{}{:020}", self.history_prefix(&id), entry.version);
         let version = expected.map_or(0, |e| e.version as i64);
         let codec = self.codec()?;
-        let ops = vec![
-            TxnOp::put(key.clone(), encode(&codec.encode_record(&record)), None),
-            TxnOp::put(history, encode(&codec.encode_entry(&entry)), None),
-        ];
-        // The slots' liveness keys: put on this process's lease by the write that
-        // starts an action, deleted by a write that ends one.
-        let ends = matches!(
-            entry.kind,
-            EntryKind::Completed | EntryKind::Failed | EntryKind::Abandoned | EntryKind::Healed
-        );
-        let liveness =
-            [(&record.in_flight, false), (&record.hidden, true)].map(|(holder, hidden)| {
-                let held = self.held_key(&id, hidden);
-                match holder {
-                    Some(h) if h.version == record.version && !h.abandoned => {
-                        Some((held, Some(h.version.to_string())))
-                    }
-                    Some(h) if h.abandoned && ends => Some((held, None)),
-                    None if ends => Some((held, None)),
-                    _ => None,
-                }
-            });
+        let entry = encode(&codec.encode_entry(&entry));
+        // A write that starts an action names this process's session (its lease)
+        // in the holder, and stands only while the session's key lives: a process
+        // whose lease expired must not start what every other reads as abandoned.
+        let mut stored = codec.encode_record(&record);
+        let started = [&stored.in_flight, &stored.hidden]
+            .into_iter()
+            .flatten()
+            .any(|h| h.version == record.version && !h.abandoned);
+        let prefix = self.inner.prefix.clone();
         let txn = move |lease: i64| {
-            let mut ops = ops.clone();
-            for (held, holder) in liveness.iter().flatten() {
-                ops.push(match holder {
-                    Some(version) => TxnOp::put(
-                        held.clone(),
-                        version.clone(),
-                        Some(PutOptions::new().with_lease(lease)),
-                    ),
-                    None => TxnOp::delete(held.clone(), None),
-                });
+            let mut compare = vec![Compare::version(key.clone(), CompareOp::Equal, version)];
+            let mut otherwise = vec![TxnOp::get(key.clone(), None)];
+            if started {
+                for h in [&mut stored.in_flight, &mut stored.hidden]
+                    .into_iter()
+                    .flatten()
+                    .filter(|h| h.version == record.version && !h.abandoned)
+                {
+                    h.session = Some(lease);
+                }
+                let live = live_key(&prefix, lease);
+                compare.push(Compare::version(live.clone(), CompareOp::Greater, 0));
+                otherwise.push(TxnOp::get(live, None));
             }
             Txn::new()
-                .when([Compare::version(key.clone(), CompareOp::Equal, version)])
-                .and_then(ops)
-                .or_else([TxnOp::get(key.clone(), None)])
+                .when(compare)
+                .and_then([
+                    TxnOp::put(key.clone(), encode(&stored), None),
+                    TxnOp::put(history.clone(), entry.clone(), None),
+                ])
+                .or_else(otherwise)
         };
-        let (mut kv, client, lease, ttl) = (
+        let (mut kv, client, lease, ttl, prefix) = (
             self.inner.client.kv_client(),
             self.inner.client.clone(),
             self.inner.lease.clone(),
             self.inner.ttl,
+            self.inner.prefix.clone(),
         );
+        let mut txn = txn;
         let resp = self.run(async move {
             let held_on = lease.load(Ordering::Acquire);
-            match kv.txn(txn(held_on)).await {
-                // Our lease expired while we were cut off, before the keep-alive
-                // task noticed: take a new one now, and write again.
-                Err(e) if lease_not_found(&e) => {
-                    let renewed = replace_lease(&client, ttl, &lease, held_on).await?;
-                    kv.txn(txn(renewed)).await
-                }
-                done => done,
+            let resp = kv.txn(txn(held_on)).await?;
+            // The object was as expected but our session's key is gone: our lease
+            // expired while we were cut off, before the keep-alive task noticed.
+            // Take a new one now, and write again.
+            let lost = !resp.succeeded()
+                && started
+                && matches!(resp.op_responses().get(1), Some(TxnOpResponse::Get(get)) if get.kvs().is_empty())
+                && match resp.op_responses().first() {
+                    Some(TxnOpResponse::Get(get)) => {
+                        get.kvs().first().map_or(0, |kv| kv.version()) == version
+                    }
+                    _ => false,
+                };
+            if lost {
+                let renewed = replace_lease(&client, &prefix, ttl, &lease, held_on).await?;
+                return kv.txn(txn(renewed)).await;
             }
+            Ok(resp)
         })?;
         if resp.succeeded() {
             return Ok(());
@@ -669,10 +713,22 @@ impl EtcdStore {
     }
 }
 
-/// Whether etcd refused a write because the lease it names has expired.
-fn lease_not_found(e: &etcd_client::Error) -> bool {
-    matches!(e, etcd_client::Error::GRpcStatus(status)
-        if status.code() == tonic::Code::NotFound && status.message().contains("lease not found"))
+/// The key that lives as long as the session (lease) `session` of a process.
+fn live_key(prefix: &str, session: i64) -> String {
+    format!("{prefix}live/{session:x}")
+}
+
+/// Puts the key of session `lease`, on that lease.
+async fn put_live(client: &Client, prefix: &str, lease: i64) -> Result<(), etcd_client::Error> {
+    client
+        .kv_client()
+        .put(
+            live_key(prefix, lease),
+            "",
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .map(drop)
 }
 
 /// Replaces the expired lease `old` with a new one, unless another task already
@@ -680,12 +736,14 @@ fn lease_not_found(e: &etcd_client::Error) -> bool {
 /// of this process must be on the one lease the keep-alive task renews.
 async fn replace_lease(
     client: &Client,
+    prefix: &str,
     ttl: i64,
     lease: &AtomicI64,
     old: i64,
 ) -> Result<i64, etcd_client::Error> {
     let mut leases = client.lease_client();
     let granted = leases.grant(ttl, None).await?.id();
+    put_live(client, prefix, granted).await?;
     match lease.compare_exchange(old, granted, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
             tracing::debug!(old, new = granted, "etcd lease lost; took a new one");
@@ -702,7 +760,7 @@ async fn replace_lease(
 /// than its time to live), takes a new one: the actions held under the old one
 /// show as abandoned elsewhere meanwhile, and their completions get a conflict if
 /// a healer rolled them back.
-async fn keep_alive(client: Client, ttl: i64, lease: Arc<AtomicI64>) {
+async fn keep_alive(client: Client, prefix: String, ttl: i64, lease: Arc<AtomicI64>) {
     let every = Duration::from_millis((ttl as u64 * 1000 / 3).max(200));
     loop {
         let id = lease.load(Ordering::Acquire);
@@ -733,7 +791,7 @@ async fn keep_alive(client: Client, ttl: i64, lease: Arc<AtomicI64>) {
             Err(_) => continue,
         };
         if expired {
-            let _ = replace_lease(&client, ttl, &lease, id).await;
+            let _ = replace_lease(&client, &prefix, ttl, &lease, id).await;
         }
     }
 }

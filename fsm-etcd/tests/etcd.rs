@@ -804,3 +804,149 @@ fn awaited_etcd_calls_leave_the_thread_to_other_tasks() {
         }
     });
 }
+
+/// The keys under `prefix`, without it.
+fn keys_under(prefix: &str) -> Vec<String> {
+    block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints(), None)
+            .await
+            .unwrap();
+        let got = client
+            .get(
+                prefix,
+                Some(
+                    etcd_client::GetOptions::new()
+                        .with_prefix()
+                        .with_keys_only(),
+                ),
+            )
+            .await
+            .unwrap();
+        got.kvs()
+            .iter()
+            .map(|kv| {
+                kv.key_str()
+                    .unwrap()
+                    .strip_prefix(prefix)
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    })
+}
+
+fn etcd_put(key: &str, value: &str, lease: Option<i64>) {
+    block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints(), None)
+            .await
+            .unwrap();
+        let options = lease.map(|l| etcd_client::PutOptions::new().with_lease(l));
+        client.put(key, value, options).await.unwrap();
+    });
+}
+
+/// A start writes the record and its entry and nothing per object besides: the
+/// holder names the process's session, whose one key lives on the process's
+/// lease.
+#[test]
+fn a_holder_names_its_process_session_and_nothing_else_is_written() {
+    let Some(store) = store() else { return };
+    let prefix = store.prefix().to_owned();
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    rt.create("vm", &admin).unwrap();
+    let flight = rt.start("vm", &admin, "start").unwrap();
+    let holder = rt.get("vm").unwrap().in_flight.unwrap();
+    let session = holder.session.expect("the start named its session");
+    assert!(!holder.abandoned);
+    let mut keys = keys_under(&prefix);
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "hist/vm/00000000000000000001".to_owned(),
+            "hist/vm/00000000000000000002".to_owned(),
+            format!("live/{session:x}"),
+            "obj/vm".to_owned(),
+        ]
+    );
+    let record = flight.complete().unwrap();
+    assert!(record.in_flight.is_none());
+    assert_eq!(
+        keys_under(&prefix).len(),
+        5,
+        "only the completion's entry more"
+    );
+}
+
+/// A holder stored by the previous format names no session: it is alive while
+/// `held/<id>` holds its version, and abandoned once the key is gone or holds
+/// another version.
+#[test]
+fn a_holder_of_the_previous_format_is_read_by_its_held_key() {
+    let Some(store) = store() else { return };
+    let prefix = store.prefix().to_owned();
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    rt.create("vm", &admin).unwrap();
+    let flight = rt.start("vm", &admin, "start").unwrap();
+    let fence = flight.fence().0;
+    std::mem::forget(flight);
+    // The record as the previous format wrote it: no session in the holder.
+    let codec = fsm_runtime::wire::Codec::new(rt.machine());
+    let mut stored = codec.encode_record(&rt.get("vm").unwrap());
+    stored.in_flight.as_mut().unwrap().session = None;
+    let old = serde_json::to_string(&stored).unwrap();
+    assert!(!old.contains("session"), "{old}");
+    // Put over the record: the key's etcd version moves on, so the test only
+    // reads from here.
+    etcd_put(&format!("{prefix}obj/vm"), &old, None);
+    let read = || rt.store().load(&"vm".into()).unwrap().unwrap();
+    assert!(
+        read().in_flight.unwrap().abandoned,
+        "no held key: abandoned"
+    );
+    etcd_put(&format!("{prefix}held/vm"), &fence.to_string(), None);
+    let holder = read().in_flight.unwrap();
+    assert!(!holder.abandoned, "its held key holds its version: alive");
+    assert_eq!(holder.session, None);
+    etcd_put(&format!("{prefix}held/vm"), &(fence + 7).to_string(), None);
+    assert!(
+        read().in_flight.unwrap().abandoned,
+        "another version: abandoned"
+    );
+}
+
+/// A process whose lease expired before its keep-alive noticed (cut off, or
+/// revoked) takes a new one at its next start, which then stands: its holder
+/// names the new session, never the dead one.
+#[test]
+fn a_start_after_the_lease_was_lost_takes_a_new_session() {
+    let Some(store) = store() else { return };
+    let prefix = store.prefix().to_owned();
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    rt.create("a", &admin).unwrap();
+    rt.create("b", &admin).unwrap();
+    let first = rt.start("a", &admin, "start").unwrap();
+    let lost = rt.get("a").unwrap().in_flight.unwrap().session.unwrap();
+    block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints(), None)
+            .await
+            .unwrap();
+        client.lease_revoke(lost).await.unwrap();
+    });
+    assert!(!keys_under(&prefix).contains(&format!("live/{lost:x}")));
+    // Every process now reads the first action as abandoned...
+    assert!(rt.get("a").unwrap().in_flight.unwrap().abandoned);
+    // ...and the next start stands on a new session.
+    let second = rt.start("b", &admin, "start").unwrap();
+    let holder = rt.get("b").unwrap().in_flight.unwrap();
+    let renewed = holder.session.unwrap();
+    assert_ne!(renewed, lost);
+    assert!(!holder.abandoned);
+    assert!(keys_under(&prefix).contains(&format!("live/{renewed:x}")));
+    second.complete().unwrap();
+    // The first action's completion still stands: nobody healed it meanwhile.
+    first.complete().unwrap();
+}

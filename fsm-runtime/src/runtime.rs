@@ -594,6 +594,8 @@ impl<S: Store> Runtime<S> {
             since: at,
             abandoned: false,
             version,
+            // The store names the session, if it has any, as it writes the start.
+            session: None,
         };
         let to = rule.via.unwrap_or(record.state);
         let change = Change {

@@ -59,6 +59,12 @@ pub struct Holder {
     pub abandoned: bool,
     /// The version of the record its start wrote: which start this is.
     pub version: u64,
+    /// The session of the process that started it, in a store that processes
+    /// share and that tells a dead process's actions by its session: the etcd
+    /// store's lease of that process, which ends with it (its actions then read
+    /// as abandoned). The store names it when the start is written; `None` in
+    /// the memory store.
+    pub session: Option<i64>,
 }
 
 /// The state and version a compare-and-set expects to find.

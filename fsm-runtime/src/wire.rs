@@ -53,6 +53,10 @@ pub struct StoredHolder {
     pub abandoned: bool,
     /// The version its start wrote.
     pub version: u64,
+    /// The session of the process that started it (see [`Holder::session`]).
+    /// Absent in records written before stores named sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<i64>,
 }
 
 /// An [`Entry`] as stored.
@@ -191,6 +195,7 @@ impl Codec {
                 since: h.since,
                 abandoned: h.abandoned,
                 version: h.version,
+                session: h.session,
             })
         };
         StoredRecord {
@@ -215,6 +220,7 @@ impl Codec {
                 since: h.since,
                 abandoned: h.abandoned,
                 version: h.version,
+                session: h.session,
             })))
         };
         Ok(Record {
