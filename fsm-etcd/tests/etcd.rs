@@ -805,12 +805,21 @@ fn awaited_etcd_calls_leave_the_thread_to_other_tasks() {
     });
 }
 
-/// The keys under `prefix`, without it.
-fn keys_under(prefix: &str) -> Vec<String> {
+/// Runs `work` with a client of the test's etcd.
+fn with_etcd<T, F: std::future::Future<Output = T>>(
+    work: impl FnOnce(etcd_client::Client) -> F,
+) -> T {
     block_on(async {
-        let mut client = etcd_client::Client::connect(endpoints(), None)
+        let client = etcd_client::Client::connect(endpoints(), None)
             .await
             .unwrap();
+        work(client).await
+    })
+}
+
+/// The keys under `prefix`, without it.
+fn keys_under(prefix: &str) -> Vec<String> {
+    with_etcd(|mut client| async move {
         let got = client
             .get(
                 prefix,
@@ -835,14 +844,20 @@ fn keys_under(prefix: &str) -> Vec<String> {
     })
 }
 
-fn etcd_put(key: &str, value: &str, lease: Option<i64>) {
-    block_on(async {
-        let mut client = etcd_client::Client::connect(endpoints(), None)
-            .await
-            .unwrap();
-        let options = lease.map(|l| etcd_client::PutOptions::new().with_lease(l));
-        client.put(key, value, options).await.unwrap();
-    });
+fn etcd_put(key: &str, value: &str) {
+    with_etcd(|mut client| async move { client.put(key, value, None).await.unwrap() });
+}
+
+/// A runtime on a fresh prefix with `ids` created, the prefix and an actor.
+fn created(ids: &[&str]) -> Option<(Runtime<EtcdStore>, String, Actor)> {
+    let store = store()?;
+    let prefix = store.prefix().to_owned();
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    for id in ids {
+        rt.create(*id, &admin).unwrap();
+    }
+    Some((rt, prefix, admin))
 }
 
 /// A start writes the record and its entry and nothing per object besides: the
@@ -850,11 +865,9 @@ fn etcd_put(key: &str, value: &str, lease: Option<i64>) {
 /// lease.
 #[test]
 fn a_holder_names_its_process_session_and_nothing_else_is_written() {
-    let Some(store) = store() else { return };
-    let prefix = store.prefix().to_owned();
-    let rt = Runtime::new(machine(), store).unwrap();
-    let admin = Actor::new("admin");
-    rt.create("vm", &admin).unwrap();
+    let Some((rt, prefix, admin)) = created(&["vm"]) else {
+        return;
+    };
     let flight = rt.start("vm", &admin, "start").unwrap();
     let holder = rt.get("vm").unwrap().in_flight.unwrap();
     let session = holder.session.expect("the start named its session");
@@ -884,11 +897,9 @@ fn a_holder_names_its_process_session_and_nothing_else_is_written() {
 /// another version.
 #[test]
 fn a_holder_of_the_previous_format_is_read_by_its_held_key() {
-    let Some(store) = store() else { return };
-    let prefix = store.prefix().to_owned();
-    let rt = Runtime::new(machine(), store).unwrap();
-    let admin = Actor::new("admin");
-    rt.create("vm", &admin).unwrap();
+    let Some((rt, prefix, admin)) = created(&["vm"]) else {
+        return;
+    };
     let flight = rt.start("vm", &admin, "start").unwrap();
     let fence = flight.fence().0;
     std::mem::forget(flight);
@@ -900,17 +911,17 @@ fn a_holder_of_the_previous_format_is_read_by_its_held_key() {
     assert!(!old.contains("session"), "{old}");
     // Put over the record: the key's etcd version moves on, so the test only
     // reads from here.
-    etcd_put(&format!("{prefix}obj/vm"), &old, None);
+    etcd_put(&format!("{prefix}obj/vm"), &old);
     let read = || rt.store().load(&"vm".into()).unwrap().unwrap();
     assert!(
         read().in_flight.unwrap().abandoned,
         "no held key: abandoned"
     );
-    etcd_put(&format!("{prefix}held/vm"), &fence.to_string(), None);
+    etcd_put(&format!("{prefix}held/vm"), &fence.to_string());
     let holder = read().in_flight.unwrap();
     assert!(!holder.abandoned, "its held key holds its version: alive");
     assert_eq!(holder.session, None);
-    etcd_put(&format!("{prefix}held/vm"), &(fence + 7).to_string(), None);
+    etcd_put(&format!("{prefix}held/vm"), &(fence + 7).to_string());
     assert!(
         read().in_flight.unwrap().abandoned,
         "another version: abandoned"
@@ -922,20 +933,12 @@ fn a_holder_of_the_previous_format_is_read_by_its_held_key() {
 /// names the new session, never the dead one.
 #[test]
 fn a_start_after_the_lease_was_lost_takes_a_new_session() {
-    let Some(store) = store() else { return };
-    let prefix = store.prefix().to_owned();
-    let rt = Runtime::new(machine(), store).unwrap();
-    let admin = Actor::new("admin");
-    rt.create("a", &admin).unwrap();
-    rt.create("b", &admin).unwrap();
+    let Some((rt, prefix, admin)) = created(&["a", "b"]) else {
+        return;
+    };
     let first = rt.start("a", &admin, "start").unwrap();
     let lost = rt.get("a").unwrap().in_flight.unwrap().session.unwrap();
-    block_on(async {
-        let mut client = etcd_client::Client::connect(endpoints(), None)
-            .await
-            .unwrap();
-        client.lease_revoke(lost).await.unwrap();
-    });
+    with_etcd(|mut client| async move { client.lease_revoke(lost).await.unwrap() });
     assert!(!keys_under(&prefix).contains(&format!("live/{lost:x}")));
     // Every process now reads the first action as abandoned...
     assert!(rt.get("a").unwrap().in_flight.unwrap().abandoned);
