@@ -1,18 +1,19 @@
 //! Completed actions per second through the runtime on etcd, against raw
-//! etcd-client transactions doing the same reads and compare-and-puts, with 1 and
-//! 8 concurrent clients.
+//! etcd-client transactions doing the same compare-and-puts, with 1 and 8
+//! concurrent clients. Two raw baselines: one reads the record's version before
+//! each action (as the store did before it kept records), one keeps the version
+//! it last wrote and reads only when a write loses (as the store does now).
 //!
 //! Needs an etcd: `FSM_ETCD_ENDPOINTS` (default `127.0.0.1:2379`).
 //! `cargo bench -p fsm-etcd`
 //!
-//! The two cases run in alternating rounds (raw first in even rounds, the runtime
-//! first in odd ones), so that a drift of the machine or of etcd (its database
-//! grows as the run goes) falls on both alike; each round gives one throughput
-//! ratio. The report prints, per client count, each case's median time per
+//! The cases run in rounds, each round in a rotated order, so that a drift of
+//! the machine or of etcd (its database grows as the run goes) falls on all
+//! alike; each round gives one throughput ratio of the runtime to each baseline. The report prints, per client count, each case's median time per
 //! action and the ratio's median and spread over the rounds.
 //! `FSM_BENCH_ROUNDS` (default 15) and `FSM_BENCH_ACTIONS` (actions per client
-//! per round, default 300) set the run's length; `FSM_BENCH_ONLY=raw` (or `fsm`)
-//! runs one case alone, to profile it; `FSM_BENCH_CLIENTS` (default `1,8`) lists
+//! per round, default 300) set the run's length; `FSM_BENCH_ONLY=raw` (or
+//! `raw-kept`, or `fsm`) runs one case alone, to profile it; `FSM_BENCH_CLIENTS` (default `1,8`) lists
 //! the client counts.
 
 use std::hint::black_box;
@@ -67,20 +68,27 @@ fn on_threads(clients: usize, work: impl Fn(usize) + Sync) -> Duration {
     start.elapsed()
 }
 
-/// One action the raw way: read the record's version, then two transactions
-/// (start, complete), each comparing the version and putting the record and a
-/// history entry, as the store does.
+/// One action the raw way: two transactions (start, complete), each comparing
+/// the record's version and putting the record and a history entry, as the
+/// store does. The version is `kept` from the last action, or read first when
+/// there is none; the answer is the version after.
 fn raw_action(
     rt: &tokio::runtime::Runtime,
     client: &Client,
     key: &str,
-    record: &[u8],
-    entry: &[u8],
-) {
+    kept: Option<i64>,
+    payload: (&[u8], &[u8]),
+) -> i64 {
+    let (record, entry) = payload;
     rt.block_on(async {
         let mut kv = client.kv_client();
-        let got = kv.get(key, None).await.unwrap();
-        let first = got.kvs().first().map_or(0, |kv| kv.version());
+        let first = match kept {
+            Some(version) => version,
+            None => {
+                let got = kv.get(key, None).await.unwrap();
+                got.kvs().first().map_or(0, |kv| kv.version())
+            }
+        };
         for version in first..first + 2 {
             let txn = Txn::new()
                 .when([Compare::version(key, CompareOp::Equal, version)])
@@ -90,8 +98,12 @@ fn raw_action(
                 ]);
             assert!(kv.txn(txn).await.unwrap().succeeded());
         }
-    });
+        first + 2
+    })
 }
+
+/// The cases, in the order the report names them.
+const CASES: [&str; 3] = ["raw", "raw-kept", "fsm"];
 
 /// Where `values` lie: their median, the middle half (first and third
 /// quartiles) and the least and greatest.
@@ -123,11 +135,11 @@ fn bench(machine: &Machine, rounds: usize, actions: usize) {
         .unwrap();
     let run = format!("/fsm-bench/{}/", std::process::id());
     println!(
-        "{rounds} rounds of {actions} actions per client per case; ns per completed action (median over rounds)\n"
+        "{rounds} rounds of {actions} actions per client per case; time per completed action (median over rounds)\n"
     );
     println!(
-        "{:>7} {:>14} {:>14}   ratio fsm÷raw: median (middle half; all rounds)",
-        "clients", "raw etcd", "fsm runtime"
+        "{:>7} {:>9} {:>9} {:>9}   throughput ratio: median (middle half; all rounds)",
+        "clients", "raw", "raw-kept", "fsm"
     );
     for clients in client_counts() {
         // Payloads as large as the store's.
@@ -146,11 +158,13 @@ fn bench(machine: &Machine, rounds: usize, actions: usize) {
         let running: Vec<AtomicBool> = ids.iter().map(|_| AtomicBool::new(false)).collect();
         let (start, stop) = (ActionId(0), ActionId(1));
 
-        let raw_case = || {
+        let raw_case = |keeps: bool| {
             on_threads(clients, |t| {
-                let key = format!("{run}raw-{clients}/{t}");
+                let key = format!("{run}raw-{clients}-{keeps}/{t}");
+                let mut kept = None;
                 for _ in 0..actions {
-                    raw_action(&client_rt, &raw, &key, &record, &entry);
+                    let after = raw_action(&client_rt, &raw, &key, kept, (&record, &entry));
+                    kept = keeps.then_some(after);
                 }
             })
         };
@@ -165,40 +179,52 @@ fn bench(machine: &Machine, rounds: usize, actions: usize) {
                 }
             })
         };
-        // A warm-up round of each, not counted.
-        raw_case();
-        fsm_case();
+        let case = |name: &str| match name {
+            "raw" => raw_case(false),
+            "raw-kept" => raw_case(true),
+            "fsm" => fsm_case(),
+            other => panic!("FSM_BENCH_ONLY: raw, raw-kept or fsm, not {other:?}"),
+        };
         let per_action = |d: Duration| d.as_nanos() as f64 / (clients * actions) as f64;
         if let Ok(only) = std::env::var("FSM_BENCH_ONLY") {
-            let case: &dyn Fn() -> Duration = match only.as_str() {
-                "raw" => &raw_case,
-                "fsm" => &fsm_case,
-                other => panic!("FSM_BENCH_ONLY: raw or fsm, not {other:?}"),
-            };
-            let times: Vec<f64> = (0..rounds).map(|_| per_action(case())).collect();
+            let times: Vec<f64> = (0..rounds).map(|_| per_action(case(&only))).collect();
             println!("{clients:>7} {only}: {times:.0?}");
             continue;
         }
-        let (mut raws, mut fsms, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..rounds {
-            let (r, f) = if round % 2 == 0 {
-                let r = raw_case();
-                (r, fsm_case())
-            } else {
-                let f = fsm_case();
-                (raw_case(), f)
-            };
-            let (r, f) = (per_action(r), per_action(f));
-            raws.push(r);
-            fsms.push(f);
-            ratios.push(r / f);
+        // A warm-up round of each, not counted.
+        for name in CASES {
+            case(name);
         }
-        let (raw_ns, fsm_ns) = (spread(&mut raws).median, spread(&mut fsms).median);
-        let ratio = spread(&mut ratios);
+        let mut times: [Vec<f64>; 3] = Default::default();
+        let mut ratios: [Vec<f64>; 2] = Default::default();
+        for round in 0..rounds {
+            let mut took = [0.0; 3];
+            for k in 0..CASES.len() {
+                let c = (round + k) % CASES.len();
+                took[c] = per_action(case(CASES[c]));
+            }
+            for c in 0..CASES.len() {
+                times[c].push(took[c]);
+            }
+            // Throughput of the runtime over each baseline's.
+            ratios[0].push(took[0] / took[2]);
+            ratios[1].push(took[1] / took[2]);
+        }
+        let [raw_ns, kept_ns, fsm_ns] = times.map(|mut t| spread(&mut t).median);
+        let us = |ns: f64| ns / 1000.0;
         println!(
-            "{clients:>7} {raw_ns:>14.0} {fsm_ns:>14.0}   {:.3} ({:.3}–{:.3}; {:.3}–{:.3})",
-            ratio.median, ratio.middle.0, ratio.middle.1, ratio.all.0, ratio.all.1
+            "{clients:>7} {:>7.0}µs {:>7.0}µs {:>7.0}µs",
+            us(raw_ns),
+            us(kept_ns),
+            us(fsm_ns)
         );
+        for (baseline, ratios) in ["raw", "raw-kept"].iter().zip(&mut ratios) {
+            let r = spread(ratios);
+            println!(
+                "{:>40} fsm ÷ {baseline}: {:.3} ({:.3}–{:.3}; {:.3}–{:.3})",
+                "", r.median, r.middle.0, r.middle.1, r.all.0, r.all.1
+            );
+        }
         black_box(rt.store().ids().unwrap());
     }
     // Leave nothing behind.

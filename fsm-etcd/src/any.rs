@@ -40,7 +40,7 @@ impl Store for AnyStore {
         &self,
         id: &ObjectId,
         known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
     ) -> Result<Result<(T, Record), E>, StoreError> {
         match self {
             AnyStore::Memory(s) => s.modify(id, known, decide),
@@ -51,11 +51,17 @@ impl Store for AnyStore {
         &self,
         id: &ObjectId,
         known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
     ) -> Result<Result<(T, Record), E>, StoreError> {
         match self {
             AnyStore::Memory(s) => s.modify_async(id, known, decide).await,
             AnyStore::Etcd(s) => s.modify_async(id, known, decide).await,
+        }
+    }
+    fn cached(&self, id: &ObjectId) -> Option<Record> {
+        match self {
+            AnyStore::Memory(s) => s.cached(id),
+            AnyStore::Etcd(s) => s.cached(id),
         }
     }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {

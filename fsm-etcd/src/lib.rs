@@ -37,6 +37,13 @@
 //!   *then* put the record and put its history entry, *else* read what is there and
 //!   answer [`StoreError::Conflict`]. A state change is never stored without its
 //!   history entry, nor an entry without its change.
+//! - **A read saved per action.** The store keeps the records it last read or
+//!   wrote while they have no action in flight ([`Store::cached`]), and a start
+//!   decides on that copy instead of reading first: one transaction to start,
+//!   one to end. A copy that another process made stale costs nothing wrong:
+//!   the start's compare-and-set loses, or its refusal is not trusted, and the
+//!   start is decided again on a fresh read. Reads ([`Store::load`],
+//!   `Runtime::get`) always go to etcd.
 //! - **Watchers on etcd watch.** One etcd watch on `hist/`, opened at the store's
 //!   first [`watch`](Store::watch), feeds the store's [`Publisher`], so watchers
 //!   see the writes of every process, each object's in version order; a process
@@ -109,6 +116,14 @@ use fsm_runtime::{
 /// How many events each watcher buffers.
 const WATCH_CAPACITY: usize = 1024;
 
+/// How many records with no action in flight the store keeps, to decide on
+/// without reading first ([`Store::cached`]).
+const KEPT: usize = 65_536;
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A [`Store`] on etcd. Cloning it is cheap and shares the connection.
 #[derive(Clone)]
 pub struct EtcdStore {
@@ -136,6 +151,9 @@ struct Inner {
     /// Whether the etcd watch that feeds `publisher` is open: only once someone
     /// watches, so that a process that never does costs etcd no event per write.
     fed: std::sync::Mutex<bool>,
+    /// Records as this store last read or wrote them, while they had no action in
+    /// flight ([`Store::cached`]).
+    kept: std::sync::Mutex<std::collections::HashMap<ObjectId, Record>>,
     /// This process's lease, kept alive in the background: its key `live/<lease>`
     /// says this process lives, and the holders of the actions it starts name it.
     lease: Arc<AtomicI64>,
@@ -286,6 +304,7 @@ impl EtcdStore {
                 timeout,
                 publisher,
                 fed: std::sync::Mutex::new(false),
+                kept: Default::default(),
                 lease,
                 ttl,
                 codec,
@@ -402,62 +421,11 @@ impl EtcdStore {
     }
 }
 
-impl Store for EtcdStore {
-    /// Learns the machine's names, then reads every record under the prefix: a
-    /// record in a state or held by an action the spec no longer has (nor declares
-    /// as `renamed_from`) refuses the machine, listing them.
-    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
-        let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
-        if codec.fingerprint() == fsm_core::evolve::fingerprint(machine) {
-            let prefix = format!("{}obj/", self.inner.prefix);
-            let (mut kv, query) = (self.inner.client.kv_client(), prefix.clone());
-            let resp = self
-                .run(async move { kv.get(query, Some(GetOptions::new().with_prefix())).await })?;
-            let mut unreadable: Vec<String> = resp
-                .kvs()
-                .iter()
-                .filter_map(|kv| {
-                    let stored: StoredRecord = json(kv.value(), kv.key()).ok()?;
-                    let id = kv.key_str().ok()?.strip_prefix(&prefix).map(unescape)?;
-                    let names = [Some(&stored.state)].into_iter().chain(
-                        [&stored.in_flight, &stored.hidden]
-                            .into_iter()
-                            .map(|h| h.as_ref().map(|h| &h.origin)),
-                    );
-                    let bad_state = names.flatten().find(|n| codec.state(n).is_err());
-                    let bad_action = [&stored.in_flight, &stored.hidden]
-                        .into_iter()
-                        .flatten()
-                        .map(|h| &h.action)
-                        .find(|a| codec.action(a).is_err());
-                    bad_state
-                        .or(bad_action)
-                        .map(|name| format!("{id} ({name})"))
-                })
-                .collect();
-            if unreadable.is_empty() {
-                return Ok(());
-            }
-            unreadable.sort();
-            return Err(StoreError::Incompatible {
-                machine: machine.name().to_owned(),
-                reason: format!(
-                    "objects in states or actions the spec no longer has: {}; declare their old names with `renamed_from`",
-                    unreadable.join(", ")
-                ),
-            });
-        }
-        Err(StoreError::Incompatible {
-            machine: machine.name().to_owned(),
-            reason: format!(
-                "this store handle already serves a machine with fingerprint {}; open one handle per machine",
-                codec.fingerprint()
-            ),
-        })
-    }
-
-    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+impl EtcdStore {
+    /// The object's record as etcd has it now, its holders' liveness read.
+    fn read(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
         let (mut kv, key) = (self.inner.client.kv_client(), self.object_key(id));
+
         let resp = self.run(async move { kv.get(key, None).await })?;
         let Some(mut record) = resp
             .kvs()
@@ -526,7 +494,8 @@ impl Store for EtcdStore {
         Ok(Some(record))
     }
 
-    fn commit(&self, write: Write) -> Result<(), StoreError> {
+    /// Commits `write` by one transaction.
+    fn write(&self, write: Write) -> Result<(), StoreError> {
         let (id, expected, record, entry) = write.into_parts();
         let key = self.object_key(&id);
         let history = format!("{}{:020}", self.history_prefix(&id), entry.version);
@@ -611,6 +580,103 @@ impl Store for EtcdStore {
         })
     }
 
+    /// Keeps `record` (as read or written) for [`Store::cached`], if it has no
+    /// action in flight; forgets the object otherwise.
+    fn keep(&self, id: &ObjectId, record: Option<&Record>) {
+        let mut kept = lock(&self.inner.kept);
+        match record.filter(|r| r.in_flight.is_none() && r.hidden.is_none()) {
+            Some(record) => {
+                if kept.len() >= KEPT && !kept.contains_key(id) {
+                    // Bounded by forgetting all: what is kept only saves reads.
+                    kept.clear();
+                }
+                kept.insert(id.clone(), record.clone());
+            }
+            None => {
+                kept.remove(id);
+            }
+        }
+    }
+}
+
+impl Store for EtcdStore {
+    /// Learns the machine's names, then reads every record under the prefix: a
+    /// record in a state or held by an action the spec no longer has (nor declares
+    /// as `renamed_from`) refuses the machine, listing them.
+    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
+        let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
+        if codec.fingerprint() == fsm_core::evolve::fingerprint(machine) {
+            let prefix = format!("{}obj/", self.inner.prefix);
+            let (mut kv, query) = (self.inner.client.kv_client(), prefix.clone());
+            let resp = self
+                .run(async move { kv.get(query, Some(GetOptions::new().with_prefix())).await })?;
+            let unreadable: Vec<String> = resp
+                .kvs()
+                .iter()
+                .filter_map(|kv| {
+                    let stored: StoredRecord = json(kv.value(), kv.key()).ok()?;
+                    let id = kv.key_str().ok()?.strip_prefix(&prefix).map(unescape)?;
+                    let names = [Some(&stored.state)].into_iter().chain(
+                        [&stored.in_flight, &stored.hidden]
+                            .into_iter()
+                            .map(|h| h.as_ref().map(|h| &h.origin)),
+                    );
+                    let bad_state = names.flatten().find(|n| codec.state(n).is_err());
+                    let bad_action = [&stored.in_flight, &stored.hidden]
+                        .into_iter()
+                        .flatten()
+                        .map(|h| &h.action)
+                        .find(|a| codec.action(a).is_err());
+                    bad_state
+                        .or(bad_action)
+                        .map(|name| format!("{id} ({name})"))
+                })
+                .collect();
+            if unreadable.is_empty() {
+                return Ok(());
+            }
+            return Err(StoreError::unreadable_objects(machine.name(), unreadable));
+        }
+        Err(StoreError::Incompatible {
+            machine: machine.name().to_owned(),
+            reason: format!(
+                "this store handle already serves a machine with fingerprint {}; open one handle per machine",
+                codec.fingerprint()
+            ),
+        })
+    }
+
+    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+        let record = self.read(id)?;
+        self.keep(id, record.as_ref());
+        Ok(record)
+    }
+
+    fn commit(&self, write: Write) -> Result<(), StoreError> {
+        let id = write.id().clone();
+        let record = write.record().clone();
+        match self.write(write) {
+            Ok(()) => {
+                self.keep(&id, Some(&record));
+                Ok(())
+            }
+            Err(StoreError::Conflict { id, found }) => {
+                self.keep(&id, found.as_deref());
+                Err(StoreError::Conflict { id, found })
+            }
+            Err(e) => {
+                // A write that failed may have been applied: keep nothing.
+                self.keep(&id, None);
+                Err(e)
+            }
+        }
+    }
+
+    /// The record this store last read or wrote, if it had no action in flight.
+    fn cached(&self, id: &ObjectId) -> Option<Record> {
+        lock(&self.inner.kept).get(id).cloned()
+    }
+
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         let (mut kv, prefix) = (self.inner.client.kv_client(), self.history_prefix(id));
         let resp =
@@ -644,7 +710,7 @@ impl Store for EtcdStore {
     /// etcd is at once the watcher exists: every write accepted after this call
     /// returns reaches the watcher.
     fn watch(&self) -> Result<Watcher, StoreError> {
-        let mut fed = self.inner.fed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut fed = lock(&self.inner.fed);
         let watcher = self.inner.publisher.watch();
         if !*fed {
             let (mut kv, prefix) = (self.inner.client.kv_client(), self.inner.prefix.clone());

@@ -953,3 +953,49 @@ fn a_start_after_the_lease_was_lost_takes_a_new_session() {
     // The first action's completion still stands: nobody healed it meanwhile.
     first.complete().unwrap();
 }
+
+/// A start decides on the record this process last wrote, without reading it
+/// first; when another process wrote since, the decision does not stand: a
+/// refusal made on the stale copy is made again on a fresh read, and a start
+/// whose write loses its compare-and-set is decided again too. Either way the
+/// answer is the one a fresh read gives.
+#[test]
+fn a_start_on_a_stale_kept_copy_is_decided_again_on_a_fresh_read() {
+    let Some((here, prefix, user)) = created(&["vm"]) else {
+        return;
+    };
+    let elsewhere = Runtime::new(machine(), store_at(&prefix).unwrap()).unwrap();
+
+    // Here keeps RUNNING (its own last write); elsewhere stops the VM.
+    here.run("vm", &user, "start").unwrap();
+    let kept = here.store().cached(&"vm".into()).expect("a record kept");
+    assert_eq!(here.machine().state(kept.state).name, "RUNNING");
+    elsewhere.run("vm", &user, "stop").unwrap();
+    // On the kept copy, `start` is refused (not from RUNNING); on a fresh read
+    // it is allowed, and it starts.
+    let flight = here.start("vm", &user, "start").unwrap();
+    assert_eq!(
+        flight.origin(),
+        here.machine().state_named("HALTED").unwrap()
+    );
+    assert_eq!(flight.fence().0, 6, "decided on version 5, the fresh one");
+    flight.complete().unwrap();
+
+    // Here keeps RUNNING at version 7; elsewhere resizes it (back to RUNNING,
+    // version 9). A reboot is allowed on both copies: decided on the stale one,
+    // its write loses, and it is decided again on the fresh one.
+    assert_eq!(here.store().cached(&"vm".into()).unwrap().version, 7);
+    elsewhere.run("vm", &user, "resize").unwrap();
+    let flight = here.start("vm", &user, "reboot").unwrap();
+    assert_eq!(flight.fence().0, 10);
+    flight.complete().unwrap();
+    let history = here.history("vm").unwrap();
+    check_history(here.machine(), &history).unwrap();
+    assert_eq!(history.len(), 11);
+
+    // A start refused on a fresh read stays refused, with the fresh state.
+    match here.start("vm", &user, "retire") {
+        Err(RuntimeError::NoRule { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}

@@ -48,6 +48,19 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The refusal of a store to serve `machine` over objects in states or
+    /// actions its spec no longer has: `objects`, each as `id (name)`.
+    pub fn unreadable_objects(machine: &str, mut objects: Vec<String>) -> StoreError {
+        objects.sort();
+        StoreError::Incompatible {
+            machine: machine.to_owned(),
+            reason: format!(
+                "objects in states or actions the spec no longer has: {}; declare their old names with `renamed_from`",
+                objects.join(", ")
+            ),
+        }
+    }
+
     /// Whether trying the same request again can help.
     pub fn is_retryable(&self) -> bool {
         match self {

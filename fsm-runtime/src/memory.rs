@@ -199,14 +199,7 @@ impl Store for MemoryStore {
             translated.push(out);
         }
         if !unreadable.is_empty() {
-            unreadable.sort();
-            return Err(StoreError::Incompatible {
-                machine: machine.name().to_owned(),
-                reason: format!(
-                    "objects in states or actions the spec no longer has: {}; declare their old names with `renamed_from`",
-                    unreadable.join(", ")
-                ),
-            });
+            return Err(StoreError::unreadable_objects(machine.name(), unreadable));
         }
         // Nothing moved meanwhile (every shard is locked): the same order.
         for (shard, out) in shards.iter_mut().zip(translated) {
@@ -263,11 +256,12 @@ impl Store for MemoryStore {
         &self,
         id: &ObjectId,
         _known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
     ) -> Result<Result<(T, Record), E>, StoreError> {
         let (hash, shard) = self.shard(id);
         let mut shard = lock(shard);
         let slot = shard.get_mut(hash, id);
+        let mut decide = decide;
         let (change, value) = match decide(slot.as_deref().map(|slot| &slot.record)) {
             Ok(decided) => decided,
             Err(refused) => return Ok(Err(refused)),
@@ -288,7 +282,7 @@ impl Store for MemoryStore {
         &self,
         id: &ObjectId,
         known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
     ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
         std::future::ready(self.modify(id, known, decide))
     }

@@ -429,10 +429,11 @@ impl<S: Store> Runtime<S> {
             let mut expected = seen.as_ref().map(Record::expected);
             let decided = match admission {
                 Ok(admission) => {
+                    let mut admission = Some(admission);
                     let store = &self.inner.store;
                     store
                         .modify_async(&id, seen, |record| {
-                            self.decide_start(&id, admission, record, &mut expected)
+                            self.decide_start(&id, &mut admission, record, &mut expected)
                         })
                         .await
                 }
@@ -462,9 +463,12 @@ impl<S: Store> Runtime<S> {
         let admission = self.admission(&id, actor, action, version, proposed, seen.as_ref());
         let mut expected = seen.as_ref().map(Record::expected);
         let decided = match admission {
-            Ok(admission) => self.inner.store.modify(&id, seen, |record| {
-                self.decide_start(&id, admission, record, &mut expected)
-            }),
+            Ok(admission) => {
+                let mut admission = Some(admission);
+                self.inner.store.modify(&id, seen, |record| {
+                    self.decide_start(&id, &mut admission, record, &mut expected)
+                })
+            }
             Err(refused) => Ok(Err(refused)),
         };
         self.started(id, decided, expected)
@@ -499,35 +503,38 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The start `admission` makes of the object's `record` as the store has it
-    /// (noting its version in `expected`, for a conflict's message).
+    /// (noting its version in `expected`, for a conflict's message). The store
+    /// may ask again, on a fresher record (see [`Store::modify`]): checks run
+    /// again; a start its guards admitted stands only on the record they saw.
     fn decide_start(
         &self,
         id: &ObjectId,
-        admission: Admission<'_>,
+        admission: &mut Option<Admission<'_>>,
         record: Option<&Record>,
         expected: &mut Option<Expected>,
     ) -> Result<(Change, Start), RuntimeError> {
-        match (admission, record) {
-            (_, None) => Err(RuntimeError::NotFound { id: id.clone() }),
-            (
-                Admission::Checks {
-                    actor,
-                    action,
-                    version,
-                    proposed,
-                },
-                Some(record),
-            ) => {
+        let Some(record) = record else {
+            return Err(RuntimeError::NotFound { id: id.clone() });
+        };
+        match admission {
+            Some(Admission::Checks {
+                actor,
+                action,
+                version,
+                proposed,
+            }) => {
                 *expected = Some(record.expected());
-                self.admit_start(id, actor, action, version, proposed, record)
+                let proposed = proposed.clone();
+                self.admit_start(id, actor, *action, *version, proposed, record)
             }
-            (Admission::Checked { seen, admitted }, Some(record)) => {
-                if record.expected() == seen {
-                    Ok(admitted)
-                } else {
-                    Err(self.conflict(id.clone(), Some(seen), Some(record)))
-                }
+            Some(Admission::Checked { seen, .. }) if record.expected() != *seen => {
+                Err(self.conflict(id.clone(), Some(*seen), Some(record)))
             }
+            _ => match admission.take() {
+                Some(Admission::Checked { admitted, .. }) => Ok(admitted),
+                // Its guards' start was handed over once already.
+                _ => Err(self.conflict(id.clone(), *expected, Some(record))),
+            },
         }
     }
 

@@ -203,11 +203,16 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// `known` is the record as the caller last saw it, when it has reason to
     /// think it current (the runtime passes the record its start wrote when it
-    /// completes the action).
+    /// completes the action). `decide` may be called again, on a fresher record,
+    /// when a copy the store kept turned out stale.
     ///
-    /// The default decides on `known`, or on a fresh [`load`](Store::load), and
+    /// The default decides on `known`, or on the copy the store kept
+    /// ([`cached`](Store::cached)), or on a fresh [`load`](Store::load), and
     /// commits the change as a [`Write`] compared against that record, so a write
-    /// that came in between makes it a [`StoreError::Conflict`]. A store that can
+    /// that came in between makes it a [`StoreError::Conflict`]. A decision on a
+    /// kept copy stands only if its write lands: when the write loses its
+    /// compare-and-set, or the decision is a refusal (which must stand on a
+    /// fresh read), the default reads and decides again. A store that can
     /// hold the object still while `decide` runs overrides it and decides on the
     /// record it holds (the [`MemoryStore`](crate::MemoryStore) does, under the
     /// object's shard lock: one lookup, no copy of the record, and no conflict).
@@ -218,19 +223,24 @@ pub trait Store: Send + Sync + 'static {
         &self,
         id: &ObjectId,
         known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+        mut decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
     ) -> Result<Result<(T, Record), E>, StoreError> {
-        let record = match known {
-            Some(record) => Some(record),
-            None => self.load(id)?,
+        let (mut record, mut kept) = match first_copy(known, || self.cached(id)) {
+            Some((copy, kept)) => (Some(copy), kept),
+            None => (self.load(id)?, false),
         };
-        let (write, value) = match decided_write(id, record, decide)? {
-            Ok(decided) => decided,
-            Err(refused) => return Ok(Err(refused)),
-        };
-        let next = write.record.clone();
-        self.commit(write)?;
-        Ok(Ok((value, next)))
+        loop {
+            match attempt(id, record, kept, &mut decide)? {
+                Attempt::Refused(refused) => return Ok(Err(refused)),
+                Attempt::Write(write, value, next) => {
+                    if landed(self.commit(write), kept)? {
+                        return Ok(Ok((value, next)));
+                    }
+                }
+                Attempt::Again => {}
+            }
+            (record, kept) = (self.load(id)?, false);
+        }
     }
 
     /// [`modify`](Store::modify) for async callers, with the same default:
@@ -241,21 +251,37 @@ pub trait Store: Send + Sync + 'static {
         &self,
         id: &ObjectId,
         known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+        mut decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
     ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
         async move {
-            let record = match known {
-                Some(record) => Some(record),
-                None => self.load_async(id).await?,
+            let (mut record, mut kept) = match first_copy(known, || self.cached(id)) {
+                Some((copy, kept)) => (Some(copy), kept),
+                None => (self.load_async(id).await?, false),
             };
-            let (write, value) = match decided_write(id, record, decide)? {
-                Ok(decided) => decided,
-                Err(refused) => return Ok(Err(refused)),
-            };
-            let next = write.record.clone();
-            self.commit_async(write).await?;
-            Ok(Ok((value, next)))
+            loop {
+                match attempt(id, record, kept, &mut decide)? {
+                    Attempt::Refused(refused) => return Ok(Err(refused)),
+                    Attempt::Write(write, value, next) => {
+                        if landed(self.commit_async(write).await, kept)? {
+                            return Ok(Ok((value, next)));
+                        }
+                    }
+                    Attempt::Again => {}
+                }
+                (record, kept) = (self.load_async(id).await?, false);
+            }
         }
+    }
+
+    /// A copy of the object's record that the store kept from its own last read
+    /// or write, for the default [`modify`](Store::modify) to decide on instead
+    /// of reading first (a read fewer per action on a store across the network,
+    /// when one process drives an object). Only a record with no action in
+    /// flight is worth keeping: whether a holder's process still lives is known
+    /// only from a read. The default keeps none.
+    fn cached(&self, id: &ObjectId) -> Option<Record> {
+        let _ = id;
+        None
     }
 
     /// [`load`](Store::load) for async callers: what the runtime's `_async` calls
@@ -282,8 +308,59 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
-/// What the defaults of [`Store::modify`] and [`Store::modify_async`] share: the
-/// write `decide` makes of the `record` read (compared against it), or its
+/// The record the defaults of [`Store::modify`] and [`Store::modify_async`]
+/// decide on first, without reading: `known`, else the store's kept copy
+/// (marked `true`: a decision on it must be confirmed).
+fn first_copy(
+    known: Option<Record>,
+    kept: impl FnOnce() -> Option<Record>,
+) -> Option<(Record, bool)> {
+    known
+        .map(|r| (r, false))
+        .or_else(|| kept().map(|r| (r, true)))
+}
+
+/// What one decision of the defaults of [`Store::modify`] and
+/// [`Store::modify_async`] came to.
+// Moved once per decision: boxing the write would cost an allocation per write.
+#[allow(clippy::large_enum_variant)]
+enum Attempt<T, E> {
+    /// Refused, on a record that can be trusted.
+    Refused(E),
+    /// The write to commit, the value to hand back and the record after.
+    Write(Write, T, Record),
+    /// Refused on a kept copy: a refusal stands only on a fresh read.
+    Again,
+}
+
+/// One decision on `record` (a `kept` copy, or one read or known).
+fn attempt<T, E>(
+    id: &ObjectId,
+    record: Option<Record>,
+    kept: bool,
+    decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+) -> Result<Attempt<T, E>, StoreError> {
+    Ok(match decided_write(id, record, decide)? {
+        Ok((write, value)) => {
+            let next = write.record.clone();
+            Attempt::Write(write, value, next)
+        }
+        Err(_) if kept => Attempt::Again,
+        Err(refused) => Attempt::Refused(refused),
+    })
+}
+
+/// Whether a decision's write landed (`false`: it lost its compare-and-set on a
+/// kept copy, which was stale: decide again on a fresh read).
+fn landed(committed: Result<(), StoreError>, kept: bool) -> Result<bool, StoreError> {
+    match committed {
+        Ok(()) => Ok(true),
+        Err(StoreError::Conflict { .. }) if kept => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The write `decide` makes of the `record` read (compared against it), or its
 /// refusal. A change decided on an absent object is a conflict.
 fn decided_write<T, E>(
     id: &ObjectId,
@@ -579,7 +656,7 @@ impl<S: Store> Store for Arc<S> {
         &self,
         id: &ObjectId,
         known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
+        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
     ) -> Result<Result<(T, Record), E>, StoreError> {
         (**self).modify(id, known, decide)
     }
@@ -587,9 +664,12 @@ impl<S: Store> Store for Arc<S> {
         &self,
         id: &ObjectId,
         known: Option<Record>,
-        decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E> + Send,
+        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
     ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
         (**self).modify_async(id, known, decide)
+    }
+    fn cached(&self, id: &ObjectId) -> Option<Record> {
+        (**self).cached(id)
     }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         (**self).history(id)
