@@ -121,6 +121,8 @@ trait Queued: Send + Sync {
     fn outcome(&self) -> &Outcome;
     /// The error of a job that panicked, or was never run.
     fn crashed(&self) -> QueueError;
+    /// Drops the job unrun: its action, in flight, is recorded as abandoned now.
+    fn discard(&self);
 }
 
 struct Task<S: Store, F> {
@@ -147,6 +149,11 @@ impl<S: Store, F: FnOnce(&Runtime<S>) -> Done + Send> Queued for Task<S, F> {
             action: self.runtime.action_name(self.action).to_owned(),
         }
     }
+
+    fn discard(&self) {
+        let job = lock(&self.job).take();
+        drop(job);
+    }
 }
 
 /// A task in its queue. Dropped before its outcome was given (its worker gone),
@@ -156,6 +163,7 @@ struct Job(Arc<dyn Queued>);
 impl Drop for Job {
     fn drop(&mut self) {
         if !self.0.outcome().is_given() {
+            self.0.discard();
             self.0.outcome().give(Err(self.0.crashed()));
         }
     }
@@ -778,6 +786,60 @@ impl Future for Ticket {
         {
             Some(result) => Poll::Ready(result),
             None => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemoryStore;
+
+    /// A task its queue drops unrun (its worker gone) gives its ticket the crash
+    /// at once, and its action, in flight, is recorded as abandoned for the
+    /// healer: no ticket waits forever, no object stays held by nobody.
+    #[test]
+    fn a_task_dropped_unrun_gives_its_ticket_the_crash() {
+        let machine = fsm_core::spec::load_str(
+            "server.toml",
+            r#"
+            [machine]
+            name = "server"
+            initial = "HALTED"
+            [states]
+            HALTED = "Off"
+            STARTING = { transition = true }
+            RUNNING = "On"
+            [actions]
+            start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
+            stop = { from = "RUNNING", to = "HALTED" }
+            "#,
+        )
+        .unwrap();
+        let rt = Runtime::new(machine, MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        rt.create("vm", &user).unwrap();
+        let handle = rt.start("vm", &user, "start").unwrap().into_owned();
+        let task: Arc<dyn Queued> = Arc::new(Task {
+            outcome: Outcome::default(),
+            runtime: rt.clone(),
+            id: "vm".into(),
+            action: handle.action(),
+            job: Mutex::new(Some(move |_: &Runtime| {
+                (false, handle.complete().map_err(QueueError::from))
+            })),
+        });
+        let ticket = Ticket { task: task.clone() };
+        drop(task);
+        drop(Job(ticket.task.clone()));
+        // Recorded when the queue let go, not when the ticket does.
+        let record = rt.get("vm").unwrap();
+        assert!(record.in_flight.expect("still held").abandoned);
+        match ticket.wait() {
+            Err(QueueError::Crashed { id, action }) => {
+                assert_eq!((id.as_str(), action.as_str()), ("vm", "start"));
+            }
+            other => panic!("{other:?}"),
         }
     }
 }
