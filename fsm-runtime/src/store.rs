@@ -165,9 +165,10 @@ impl Write {
 /// [`StoreError::Unavailable`], saying whether a retry can help. Every applied write
 /// is published to watchers, in version order per object.
 ///
-/// The runtime makes most writes through [`Store::modify`], whose default reads,
-/// lets the runtime decide, and commits a compare-and-set `Write`: a backend
-/// implements `load` and `commit` and gets it for free. A backend that can hold
+/// The runtime makes most writes through [`Store::modify`], whose default reads
+/// (or takes the copy the store kept, [`Store::cached`]), lets the runtime
+/// decide, and commits a compare-and-set `Write`: a backend implements `load` and
+/// `commit` and gets it for free. A backend that can hold
 /// an object still while the runtime decides (the memory store) overrides it.
 pub trait Store: Send + Sync + 'static {
     /// Called by [`RuntimeBuilder::build`](crate::RuntimeBuilder::build) before
