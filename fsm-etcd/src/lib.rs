@@ -108,7 +108,7 @@ use etcd_client::{
     TxnOpResponse, WatchOptions,
 };
 use fsm_core::Machine;
-use fsm_runtime::wire::{Codec, StoredEntry, StoredRecord};
+use fsm_runtime::wire::{Codec, StoredEntry, StoredHolder, StoredRecord};
 use fsm_runtime::{
     Entry, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
 };
@@ -506,19 +506,22 @@ impl EtcdStore {
         // in the holder, and stands only while the session's key lives: a process
         // whose lease expired must not start what every other reads as abandoned.
         let mut stored = codec.encode_record(&record);
-        let started = [&stored.in_flight, &stored.hidden]
+        // A holder this write puts in its slot: the start it makes.
+        let written = record.version;
+        let starts = move |h: &&mut StoredHolder| h.version == written && !h.abandoned;
+        let started = [&mut stored.in_flight, &mut stored.hidden]
             .into_iter()
             .flatten()
-            .any(|h| h.version == record.version && !h.abandoned);
+            .any(|h| starts(&h));
         let prefix = self.inner.prefix.clone();
-        let txn = move |lease: i64| {
+        let mut txn = move |lease: i64| {
             let mut compare = vec![Compare::version(key.clone(), CompareOp::Equal, version)];
             let mut otherwise = vec![TxnOp::get(key.clone(), None)];
             if started {
                 for h in [&mut stored.in_flight, &mut stored.hidden]
                     .into_iter()
                     .flatten()
-                    .filter(|h| h.version == record.version && !h.abandoned)
+                    .filter(starts)
                 {
                     h.session = Some(lease);
                 }
@@ -541,7 +544,6 @@ impl EtcdStore {
             self.inner.ttl,
             self.inner.prefix.clone(),
         );
-        let mut txn = txn;
         let resp = self.run(async move {
             let held_on = lease.load(Ordering::Acquire);
             let resp = kv.txn(txn(held_on)).await?;

@@ -983,12 +983,13 @@ fn a_start_on_a_stale_kept_copy_is_decided_again_on_a_fresh_read() {
 
     // Here keeps RUNNING at version 7; elsewhere resizes it (back to RUNNING,
     // version 9). A reboot is allowed on both copies: decided on the stale one,
-    // its write loses, and it is decided again on the fresh one.
+    // its write loses, and it is decided again on the fresh one (here through
+    // the async path, which decides the same way).
     assert_eq!(here.store().cached(&"vm".into()).unwrap().version, 7);
     elsewhere.run("vm", &user, "resize").unwrap();
-    let flight = here.start("vm", &user, "reboot").unwrap();
+    let flight = block_on(here.start_async("vm", &user, "reboot")).unwrap();
     assert_eq!(flight.fence().0, 10);
-    flight.complete().unwrap();
+    block_on(flight.complete_async()).unwrap();
     let history = here.history("vm").unwrap();
     check_history(here.machine(), &history).unwrap();
     assert_eq!(history.len(), 11);

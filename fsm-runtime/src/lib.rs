@@ -102,7 +102,8 @@ mod queue;
 mod runtime;
 mod store;
 mod sync;
-#[cfg(feature = "testing")]
+// The unit tests use the suite's machine too.
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod wire;
 mod write;

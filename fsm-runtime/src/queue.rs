@@ -800,22 +800,7 @@ mod tests {
     /// healer: no ticket waits forever, no object stays held by nobody.
     #[test]
     fn a_task_dropped_unrun_gives_its_ticket_the_crash() {
-        let machine = fsm_core::spec::load_str(
-            "server.toml",
-            r#"
-            [machine]
-            name = "server"
-            initial = "HALTED"
-            [states]
-            HALTED = "Off"
-            STARTING = { transition = true }
-            RUNNING = "On"
-            [actions]
-            start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
-            stop = { from = "RUNNING", to = "HALTED" }
-            "#,
-        )
-        .unwrap();
+        let machine = crate::testing::machine();
         let rt = Runtime::new(machine, MemoryStore::new()).unwrap();
         let user = Actor::new("user");
         rt.create("vm", &user).unwrap();
