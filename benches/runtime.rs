@@ -1,6 +1,8 @@
 //! Completed actions per second through the in-memory runtime, against a raw
 //! `AtomicU64` compare-and-set loop, a hand-written sharded store (`DashMap`) and
-//! a `Mutex<HashMap>` doing the same work, on each number of threads in
+//! a `Mutex<HashMap>` doing the same work, and the runtime's own work written by
+//! hand (string ids, named holders and entries: a floor, see `floor`), on each
+//! number of threads in
 //! `FSM_BENCH_THREADS` (default `1,2`), each thread on its own objects ("own") or
 //! every thread on the same 64 ("hot").
 //!
@@ -251,7 +253,7 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
                     RUNNING
                 }
             }
-            Objects::Hot => rt.get(id).unwrap().state.0 as u64,
+            Objects::Hot => rt.state(id).unwrap().0 as u64,
         };
         let action = if state == HALTED { start } else { stop };
         match rt.start(id, actor, action) {
@@ -266,11 +268,176 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
     }
 }
 
-const CASES: [&str; 4] = [
+/// A floor for the runtime's own work: what the runtime keeps, hand-written
+/// lean. String ids hashed once (foldhash) into 16 shards, each a
+/// `Mutex<HashTable>`; a start checks that no holder is in the slot, stamps the
+/// clock, allocates the holder (an `Arc`, with the actor's interned name) and
+/// pushes a named entry into the bounded history; a completion checks the
+/// holder's version, stamps the clock, frees the holder and pushes an entry. No
+/// table lookup beyond the move, no roles, owners, guards, watchers, tracing or
+/// errors with messages: what is left between it and the runtime is plumbing.
+mod floor {
+    use std::collections::VecDeque;
+    use std::hash::BuildHasher;
+    use std::sync::{Arc, Mutex};
+    use std::time::SystemTime;
+
+    use fsm_runtime::ActorName;
+
+    use super::{KEEP, Objects, black_box, next};
+
+    const SHARDS: usize = 16;
+
+    struct Holder {
+        actor: ActorName,
+        since: SystemTime,
+        version: u64,
+    }
+
+    /// What the runtime's `Entry` holds, with ids the width of the runtime's.
+    #[allow(dead_code)] // written, never read back
+    struct Entry {
+        version: u64,
+        at: SystemTime,
+        actor: ActorName,
+        action: usize,
+        from: usize,
+        to: usize,
+    }
+
+    struct Slot {
+        state: u64,
+        version: u64,
+        changed_at: SystemTime,
+        in_flight: Option<Arc<Holder>>,
+        history: VecDeque<Entry>,
+    }
+
+    type Shard = Mutex<hashbrown::HashTable<(Arc<str>, Slot)>>;
+
+    pub struct Store {
+        shards: Box<[Shard]>,
+        hasher: foldhash::fast::RandomState,
+    }
+
+    /// A started action: its object, the version its start wrote, its target.
+    pub struct Held(Arc<str>, u64, u64);
+
+    impl Store {
+        pub fn new(ids: &[Arc<str>]) -> Store {
+            let store = Store {
+                shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+                hasher: Default::default(),
+            };
+            for id in ids {
+                let slot = Slot {
+                    state: super::HALTED,
+                    version: 1,
+                    changed_at: SystemTime::now(),
+                    in_flight: None,
+                    history: VecDeque::new(),
+                };
+                let hash = store.hasher.hash_one(&**id);
+                store.shards[(hash >> 32) as usize % SHARDS]
+                    .lock()
+                    .unwrap()
+                    .insert_unique(hash, (id.clone(), slot), |(k, _)| {
+                        store.hasher.hash_one(&**k)
+                    });
+            }
+            store
+        }
+
+        fn with<T>(&self, id: &Arc<str>, f: impl FnOnce(&mut Slot) -> T) -> T {
+            let hash = self.hasher.hash_one(&**id);
+            let mut shard = self.shards[(hash >> 32) as usize % SHARDS].lock().unwrap();
+            let (_, slot) = shard
+                .find_mut(hash, |(k, _)| Arc::ptr_eq(k, id) || k == id)
+                .unwrap();
+            f(slot)
+        }
+
+        fn push(slot: &mut Slot, entry: Entry) {
+            if slot.history.len() == KEEP {
+                slot.history.pop_front();
+            }
+            slot.history.push_back(entry);
+        }
+
+        /// `None`: held already.
+        pub fn start(&self, id: &Arc<str>, actor: ActorName) -> Option<Held> {
+            self.with(id, |slot| {
+                if slot.in_flight.is_some() {
+                    return None;
+                }
+                let (via, target) = next(slot.state);
+                let at = SystemTime::now();
+                let from = slot.state;
+                slot.version += 1;
+                slot.state = via;
+                slot.changed_at = at;
+                slot.in_flight = Some(Arc::new(Holder {
+                    actor,
+                    since: at,
+                    version: slot.version,
+                }));
+                let entry = Entry {
+                    version: slot.version,
+                    at,
+                    actor,
+                    action: 0,
+                    from: from as usize,
+                    to: via as usize,
+                };
+                Self::push(slot, entry);
+                Some(Held(id.clone(), slot.version, target))
+            })
+        }
+
+        pub fn complete(&self, Held(id, version, target): Held) -> u64 {
+            self.with(&id, |slot| {
+                let holder = slot.in_flight.take().filter(|h| h.version == version);
+                let holder = holder.expect("the holder completes its own action");
+                let at = SystemTime::now();
+                let from = slot.state;
+                slot.version += 1;
+                slot.state = target;
+                slot.changed_at = at;
+                let entry = Entry {
+                    version: slot.version,
+                    at,
+                    actor: holder.actor,
+                    action: 0,
+                    from: from as usize,
+                    to: target as usize,
+                };
+                black_box(holder.since);
+                Self::push(slot, entry);
+                slot.version
+            })
+        }
+    }
+
+    pub fn work(store: &Store, ids: &[Arc<str>], objects: Objects, t: usize, iters: u64) {
+        let actor = ActorName::new(format!("worker-{t}"));
+        let (mut i, mut done) = (0, 0);
+        while done < iters {
+            let id = &ids[objects.pick(t, i)];
+            i += 1;
+            if let Some(held) = store.start(id, actor) {
+                black_box(store.complete(held));
+                done += 1;
+            }
+        }
+    }
+}
+
+const CASES: [&str; 5] = [
     "raw AtomicU64 compare-and-set",
     "DashMap store",
     "Mutex around a HashMap",
     "fsm runtime (MemoryStore)",
+    "runtime work by hand (floor)",
 ];
 
 /// The thread counts to measure: `FSM_BENCH_THREADS` (`1,2,4,8,16`), else 1 and 2.
@@ -327,6 +494,16 @@ fn bench(c: &mut Criterion, threads_list: &[usize]) {
                 })
             });
 
+            let texts: Vec<std::sync::Arc<str>> = (0..n).map(|i| format!("s-{i}").into()).collect();
+            let by_hand = floor::Store::new(&texts);
+            g.bench_function(CASES[4], |b| {
+                b.iter_custom(|iters| {
+                    on_threads(threads, iters, |t, k| {
+                        floor::work(&by_hand, &texts, objects, t, k)
+                    })
+                })
+            });
+
             let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
             let actor = Actor::new("bench");
             let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
@@ -361,6 +538,16 @@ fn print_table(threads_list: &[usize]) {
         ("fsm ÷ DashMap store, hot objects", Objects::Hot, CASES[1]),
         ("fsm ÷ Mutex<HashMap>, own objects", Objects::Own, CASES[2]),
         ("fsm ÷ Mutex<HashMap>, hot objects", Objects::Hot, CASES[2]),
+        (
+            "fsm ÷ its work by hand (floor), own",
+            Objects::Own,
+            CASES[4],
+        ),
+        (
+            "fsm ÷ its work by hand (floor), hot",
+            Objects::Hot,
+            CASES[4],
+        ),
     ];
     print!("\n{:<36}", "throughput ratio, threads:");
     for t in threads_list {

@@ -30,32 +30,42 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.load(id),
         }
     }
+    fn load_with<R>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.load_with(id, read),
+            AnyStore::Etcd(s) => s.load_with(id, read),
+        }
+    }
     fn commit(&self, write: Write) -> Result<(), StoreError> {
         match self {
             AnyStore::Memory(s) => s.commit(write),
             AnyStore::Etcd(s) => s.commit(write),
         }
     }
-    fn modify<T, E>(
+    fn modify<T, E, R>(
         &self,
         id: &ObjectId,
-        known: Option<Record>,
         decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
-    ) -> Result<Result<(T, Record), E>, StoreError> {
+        read: impl FnMut(&Record) -> R,
+    ) -> Result<Result<(T, R), E>, StoreError> {
         match self {
-            AnyStore::Memory(s) => s.modify(id, known, decide),
-            AnyStore::Etcd(s) => s.modify(id, known, decide),
+            AnyStore::Memory(s) => s.modify(id, decide, read),
+            AnyStore::Etcd(s) => s.modify(id, decide, read),
         }
     }
-    async fn modify_async<T: Send, E: Send>(
+    async fn modify_async<T: Send, E: Send, R: Send>(
         &self,
         id: &ObjectId,
-        known: Option<Record>,
         decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
-    ) -> Result<Result<(T, Record), E>, StoreError> {
+        read: impl FnMut(&Record) -> R + Send,
+    ) -> Result<Result<(T, R), E>, StoreError> {
         match self {
-            AnyStore::Memory(s) => s.modify_async(id, known, decide).await,
-            AnyStore::Etcd(s) => s.modify_async(id, known, decide).await,
+            AnyStore::Memory(s) => s.modify_async(id, decide, read).await,
+            AnyStore::Etcd(s) => s.modify_async(id, decide, read).await,
         }
     }
     fn cached(&self, id: &ObjectId) -> Option<Record> {

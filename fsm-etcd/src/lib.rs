@@ -37,12 +37,12 @@
 //!   *then* put the record and put its history entry, *else* read what is there and
 //!   answer [`StoreError::Conflict`]. A state change is never stored without its
 //!   history entry, nor an entry without its change.
-//! - **A read saved per action.** The store keeps the records it last read or
-//!   wrote while they have no action in flight ([`Store::cached`]), and a start
-//!   decides on that copy instead of reading first: one transaction to start,
-//!   one to end. A copy that another process made stale costs nothing wrong:
-//!   the start's compare-and-set loses, or its refusal is not trusted, and the
-//!   start is decided again on a fresh read. Reads ([`Store::load`],
+//! - **A read saved per write.** The store keeps the records it last read or
+//!   wrote ([`Store::cached`]), and a start or a completion decides on that
+//!   copy instead of reading first: one transaction to start, one to end. A
+//!   copy that another process made stale costs nothing wrong: the write's
+//!   compare-and-set loses, or its refusal is not trusted, and it is decided
+//!   again on a fresh read. Reads ([`Store::load`],
 //!   `Runtime::get`) always go to etcd.
 //! - **Watchers on etcd watch.** One etcd watch on `hist/`, opened at the store's
 //!   first [`watch`](Store::watch), feeds the store's [`Publisher`], so watchers
@@ -116,8 +116,8 @@ use fsm_runtime::{
 /// How many events each watcher buffers.
 const WATCH_CAPACITY: usize = 1024;
 
-/// How many records with no action in flight the store keeps, to decide on
-/// without reading first ([`Store::cached`]).
+/// How many records the store keeps, to decide on without reading first
+/// ([`Store::cached`]).
 const KEPT: usize = 65_536;
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -582,11 +582,11 @@ impl EtcdStore {
         })
     }
 
-    /// Keeps `record` (as read or written) for [`Store::cached`], if it has no
-    /// action in flight; forgets the object otherwise.
+    /// Keeps `record` (as read or written) for [`Store::cached`]; `None`
+    /// forgets the object.
     fn keep(&self, id: &ObjectId, record: Option<&Record>) {
         let mut kept = lock(&self.inner.kept);
-        match record.filter(|r| r.in_flight.is_none() && r.hidden.is_none()) {
+        match record {
             Some(record) => {
                 if kept.len() >= KEPT && !kept.contains_key(id) {
                     // Bounded by forgetting all: what is kept only saves reads.
@@ -674,7 +674,7 @@ impl Store for EtcdStore {
         }
     }
 
-    /// The record this store last read or wrote, if it had no action in flight.
+    /// The record this store last read or wrote.
     fn cached(&self, id: &ObjectId) -> Option<Record> {
         lock(&self.inner.kept).get(id).cloned()
     }

@@ -253,18 +253,22 @@ impl Machine {
 
     /// The rule of `action` from `from`, or why the action cannot start there.
     pub fn start(&self, action: ActionId, from: StateId) -> Result<Rule, RuleError> {
-        if let Some(rule) = self.rule(action, from) {
-            return Ok(rule);
-        }
+        self.rule(action, from)
+            .ok_or_else(|| self.refusal(action, from))
+    }
+
+    /// Why `action` cannot start from `from`, for a pair that has no
+    /// [`rule`](Self::rule): what [`start`](Self::start) answers then.
+    pub fn refusal(&self, action: ActionId, from: StateId) -> RuleError {
         let (a, state) = (self.action(action), self.state(from));
         if state.is_transition() {
-            return Err(RuleError::Busy {
+            return RuleError::Busy {
                 action: a.name.to_string(),
                 state: state.name.to_string(),
                 running: self.names_running(from),
-            });
+            };
         }
-        Err(RuleError::NotFrom {
+        RuleError::NotFrom {
             action: a.name.to_string(),
             state: state.name.to_string(),
             origins: a
@@ -272,7 +276,7 @@ impl Machine {
                 .iter()
                 .map(|&o| self.state(o).name.to_string())
                 .collect(),
-        })
+        }
     }
 
     /// The move `from → to`, if one rule of the table makes it: a static origin

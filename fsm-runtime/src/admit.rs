@@ -59,12 +59,12 @@ pub(crate) fn admit(
             abandoned: holder.abandoned,
         });
     }
-    let rule = machine
-        .start(action, record.state)
-        .map_err(|refused| RuntimeError::NoRule {
+    let Some(rule) = machine.rule(action, record.state) else {
+        return Err(RuntimeError::NoRule {
             id: id.clone(),
-            refused,
-        })?;
+            refused: machine.refusal(action, record.state),
+        });
+    };
     if !def.roles.is_empty() && !def.roles.iter().any(|r| actor.has_role(r)) {
         return Err(RuntimeError::MissingRole {
             actor: actor.name().to_owned(),

@@ -71,8 +71,6 @@ pub struct InFlight<'r, S: Store = crate::MemoryStore> {
     rule: Rule,
     slot: Slot,
     held: Expected,
-    /// The record as the start wrote it, while it may still be current.
-    written: Option<Record>,
     /// The data the start proposed, written by a completion.
     proposed: Option<Arc<str>>,
     done: bool,
@@ -96,7 +94,6 @@ impl<'r, S: Store> InFlight<'r, S> {
         rule: Rule,
         slot: Slot,
         held: Expected,
-        written: Record,
     ) -> Self {
         InFlight {
             runtime: RuntimeRef::Borrowed(runtime),
@@ -104,7 +101,6 @@ impl<'r, S: Store> InFlight<'r, S> {
             rule,
             slot,
             held,
-            written: Some(written),
             proposed: None,
             done: false,
         }
@@ -200,7 +196,6 @@ impl<S: Store> InFlight<'_, S> {
             rule: self.rule,
             slot: self.slot,
             held: self.held,
-            written: self.written.take(),
             proposed: self.proposed.take(),
             done: false,
         }
@@ -283,27 +278,24 @@ impl<S: Store> InFlight<'_, S> {
             holder: outcome.keep(holder),
             to: outcome.to(record),
             // The holder is this handle's own: the actor who started the action.
-            actor: holder.actor.clone(),
+            actor: holder.actor,
             at,
             data,
         };
         Ok((change, record))
     }
 
-    /// Writes `outcome`. First on the record as the start wrote it, which saves a
-    /// store that reads before it writes a read when nothing changed since; when
-    /// the record changed for another reason (a hidden action beside a visible
-    /// one), decides again on the record as it is.
+    /// Writes `outcome`, decided on the record as the store has it; when the
+    /// record changed meanwhile for another reason (a hidden action beside a
+    /// visible one), decided again on the record as it is then.
     fn settle(&mut self, outcome: Outcome, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
-        let mut known = self.written.take();
         loop {
             let mut expected = None;
-            let decided = self
-                .runtime
-                .store()
-                .modify(&self.id, known.take(), |record| {
-                    self.decide_settlement(record, &outcome, data.clone(), &mut expected)
-                });
+            let decided = self.runtime.store().modify(
+                &self.id,
+                |record| self.decide_settlement(record, &outcome, data.clone(), &mut expected),
+                Record::clone,
+            );
             if let Some(settled) = self.settled(decided, expected) {
                 return settled;
             }
@@ -316,15 +308,16 @@ impl<S: Store> InFlight<'_, S> {
         outcome: Outcome,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let mut known = self.written.take();
         loop {
             let mut expected = None;
             let decided = self
                 .runtime
                 .store()
-                .modify_async(&self.id, known.take(), |record| {
-                    self.decide_settlement(record, &outcome, data.clone(), &mut expected)
-                })
+                .modify_async(
+                    &self.id,
+                    |record| self.decide_settlement(record, &outcome, data.clone(), &mut expected),
+                    Record::clone,
+                )
                 .await;
             if let Some(settled) = self.settled(decided, expected) {
                 return settled;

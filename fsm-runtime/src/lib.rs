@@ -98,6 +98,7 @@ mod heal;
 mod history;
 mod in_flight;
 mod memory;
+mod name;
 mod queue;
 mod runtime;
 mod store;
@@ -119,6 +120,7 @@ pub use heal::{HealReport, Healed, Healer, PeriodicHealer};
 pub use history::{HistoryError, check_history};
 pub use in_flight::{Fence, InFlight, Revocation};
 pub use memory::MemoryStore;
+pub use name::ActorName;
 pub use queue::{QueueError, Queuer, Request, Ticket, Work};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::{
@@ -214,7 +216,7 @@ impl<'de> serde::Deserialize<'de> for ObjectId {
 /// is left only by an actor holding the owner's role.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Actor {
-    name: Arc<str>,
+    name: ActorName,
     roles: Arc<[Arc<str>]>,
 }
 
@@ -222,7 +224,7 @@ impl Actor {
     /// An actor with no role.
     pub fn new(name: impl AsRef<str>) -> Self {
         Actor {
-            name: name.as_ref().into(),
+            name: ActorName::new(name),
             roles: Arc::new([]),
         }
     }
@@ -240,8 +242,13 @@ impl Actor {
     }
 
     /// The actor's name, as history records it.
-    pub fn name(&self) -> &str {
-        &self.name
+    pub fn name(&self) -> &'static str {
+        self.name.as_str()
+    }
+
+    /// The actor's name, interned, as a holder and an entry keep it.
+    pub fn actor_name(&self) -> ActorName {
+        self.name
     }
 
     /// The roles the actor holds.
@@ -253,16 +260,12 @@ impl Actor {
     pub fn has_role(&self, role: &str) -> bool {
         self.roles.iter().any(|r| &**r == role)
     }
-
-    pub(crate) fn shared_name(&self) -> Arc<str> {
-        self.name.clone()
-    }
 }
 
 impl fmt::Debug for Actor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Actor")
-            .field("name", &&*self.name)
+            .field("name", &self.name)
             .field(
                 "roles",
                 &self.roles.iter().map(|r| &**r).collect::<Vec<_>>(),

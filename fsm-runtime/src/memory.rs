@@ -28,13 +28,20 @@ type Hasher = foldhash::fast::RandomState;
 /// refuses, listing the objects the new spec cannot read.
 #[derive(Debug)]
 pub struct MemoryStore {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Padded<Mutex<Shard>>]>,
     hasher: Hasher,
     publisher: Publisher,
     keep: usize,
     /// The machine whose ids the records hold.
     bound: Mutex<Option<Machine>>,
 }
+
+/// A shard's lock on cache lines of its own (two lines: adjacent-line prefetch
+/// pairs them), so that threads locking neighbouring shards do not contend on
+/// one line.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
 
 /// The objects of one shard, each found by the hash that chose the shard: an id
 /// is hashed once per access.
@@ -93,7 +100,9 @@ impl MemoryStore {
             (std::thread::available_parallelism().map_or(4, |n| n.get()) * 8).next_power_of_two()
         };
         MemoryStore {
-            shards: (0..shards).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..shards)
+                .map(|_| Padded(Mutex::new(Shard::default())))
+                .collect(),
             hasher: Hasher::default(),
             publisher: Publisher::new(capacity),
             keep: usize::MAX,
@@ -126,7 +135,7 @@ impl MemoryStore {
     fn shard(&self, id: &ObjectId) -> (u64, &Mutex<Shard>) {
         let hash = self.hasher.hash_one(id.as_str());
         let shard = (hash >> 32) as usize & (self.shards.len() - 1);
-        (hash, &self.shards[shard])
+        (hash, &self.shards[shard].0)
     }
 }
 
@@ -185,7 +194,7 @@ impl Store for MemoryStore {
         }
         // An edited spec: translate every object by name, all or nothing.
         let t = Translation { old, new: machine };
-        let mut shards: Vec<_> = self.shards.iter().map(lock).collect();
+        let mut shards: Vec<_> = self.shards.iter().map(|s| lock(&s.0)).collect();
         let mut unreadable = Vec::new();
         let mut translated = Vec::new();
         for shard in &shards {
@@ -212,8 +221,17 @@ impl Store for MemoryStore {
     }
 
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+        self.load_with(id, Record::clone)
+    }
+
+    /// Reads the record in place, under its shard's lock.
+    fn load_with<R>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<Option<R>, StoreError> {
         let (hash, shard) = self.shard(id);
-        Ok(lock(shard).get(hash, id).map(|slot| slot.record.clone()))
+        Ok(lock(shard).get(hash, id).map(|slot| read(&slot.record)))
     }
 
     fn commit(&self, write: Write) -> Result<(), StoreError> {
@@ -252,16 +270,16 @@ impl Store for MemoryStore {
     /// Decides on the record it holds, under the object's shard lock: nothing
     /// comes between the read and the write, the object is looked up once, and the
     /// change is made in place.
-    fn modify<T, E>(
+    fn modify<T, E, R>(
         &self,
         id: &ObjectId,
-        _known: Option<Record>,
         decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
-    ) -> Result<Result<(T, Record), E>, StoreError> {
+        read: impl FnMut(&Record) -> R,
+    ) -> Result<Result<(T, R), E>, StoreError> {
         let (hash, shard) = self.shard(id);
         let mut shard = lock(shard);
         let slot = shard.get_mut(hash, id);
-        let mut decide = decide;
+        let (mut decide, mut read) = (decide, read);
         let (change, value) = match decide(slot.as_deref().map(|slot| &slot.record)) {
             Ok(decided) => decided,
             Err(refused) => return Ok(Err(refused)),
@@ -274,17 +292,17 @@ impl Store for MemoryStore {
         };
         let entry = change.apply(&mut slot.record);
         self.append(slot, id, entry);
-        Ok(Ok((value, slot.record.clone())))
+        Ok(Ok((value, read(&slot.record))))
     }
 
     /// `modify`: the memory store never waits.
-    fn modify_async<T: Send, E: Send>(
+    fn modify_async<T: Send, E: Send, R: Send>(
         &self,
         id: &ObjectId,
-        known: Option<Record>,
         decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
-    ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
-        std::future::ready(self.modify(id, known, decide))
+        read: impl FnMut(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<Result<(T, R), E>, StoreError>> + Send {
+        std::future::ready(self.modify(id, decide, read))
     }
 
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
@@ -300,7 +318,7 @@ impl Store for MemoryStore {
             .shards
             .iter()
             .flat_map(|shard| {
-                let shard = lock(shard);
+                let shard = lock(&shard.0);
                 shard
                     .objects
                     .iter()

@@ -210,7 +210,7 @@ impl<S: Store> Runtime<S> {
         let write = write::create(
             id.clone(),
             self.machine().initial(),
-            actor.shared_name(),
+            actor.actor_name(),
             self.now(),
             data,
         );
@@ -267,7 +267,12 @@ impl<S: Store> Runtime<S> {
 
     /// The object's state.
     pub fn state(&self, id: impl Into<ObjectId>) -> Result<StateId, RuntimeError> {
-        Ok(self.get(id)?.state)
+        let id = id.into();
+        self.inner
+            .store
+            .load_with(&id, |r| r.state)
+            .map_err(RuntimeError::Store)?
+            .ok_or(RuntimeError::NotFound { id })
     }
 
     /// The name of the object's state, as the spec spells it.
@@ -431,11 +436,10 @@ impl<S: Store> Runtime<S> {
                 Ok(admission) => {
                     let mut admission = Some(admission);
                     let store = &self.inner.store;
-                    store
-                        .modify_async(&id, seen, |record| {
-                            self.decide_start(&id, &mut admission, record, &mut expected)
-                        })
-                        .await
+                    let decide = |record: Option<&_>| {
+                        self.decide_start(&id, &mut admission, record, &mut expected)
+                    };
+                    store.modify_async(&id, decide, |_| ()).await
                 }
                 Err(refused) => Ok(Err(refused)),
             };
@@ -465,9 +469,10 @@ impl<S: Store> Runtime<S> {
         let decided = match admission {
             Ok(admission) => {
                 let mut admission = Some(admission);
-                self.inner.store.modify(&id, seen, |record| {
+                let decide = |record: Option<&_>| {
                     self.decide_start(&id, &mut admission, record, &mut expected)
-                })
+                };
+                self.inner.store.modify(&id, decide, |_| ())
             }
             Err(refused) => Ok(Err(refused)),
         };
@@ -497,7 +502,7 @@ impl<S: Store> Runtime<S> {
             },
             Some(seen) => Admission::Checked {
                 seen: seen.expected(),
-                admitted: self.admit_start(id, actor, action, version, proposed, seen)?,
+                admitted: Box::new(self.admit_start(id, actor, action, version, proposed, seen)?),
             },
         })
     }
@@ -531,7 +536,7 @@ impl<S: Store> Runtime<S> {
                 Err(self.conflict(id.clone(), Some(*seen), Some(record)))
             }
             _ => match admission.take() {
-                Some(Admission::Checked { admitted, .. }) => Ok(admitted),
+                Some(Admission::Checked { admitted, .. }) => Ok(*admitted),
                 // Its guards' start was handed over once already.
                 _ => Err(self.conflict(id.clone(), *expected, Some(record))),
             },
@@ -542,14 +547,16 @@ impl<S: Store> Runtime<S> {
     fn started(
         &self,
         id: ObjectId,
-        decided: Result<Result<(Start, Record), RuntimeError>, StoreError>,
+        decided: Result<Result<(Start, ()), RuntimeError>, StoreError>,
         expected: Option<Expected>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        let (start, written) = decided
-            .map_err(|e| self.refused(expected, e))
-            .and_then(|decided| decided)
-            .inspect_err(|e| tracing::debug!(error = %e, "refused"))?;
-        Ok(start.begun(self, id, written))
+        let refused = match decided {
+            Ok(Ok((start, ()))) => return Ok(start.begun(self, id)),
+            Ok(Err(refused)) => refused,
+            Err(e) => self.refused(expected, e),
+        };
+        tracing::debug!(error = %refused, "refused");
+        Err(refused)
     }
 
     fn start_span(&self, id: &ObjectId, actor: &Actor, action: ActionId) -> tracing::Span {
@@ -597,7 +604,7 @@ impl<S: Store> Runtime<S> {
         let holder = Holder {
             action,
             origin: record.state,
-            actor: actor.shared_name(),
+            actor: actor.actor_name(),
             since: at,
             abandoned: false,
             version,
@@ -611,7 +618,7 @@ impl<S: Store> Runtime<S> {
             slot,
             holder: Some(Arc::new(holder)),
             to,
-            actor: actor.shared_name(),
+            actor: actor.actor_name(),
             at,
             data: None,
         };
@@ -698,7 +705,7 @@ impl<S: Store> Runtime<S> {
             slot,
             holder: None,
             to,
-            actor: healer.shared_name(),
+            actor: healer.actor_name(),
             at: self.now(),
             data: None,
         }
@@ -771,7 +778,9 @@ enum Admission<'a> {
     /// still there.
     Checked {
         seen: Expected,
-        admitted: (Change, Start),
+        /// Boxed: a guarded start is rare beside a guard's own cost, and the
+        /// enum is moved on every start.
+        admitted: Box<(Change, Start)>,
     },
 }
 
@@ -785,15 +794,9 @@ struct Start {
 }
 
 impl Start {
-    /// The handle of the action started on `id`, whose record is now `written`.
-    fn begun<S: Store>(
-        self,
-        runtime: &Runtime<S>,
-        id: ObjectId,
-        written: Record,
-    ) -> InFlight<'_, S> {
+    /// The handle of the action started on `id`.
+    fn begun<S: Store>(self, runtime: &Runtime<S>, id: ObjectId) -> InFlight<'_, S> {
         tracing::debug!(version = self.held.version, "started");
-        InFlight::new(runtime, id, self.rule, self.slot, self.held, written)
-            .proposing(self.proposed)
+        InFlight::new(runtime, id, self.rule, self.slot, self.held).proposing(self.proposed)
     }
 }

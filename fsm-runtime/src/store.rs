@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 
 use fsm_core::{ActionId, Machine, StateId};
 
-use crate::{Change, ObjectId, StoreError};
+use crate::{ActorName, Change, ObjectId, StoreError};
 
 /// An object's current state, as a store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub struct Holder {
     /// The static state it started from, where failing returns.
     pub origin: StateId,
     /// The actor who started it.
-    pub actor: Arc<str>,
+    pub actor: ActorName,
     /// When it started.
     pub since: SystemTime,
     /// Its handle was dropped without completing or failing: nobody will finish
@@ -84,7 +84,7 @@ pub struct Entry {
     /// When.
     pub at: SystemTime,
     /// Who (the healer's name for a rollback).
-    pub actor: Arc<str>,
+    pub actor: ActorName,
     /// What kind of write.
     pub kind: EntryKind,
     /// The action concerned (`None` for a creation).
@@ -184,6 +184,18 @@ pub trait Store: Send + Sync + 'static {
     /// The object's record, if it exists.
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError>;
 
+    /// What `read` takes of the object's record, if it exists: a caller that
+    /// needs a part of the record (its state, its holder's version) pays for
+    /// that part only. The default [`load`](Store::load)s the record whole; the
+    /// [`MemoryStore`](crate::MemoryStore) reads it in place.
+    fn load_with<R>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        Ok(self.load(id)?.as_ref().map(read))
+    }
+
     /// Applies `write` atomically, or refuses it.
     fn commit(&self, write: Write) -> Result<(), StoreError>;
 
@@ -199,16 +211,16 @@ pub trait Store: Send + Sync + 'static {
     /// A read and the change made from it, as one compare-and-set: `decide` sees
     /// the object's record (`None`: absent) and returns the [`Change`] to make with
     /// a value to hand back, or refuses (the inner `Err`; nothing is written).
-    /// Answers that value and the record after the change. The outer `Err` is the
-    /// store's: the compare-and-set lost, or the backend failed.
+    /// Answers that value and what `read` takes of the record the change left
+    /// (`Record::clone` for all of it, `|_| ()` for nothing: a caller pays only
+    /// for what it keeps). The outer `Err` is the store's: the compare-and-set
+    /// lost, or the backend failed.
     ///
-    /// `known` is the record as the caller last saw it, when it has reason to
-    /// think it current (the runtime passes the record its start wrote when it
-    /// completes the action). `decide` may be called again, on a fresher record,
-    /// when a copy the store kept turned out stale.
+    /// `decide` may be called again, on a fresher record, when a copy the store
+    /// kept turned out stale.
     ///
-    /// The default decides on `known`, or on the copy the store kept
-    /// ([`cached`](Store::cached)), or on a fresh [`load`](Store::load), and
+    /// The default decides on the copy the store kept
+    /// ([`cached`](Store::cached)), else on a fresh [`load`](Store::load), and
     /// commits the change as a [`Write`] compared against that record, so a write
     /// that came in between makes it a [`StoreError::Conflict`]. A decision on a
     /// kept copy stands only if its write lands: when the write loses its
@@ -220,18 +232,18 @@ pub trait Store: Send + Sync + 'static {
     /// `decide` is quick and never calls back into the store: the runtime passes
     /// its own checks and a read of its [`Clock`](crate::Clock) (so that a write
     /// is stamped after the one before it), never a guard.
-    fn modify<T, E>(
+    fn modify<T, E, R>(
         &self,
         id: &ObjectId,
-        known: Option<Record>,
         mut decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
-    ) -> Result<Result<(T, Record), E>, StoreError> {
-        let (mut record, mut kept) = match first_copy(known, || self.cached(id)) {
-            Some((copy, kept)) => (Some(copy), kept),
+        mut read: impl FnMut(&Record) -> R,
+    ) -> Result<Result<(T, R), E>, StoreError> {
+        let (mut record, mut kept) = match self.cached(id) {
+            Some(copy) => (Some(copy), true),
             None => (self.load(id)?, false),
         };
         loop {
-            match attempt(id, record, kept, &mut decide)? {
+            match attempt(id, record, kept, &mut decide, &mut read)? {
                 Attempt::Refused(refused) => return Ok(Err(refused)),
                 Attempt::Write(write, value, next) => {
                     if landed(self.commit(write), kept)? {
@@ -245,22 +257,22 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// [`modify`](Store::modify) for async callers, with the same default:
-    /// [`load_async`](Store::load_async) (unless `known`), decide, then
+    /// [`load_async`](Store::load_async) (unless the store kept a copy), decide, then
     /// [`commit_async`](Store::commit_async). A store that decides on the record
     /// it holds answers with its `modify` (the memory store does).
-    fn modify_async<T: Send, E: Send>(
+    fn modify_async<T: Send, E: Send, R: Send>(
         &self,
         id: &ObjectId,
-        known: Option<Record>,
         mut decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
-    ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
+        mut read: impl FnMut(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<Result<(T, R), E>, StoreError>> + Send {
         async move {
-            let (mut record, mut kept) = match first_copy(known, || self.cached(id)) {
-                Some((copy, kept)) => (Some(copy), kept),
+            let (mut record, mut kept) = match self.cached(id) {
+                Some(copy) => (Some(copy), true),
                 None => (self.load_async(id).await?, false),
             };
             loop {
-                match attempt(id, record, kept, &mut decide)? {
+                match attempt(id, record, kept, &mut decide, &mut read)? {
                     Attempt::Refused(refused) => return Ok(Err(refused)),
                     Attempt::Write(write, value, next) => {
                         if landed(self.commit_async(write).await, kept)? {
@@ -276,10 +288,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// A copy of the object's record that the store kept from its own last read
     /// or write, for the default [`modify`](Store::modify) to decide on instead
-    /// of reading first (a read fewer per action on a store across the network,
-    /// when one process drives an object). Only a record with no action in
-    /// flight is worth keeping: whether a holder's process still lives is known
-    /// only from a read. The default keeps none.
+    /// of reading first: a read fewer per action on a store across the network,
+    /// when one process drives an object (its start, then its completion, each
+    /// one transaction). A decision on it stands only if its write lands, so a
+    /// stale copy costs a read, never a wrong answer. The default keeps none.
     fn cached(&self, id: &ObjectId) -> Option<Record> {
         let _ = id;
         None
@@ -309,41 +321,31 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
-/// The record the defaults of [`Store::modify`] and [`Store::modify_async`]
-/// decide on first, without reading: `known`, else the store's kept copy
-/// (marked `true`: a decision on it must be confirmed).
-fn first_copy(
-    known: Option<Record>,
-    kept: impl FnOnce() -> Option<Record>,
-) -> Option<(Record, bool)> {
-    known
-        .map(|r| (r, false))
-        .or_else(|| kept().map(|r| (r, true)))
-}
-
 /// What one decision of the defaults of [`Store::modify`] and
 /// [`Store::modify_async`] came to.
 // Moved once per decision: boxing the write would cost an allocation per write.
 #[allow(clippy::large_enum_variant)]
-enum Attempt<T, E> {
+enum Attempt<T, E, R> {
     /// Refused, on a record that can be trusted.
     Refused(E),
-    /// The write to commit, the value to hand back and the record after.
-    Write(Write, T, Record),
+    /// The write to commit, the value to hand back and what was read of the
+    /// record after.
+    Write(Write, T, R),
     /// Refused on a kept copy: a refusal stands only on a fresh read.
     Again,
 }
 
-/// One decision on `record` (a `kept` copy, or one read or known).
-fn attempt<T, E>(
+/// One decision on `record` (a `kept` copy, or one read).
+fn attempt<T, E, R>(
     id: &ObjectId,
     record: Option<Record>,
     kept: bool,
     decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
-) -> Result<Attempt<T, E>, StoreError> {
+    read: impl FnOnce(&Record) -> R,
+) -> Result<Attempt<T, E, R>, StoreError> {
     Ok(match decided_write(id, record, decide)? {
         Ok((write, value)) => {
-            let next = write.record.clone();
+            let next = read(&write.record);
             Attempt::Write(write, value, next)
         }
         Err(_) if kept => Attempt::Again,
@@ -649,25 +651,32 @@ impl<S: Store> Store for Arc<S> {
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
         (**self).load(id)
     }
+    fn load_with<R>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        (**self).load_with(id, read)
+    }
     fn commit(&self, write: Write) -> Result<(), StoreError> {
         (**self).commit(write)
     }
 
-    fn modify<T, E>(
+    fn modify<T, E, R>(
         &self,
         id: &ObjectId,
-        known: Option<Record>,
         decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
-    ) -> Result<Result<(T, Record), E>, StoreError> {
-        (**self).modify(id, known, decide)
+        read: impl FnMut(&Record) -> R,
+    ) -> Result<Result<(T, R), E>, StoreError> {
+        (**self).modify(id, decide, read)
     }
-    fn modify_async<T: Send, E: Send>(
+    fn modify_async<T: Send, E: Send, R: Send>(
         &self,
         id: &ObjectId,
-        known: Option<Record>,
         decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E> + Send,
-    ) -> impl Future<Output = Result<Result<(T, Record), E>, StoreError>> + Send {
-        (**self).modify_async(id, known, decide)
+        read: impl FnMut(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<Result<(T, R), E>, StoreError>> + Send {
+        (**self).modify_async(id, decide, read)
     }
     fn cached(&self, id: &ObjectId) -> Option<Record> {
         (**self).cached(id)

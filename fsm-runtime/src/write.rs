@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use fsm_core::{ActionId, StateId};
 
-use crate::{Entry, EntryKind, Holder, ObjectId, Record, Write};
+use crate::{ActorName, Entry, EntryKind, Holder, ObjectId, Record, Write};
 
 /// Which holder slot of a record a write concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub struct Change {
     /// holder of an abandonment, nothing once the action ended.
     pub(crate) holder: Option<Arc<Holder>>,
     pub(crate) to: StateId,
-    pub(crate) actor: Arc<str>,
+    pub(crate) actor: ActorName,
     pub(crate) at: SystemTime,
     /// The object's new data, if the change replaces it.
     pub(crate) data: Option<Arc<str>>,
@@ -98,7 +98,7 @@ impl Change {
 pub(crate) fn create(
     id: ObjectId,
     initial: StateId,
-    actor: Arc<str>,
+    actor: ActorName,
     at: SystemTime,
     data: Option<Arc<str>>,
 ) -> Write {
