@@ -954,6 +954,45 @@ fn a_start_after_the_lease_was_lost_takes_a_new_session() {
     first.complete().unwrap();
 }
 
+/// A completion decides on the record its start wrote, which the store kept
+/// with its holder: one transaction to end, no read. When another process
+/// rolled the action back meanwhile, the decision on that stale copy does not
+/// stand: decided again on a fresh read, the completion is the conflict that
+/// ends a revoked hold, and it writes nothing.
+#[test]
+fn a_completion_decides_on_the_record_its_start_kept() {
+    let Some((here, prefix, user)) = created(&["vm"]) else {
+        return;
+    };
+    let flight = here.start("vm", &user, "start").unwrap();
+    let kept = here.store().cached(&"vm".into()).expect("the start's record kept");
+    let holder = kept.in_flight.as_ref().expect("kept with its holder");
+    assert_eq!(holder.version, flight.fence().0);
+    assert_eq!(holder.actor, "admin");
+    let done = flight.complete().unwrap();
+    assert_eq!(here.machine().state(done.state).name, "RUNNING");
+    assert_eq!(here.store().cached(&"vm".into()), Some(done));
+
+    // Elsewhere rolls the next action back, while this process keeps its start.
+    let flight = here.start("vm", &user, "stop").unwrap();
+    let elsewhere = Runtime::new(machine(), store_at(&prefix).unwrap()).unwrap();
+    let seen = elsewhere.get("vm").unwrap();
+    elsewhere
+        .roll_back("vm", &seen, &Actor::new("healer"))
+        .unwrap();
+    let stale = here.store().cached(&"vm".into()).unwrap();
+    assert!(stale.in_flight.is_some(), "the kept copy is the start's");
+    match flight.complete() {
+        Err(RuntimeError::Conflict { found, .. }) => {
+            assert_eq!(found, Some(("RUNNING".to_owned(), seen.version + 1)));
+        }
+        other => panic!("{other:?}"),
+    }
+    let history = here.history("vm").unwrap();
+    assert_eq!(history.last().unwrap().kind, EntryKind::Healed);
+    check_history(here.machine(), &history).unwrap();
+}
+
 /// A start decides on the record this process last wrote, without reading it
 /// first; when another process wrote since, the decision does not stand: a
 /// refusal made on the stale copy is made again on a fresh read, and a start

@@ -48,7 +48,11 @@ pub(crate) fn admit(
     let def = machine.action(action);
     // A hidden action excludes another hidden one; a user's action may start
     // beside it. A visible action in flight excludes everything.
-    let hidden = if def.hidden { record.hidden.as_ref() } else { None };
+    let hidden = if def.hidden {
+        record.hidden.as_ref()
+    } else {
+        None
+    };
     if let Some(holder) = record.in_flight.as_ref().or(hidden) {
         return Err(busy(machine, id, record, holder));
     }

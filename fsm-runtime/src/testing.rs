@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use fsm_core::Machine;
 
-use crate::{Actor, EntryKind, Event, Runtime, RuntimeError, Store, Watcher, check_history};
+use crate::{
+    Actor, EntryKind, Event, ObjectId, Record, Runtime, RuntimeError, Store, Watcher, check_history,
+};
 
 /// The machine the suite runs: a server with a transition state, a back-to-origin
 /// action, a self-loop, a hidden action and a terminal state.
@@ -52,6 +54,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     stale_writes_conflict(make());
     lists_objects(make());
     keeps_data(make());
+    reads_part_of_a_record(make());
     handles_end_as_they_should(make());
     hidden_actions_keep_their_own_slot(make());
     guards_decide_on_the_record_written_against(make());
@@ -128,6 +131,34 @@ pub fn keeps_data<S: Store>(store: S) {
     rt.create("none", &user)
         .expect("keeps_data: create without");
     assert_eq!(rt.get("none").unwrap().data, None, "keeps_data: none");
+}
+
+/// `load_with` reads the part of a record it is asked for, as `load` would
+/// find it, and nothing for an absent object.
+pub fn reads_part_of_a_record<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    rt.create("p", &user)
+        .expect("reads_part_of_a_record: create");
+    let held = rt.start("p", &user, "start").unwrap();
+    let part = |r: &Record| (r.state, r.version, r.in_flight.as_ref().map(|h| h.actor));
+    let id = ObjectId::from("p");
+    let read = rt.store().load_with(&id, part).unwrap();
+    let whole = rt.store().load(&id).unwrap().expect("the object exists");
+    assert_eq!(read, Some(part(&whole)), "reads_part_of_a_record: as load");
+    assert_eq!(
+        read.map(|(_, version, actor)| (version, actor)),
+        Some((2, Some(user.actor_name()))),
+        "reads_part_of_a_record: the start's version and holder"
+    );
+    assert_eq!(rt.state_name("p").unwrap(), "STARTING");
+    held.complete().unwrap();
+    let absent = rt.store().load_with(&"absent".into(), part).unwrap();
+    assert_eq!(absent, None, "reads_part_of_a_record: absent");
+    assert!(
+        matches!(rt.state("absent"), Err(RuntimeError::NotFound { .. })),
+        "reads_part_of_a_record: state of an absent object"
+    );
 }
 
 /// Every write's entry is in the history, in version order, and the last one
