@@ -91,13 +91,16 @@ impl MemoryStore {
 
     /// An empty store whose watchers buffer up to `capacity` events each.
     pub fn with_watch_capacity(capacity: usize) -> Self {
-        // Enough shards that threads rarely meet on one. Under the model checker, one:
+        // Enough shards that threads working on different objects rarely share
+        // one (64 per core: a shard's lock is then mostly touched by one core,
+        // and its line is not passed back and forth; 128 bytes each, 16 KiB on
+        // two cores). Under the model checker, one:
         // every object meets every other on it, and the randomly seeded hash cannot
         // make an execution differ from the one loom recorded.
         let shards = if cfg!(fsm_loom) {
             1
         } else {
-            (std::thread::available_parallelism().map_or(4, |n| n.get()) * 8).next_power_of_two()
+            (std::thread::available_parallelism().map_or(4, |n| n.get()) * 64).next_power_of_two()
         };
         MemoryStore {
             shards: (0..shards)
