@@ -965,7 +965,10 @@ fn a_completion_decides_on_the_record_its_start_kept() {
         return;
     };
     let flight = here.start("vm", &user, "start").unwrap();
-    let kept = here.store().cached(&"vm".into()).expect("the start's record kept");
+    let kept = here
+        .store()
+        .cached(&"vm".into())
+        .expect("the start's record kept");
     let holder = kept.in_flight.as_ref().expect("kept with its holder");
     assert_eq!(holder.version, flight.fence().0);
     assert_eq!(holder.actor, "admin");
