@@ -93,14 +93,15 @@ impl MemoryStore {
     pub fn with_watch_capacity(capacity: usize) -> Self {
         // Enough shards that threads working on different objects rarely share
         // one (64 per core: a shard's lock is then mostly touched by one core,
-        // and its line is not passed back and forth; 128 bytes each, 16 KiB on
-        // two cores). Under the model checker, one:
+        // and its line is not passed back and forth), 128 bytes each: 16 KiB on
+        // two cores, at most 128 KiB (1,024 shards). Under the model checker, one:
         // every object meets every other on it, and the randomly seeded hash cannot
         // make an execution differ from the one loom recorded.
         let shards = if cfg!(fsm_loom) {
             1
         } else {
-            (std::thread::available_parallelism().map_or(4, |n| n.get()) * 64).next_power_of_two()
+            let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+            (cores * 64).next_power_of_two().min(1024)
         };
         MemoryStore {
             shards: (0..shards)
