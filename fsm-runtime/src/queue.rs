@@ -670,17 +670,14 @@ impl<S: Store> Request<'_, S> {
         // (A busy object is left to the start, which answers that it is busy; a
         // request whose only step is its action has nothing to check here.)
         if checked.iter().any(|&(step, _)| step != action) {
-            // The state, if no action holds the object.
-            let free = |r: &Record| r.in_flight.is_none().then_some(r.state);
-            match runtime.store().load_with(&id, free) {
-                Ok(Some(Some(state))) => {
-                    if let Some(e) = bad_step(state) {
+            match runtime.get(id.clone()) {
+                Ok(record) if record.in_flight.is_none() => {
+                    if let Some(e) = bad_step(record.state) {
                         return refused(e);
                     }
                 }
-                Ok(Some(None)) => {}
-                Ok(None) => return refused(RuntimeError::NotFound { id }.into()),
-                Err(e) => return refused(RuntimeError::Store(e).into()),
+                Ok(_) => {}
+                Err(e) => return refused(e.into()),
             }
         }
         let handle = match runtime.start(id.clone(), actor, action) {

@@ -217,7 +217,8 @@ pub trait Store: Send + Sync + 'static {
     /// lost, or the backend failed.
     ///
     /// `decide` may be called again, on a fresher record, when a copy the store
-    /// kept turned out stale.
+    /// kept turned out stale (and `read` again with it: only the last answer is
+    /// handed back).
     ///
     /// The default decides on the copy the store kept
     /// ([`cached`](Store::cached)), else on a fresh [`load`](Store::load), and
