@@ -92,8 +92,8 @@ impl MemoryStore {
     /// An empty store whose watchers buffer up to `capacity` events each.
     pub fn with_watch_capacity(capacity: usize) -> Self {
         // Enough shards that threads working on different objects rarely share
-        // one (64 per core: a shard's lock is then mostly touched by one core,
-        // and its line is not passed back and forth), 128 bytes each: 16 KiB on
+        // one (256 per core: a shard's lock is then mostly touched by one core,
+        // and its line is not passed back and forth), 128 bytes each: 64 KiB on
         // two cores, at most 128 KiB (1,024 shards). Under the model checker, one:
         // every object meets every other on it, and the randomly seeded hash cannot
         // make an execution differ from the one loom recorded.
@@ -101,7 +101,7 @@ impl MemoryStore {
             1
         } else {
             let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-            (cores * 64).next_power_of_two().min(1024)
+            (cores * 256).next_power_of_two().min(1024)
         };
         MemoryStore {
             shards: (0..shards)
