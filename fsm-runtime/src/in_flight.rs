@@ -56,6 +56,39 @@ impl<S: Store> std::ops::Deref for RuntimeRef<'_, S> {
     }
 }
 
+/// A started action's handle without its runtime: what a queue carries from the
+/// caller who started the action to the worker that ends it, which attaches it
+/// to the runtime its task holds. (An owned handle would take a count of the
+/// runtime's reference on one core and give it back on another, for every
+/// request.) A `Detached` must be attached: dropped as it is, it records
+/// nothing, where a dropped handle records its action as abandoned.
+pub(crate) struct Detached {
+    id: ObjectId,
+    rule: Rule,
+    slot: Slot,
+    held: Expected,
+    proposed: Option<Arc<str>>,
+}
+
+impl Detached {
+    /// The handle again, borrowing `runtime`.
+    pub(crate) fn attach<S: Store>(self, runtime: &Runtime<S>) -> InFlight<'_, S> {
+        self.attach_to(RuntimeRef::Borrowed(runtime))
+    }
+
+    fn attach_to<S: Store>(self, runtime: RuntimeRef<'_, S>) -> InFlight<'_, S> {
+        InFlight {
+            runtime,
+            id: self.id,
+            rule: self.rule,
+            slot: self.slot,
+            held: self.held,
+            proposed: self.proposed,
+            done: false,
+        }
+    }
+}
+
 /// An action running on an object. Finish it with [`InFlight::complete`] or
 /// [`InFlight::fail`]. It borrows its [`Runtime`]; [`InFlight::into_owned`] makes
 /// a `'static` handle to send elsewhere.
@@ -95,15 +128,14 @@ impl<'r, S: Store> InFlight<'r, S> {
         slot: Slot,
         held: Expected,
     ) -> Self {
-        InFlight {
-            runtime: RuntimeRef::Borrowed(runtime),
+        Detached {
             id,
             rule,
             slot,
             held,
             proposed: None,
-            done: false,
         }
+        .attach(runtime)
     }
 
     /// The same handle, writing `data` when it completes.
@@ -188,16 +220,21 @@ impl<S: Store> InFlight<'_, S> {
 
     /// The same handle, owning a clone of the runtime: `'static`, to send to
     /// another thread.
-    pub fn into_owned(mut self) -> InFlight<'static, S> {
+    pub fn into_owned(self) -> InFlight<'static, S> {
+        let runtime = RuntimeRef::Owned((*self.runtime).clone());
+        self.detach().attach_to(runtime)
+    }
+
+    /// The handle without its runtime, for a worker that holds one to
+    /// [`attach`](Detached::attach) it again.
+    pub(crate) fn detach(mut self) -> Detached {
         self.done = true;
-        InFlight {
-            runtime: RuntimeRef::Owned((*self.runtime).clone()),
+        Detached {
             id: self.id.clone(),
             rule: self.rule,
             slot: self.slot,
             held: self.held,
             proposed: self.proposed.take(),
-            done: false,
         }
     }
 

@@ -50,7 +50,8 @@ use fsm_core::{ActionId, RuleError};
 
 use fsm_core::ActionRef;
 
-use crate::{Actor, Fence, ObjectId, Record, Runtime, RuntimeError, Store};
+use crate::in_flight::Detached;
+use crate::{Actor, Fence, InFlight, ObjectId, Record, Runtime, RuntimeError, Store};
 
 /// Why a request was not accepted, or how an accepted one ended badly.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -130,13 +131,19 @@ struct Task<S: Store, F> {
     runtime: Runtime<S>,
     id: ObjectId,
     action: ActionId,
-    job: Mutex<Option<F>>,
+    /// The started action, detached from the runtime (the task holds one), and
+    /// the job that ends it.
+    job: Mutex<Option<(Detached, F)>>,
 }
 
-impl<S: Store, F: FnOnce(&Runtime<S>) -> Done + Send> Queued for Task<S, F> {
+impl<S, F> Queued for Task<S, F>
+where
+    S: Store,
+    F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>) -> Done + Send,
+{
     fn run(&self) -> Done {
-        let job = lock(&self.job).take().expect("a queued job runs once");
-        job(&self.runtime)
+        let (handle, job) = lock(&self.job).take().expect("a queued job runs once");
+        job(handle.attach(&self.runtime), &self.runtime)
     }
 
     fn outcome(&self) -> &Outcome {
@@ -151,8 +158,9 @@ impl<S: Store, F: FnOnce(&Runtime<S>) -> Done + Send> Queued for Task<S, F> {
     }
 
     fn discard(&self) {
+        // Attached and dropped: its action is recorded as abandoned now.
         let job = lock(&self.job).take();
-        drop(job);
+        drop(job.map(|(handle, _)| handle.attach(&self.runtime)));
     }
 }
 
@@ -681,7 +689,7 @@ impl<S: Store> Request<'_, S> {
             }
         }
         let handle = match runtime.start(id.clone(), actor, action) {
-            Ok(handle) => handle.into_owned(),
+            Ok(handle) => handle,
             Err(e) => return refused(e.into()),
         };
         // ... and again against the state the start found, which may differ.
@@ -690,7 +698,7 @@ impl<S: Store> Request<'_, S> {
             return refused(e);
         }
         let own_queue = key == id;
-        let job = move |rt: &Runtime<S>| {
+        let job = move |handle: InFlight<'_, S>, rt: &Runtime<S>| {
             let span = tracing::info_span!("queued", object = %handle.id());
             let _enter = span.enter();
             let fence = handle.fence();
@@ -737,7 +745,7 @@ impl<S: Store> Request<'_, S> {
             runtime: runtime.clone(),
             id,
             action,
-            job: Mutex::new(Some(job)),
+            job: Mutex::new(Some((handle.detach(), job))),
         });
         queuer.push(&key, Job(task.clone()));
         Ok(Ticket { task })
@@ -804,15 +812,17 @@ mod tests {
         let rt = Runtime::new(machine, MemoryStore::new()).unwrap();
         let user = Actor::new("user");
         rt.create("vm", &user).unwrap();
-        let handle = rt.start("vm", &user, "start").unwrap().into_owned();
+        let handle = rt.start("vm", &user, "start").unwrap();
+        let action = handle.action();
+        let job = |handle: InFlight<'_>, _: &Runtime| {
+            (false, handle.complete().map_err(QueueError::from))
+        };
         let task: Arc<dyn Queued> = Arc::new(Task {
             outcome: Outcome::default(),
             runtime: rt.clone(),
             id: "vm".into(),
-            action: handle.action(),
-            job: Mutex::new(Some(move |_: &Runtime| {
-                (false, handle.complete().map_err(QueueError::from))
-            })),
+            action,
+            job: Mutex::new(Some((handle.detach(), job))),
         });
         let ticket = Ticket { task: task.clone() };
         drop(task);
