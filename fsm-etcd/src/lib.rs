@@ -151,8 +151,7 @@ struct Inner {
     /// Whether the etcd watch that feeds `publisher` is open: only once someone
     /// watches, so that a process that never does costs etcd no event per write.
     fed: std::sync::Mutex<bool>,
-    /// Records as this store last read or wrote them, while they had no action in
-    /// flight ([`Store::cached`]).
+    /// Records as this store last read or wrote them ([`Store::cached`]).
     kept: std::sync::Mutex<std::collections::HashMap<ObjectId, Record>>,
     /// This process's lease, kept alive in the background: its key `live/<lease>`
     /// says this process lives, and the holders of the actions it starts name it.

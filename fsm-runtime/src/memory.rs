@@ -277,13 +277,12 @@ impl Store for MemoryStore {
     fn modify<T, E, R>(
         &self,
         id: &ObjectId,
-        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
-        read: impl FnMut(&Record) -> R,
+        mut decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
+        mut read: impl FnMut(&Record) -> R,
     ) -> Result<Result<(T, R), E>, StoreError> {
         let (hash, shard) = self.shard(id);
         let mut shard = lock(shard);
         let slot = shard.get_mut(hash, id);
-        let (mut decide, mut read) = (decide, read);
         let (change, value) = match decide(slot.as_deref().map(|slot| &slot.record)) {
             Ok(decided) => decided,
             Err(refused) => return Ok(Err(refused)),

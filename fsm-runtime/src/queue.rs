@@ -34,7 +34,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -248,7 +248,7 @@ type Hasher = foldhash::fast::RandomState;
 
 #[derive(Default)]
 struct Queues {
-    queues: HashMap<ObjectId, Queue, Hasher>,
+    queues: hashbrown::HashMap<ObjectId, Queue, Hasher>,
     ready: VecDeque<ObjectId>,
     terminating: bool,
     stopped: bool,
@@ -456,10 +456,8 @@ impl Queuer {
     /// Accepts a started request into its queue, in order.
     fn push(&self, key: &ObjectId, job: Job) {
         let mut state = self.shared.lock();
-        let queue = match state.queues.get_mut(key) {
-            Some(queue) => queue,
-            None => state.queues.entry(key.clone()).or_default(),
-        };
+        // The key is cloned only for a queue made here.
+        let queue = state.queues.entry_ref(key).or_default();
         queue.jobs.push_back(job);
         if !queue.running {
             queue.running = true;
@@ -482,10 +480,8 @@ impl Queuer {
         if state.terminating {
             return Err(QueueError::Terminated);
         }
-        let queue = match state.queues.get_mut(key) {
-            Some(queue) => queue,
-            None => state.queues.entry(key.clone()).or_default(),
-        };
+        // The key is cloned only for a queue made here.
+        let queue = state.queues.entry_ref(key).or_default();
         if queue.closing {
             return Err(QueueError::Closed { id: key.clone() });
         }
