@@ -1,9 +1,9 @@
 //! Admission: every check an action must pass before it starts, in the order the
 //! refusals are reported.
 
-use fsm_core::{ActionId, GuardId, Machine, Rule};
+use fsm_core::{ActionId, GuardId, Machine, Rule, StateId};
 
-use crate::{Actor, Holder, ObjectId, Record, RuntimeError};
+use crate::{Actor, ActorName, Expected, ObjectId, Record, Runtime, RuntimeError, Store};
 
 /// What a guard sees when it decides.
 #[derive(Debug)]
@@ -29,13 +29,122 @@ pub struct GuardContext<'a> {
 /// A guard's implementation: whether the action may start.
 pub(crate) type GuardFn = Box<dyn Fn(&GuardContext<'_>) -> bool + Send + Sync>;
 
+/// Why a start was refused, as found on the record: ids and copies, no names. It
+/// is decided where the store may hold a lock, and becomes a [`RuntimeError`],
+/// with the names its message needs, only once the store let go
+/// ([`Refusal::error`]). A refusal thus allocates nothing while the object is
+/// locked, and a start's result stays small on the way out of the store.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refusal {
+    /// The object does not exist.
+    NotFound,
+    /// The start asked for a version the object is not at.
+    VersionMismatch {
+        expected: u64,
+        found: u64,
+        state: StateId,
+    },
+    /// An action holds the object.
+    Busy {
+        state: StateId,
+        action: ActionId,
+        holder: ActorName,
+        abandoned: bool,
+    },
+    /// The table has no rule for the action from the state.
+    NoRule { action: ActionId, state: StateId },
+    /// The actor holds none of the action's roles.
+    MissingRole { action: ActionId },
+    /// The action moves the object out of a state the actor does not own.
+    NotOwner { state: StateId },
+    /// A guard said no.
+    Guard { action: ActionId, guard: usize },
+    /// The object moved on from the record the start was decided on.
+    Conflict {
+        expected: Option<Expected>,
+        found: Option<Expected>,
+    },
+}
+
+impl Refusal {
+    /// The refusal as the runtime reports it, with the names of what it involves.
+    #[cold]
+    pub(crate) fn error<S: Store>(
+        self,
+        runtime: &Runtime<S>,
+        id: ObjectId,
+        actor: &Actor,
+    ) -> RuntimeError {
+        let machine = runtime.machine();
+        let state_name = |s: StateId| machine.state(s).name.to_string();
+        let action_name = |a: ActionId| machine.action(a).name.to_string();
+        match self {
+            Refusal::NotFound => RuntimeError::NotFound { id },
+            Refusal::VersionMismatch {
+                expected,
+                found,
+                state,
+            } => RuntimeError::VersionMismatch {
+                id,
+                expected,
+                found,
+                state: state_name(state),
+            },
+            Refusal::Busy {
+                state,
+                action,
+                holder,
+                abandoned,
+            } => RuntimeError::Busy {
+                id,
+                state: state_name(state),
+                action: action_name(action),
+                holder: holder.to_string(),
+                abandoned,
+            },
+            Refusal::NoRule { action, state } => RuntimeError::NoRule {
+                id,
+                refused: machine.refusal(action, state),
+            },
+            Refusal::MissingRole { action } => RuntimeError::MissingRole {
+                actor: actor.name().to_owned(),
+                action: action_name(action),
+                roles: machine
+                    .action(action)
+                    .roles
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect(),
+            },
+            Refusal::NotOwner { state } => RuntimeError::NotOwner {
+                id,
+                actor: actor.name().to_owned(),
+                state: state_name(state),
+                owner: machine
+                    .state(state)
+                    .owner
+                    .as_deref()
+                    .unwrap_or_default()
+                    .to_owned(),
+            },
+            Refusal::Guard { action, guard } => {
+                let guard = &machine.guards()[guard];
+                RuntimeError::Guard {
+                    id,
+                    action: action_name(action),
+                    guard: guard.name.to_string(),
+                    description: guard.description.to_string(),
+                }
+            }
+            Refusal::Conflict { expected, found } => runtime.conflict_between(id, expected, found),
+        }
+    }
+}
+
 /// The checks of a start, against the record as read: the object is not busy,
 /// the table has a rule for the action from its state, the actor holds one of the
 /// action's roles and owns the state (when the action moves the object), and every
 /// guard agrees. The rule the start takes, or the first refusal.
-///
-/// Every start passes here, most of them admitted: the refusals, which build
-/// their messages, are out of line.
 pub(crate) fn admit(
     machine: &Machine,
     guards: &[GuardFn],
@@ -44,7 +153,7 @@ pub(crate) fn admit(
     action: ActionId,
     record: &Record,
     proposed: Option<&str>,
-) -> Result<Rule, RuntimeError> {
+) -> Result<Rule, Refusal> {
     let def = machine.action(action);
     // A hidden action excludes another hidden one; a user's action may start
     // beside it. A visible action in flight excludes everything.
@@ -54,20 +163,30 @@ pub(crate) fn admit(
         None
     };
     if let Some(holder) = record.in_flight.as_ref().or(hidden) {
-        return Err(busy(machine, id, record, holder));
+        return Err(Refusal::Busy {
+            state: record.state,
+            action: holder.action,
+            holder: holder.actor,
+            abandoned: holder.abandoned,
+        });
     }
     let Some(rule) = machine.rule(action, record.state) else {
-        return Err(no_rule(machine, id, action, record));
+        return Err(Refusal::NoRule {
+            action,
+            state: record.state,
+        });
     };
     if !def.roles.is_empty() && !def.roles.iter().any(|r| actor.has_role(r)) {
-        return Err(missing_role(machine, actor, action));
+        return Err(Refusal::MissingRole { action });
     }
     // The owner alone moves the object out of its state; an action that changes
     // no state (Mizar's `update_bouncers`) is governed by its roles alone.
     if rule.changes_state {
         if let Some(owner) = &machine.state(record.state).owner {
             if !actor.has_role(owner) {
-                return Err(not_owner(machine, id, actor, record, owner));
+                return Err(Refusal::NotOwner {
+                    state: record.state,
+                });
             }
         }
     }
@@ -82,65 +201,9 @@ pub(crate) fn admit(
         };
         for &GuardId(g) in def.guards.iter() {
             if !(guards[g])(&cx) {
-                return Err(refused_by_guard(machine, id, action, g));
+                return Err(Refusal::Guard { action, guard: g });
             }
         }
     }
     Ok(rule)
-}
-
-#[cold]
-fn busy(machine: &Machine, id: &ObjectId, record: &Record, holder: &Holder) -> RuntimeError {
-    RuntimeError::Busy {
-        id: id.clone(),
-        state: machine.state(record.state).name.to_string(),
-        action: machine.action(holder.action).name.to_string(),
-        holder: holder.actor.to_string(),
-        abandoned: holder.abandoned,
-    }
-}
-
-#[cold]
-fn no_rule(machine: &Machine, id: &ObjectId, action: ActionId, record: &Record) -> RuntimeError {
-    RuntimeError::NoRule {
-        id: id.clone(),
-        refused: machine.refusal(action, record.state),
-    }
-}
-
-#[cold]
-fn missing_role(machine: &Machine, actor: &Actor, action: ActionId) -> RuntimeError {
-    let def = machine.action(action);
-    RuntimeError::MissingRole {
-        actor: actor.name().to_owned(),
-        action: def.name.to_string(),
-        roles: def.roles.iter().map(|r| r.to_string()).collect(),
-    }
-}
-
-#[cold]
-fn not_owner(
-    machine: &Machine,
-    id: &ObjectId,
-    actor: &Actor,
-    record: &Record,
-    owner: &str,
-) -> RuntimeError {
-    RuntimeError::NotOwner {
-        id: id.clone(),
-        actor: actor.name().to_owned(),
-        state: machine.state(record.state).name.to_string(),
-        owner: owner.to_string(),
-    }
-}
-
-#[cold]
-fn refused_by_guard(machine: &Machine, id: &ObjectId, action: ActionId, g: usize) -> RuntimeError {
-    let guard = &machine.guards()[g];
-    RuntimeError::Guard {
-        id: id.clone(),
-        action: machine.action(action).name.to_string(),
-        guard: guard.name.to_string(),
-        description: guard.description.to_string(),
-    }
 }

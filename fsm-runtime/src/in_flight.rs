@@ -121,27 +121,25 @@ impl<S: Store> fmt::Debug for InFlight<'_, S> {
 }
 
 impl<'r, S: Store> InFlight<'r, S> {
+    /// The handle of the action its start wrote `held` for, writing `proposed`
+    /// when it completes.
     pub(crate) fn new(
         runtime: &'r Runtime<S>,
         id: ObjectId,
         rule: Rule,
         slot: Slot,
         held: Expected,
+        proposed: Option<Arc<str>>,
     ) -> Self {
-        Detached {
+        InFlight {
+            runtime: RuntimeRef::Borrowed(runtime),
             id,
             rule,
             slot,
             held,
-            proposed: None,
+            proposed,
+            done: false,
         }
-        .attach(runtime)
-    }
-
-    /// The same handle, writing `data` when it completes.
-    pub(crate) fn proposing(mut self, data: Option<Arc<str>>) -> Self {
-        self.proposed = data;
-        self
     }
 }
 
@@ -289,24 +287,24 @@ impl<S: Store> InFlight<'_, S> {
     /// The change an outcome of the action held in its slot since `held` makes at
     /// `at` to the object's `record` as read: the entry's kind, the state `to`
     /// computes from the record, and what the slot keeps. A record held by someone
-    /// else (or gone) is the conflict that ends the action's hold.
+    /// else (or gone) is the conflict that ends the action's hold:
+    /// `Err(found)`, the state and version found instead, if any.
     fn settlement<'a>(
         &self,
         record: Option<&'a Record>,
         outcome: &Outcome,
         data: Option<Arc<str>>,
         at: SystemTime,
-    ) -> Result<(Change, &'a Record), RuntimeError> {
-        let rt = &*self.runtime;
+    ) -> Result<(Change, &'a Record), Option<Expected>> {
         let Some(record) = record else {
-            return Err(rt.conflict(self.id.clone(), Some(self.held), None));
+            return Err(None);
         };
         let Some(holder) = self
             .slot
             .get(record)
             .filter(|h| h.version == self.held.version)
         else {
-            return Err(rt.conflict(self.id.clone(), Some(self.held), Some(record)));
+            return Err(Some(record.expected()));
         };
         let change = Change {
             kind: outcome.kind,
@@ -370,7 +368,7 @@ impl<S: Store> InFlight<'_, S> {
         outcome: &Outcome,
         data: Option<Arc<str>>,
         expected: &mut Option<Expected>,
-    ) -> Result<(Change, ()), RuntimeError> {
+    ) -> Result<(Change, ()), Option<Expected>> {
         let (change, read) = self.settlement(record, outcome, data, self.runtime.now())?;
         *expected = Some(read.expected());
         Ok((change, ()))
@@ -381,13 +379,18 @@ impl<S: Store> InFlight<'_, S> {
     /// write, so that it is decided again on a fresh read.
     fn settled(
         &self,
-        decided: Result<Result<((), Record), RuntimeError>, StoreError>,
+        decided: Result<Result<((), Record), Option<Expected>>, StoreError>,
         expected: Option<Expected>,
     ) -> Option<Result<Record, RuntimeError>> {
         match decided {
             Err(StoreError::Conflict { .. }) => None,
             Err(e) => Some(Err(self.runtime.refused(expected, e))),
-            Ok(settled) => Some(settled.map(|((), record)| record)),
+            Ok(Ok(((), record))) => Some(Ok(record)),
+            Ok(Err(found)) => Some(Err(self.runtime.conflict_between(
+                self.id.clone(),
+                Some(self.held),
+                found,
+            ))),
         }
     }
 

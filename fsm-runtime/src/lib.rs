@@ -112,6 +112,15 @@ mod write;
 use std::fmt;
 use std::sync::Arc;
 
+/// Whether a subscriber may want the runtime's debug spans and events: the
+/// check `tracing`'s macros make first, for code that would otherwise build a
+/// span nobody records.
+#[inline]
+pub(crate) fn tracing_debug() -> bool {
+    use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
+    STATIC_MAX_LEVEL >= LevelFilter::DEBUG && LevelFilter::current() >= LevelFilter::DEBUG
+}
+
 pub use admit::GuardContext;
 pub use clock::{Clock, ManualClock, SystemClock, rfc3339};
 pub use error::{RuntimeError, StoreError};

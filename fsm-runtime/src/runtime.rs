@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use fsm_core::{ActionId, Machine, StateId};
 
-use crate::admit::{self, GuardContext, GuardFn};
+use crate::admit::{self, GuardContext, GuardFn, Refusal};
 use crate::in_flight::InFlight;
 use crate::write::{self, Change, Slot};
 use crate::{
@@ -437,13 +437,13 @@ impl<S: Store> Runtime<S> {
                     let mut admission = Some(admission);
                     let store = &self.inner.store;
                     let decide = |record: Option<&_>| {
-                        self.decide_start(&id, &mut admission, record, &mut expected)
+                        self.decide_start(&mut admission, record, &mut expected)
                     };
                     store.modify_async(&id, decide, |_| ()).await
                 }
                 Err(refused) => Ok(Err(refused)),
             };
-            self.started(id, decided, expected)
+            self.started(id, actor, decided, expected)
         }
         .instrument(span)
         .await
@@ -458,8 +458,26 @@ impl<S: Store> Runtime<S> {
         proposed: Option<Arc<str>>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
         let action = action.resolve(self.machine())?;
-        let span = self.start_span(&id, actor, action);
-        let _enter = span.enter();
+        // The span is made, entered and closed only for a subscriber that listens:
+        // with none, tracing costs one comparison per start.
+        if crate::tracing_debug() {
+            let span = self.start_span(&id, actor, action);
+            let _enter = span.enter();
+            self.start_resolved(id, actor, action, version, proposed)
+        } else {
+            self.start_resolved(id, actor, action, version, proposed)
+        }
+    }
+
+    /// [`start_expecting`](Self::start_expecting) of a resolved action.
+    fn start_resolved(
+        &self,
+        id: ObjectId,
+        actor: &Actor,
+        action: ActionId,
+        version: Option<u64>,
+        proposed: Option<Arc<str>>,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
         let seen = match self.machine().action(action).guards.is_empty() {
             true => None,
             false => Some(self.get(id.clone())?),
@@ -469,14 +487,13 @@ impl<S: Store> Runtime<S> {
         let decided = match admission {
             Ok(admission) => {
                 let mut admission = Some(admission);
-                let decide = |record: Option<&_>| {
-                    self.decide_start(&id, &mut admission, record, &mut expected)
-                };
+                let decide =
+                    |record: Option<&_>| self.decide_start(&mut admission, record, &mut expected);
                 self.inner.store.modify(&id, decide, |_| ())
             }
             Err(refused) => Ok(Err(refused)),
         };
-        self.started(id, decided, expected)
+        self.started(id, actor, decided, expected)
     }
 
     /// What a start decides with: with no guard, the checks themselves, run on
@@ -486,15 +503,16 @@ impl<S: Store> Runtime<S> {
     /// start stands only if the object is still at that version.
     fn admission<'a>(
         &self,
-        id: &ObjectId,
+        id: &'a ObjectId,
         actor: &'a Actor,
         action: ActionId,
         version: Option<u64>,
         proposed: Option<Arc<str>>,
         seen: Option<&Record>,
-    ) -> Result<Admission<'a>, RuntimeError> {
+    ) -> Result<Admission<'a>, Refusal> {
         Ok(match seen {
             None => Admission::Checks {
+                id,
                 actor,
                 action,
                 version,
@@ -513,16 +531,16 @@ impl<S: Store> Runtime<S> {
     /// again; a start its guards admitted stands only on the record they saw.
     fn decide_start(
         &self,
-        id: &ObjectId,
         admission: &mut Option<Admission<'_>>,
         record: Option<&Record>,
         expected: &mut Option<Expected>,
-    ) -> Result<(Change, Start), RuntimeError> {
+    ) -> Result<(Change, Start), Refusal> {
         let Some(record) = record else {
-            return Err(RuntimeError::NotFound { id: id.clone() });
+            return Err(Refusal::NotFound);
         };
         match admission {
             Some(Admission::Checks {
+                id,
                 actor,
                 action,
                 version,
@@ -533,12 +551,18 @@ impl<S: Store> Runtime<S> {
                 self.admit_start(id, actor, *action, *version, proposed, record)
             }
             Some(Admission::Checked { seen, .. }) if record.expected() != *seen => {
-                Err(self.conflict(id.clone(), Some(*seen), Some(record)))
+                Err(Refusal::Conflict {
+                    expected: Some(*seen),
+                    found: Some(record.expected()),
+                })
             }
             _ => match admission.take() {
                 Some(Admission::Checked { admitted, .. }) => Ok(*admitted),
                 // Its guards' start was handed over once already.
-                _ => Err(self.conflict(id.clone(), *expected, Some(record))),
+                _ => Err(Refusal::Conflict {
+                    expected: *expected,
+                    found: Some(record.expected()),
+                }),
             },
         }
     }
@@ -547,12 +571,13 @@ impl<S: Store> Runtime<S> {
     fn started(
         &self,
         id: ObjectId,
-        decided: Result<Result<(Start, ()), RuntimeError>, StoreError>,
+        actor: &Actor,
+        decided: Result<Result<(Start, ()), Refusal>, StoreError>,
         expected: Option<Expected>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
         let refused = match decided {
             Ok(Ok((start, ()))) => return Ok(start.begun(self, id)),
-            Ok(Err(refused)) => refused,
+            Ok(Err(refused)) => refused.error(self, id, actor),
             Err(e) => self.refused(expected, e),
         };
         tracing::debug!(error = %refused, "refused");
@@ -578,13 +603,12 @@ impl<S: Store> Runtime<S> {
         version: Option<u64>,
         proposed: Option<Arc<str>>,
         record: &Record,
-    ) -> Result<(Change, Start), RuntimeError> {
+    ) -> Result<(Change, Start), Refusal> {
         if let Some(expected) = version.filter(|&v| v != record.version) {
-            return Err(RuntimeError::VersionMismatch {
-                id: id.clone(),
+            return Err(Refusal::VersionMismatch {
                 expected,
                 found: record.version,
-                state: self.machine().state(record.state).name.to_string(),
+                state: record.state,
             });
         }
         let rule = admit::admit(
@@ -723,6 +747,17 @@ impl<S: Store> Runtime<S> {
         expected: Option<Expected>,
         found: Option<&Record>,
     ) -> RuntimeError {
+        self.conflict_between(id, expected, found.map(Record::expected))
+    }
+
+    /// [`conflict`](Self::conflict), knowing only the state and version found.
+    #[cold]
+    pub(crate) fn conflict_between(
+        &self,
+        id: ObjectId,
+        expected: Option<Expected>,
+        found: Option<Expected>,
+    ) -> RuntimeError {
         let (expected_state, expected_version) = match expected {
             Some(e) => (self.name(e.state), e.version),
             None => (String::from("(absent)"), 0),
@@ -731,7 +766,7 @@ impl<S: Store> Runtime<S> {
             id,
             expected_state,
             expected_version,
-            found: found.map(|r| (self.name(r.state), r.version)),
+            found: found.map(|e| (self.name(e.state), e.version)),
         }
     }
 
@@ -769,6 +804,7 @@ impl<S: Store> Runtime<S> {
 enum Admission<'a> {
     /// No guard: the checks run on the record the store holds.
     Checks {
+        id: &'a ObjectId,
         actor: &'a Actor,
         action: ActionId,
         version: Option<u64>,
@@ -797,6 +833,6 @@ impl Start {
     /// The handle of the action started on `id`.
     fn begun<S: Store>(self, runtime: &Runtime<S>, id: ObjectId) -> InFlight<'_, S> {
         tracing::debug!(version = self.held.version, "started");
-        InFlight::new(runtime, id, self.rule, self.slot, self.held).proposing(self.proposed)
+        InFlight::new(runtime, id, self.rule, self.slot, self.held, self.proposed)
     }
 }
