@@ -36,9 +36,10 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::hash::BuildHasher;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -239,9 +240,6 @@ struct Queue {
     jobs: VecDeque<Job>,
     running: bool,
     closing: bool,
-    /// Held while a request is started and pushed, so that requests enter the
-    /// queue in the order their starts were accepted.
-    intake: Arc<Mutex<()>>,
 }
 
 type Hasher = foldhash::fast::RandomState;
@@ -263,6 +261,24 @@ struct Queues {
 }
 
 impl Queues {
+    /// Marks `key`'s queue closing: it takes no more requests (see
+    /// [`Shared::stopping`]).
+    fn close(&mut self, key: &ObjectId, stopping: &AtomicUsize) {
+        if let Some(queue) = self.queues.get_mut(key) {
+            if !queue.closing {
+                queue.closing = true;
+                stopping.fetch_add(1, Ordering::Release);
+            }
+        }
+    }
+
+    /// Deletes `key`'s queue.
+    fn remove(&mut self, key: &ObjectId, stopping: &AtomicUsize) {
+        if self.queues.remove(key).is_some_and(|q| q.closing) {
+            stopping.fetch_sub(1, Ordering::Release);
+        }
+    }
+
     /// Wakes one parked worker, unless every parked worker is waking already.
     fn wake_one(&mut self, work: &Condvar) {
         if self.parked > self.waking {
@@ -285,7 +301,21 @@ struct Shared {
     /// Whether a worker is spinning; one at a time, so that idle workers do not
     /// take every core from the callers.
     spinning: AtomicBool,
+    /// How many queues are closing, plus one once the queuer terminates:
+    /// written under the lock, read without it by every request, which looks
+    /// in the queues for its own only when this is not zero.
+    stopping: AtomicUsize,
 }
+
+/// One of the locks that order requests: see [`Queuer::intake`]. On a cache
+/// line of its own, so that callers on different stripes do not share one.
+#[derive(Default)]
+#[repr(align(64))]
+struct Stripe(Mutex<()>);
+
+/// How many stripes a queuer's intake has: two requests contend on one only
+/// when their queues' hashes meet in it (one pair in 256).
+const STRIPES: usize = 256;
 
 /// How long an idle worker, and a caller waiting for its ticket, spin before they
 /// park: a wake-up through the kernel costs tens of microseconds on a busy or
@@ -328,6 +358,9 @@ impl Shared {
 pub struct Queuer {
     shared: Arc<Shared>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The intake's locks, a queue's chosen by the hash of its key.
+    stripes: Box<[Stripe]>,
+    hasher: Hasher,
 }
 
 impl std::fmt::Debug for Queuer {
@@ -358,6 +391,7 @@ impl Queuer {
             route: Box::new(route),
             readied: AtomicU64::new(0),
             spinning: AtomicBool::new(false),
+            stopping: AtomicUsize::new(0),
         });
         let workers = (0..workers.max(1))
             .map(|n| {
@@ -371,6 +405,8 @@ impl Queuer {
         Queuer {
             shared,
             workers: Mutex::new(workers),
+            stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
+            hasher: Hasher::default(),
         }
     }
 
@@ -409,11 +445,13 @@ impl Queuer {
     pub fn stop(&self, id: impl Into<ObjectId>) {
         let id = id.into();
         let mut state = self.shared.lock();
-        if let Some(queue) = state.queues.get_mut(&id) {
-            queue.closing = true;
-            if !queue.running && queue.jobs.is_empty() {
-                state.queues.remove(&id);
-            }
+        state.close(&id, &self.shared.stopping);
+        if state
+            .queues
+            .get(&id)
+            .is_some_and(|q| !q.running && q.jobs.is_empty())
+        {
+            state.remove(&id, &self.shared.stopping);
         }
         while state.queues.contains_key(&id) {
             state.draining += 1;
@@ -430,10 +468,22 @@ impl Queuer {
     /// this are refused with [`QueueError::Terminated`].
     pub fn terminate(&self) {
         let mut state = self.shared.lock();
-        state.terminating = true;
-        state.queues.retain(|_, q| q.running || !q.jobs.is_empty());
-        for queue in state.queues.values_mut() {
-            queue.closing = true;
+        if !state.terminating {
+            state.terminating = true;
+            self.shared.stopping.fetch_add(1, Ordering::Release);
+        }
+        let idle: Vec<ObjectId> = state
+            .queues
+            .iter()
+            .filter(|(_, q)| !q.running && q.jobs.is_empty())
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &idle {
+            state.remove(key, &self.shared.stopping);
+        }
+        let keys: Vec<ObjectId> = state.queues.keys().cloned().collect();
+        for key in &keys {
+            state.close(key, &self.shared.stopping);
         }
         while !state.queues.is_empty() {
             state.draining += 1;
@@ -473,31 +523,31 @@ impl Queuer {
         }
     }
 
-    /// The intake lock of `key`'s queue, creating the queue; refused while it, or
-    /// the queuer, is stopping.
-    fn intake(&self, key: &ObjectId) -> Result<Arc<Mutex<()>>, QueueError> {
-        let mut state = self.shared.lock();
-        if state.terminating {
-            return Err(QueueError::Terminated);
+    /// The lock that orders the requests of `key`'s queue, held from before a
+    /// request's start until it is pushed, so that requests enter the queue in
+    /// the order their starts were accepted; refused while the queue, or the
+    /// queuer, is stopping.
+    ///
+    /// The lock is one of a fixed set of stripes, chosen by the key's hash, not a
+    /// lock of the queue itself: a request takes it without a pass over the
+    /// queues that workers share, which it looks in only while some queue is
+    /// stopping. (Two queues on one stripe order each other's intake too; the
+    /// work of their requests still runs in parallel.)
+    fn intake(&self, key: &ObjectId) -> Result<MutexGuard<'_, ()>, QueueError> {
+        let stripe = self.hasher.hash_one(key.as_str()) as usize % self.stripes.len();
+        let order = lock(&self.stripes[stripe].0);
+        // A stop or terminate that comes after this look is one that came
+        // after the request, as if it had come after its push.
+        if self.shared.stopping.load(Ordering::Acquire) > 0 {
+            let state = self.shared.lock();
+            if state.terminating {
+                return Err(QueueError::Terminated);
+            }
+            if state.queues.get(key).is_some_and(|q| q.closing) {
+                return Err(QueueError::Closed { id: key.clone() });
+            }
         }
-        // The key is cloned only for a queue made here.
-        let queue = state.queues.entry_ref(key).or_default();
-        if queue.closing {
-            return Err(QueueError::Closed { id: key.clone() });
-        }
-        Ok(queue.intake.clone())
-    }
-
-    /// Removes `key`'s queue if it was created for a request that was refused.
-    fn forget_if_idle(&self, key: &ObjectId) {
-        let mut state = self.shared.lock();
-        if state
-            .queues
-            .get(key)
-            .is_some_and(|q| !q.running && q.jobs.is_empty())
-        {
-            state.queues.remove(key);
-        }
+        Ok(order)
     }
 }
 
@@ -559,8 +609,10 @@ fn work(shared: &Shared) {
             }
         };
         let mut state = shared.lock();
+        if close {
+            state.close(&key, &shared.stopping);
+        }
         if let Some(queue) = state.queues.get_mut(&key) {
-            queue.closing |= close;
             if !queue.jobs.is_empty() {
                 state.ready.push_back(key);
                 shared.readied.fetch_add(1, Ordering::Release);
@@ -572,7 +624,7 @@ fn work(shared: &Shared) {
             } else {
                 queue.running = false;
                 if queue.closing {
-                    state.queues.remove(&key);
+                    state.remove(&key, &shared.stopping);
                     tracing::debug!(queue = %key, "queue ended");
                 }
             }
@@ -651,12 +703,7 @@ impl<S: Store> Request<'_, S> {
             checked.push((step?, work));
         }
         let key = (queuer.shared.route)(machine.name(), &id);
-        let intake = queuer.intake(&key)?;
-        let _order = intake.lock().unwrap_or_else(|e| e.into_inner());
-        let refused = |e: QueueError| {
-            queuer.forget_if_idle(&key);
-            Err(e)
-        };
+        let _order = queuer.intake(&key)?;
         // The first step the table does not allow from `origin`, as the error. The
         // action itself is the runtime's to check, with its own message.
         let bad_step = |origin| {
@@ -677,21 +724,18 @@ impl<S: Store> Request<'_, S> {
             match runtime.get(id.clone()) {
                 Ok(record) if record.in_flight.is_none() => {
                     if let Some(e) = bad_step(record.state) {
-                        return refused(e);
+                        return Err(e);
                     }
                 }
                 Ok(_) => {}
-                Err(e) => return refused(e.into()),
+                Err(e) => return Err(e.into()),
             }
         }
-        let handle = match runtime.start(id.clone(), actor, action) {
-            Ok(handle) => handle,
-            Err(e) => return refused(e.into()),
-        };
+        let handle = runtime.start(id.clone(), actor, action)?;
         // ... and again against the state the start found, which may differ.
         if let Some(e) = bad_step(handle.origin()) {
             let _ = handle.fail();
-            return refused(e);
+            return Err(e);
         }
         let own_queue = key == id;
         let job = move |handle: InFlight<'_, S>, rt: &Runtime<S>| {
@@ -832,5 +876,41 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Requests look in the shared queues only while some queue is stopping:
+    /// the count that says so rises while `stop` waits for a running job and
+    /// is back to zero once that queue is gone (a count left behind would send
+    /// every later request the slow way).
+    #[test]
+    fn the_count_of_stopping_queues_returns_to_zero() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        rt.create("vm", &user).unwrap();
+        let queuer = Queuer::new(1);
+        let stopping = || queuer.shared.stopping.load(Ordering::Acquire);
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let ticket = queuer
+            .request(&rt, "vm", &user, "start")
+            .run(move |_| released.recv().map_err(|e| e.to_string()))
+            .unwrap();
+        assert_eq!(stopping(), 0);
+        std::thread::scope(|s| {
+            let stop = s.spawn(|| queuer.stop("vm"));
+            while stopping() == 0 {
+                std::thread::yield_now();
+            }
+            assert_eq!(stopping(), 1);
+            release.send(()).unwrap();
+            stop.join().unwrap();
+        });
+        ticket.wait().unwrap();
+        assert_eq!(stopping(), 0);
+        queuer.terminate();
+        assert_eq!(
+            stopping(),
+            1,
+            "a terminated queuer counts as stopping for good"
+        );
     }
 }
