@@ -47,30 +47,36 @@ struct Padded<T>(T);
 /// is hashed once per access.
 #[derive(Debug, Default)]
 struct Shard {
-    objects: HashTable<(ObjectId, Slot)>,
+    objects: HashTable<(ObjectId, Box<Slot>)>,
 }
 
 impl Shard {
     fn get(&self, hash: u64, id: &ObjectId) -> Option<&Slot> {
         self.objects
             .find(hash, |(k, _)| k == id)
-            .map(|(_, slot)| slot)
+            .map(|(_, slot)| &**slot)
     }
 
     fn get_mut(&mut self, hash: u64, id: &ObjectId) -> Option<&mut Slot> {
         self.objects
             .find_mut(hash, |(k, _)| k == id)
-            .map(|(_, slot)| slot)
+            .map(|(_, slot)| &mut **slot)
     }
 
     /// Adds an object that is not there yet.
     fn insert(&mut self, hasher: &Hasher, hash: u64, id: ObjectId, slot: Slot) {
         self.objects
-            .insert_unique(hash, (id, slot), |(k, _)| hasher.hash_one(k.as_str()));
+            .insert_unique(hash, (id, Box::new(slot)), |(k, _)| {
+                hasher.hash_one(k.as_str())
+            });
     }
 }
 
+/// An object: its record and history, in an allocation of its own, on cache
+/// lines of its own (the table that finds it holds its id and a pointer), so
+/// that threads writing different objects never write one line.
 #[derive(Debug, Clone)]
+#[repr(align(128))]
 struct Slot {
     record: Record,
     history: VecDeque<Entry>,
@@ -217,7 +223,7 @@ impl Store for MemoryStore {
         // Nothing moved meanwhile (every shard is locked): the same order.
         for (shard, out) in shards.iter_mut().zip(translated) {
             for ((_, slot), new) in shard.objects.iter_mut().zip(out) {
-                *slot = new;
+                **slot = new;
             }
         }
         *bound = Some(machine.clone());
