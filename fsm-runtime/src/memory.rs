@@ -18,7 +18,9 @@ type Hasher = foldhash::fast::RandomState;
 /// randomly seeded hash of the id: a write locks only its object's shard, for one
 /// comparison and one push, so writes to different objects run in parallel and
 /// there is no global lock. Each write is applied whole under that lock (record,
-/// history entry and the event to watchers, in version order).
+/// history entry and the event to watchers, in version order). Each object's
+/// record lives in an allocation of its own, on cache lines of its own, so that
+/// threads writing different objects never write one line.
 ///
 /// Histories are kept whole by default. A long-running process that only needs the
 /// recent past can bound them with [`MemoryStore::keep_history`].
