@@ -187,7 +187,8 @@ pub trait Store: Send + Sync + 'static {
     /// What `read` takes of the object's record, if it exists: a caller that
     /// needs a part of the record (its state, its holder's version) pays for
     /// that part only. The default [`load`](Store::load)s the record whole; the
-    /// [`MemoryStore`](crate::MemoryStore) reads it in place.
+    /// [`MemoryStore`](crate::MemoryStore) reads it in place, under the object's
+    /// shard lock, so `read` must be quick and must not call the store.
     fn load_with<R>(
         &self,
         id: &ObjectId,
