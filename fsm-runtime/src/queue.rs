@@ -308,7 +308,9 @@ struct Shared {
 }
 
 /// One of the locks that order requests: see [`Queuer::intake`]. On a cache
-/// line of its own, so that callers on different stripes do not share one.
+/// line of its own, so that callers on different stripes do not share one. A
+/// lock that parks its waiters (unlike the memory store's shards): it is held
+/// across a start, which may wait on the network.
 #[derive(Default)]
 #[repr(align(64))]
 struct Stripe(Mutex<()>);
