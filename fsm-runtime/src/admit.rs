@@ -136,7 +136,7 @@ impl Refusal {
                     description: guard.description.to_string(),
                 }
             }
-            Refusal::Conflict { expected, found } => runtime.conflict_between(id, expected, found),
+            Refusal::Conflict { expected, found } => runtime.conflict(id, expected, found),
         }
     }
 }

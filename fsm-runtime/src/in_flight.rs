@@ -386,7 +386,7 @@ impl<S: Store> InFlight<'_, S> {
             Err(StoreError::Conflict { .. }) => None,
             Err(e) => Some(Err(self.runtime.refused(expected, e))),
             Ok(Ok(((), record))) => Some(Ok(record)),
-            Ok(Err(found)) => Some(Err(self.runtime.conflict_between(
+            Ok(Err(found)) => Some(Err(self.runtime.conflict(
                 self.id.clone(),
                 Some(self.held),
                 found,

@@ -70,10 +70,13 @@ impl Shard {
     /// Adds an object that is not there yet.
     fn insert(&mut self, hasher: &Hasher, hash: u64, id: ObjectId, slot: Slot) {
         self.objects
-            .insert_unique(hash, (id, Box::new(slot)), |(k, _)| {
-                hasher.hash_one(k.as_str())
-            });
+            .insert_unique(hash, (id, Box::new(slot)), |(k, _)| id_hash(hasher, k));
     }
+}
+
+/// The hash an id is found by, in the shard's choice and in its table alike.
+fn id_hash(hasher: &Hasher, id: &ObjectId) -> u64 {
+    hasher.hash_one(id.as_str())
 }
 
 /// An object: its record and history, in an allocation of its own, on cache
@@ -147,7 +150,7 @@ impl MemoryStore {
     /// The id's hash and its shard. The shard is chosen by bits the table does not
     /// use to place an entry within it (its low bits and top seven).
     fn shard(&self, id: &ObjectId) -> (u64, &ShardLock<Shard>) {
-        let hash = self.hasher.hash_one(id.as_str());
+        let hash = id_hash(&self.hasher, id);
         let shard = (hash >> 32) as usize & (self.shards.len() - 1);
         (hash, &self.shards[shard].0)
     }

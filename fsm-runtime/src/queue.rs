@@ -881,15 +881,19 @@ mod tests {
     }
 
     /// Requests look in the shared queues only while some queue is stopping:
-    /// the count that says so rises while `stop` waits for a running job and
-    /// is back to zero once that queue is gone (a count left behind would send
-    /// every later request the slow way).
+    /// the count that says so rises while `stop` waits for a running job (and
+    /// other queues take requests meanwhile), rises and falls again when an
+    /// object's own queue ends at a terminal state, and is back to zero once
+    /// the queues it counted are gone (a count left behind would send every
+    /// later request the slow way).
     #[test]
     fn the_count_of_stopping_queues_returns_to_zero() {
         let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
         let user = Actor::new("user");
-        rt.create("vm", &user).unwrap();
-        let queuer = Queuer::new(1);
+        for id in ["vm", "other", "old"] {
+            rt.create(id, &user).unwrap();
+        }
+        let queuer = Queuer::new(2);
         let stopping = || queuer.shared.stopping.load(Ordering::Acquire);
         let (release, released) = std::sync::mpsc::channel::<()>();
         let ticket = queuer
@@ -903,10 +907,27 @@ mod tests {
                 std::thread::yield_now();
             }
             assert_eq!(stopping(), 1);
+            // Only the stopping queue refuses.
+            let refused = queuer.request(&rt, "vm", &user, "stop").run(|_| Ok(()));
+            assert!(
+                matches!(refused, Err(QueueError::Closed { .. })),
+                "{refused:?}"
+            );
+            let other = queuer.request(&rt, "other", &user, "start").run(|_| Ok(()));
             release.send(()).unwrap();
+            other.expect("another queue takes requests").wait().unwrap();
             stop.join().unwrap();
         });
         ticket.wait().unwrap();
+        assert_eq!(stopping(), 0);
+        // `retire` ends in a terminal state: the object's queue closes and goes.
+        queuer
+            .request(&rt, "old", &user, "retire")
+            .run(|_| Ok(()))
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!(!queuer.queues().contains(&"old".into()));
         assert_eq!(stopping(), 0);
         queuer.terminate();
         assert_eq!(

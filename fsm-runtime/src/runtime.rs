@@ -740,19 +740,10 @@ impl<S: Store> Runtime<S> {
         Ok(healed)
     }
 
-    /// A conflict on `id`: the write expected `expected`, the store has `found`.
-    pub(crate) fn conflict(
-        &self,
-        id: ObjectId,
-        expected: Option<Expected>,
-        found: Option<&Record>,
-    ) -> RuntimeError {
-        self.conflict_between(id, expected, found.map(Record::expected))
-    }
-
-    /// [`conflict`](Self::conflict), knowing only the state and version found.
+    /// A conflict on `id`: the write expected `expected`, the store has `found`
+    /// (the state and version of its record, if any).
     #[cold]
-    pub(crate) fn conflict_between(
+    pub(crate) fn conflict(
         &self,
         id: ObjectId,
         expected: Option<Expected>,
@@ -785,7 +776,7 @@ impl<S: Store> Runtime<S> {
         match e {
             StoreError::Conflict { id, found } => {
                 tracing::debug!(object = %id, "conflict");
-                self.conflict(id, expected, found.as_deref())
+                self.conflict(id, expected, found.map(|r| r.expected()))
             }
             e => RuntimeError::Store(e),
         }

@@ -675,3 +675,18 @@ fn a_listening_subscriber_sees_each_start_in_its_span() {
     let refused = log.lines().find(|l| l.contains("refused")).expect(&log);
     assert!(refused.contains(span), "{log}");
 }
+
+/// A start on an object that was never created is `NotFound` (decided inside
+/// the store's step, named after it), and creates nothing.
+#[test]
+fn a_start_on_an_absent_object_is_not_found_and_creates_nothing() {
+    let rt = vm();
+    let alice = Actor::new("alice");
+    let refused = rt.start("vm-9", &alice, "deploy").unwrap_err();
+    assert!(
+        matches!(&refused, RuntimeError::NotFound { id } if id.as_str() == "vm-9"),
+        "{refused:?}"
+    );
+    assert!(fsm_runtime::Store::ids(rt.store()).unwrap().is_empty());
+    assert!(rt.history("vm-9").unwrap().is_empty());
+}
