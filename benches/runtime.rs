@@ -16,6 +16,10 @@
 //! so threads contend on the store, not on objects. The runtime also checks the
 //! table, keeps the holder and writes a history entry per move (bounded to the last
 //! 16 per object here, as the mutex version keeps them, so memory stays flat).
+//!
+//! The queuer (groups `queue` and `queue-latency`) is measured against running
+//! the same actions directly, and against the bare hand-off of each started
+//! action to two worker threads (a floor, see `handoff`).
 
 use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
@@ -567,7 +571,77 @@ fn print_table(threads_list: &[usize]) {
     }
 }
 
-const QUEUE_CASES: [&str; 2] = ["direct runtime", "queued (2 workers)"];
+/// A floor for the queuer: the least a queued request can cost on this machine.
+/// The caller starts the action through the runtime and pushes the handle on a
+/// lock-free list (`crossbeam_deque::Injector`); two workers that never park
+/// take handles off it, complete them and leave each record in a slot of its
+/// object's, allocated once and reused, which the caller polls. No per-object
+/// queues, order, steps, fence checks, panics caught, wake-ups or allocation per
+/// request: what is left is the start, the completion, and each request's cache
+/// lines (the object's, its holder's, its slot's) crossing between the caller's
+/// core and a worker's.
+mod handoff {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use fsm_runtime::{InFlight, Record};
+
+    /// Where a worker leaves a request's record: one per object, reused.
+    #[derive(Default)]
+    pub struct Slot {
+        done: AtomicBool,
+        record: Mutex<Option<Record>>,
+    }
+
+    impl Slot {
+        /// Spins until the record is there, and takes it.
+        pub fn take(&self) -> Record {
+            while !self.done.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            self.done.store(false, Ordering::Relaxed);
+            self.record.lock().unwrap().take().unwrap()
+        }
+    }
+
+    /// The handles started and not yet taken by a worker, each with its slot.
+    #[derive(Default)]
+    pub struct Floor<'r> {
+        jobs: crossbeam_deque::Injector<(InFlight<'r>, &'r Slot)>,
+        stop: AtomicBool,
+    }
+
+    impl<'r> Floor<'r> {
+        pub fn push(&self, handle: InFlight<'r>, slot: &'r Slot) {
+            self.jobs.push((handle, slot));
+        }
+
+        pub fn stop(&self) {
+            self.stop.store(true, Ordering::Release);
+        }
+
+        /// A worker: completes every handle it takes, until stopped.
+        pub fn work(&self) {
+            loop {
+                let job = self.jobs.steal().success();
+                match job {
+                    Some((handle, slot)) => {
+                        *slot.record.lock().unwrap() = Some(handle.complete().unwrap());
+                        slot.done.store(true, Ordering::Release);
+                    }
+                    None if self.stop.load(Ordering::Acquire) => return,
+                    None => std::thread::yield_now(),
+                }
+            }
+        }
+    }
+}
+
+const QUEUE_CASES: [&str; 3] = [
+    "direct runtime",
+    "queued (2 workers)",
+    "handoff by hand (floor, 2 workers)",
+];
 const LATENCY_CASES: [&str; 2] = ["direct run", "queued request + wait"];
 
 /// The queuer against calling the runtime directly: throughput over 512 objects
@@ -626,6 +700,31 @@ fn bench_queue(c: &mut Criterion) {
                 .mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
         })
     });
+    g.bench_function(QUEUE_CASES[2], |b| {
+        b.iter_custom(|iters| {
+            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
+            let slots: Vec<handoff::Slot> = ids.iter().map(|_| Default::default()).collect();
+            let floor = handoff::Floor::default();
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| floor.work());
+                }
+                let start = Instant::now();
+                for _ in 0..rounds {
+                    let a = action();
+                    for (id, slot) in ids.iter().zip(&slots) {
+                        floor.push(rt.start(id, &actor, a).unwrap(), slot);
+                    }
+                    for slot in &slots {
+                        black_box(slot.take());
+                    }
+                }
+                let took = start.elapsed();
+                floor.stop();
+                took.mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
+            })
+        })
+    });
     g.finish();
 
     let mut g = c.benchmark_group("queue-latency");
@@ -659,6 +758,8 @@ fn main() {
         report::print_ratios(&group(t, Objects::Hot), "action", 1.0, &CASES[1..]);
     }
     report::print_ratios("queue", "action", 1.0, &QUEUE_CASES);
+    // The queuer against the bare hand-off: what its own work costs.
+    report::print_ratios("queue", "action", 1.0, &[QUEUE_CASES[2], QUEUE_CASES[1]]);
     report::print_ratios("queue-latency", "action", 1.0, &LATENCY_CASES);
     print_table(&threads);
 }

@@ -128,6 +128,7 @@ impl Action {
     /// The state the action ends in when started from `origin`, if it starts there:
     /// the one place a target is resolved. Callers go through
     /// [`Machine::rule`](crate::Machine::rule).
+    #[inline]
     pub(crate) fn target_from(&self, origin: StateId) -> Option<StateId> {
         if !self.origins.contains(&origin) {
             return None;
@@ -143,6 +144,7 @@ impl Action {
     /// other than its origin. An action that changes no state (OpenvCloud's hidden
     /// `migrate`, sabakan's key operations) is allowed in its origins but makes no
     /// move.
+    #[inline]
     pub fn changes_state(&self) -> bool {
         self.via.is_some() || !matches!(self.target, Target::Origin)
     }
@@ -218,6 +220,7 @@ impl Machine {
     }
 
     /// All declared guards.
+    #[inline]
     pub fn guards(&self) -> &[Guard] {
         &self.guards
     }
@@ -231,6 +234,7 @@ impl Machine {
     ///
     /// # Panics
     /// If `id` did not come from this machine.
+    #[inline]
     pub fn state(&self, id: StateId) -> &State {
         &self.states[id.0]
     }
@@ -239,6 +243,7 @@ impl Machine {
     ///
     /// # Panics
     /// If `id` did not come from this machine.
+    #[inline]
     pub fn action(&self, id: ActionId) -> &Action {
         &self.actions[id.0]
     }

@@ -205,6 +205,7 @@ fn list(items: &[String]) -> String {
 
 impl Machine {
     /// The rule of `action` from `origin`, if the action starts there.
+    #[inline]
     pub fn rule(&self, action: ActionId, origin: StateId) -> Option<Rule> {
         let a = self.action(action);
         a.target_from(origin).map(|target| Rule {

@@ -20,6 +20,7 @@ pub trait Clock: Send + Sync + 'static {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[inline]
     fn now(&self) -> SystemTime {
         SystemTime::now()
     }

@@ -123,6 +123,7 @@ impl<S: Store> fmt::Debug for InFlight<'_, S> {
 impl<'r, S: Store> InFlight<'r, S> {
     /// The handle of the action its start wrote `held` for, writing `proposed`
     /// when it completes.
+    #[inline]
     pub(crate) fn new(
         runtime: &'r Runtime<S>,
         id: ObjectId,
@@ -179,14 +180,23 @@ impl<S: Store> InFlight<'_, S> {
     /// back), read from the object's history. Check it before each step of long
     /// work: a revoked action must do nothing more.
     pub fn still_held(&self) -> Result<(), RuntimeError> {
+        self.holder().map(drop)
+    }
+
+    /// [`still_held`](Self::still_held), with the holder that the record
+    /// holds for this action: a queued job keeps it for its ticket to drop
+    /// (see [`Released`]).
+    pub(crate) fn holder(&self) -> Result<Released, RuntimeError> {
         let rt = &*self.runtime;
-        let record = rt.load(&self.id)?;
-        if record
-            .as_ref()
-            .and_then(|r| self.slot.get(r))
-            .is_some_and(|h| h.version == self.held.version)
-        {
-            return Ok(());
+        // Only the slot's holder is read (in place, in the memory store): a
+        // queued step asks this before it runs.
+        let mine = |r: &Record| {
+            let holder = self.slot.get(r);
+            holder.filter(|h| h.version == self.held.version).cloned()
+        };
+        let held = rt.store().load_with(&self.id, mine);
+        if let Some(holder) = held.map_err(RuntimeError::Store)?.flatten() {
+            return Ok(Released(Some(holder)));
         }
         let history = rt.history(self.id.clone())?;
         let ended = history.iter().find(|e| {
@@ -289,6 +299,7 @@ impl<S: Store> InFlight<'_, S> {
     /// computes from the record, and what the slot keeps. A record held by someone
     /// else (or gone) is the conflict that ends the action's hold:
     /// `Err(found)`, the state and version found instead, if any.
+    #[inline]
     fn settlement<'a>(
         &self,
         record: Option<&'a Record>,
@@ -323,6 +334,7 @@ impl<S: Store> InFlight<'_, S> {
     /// Writes `outcome`, decided on the record as the store has it; when the
     /// record changed meanwhile for another reason (a hidden action beside a
     /// visible one), decided again on the record as it is then.
+    #[inline]
     fn settle(&mut self, outcome: Outcome, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
         loop {
             let mut expected = None;
@@ -362,6 +374,7 @@ impl<S: Store> InFlight<'_, S> {
 
     /// The settlement of `outcome` as the store decides it on `record`, stamped
     /// there (later than the write before it), noting the version it read.
+    #[inline]
     fn decide_settlement(
         &self,
         record: Option<&Record>,
@@ -377,6 +390,7 @@ impl<S: Store> InFlight<'_, S> {
     /// The outcome of a settlement the store was asked for: the record it left,
     /// or why it was refused; `None` when its compare-and-set lost to another
     /// write, so that it is decided again on a fresh read.
+    #[inline]
     fn settled(
         &self,
         decided: Result<Result<((), Record), Option<Expected>>, StoreError>,
@@ -394,6 +408,7 @@ impl<S: Store> InFlight<'_, S> {
         }
     }
 
+    #[inline]
     fn finish(&mut self, kind: EntryKind, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
         self.done = true;
         let result = self.settle(self.outcome(kind), data);
@@ -432,6 +447,16 @@ impl<S: Store> InFlight<'_, S> {
     }
 }
 
+/// The holder of an action, kept after the action's end released it from its
+/// object's record, so that the thread that allocated it (at the start) is the
+/// one that frees it. A queued action is started by its caller and ended by a
+/// worker: a holder the worker freed would reach the caller's next start only
+/// through the allocator's shared bins, which cost the caller a sixth of a
+/// queued request (BENCHMARKS.md). The worker's job keeps the holder its last
+/// [`InFlight::holder`] check found and hands it to the ticket, which drops it.
+#[derive(Default)]
+pub(crate) struct Released(#[allow(dead_code)] Option<Arc<Holder>>);
+
 /// An outcome to write: its entry's kind, where the object goes, and whether the
 /// slot keeps its holder (marked abandoned) or is emptied.
 struct Outcome {
@@ -456,6 +481,7 @@ impl Outcome {
         }
     }
 
+    #[inline]
     fn keep(&self, holder: &Holder) -> Option<Arc<Holder>> {
         self.keep_abandoned.then(|| {
             Arc::new(Holder {
@@ -467,10 +493,19 @@ impl Outcome {
 }
 
 impl<S: Store> Drop for InFlight<'_, S> {
+    #[inline]
     fn drop(&mut self) {
-        if self.done {
-            return;
+        if !self.done {
+            self.abandon();
         }
+    }
+}
+
+impl<S: Store> InFlight<'_, S> {
+    /// Records the action of a handle dropped unfinished as abandoned.
+    #[cold]
+    #[inline(never)]
+    fn abandon(&mut self) {
         let abandoned = Outcome {
             kind: EntryKind::Abandoned,
             to: To::Same,

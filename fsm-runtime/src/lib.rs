@@ -251,11 +251,13 @@ impl Actor {
     }
 
     /// The actor's name, as history records it.
+    #[inline]
     pub fn name(&self) -> &'static str {
         self.name.as_str()
     }
 
     /// The actor's name, interned, as a holder and an entry keep it.
+    #[inline]
     pub fn actor_name(&self) -> ActorName {
         self.name
     }
@@ -266,6 +268,7 @@ impl Actor {
     }
 
     /// Does the actor hold `role`?
+    #[inline]
     pub fn has_role(&self, role: &str) -> bool {
         self.roles.iter().any(|r| &**r == role)
     }

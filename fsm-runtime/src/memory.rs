@@ -55,12 +55,14 @@ struct Shard {
 }
 
 impl Shard {
+    #[inline]
     fn get(&self, hash: u64, id: &ObjectId) -> Option<&Slot> {
         self.objects
             .find(hash, |(k, _)| k == id)
             .map(|(_, slot)| &**slot)
     }
 
+    #[inline]
     fn get_mut(&mut self, hash: u64, id: &ObjectId) -> Option<&mut Slot> {
         self.objects
             .find_mut(hash, |(k, _)| k == id)
@@ -75,6 +77,7 @@ impl Shard {
 }
 
 /// The hash an id is found by, in the shard's choice and in its table alike.
+#[inline]
 fn id_hash(hasher: &Hasher, id: &ObjectId) -> u64 {
     hasher.hash_one(id.as_str())
 }
@@ -136,6 +139,7 @@ impl MemoryStore {
     }
 
     /// Appends a written record's `entry` to its history and tells the watchers.
+    #[inline(always)]
     fn append(&self, slot: &mut Slot, id: &ObjectId, entry: Entry) {
         self.publisher.publish(|| Event {
             id: id.clone(),
@@ -149,6 +153,7 @@ impl MemoryStore {
 
     /// The id's hash and its shard. The shard is chosen by bits the table does not
     /// use to place an entry within it (its low bits and top seven).
+    #[inline]
     fn shard(&self, id: &ObjectId) -> (u64, &ShardLock<Shard>) {
         let hash = id_hash(&self.hasher, id);
         let shard = (hash >> 32) as usize & (self.shards.len() - 1);

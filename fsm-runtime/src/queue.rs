@@ -51,7 +51,7 @@ use fsm_core::{ActionId, RuleError};
 
 use fsm_core::ActionRef;
 
-use crate::in_flight::Detached;
+use crate::in_flight::{Detached, Released};
 use crate::{Actor, Fence, InFlight, ObjectId, Record, Runtime, RuntimeError, Store};
 
 /// Why a request was not accepted, or how an accepted one ended badly.
@@ -108,8 +108,9 @@ pub enum QueueError {
 pub type Work = Box<dyn FnOnce(Fence) -> Result<(), String> + Send>;
 
 /// What a job ends in: whether its queue should end after it (the object reached
-/// a terminal state), and the outcome for its ticket.
-type Done = (bool, Result<Record, QueueError>);
+/// a terminal state), the outcome for its ticket, and the holder its end
+/// released, for the ticket to drop on the caller's thread.
+type Done = (bool, Result<Record, QueueError>, Released);
 
 /// An accepted request as its queue holds it: the job, run once by a worker, and
 /// the outcome its [`Ticket`] reads. Both live in one allocation, which the caller
@@ -173,7 +174,9 @@ impl Drop for Job {
     fn drop(&mut self) {
         if !self.0.outcome().is_given() {
             self.0.discard();
-            self.0.outcome().give(Err(self.0.crashed()));
+            self.0
+                .outcome()
+                .give(Err(self.0.crashed()), Released::default());
         }
     }
 }
@@ -190,6 +193,8 @@ struct Outcome {
 #[derive(Default)]
 struct OutcomeSlot {
     result: Option<Result<Record, QueueError>>,
+    /// Dropped by the ticket, on the caller's thread.
+    released: Released,
     /// Who to wake when the outcome is given.
     waiter: Option<Waiter>,
 }
@@ -204,10 +209,11 @@ impl Outcome {
         self.given.load(Ordering::Acquire)
     }
 
-    fn give(&self, result: Result<Record, QueueError>) {
+    fn give(&self, result: Result<Record, QueueError>, released: Released) {
         let waiter = {
             let mut slot = lock(&self.slot);
             slot.result = Some(result);
+            slot.released = released;
             self.given.store(true, Ordering::Release);
             slot.waiter.take()
         };
@@ -219,12 +225,16 @@ impl Outcome {
     }
 
     /// The outcome if it was given, or else `waiter` registered to be woken.
+    /// The caller of this drops the released holder: see [`Released`].
     fn take_or_wait(&self, waiter: impl FnOnce() -> Waiter) -> Option<Result<Record, QueueError>> {
         let mut slot = lock(&self.slot);
         let result = slot.result.take();
         if result.is_none() {
             slot.waiter = Some(waiter());
         }
+        let released = std::mem::take(&mut slot.released);
+        drop(slot);
+        drop(released);
         result
     }
 }
@@ -603,11 +613,11 @@ fn work(shared: &Shared) {
                 state.waking = state.waking.saturating_sub(1);
             }
         };
-        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
+        let (close, outcome, released) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
             Ok(done) => done,
             Err(_) => {
                 tracing::error!(queue = %key, "an action panicked; it is left abandoned for the healer");
-                (false, Err(job.0.crashed()))
+                (false, Err(job.0.crashed()), Released::default())
             }
         };
         let mut state = shared.lock();
@@ -635,7 +645,7 @@ fn work(shared: &Shared) {
         drop(state);
         // The ticket first, once its queue reflects the outcome (a queue ended by
         // a terminal state is gone): it is what a caller is blocked on.
-        job.0.outcome().give(outcome);
+        job.0.outcome().give(outcome, released);
         drop(job);
         if draining {
             shared.drained.notify_all();
@@ -750,10 +760,14 @@ impl<S: Store> Request<'_, S> {
             // nothing more.
             let mut failed: Option<(String, String)> = None;
             let mut revoked = None;
+            let mut holder = Released::default();
             for (step, work) in checked {
-                if let Err(e) = handle.still_held() {
-                    revoked = Some(e);
-                    break;
+                match handle.holder() {
+                    Ok(found) => holder = found,
+                    Err(e) => {
+                        revoked = Some(e);
+                        break;
+                    }
                 }
                 let name = rt.action_name(step);
                 tracing::debug!(step = %name, %fence, "step");
@@ -780,7 +794,7 @@ impl<S: Store> Request<'_, S> {
                 && outcome
                     .as_ref()
                     .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
-            (terminal, outcome)
+            (terminal, outcome, holder)
         };
         let task: Arc<dyn Queued> = Arc::new(Task {
             outcome: Outcome::default(),
@@ -857,7 +871,11 @@ mod tests {
         let handle = rt.start("vm", &user, "start").unwrap();
         let action = handle.action();
         let job = |handle: InFlight<'_>, _: &Runtime| {
-            (false, handle.complete().map_err(QueueError::from))
+            (
+                false,
+                handle.complete().map_err(QueueError::from),
+                Released::default(),
+            )
         };
         let task: Arc<dyn Queued> = Arc::new(Task {
             outcome: Outcome::default(),
@@ -878,6 +896,37 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The holder a queued action's start allocated on the caller's thread is
+    /// released by its completion on a worker, but freed by the ticket, on the
+    /// thread that waits: the outcome keeps it until then (see `Released`).
+    #[test]
+    fn the_ticket_frees_the_holder_its_action_released() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        rt.create("vm", &user).unwrap();
+        let queuer = Queuer::new(1);
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let ticket = queuer
+            .request(&rt, "vm", &user, "start")
+            .run(move |_| released.recv().map_err(|e| e.to_string()))
+            .unwrap();
+        let holder = rt.get("vm").unwrap().in_flight.expect("started");
+        release.send(()).unwrap();
+        while !ticket.task.outcome().is_given() {
+            std::thread::yield_now();
+        }
+        assert!(rt.get("vm").unwrap().in_flight.is_none(), "completed");
+        assert_eq!(
+            Arc::strong_count(&holder),
+            2,
+            "the outcome keeps the released holder for the ticket"
+        );
+        let record = ticket.wait().unwrap();
+        assert_eq!(rt.machine().state(record.state).name, "RUNNING");
+        assert_eq!(Arc::strong_count(&holder), 1, "the ticket let it go");
+        queuer.terminate();
     }
 
     /// Requests look in the shared queues only while some queue is stopping:

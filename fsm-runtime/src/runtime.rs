@@ -424,7 +424,12 @@ impl<S: Store> Runtime<S> {
         use tracing::Instrument as _;
         let id = id.into();
         let action = action.resolve(self.machine())?;
-        let span = self.start_span(&id, actor, action);
+        // As for `start`: with no subscriber listening, no span is built (a
+        // disabled span costs the future nothing to carry).
+        let span = match crate::tracing_debug() {
+            true => self.start_span(&id, actor, action),
+            false => tracing::Span::none(),
+        };
         async {
             let seen = match self.machine().action(action).guards.is_empty() {
                 true => None,
@@ -470,6 +475,7 @@ impl<S: Store> Runtime<S> {
     }
 
     /// [`start_expecting`](Self::start_expecting) of a resolved action.
+    #[inline]
     fn start_resolved(
         &self,
         id: ObjectId,
@@ -501,6 +507,7 @@ impl<S: Store> Runtime<S> {
     /// with guards, which are the user's code and may read other objects, the
     /// checks run now on `seen`, a record read first with nothing held, and the
     /// start stands only if the object is still at that version.
+    #[inline]
     fn admission<'a>(
         &self,
         id: &'a ObjectId,
@@ -529,6 +536,7 @@ impl<S: Store> Runtime<S> {
     /// (noting its version in `expected`, for a conflict's message). The store
     /// may ask again, on a fresher record (see [`Store::modify`]): checks run
     /// again; a start its guards admitted stands only on the record they saw.
+    #[inline]
     fn decide_start(
         &self,
         admission: &mut Option<Admission<'_>>,
@@ -568,6 +576,7 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The handle of a start the store decided, or why it was refused.
+    #[inline]
     fn started(
         &self,
         id: ObjectId,
@@ -595,6 +604,7 @@ impl<S: Store> Runtime<S> {
 
     /// A start's checks against the object's `record`, as read, and if they pass,
     /// the change that starts the action and what its handle will hold.
+    #[inline]
     fn admit_start(
         &self,
         id: &ObjectId,
@@ -822,6 +832,7 @@ struct Start {
 
 impl Start {
     /// The handle of the action started on `id`.
+    #[inline]
     fn begun<S: Store>(self, runtime: &Runtime<S>, id: ObjectId) -> InFlight<'_, S> {
         tracing::debug!(version = self.held.version, "started");
         InFlight::new(runtime, id, self.rule, self.slot, self.held, self.proposed)

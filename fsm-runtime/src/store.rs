@@ -35,6 +35,7 @@ pub struct Record {
 
 impl Record {
     /// The state and version a write must find for this record to be current.
+    #[inline]
     pub fn expected(&self) -> Expected {
         Expected {
             state: self.state,
@@ -612,11 +613,13 @@ impl Publisher {
 
     /// Whether anyone watches now: a store whose events cost work to make (an
     /// etcd watch's entries, decoded) can skip them while nobody does.
+    #[inline]
     pub fn is_watched(&self) -> bool {
         self.count.load(Ordering::Acquire) > 0
     }
 
     /// Sends `event` to every watcher; `make` runs only if someone watches.
+    #[inline]
     pub fn publish(&self, make: impl FnOnce() -> Event) {
         if self.count.load(Ordering::Acquire) > 0 {
             // An error means every watcher was dropped meanwhile: nobody to tell.

@@ -18,10 +18,12 @@ pub(crate) enum Slot {
 }
 
 impl Slot {
+    #[inline]
     pub(crate) fn of(hidden: bool) -> Slot {
         if hidden { Slot::Hidden } else { Slot::Visible }
     }
 
+    #[inline]
     pub(crate) fn get(self, record: &Record) -> Option<&Arc<Holder>> {
         match self {
             Slot::Visible => record.in_flight.as_ref(),
@@ -29,6 +31,7 @@ impl Slot {
         }
     }
 
+    #[inline]
     fn get_mut(self, record: &mut Record) -> &mut Option<Arc<Holder>> {
         match self {
             Slot::Visible => &mut record.in_flight,
@@ -61,6 +64,7 @@ impl Change {
     /// Makes `record` the next version, in place, and returns the history entry
     /// that goes with it. The store has checked that `record` is the one the
     /// change was decided on.
+    #[inline(always)]
     pub fn apply(self, record: &mut Record) -> Entry {
         let from = record.state;
         record.state = self.to;

@@ -660,6 +660,10 @@ fn a_listening_subscriber_sees_each_start_in_its_span() {
     let rt = vm();
     let alice = Actor::new("alice");
     rt.create("vm-1", &alice).unwrap();
+    rt.create("vm-2", &alice).unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     tracing::subscriber::with_default(subscriber, || {
         rt.start("vm-1", &alice, "deploy")
             .unwrap()
@@ -667,13 +671,24 @@ fn a_listening_subscriber_sees_each_start_in_its_span() {
             .unwrap();
         let refused = rt.start("vm-1", &alice, "deploy").unwrap_err();
         assert!(matches!(refused, RuntimeError::NoRule { .. }), "{refused}");
+        // The async start, likewise.
+        executor.block_on(async {
+            let started = rt.start_async("vm-2", &alice, "deploy").await.unwrap();
+            started.complete_async().await.unwrap();
+            let refused = rt.start_async("vm-2", &alice, "deploy").await.unwrap_err();
+            assert!(matches!(refused, RuntimeError::NoRule { .. }), "{refused}");
+        });
     });
     let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    let span = r#"start{object=vm-1 action=deploy actor="alice"}"#;
-    let started = log.lines().find(|l| l.contains("started")).expect(&log);
-    assert!(started.contains(span), "{log}");
-    let refused = log.lines().find(|l| l.contains("refused")).expect(&log);
-    assert!(refused.contains(span), "{log}");
+    for object in ["vm-1", "vm-2"] {
+        let span = format!(r#"start{{object={object} action=deploy actor="alice"}}"#);
+        let mine = |what: &str| {
+            log.lines()
+                .find(|l| l.contains(what) && l.contains(&span))
+                .is_some()
+        };
+        assert!(mine("started") && mine("refused"), "{object}: {log}");
+    }
 }
 
 /// A start on an object that was never created is `NotFound` (decided inside
