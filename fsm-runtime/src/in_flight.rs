@@ -132,15 +132,14 @@ impl<'r, S: Store> InFlight<'r, S> {
         held: Expected,
         proposed: Option<Arc<str>>,
     ) -> Self {
-        InFlight {
-            runtime: RuntimeRef::Borrowed(runtime),
+        let detached = Detached {
             id,
             rule,
             slot,
             held,
             proposed,
-            done: false,
-        }
+        };
+        detached.attach(runtime)
     }
 }
 

@@ -899,33 +899,44 @@ mod tests {
     }
 
     /// The holder a queued action's start allocated on the caller's thread is
-    /// released by its completion on a worker, but freed by the ticket, on the
-    /// thread that waits: the outcome keeps it until then (see `Released`).
+    /// released by its end on a worker, completed or failed, but freed by the
+    /// ticket, on the thread that waits: the outcome keeps it until then (see
+    /// `Released`).
     #[test]
     fn the_ticket_frees_the_holder_its_action_released() {
         let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
         let user = Actor::new("user");
-        rt.create("vm", &user).unwrap();
         let queuer = Queuer::new(1);
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        let ticket = queuer
-            .request(&rt, "vm", &user, "start")
-            .run(move |_| released.recv().map_err(|e| e.to_string()))
-            .unwrap();
-        let holder = rt.get("vm").unwrap().in_flight.expect("started");
-        release.send(()).unwrap();
-        while !ticket.task.outcome().is_given() {
-            std::thread::yield_now();
+        for (id, fails) in [("completes", false), ("fails", true)] {
+            rt.create(id, &user).unwrap();
+            let (release, released) = std::sync::mpsc::channel::<()>();
+            let ticket = queuer
+                .request(&rt, id, &user, "start")
+                .run(move |_| match released.recv() {
+                    Ok(()) if fails => Err("no host".to_owned()),
+                    got => got.map_err(|e| e.to_string()),
+                })
+                .unwrap();
+            let holder = rt.get(id).unwrap().in_flight.expect("started");
+            release.send(()).unwrap();
+            while !ticket.task.outcome().is_given() {
+                std::thread::yield_now();
+            }
+            assert!(rt.get(id).unwrap().in_flight.is_none(), "{id}: ended");
+            assert_eq!(
+                Arc::strong_count(&holder),
+                2,
+                "{id}: the outcome keeps the released holder for the ticket"
+            );
+            let outcome = ticket.wait();
+            assert_eq!(Arc::strong_count(&holder), 1, "{id}: the ticket let it go");
+            let state = &rt.machine().state(rt.state(id).unwrap()).name;
+            match outcome {
+                Ok(_) if !fails => assert_eq!(state, "RUNNING"),
+                Err(QueueError::Failed { .. }) if fails => assert_eq!(state, "HALTED"),
+                other => panic!("{id}: {other:?}"),
+            }
         }
-        assert!(rt.get("vm").unwrap().in_flight.is_none(), "completed");
-        assert_eq!(
-            Arc::strong_count(&holder),
-            2,
-            "the outcome keeps the released holder for the ticket"
-        );
-        let record = ticket.wait().unwrap();
-        assert_eq!(rt.machine().state(record.state).name, "RUNNING");
-        assert_eq!(Arc::strong_count(&holder), 1, "the ticket let it go");
         queuer.terminate();
     }
 

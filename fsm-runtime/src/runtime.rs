@@ -465,13 +465,8 @@ impl<S: Store> Runtime<S> {
         let action = action.resolve(self.machine())?;
         // The span is made, entered and closed only for a subscriber that listens:
         // with none, tracing costs one comparison per start.
-        if crate::tracing_debug() {
-            let span = self.start_span(&id, actor, action);
-            let _enter = span.enter();
-            self.start_resolved(id, actor, action, version, proposed)
-        } else {
-            self.start_resolved(id, actor, action, version, proposed)
-        }
+        let _span = crate::tracing_debug().then(|| self.start_span(&id, actor, action).entered());
+        self.start_resolved(id, actor, action, version, proposed)
     }
 
     /// [`start_expecting`](Self::start_expecting) of a resolved action.
