@@ -331,7 +331,7 @@ pub fn doc(attrs: &[Attribute]) -> Option<String> {
 
 // The rest of this module needs the compiler's token trees, which exist only
 // while a macro runs: `tests/derived.rs` (`the_derive_reads_every_shape_of_input`)
-// and the compile-fail cases in `tests/ui` test it through the derive.
+// and the compile-fail cases in `fsm-derive/tests/ui` test it through the derive.
 #[cfg(test)]
 mod tests {
     use super::unescape;
