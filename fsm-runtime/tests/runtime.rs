@@ -634,63 +634,6 @@ fn a_start_at_a_stale_version_is_refused_and_writes_nothing() {
     assert_eq!(rt.state_name("vm-1").unwrap(), "HALTED");
 }
 
-/// With no subscriber a start builds no span (BENCHMARKS.md: tracing costs one
-/// comparison then); with one listening, every start is a `start` span naming
-/// the object, the action and the actor, around the events of the start.
-#[test]
-fn a_listening_subscriber_sees_each_start_in_its_span() {
-    #[derive(Clone, Default)]
-    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let rt = vm();
-    let alice = Actor::new("alice");
-    rt.create("vm-1", &alice).unwrap();
-    rt.create("vm-2", &alice).unwrap();
-    let executor = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    tracing::subscriber::with_default(subscriber, || {
-        rt.start("vm-1", &alice, "deploy")
-            .unwrap()
-            .complete()
-            .unwrap();
-        let refused = rt.start("vm-1", &alice, "deploy").unwrap_err();
-        assert!(matches!(refused, RuntimeError::NoRule { .. }), "{refused}");
-        // The async start, likewise.
-        executor.block_on(async {
-            let started = rt.start_async("vm-2", &alice, "deploy").await.unwrap();
-            started.complete_async().await.unwrap();
-            let refused = rt.start_async("vm-2", &alice, "deploy").await.unwrap_err();
-            assert!(matches!(refused, RuntimeError::NoRule { .. }), "{refused}");
-        });
-    });
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    for object in ["vm-1", "vm-2"] {
-        let span = format!(r#"start{{object={object} action=deploy actor="alice"}}"#);
-        let mine = |what: &str| {
-            log.lines()
-                .find(|l| l.contains(what) && l.contains(&span))
-                .is_some()
-        };
-        assert!(mine("started") && mine("refused"), "{object}: {log}");
-    }
-}
-
 /// A start on an object that was never created is `NotFound` (decided inside
 /// the store's step, named after it), and creates nothing.
 #[test]
