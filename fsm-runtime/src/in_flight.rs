@@ -342,8 +342,11 @@ impl<S: Store> InFlight<'_, S> {
                 |record| self.decide_settlement(record, &outcome, data.clone(), &mut expected),
                 Record::clone,
             );
-            if let Some(settled) = self.settled(decided, expected) {
-                return settled;
+            match decided {
+                Ok(Ok(((), record))) => return Ok(record),
+                Err(StoreError::Conflict { .. }) => continue,
+                Ok(Err(found)) => return Err(self.lost(found)),
+                Err(e) => return Err(self.runtime.refused(expected, e)),
             }
         }
     }
@@ -365,8 +368,11 @@ impl<S: Store> InFlight<'_, S> {
                     Record::clone,
                 )
                 .await;
-            if let Some(settled) = self.settled(decided, expected) {
-                return settled;
+            match decided {
+                Ok(Ok(((), record))) => return Ok(record),
+                Err(StoreError::Conflict { .. }) => continue,
+                Ok(Err(found)) => return Err(self.lost(found)),
+                Err(e) => return Err(self.runtime.refused(expected, e)),
             }
         }
     }
@@ -386,25 +392,14 @@ impl<S: Store> InFlight<'_, S> {
         Ok((change, ()))
     }
 
-    /// The outcome of a settlement the store was asked for: the record it left,
-    /// or why it was refused; `None` when its compare-and-set lost to another
-    /// write, so that it is decided again on a fresh read.
-    #[inline]
-    fn settled(
-        &self,
-        decided: Result<Result<((), Record), Option<Expected>>, StoreError>,
-        expected: Option<Expected>,
-    ) -> Option<Result<Record, RuntimeError>> {
-        match decided {
-            Err(StoreError::Conflict { .. }) => None,
-            Err(e) => Some(Err(self.runtime.refused(expected, e))),
-            Ok(Ok(((), record))) => Some(Ok(record)),
-            Ok(Err(found)) => Some(Err(self.runtime.conflict(
-                self.id.clone(),
-                Some(self.held),
-                found,
-            ))),
-        }
+    /// The error of a settlement whose compare-and-set found another holder, or
+    /// none (`found`: the state and version there, if any). The settlement's loop
+    /// matches the store's answer itself, so that its success path moves only the
+    /// record; the refusals are built out of line.
+    #[cold]
+    fn lost(&self, found: Option<Expected>) -> RuntimeError {
+        self.runtime
+            .conflict(self.id.clone(), Some(self.held), found)
     }
 
     #[inline]

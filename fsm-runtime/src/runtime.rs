@@ -431,23 +431,37 @@ impl<S: Store> Runtime<S> {
             false => tracing::Span::none(),
         };
         async {
-            let seen = match self.machine().action(action).guards.is_empty() {
-                true => None,
-                false => Some(self.get_async(id.clone()).await?),
+            let store = &self.inner.store;
+            let ask = Ask {
+                id: &id,
+                actor,
+                action,
+                version,
+                proposed: data,
             };
-            let admission = self.admission(&id, actor, action, version, data, seen.as_ref());
-            let mut expected = seen.as_ref().map(Record::expected);
-            let decided = match admission {
-                Ok(admission) => {
-                    let mut admission = Some(admission);
-                    let store = &self.inner.store;
-                    let decide = |record: Option<&_>| {
-                        self.decide_start(&mut admission, record, &mut expected)
-                    };
+            let mut expected = None;
+            let decided = match self.machine().action(action).guards.is_empty() {
+                true => {
+                    let decide =
+                        |record: Option<&Record>| self.decide_start(&ask, record, &mut expected);
                     store.modify_async(&id, decide, |_| ()).await
                 }
-                Err(refused) => Ok(Err(refused)),
+                false => {
+                    let seen = self.get_async(id.clone()).await?;
+                    expected = Some(seen.expected());
+                    match self.admit_start(&ask, &seen) {
+                        Ok(admitted) => {
+                            let mut admitted = Some(admitted);
+                            let decide = |record: Option<&Record>| {
+                                decide_guarded(seen.expected(), &mut admitted, record)
+                            };
+                            store.modify_async(&id, decide, |_| ()).await
+                        }
+                        Err(refused) => Ok(Err(refused)),
+                    }
+                }
             };
+            drop(ask);
             self.started(id, actor, decided, expected)
         }
         .instrument(span)
@@ -479,95 +493,53 @@ impl<S: Store> Runtime<S> {
         version: Option<u64>,
         proposed: Option<Arc<str>>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        let seen = match self.machine().action(action).guards.is_empty() {
-            true => None,
-            false => Some(self.get(id.clone())?),
+        let ask = Ask {
+            id: &id,
+            actor,
+            action,
+            version,
+            proposed,
         };
-        let admission = self.admission(&id, actor, action, version, proposed, seen.as_ref());
-        let mut expected = seen.as_ref().map(Record::expected);
-        let decided = match admission {
-            Ok(admission) => {
-                let mut admission = Some(admission);
+        let mut expected = None;
+        let decided = match self.machine().action(action).guards.is_empty() {
+            true => {
                 let decide =
-                    |record: Option<&_>| self.decide_start(&mut admission, record, &mut expected);
+                    |record: Option<&Record>| self.decide_start(&ask, record, &mut expected);
                 self.inner.store.modify(&id, decide, |_| ())
             }
-            Err(refused) => Ok(Err(refused)),
+            false => {
+                let seen = self.get(id.clone())?;
+                expected = Some(seen.expected());
+                match self.admit_start(&ask, &seen) {
+                    Ok(admitted) => {
+                        let mut admitted = Some(admitted);
+                        let decide = |record: Option<&Record>| {
+                            decide_guarded(seen.expected(), &mut admitted, record)
+                        };
+                        self.inner.store.modify(&id, decide, |_| ())
+                    }
+                    Err(refused) => Ok(Err(refused)),
+                }
+            }
         };
+        drop(ask);
         self.started(id, actor, decided, expected)
     }
 
-    /// What a start decides with: with no guard, the checks themselves, run on
-    /// the record the store holds (for the memory store, under one shard lock);
-    /// with guards, which are the user's code and may read other objects, the
-    /// checks run now on `seen`, a record read first with nothing held, and the
-    /// start stands only if the object is still at that version.
-    #[inline]
-    fn admission<'a>(
-        &self,
-        id: &'a ObjectId,
-        actor: &'a Actor,
-        action: ActionId,
-        version: Option<u64>,
-        proposed: Option<Arc<str>>,
-        seen: Option<&Record>,
-    ) -> Result<Admission<'a>, Refusal> {
-        Ok(match seen {
-            None => Admission::Checks {
-                id,
-                actor,
-                action,
-                version,
-                proposed,
-            },
-            Some(seen) => Admission::Checked {
-                seen: seen.expected(),
-                admitted: Box::new(self.admit_start(id, actor, action, version, proposed, seen)?),
-            },
-        })
-    }
-
-    /// The start `admission` makes of the object's `record` as the store has it
-    /// (noting its version in `expected`, for a conflict's message). The store
-    /// may ask again, on a fresher record (see [`Store::modify`]): checks run
-    /// again; a start its guards admitted stands only on the record they saw.
+    /// A start without guards, decided on the object's `record` as the store has
+    /// it (for the memory store, under one shard lock), noting its version in
+    /// `expected` for a conflict's message. The store may ask again, on a fresher
+    /// record (see [`Store::modify`]): the checks run again.
     #[inline]
     fn decide_start(
         &self,
-        admission: &mut Option<Admission<'_>>,
+        ask: &Ask<'_>,
         record: Option<&Record>,
         expected: &mut Option<Expected>,
     ) -> Result<(Change, Start), Refusal> {
-        let Some(record) = record else {
-            return Err(Refusal::NotFound);
-        };
-        match admission {
-            Some(Admission::Checks {
-                id,
-                actor,
-                action,
-                version,
-                proposed,
-            }) => {
-                *expected = Some(record.expected());
-                let proposed = proposed.clone();
-                self.admit_start(id, actor, *action, *version, proposed, record)
-            }
-            Some(Admission::Checked { seen, .. }) if record.expected() != *seen => {
-                Err(Refusal::Conflict {
-                    expected: Some(*seen),
-                    found: Some(record.expected()),
-                })
-            }
-            _ => match admission.take() {
-                Some(Admission::Checked { admitted, .. }) => Ok(*admitted),
-                // Its guards' start was handed over once already.
-                _ => Err(Refusal::Conflict {
-                    expected: *expected,
-                    found: Some(record.expected()),
-                }),
-            },
-        }
+        let record = record.ok_or(Refusal::NotFound)?;
+        *expected = Some(record.expected());
+        self.admit_start(ask, record)
     }
 
     /// The handle of a start the store decided, or why it was refused.
@@ -600,15 +572,14 @@ impl<S: Store> Runtime<S> {
     /// A start's checks against the object's `record`, as read, and if they pass,
     /// the change that starts the action and what its handle will hold.
     #[inline]
-    fn admit_start(
-        &self,
-        id: &ObjectId,
-        actor: &Actor,
-        action: ActionId,
-        version: Option<u64>,
-        proposed: Option<Arc<str>>,
-        record: &Record,
-    ) -> Result<(Change, Start), Refusal> {
+    fn admit_start(&self, ask: &Ask<'_>, record: &Record) -> Result<(Change, Start), Refusal> {
+        let Ask {
+            id,
+            actor,
+            action,
+            version,
+            ref proposed,
+        } = *ask;
         if let Some(expected) = version.filter(|&v| v != record.version) {
             return Err(Refusal::VersionMismatch {
                 expected,
@@ -655,7 +626,7 @@ impl<S: Store> Runtime<S> {
             rule,
             slot,
             held: Expected { state: to, version },
-            proposed,
+            proposed: proposed.clone(),
         };
         Ok((change, start))
     }
@@ -777,6 +748,7 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The error of a write that expected `expected` and that the store refused.
+    #[cold]
     pub(crate) fn refused(&self, expected: Option<Expected>, e: StoreError) -> RuntimeError {
         match e {
             StoreError::Conflict { id, found } => {
@@ -796,24 +768,40 @@ impl<S: Store> Runtime<S> {
     }
 }
 
-/// How a start is decided: see [`Runtime::admission`].
-enum Admission<'a> {
-    /// No guard: the checks run on the record the store holds.
-    Checks {
-        id: &'a ObjectId,
-        actor: &'a Actor,
-        action: ActionId,
-        version: Option<u64>,
-        proposed: Option<Arc<str>>,
-    },
-    /// Guards passed on the record at `seen`: the start stands if the object is
-    /// still there.
-    Checked {
-        seen: Expected,
-        /// Boxed: a guarded start is rare beside a guard's own cost, and the
-        /// enum is moved on every start.
-        admitted: Box<(Change, Start)>,
-    },
+/// What a start asks for: the object, the actor, the action, the version it
+/// must find (an HTTP `If-Match`), and the data the action proposes. Lent to
+/// the store's step by reference, so that nothing is moved on the path every
+/// start takes.
+struct Ask<'a> {
+    id: &'a ObjectId,
+    actor: &'a Actor,
+    action: ActionId,
+    version: Option<u64>,
+    proposed: Option<Arc<str>>,
+}
+
+/// A start whose guards passed on the record at `seen`, decided on the record as
+/// the store has it: it stands only if the object is still at that version, and
+/// only once (`admitted` is handed over to the first write the store makes).
+///
+/// Guards are the user's code and may read other objects, so they run before the
+/// store's step, on a record read with nothing held; a start without guards runs
+/// its checks inside the step ([`Runtime::decide_start`]).
+#[inline]
+fn decide_guarded(
+    seen: Expected,
+    admitted: &mut Option<(Change, Start)>,
+    record: Option<&Record>,
+) -> Result<(Change, Start), Refusal> {
+    let record = record.ok_or(Refusal::NotFound)?;
+    let conflict = Refusal::Conflict {
+        expected: Some(seen),
+        found: Some(record.expected()),
+    };
+    match record.expected() == seen {
+        true => admitted.take().ok_or(conflict),
+        false => Err(conflict),
+    }
 }
 
 /// What a start that passed its checks hands its [`InFlight`], once the store has
