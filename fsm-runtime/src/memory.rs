@@ -1,6 +1,5 @@
 //! The embedded default store: in memory, safe under many threads.
 
-use std::collections::VecDeque;
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
@@ -89,7 +88,37 @@ fn id_hash(hasher: &Hasher, id: &ObjectId) -> u64 {
 #[repr(align(128))]
 struct Slot {
     record: Record,
-    history: VecDeque<Entry>,
+    history: History,
+}
+
+/// An object's history, bounded by [`MemoryStore::keep_history`]: a vector that
+/// grows to the bound and is then written round, the oldest entry overwritten
+/// in place (`next` is where the next entry goes, and where the oldest is).
+#[derive(Debug, Clone, Default)]
+struct History {
+    entries: Vec<Entry>,
+    next: usize,
+}
+
+impl History {
+    #[inline(always)]
+    fn push(&mut self, entry: Entry, keep: usize) {
+        if self.entries.len() < keep {
+            self.entries.push(entry);
+        } else {
+            self.entries[self.next] = entry;
+            self.next += 1;
+            if self.next == self.entries.len() {
+                self.next = 0;
+            }
+        }
+    }
+
+    /// Oldest first.
+    fn iter(&self) -> impl Iterator<Item = &Entry> {
+        let (newer, older) = self.entries.split_at(self.next);
+        older.iter().chain(newer)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -145,10 +174,7 @@ impl MemoryStore {
             id: id.clone(),
             entry: entry.clone(),
         });
-        if slot.history.len() == self.keep {
-            slot.history.pop_front();
-        }
-        slot.history.push_back(entry);
+        slot.history.push(entry, self.keep);
     }
 
     /// The id's hash and its shard. The shard is chosen by bits the table does not
@@ -193,7 +219,7 @@ impl Translation<'_> {
             h.action = self.action(h.action)?;
             h.origin = self.state(h.origin)?;
         }
-        for e in &mut out.history {
+        for e in &mut out.history.entries {
             e.from = self.state(e.from)?;
             e.to = self.state(e.to)?;
             if let Some(a) = &mut e.action {
@@ -271,7 +297,7 @@ impl Store for MemoryStore {
             }
             let mut slot = Slot {
                 record,
-                history: VecDeque::new(),
+                history: History::default(),
             };
             self.append(&mut slot, &id, entry);
             shard.insert(&self.hasher, hash, id, slot);

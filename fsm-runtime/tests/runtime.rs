@@ -534,16 +534,20 @@ fn a_bounded_history_keeps_the_latest_entries() {
     let rt = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new().keep_history(3)).unwrap();
     let a = Actor::new("a");
     rt.create("vm-1", &a).unwrap();
+    let versions = || -> Vec<u64> {
+        let history = rt.history("vm-1").unwrap();
+        history.iter().map(|e| e.version).collect()
+    };
     rt.run("vm-1", &a, "deploy").unwrap();
+    assert_eq!(versions(), [1, 2, 3]);
+    // Each action writes two entries: the oldest go, whichever place they held.
     rt.run("vm-1", &a, "reboot").unwrap();
-    let versions: Vec<_> = rt
-        .history("vm-1")
-        .unwrap()
-        .iter()
-        .map(|e| e.version)
-        .collect();
-    assert_eq!(versions, [3, 4, 5]);
-    assert_eq!(rt.get("vm-1").unwrap().version, 5);
+    assert_eq!(versions(), [3, 4, 5]);
+    rt.run("vm-1", &a, "reboot").unwrap();
+    assert_eq!(versions(), [5, 6, 7]);
+    rt.run("vm-1", &a, "reboot").unwrap();
+    assert_eq!(versions(), [7, 8, 9]);
+    assert_eq!(rt.get("vm-1").unwrap().version, 9);
 }
 
 /// A store whose backend is down: every call fails, retryably.
