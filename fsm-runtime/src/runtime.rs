@@ -461,6 +461,7 @@ impl<S: Store> Runtime<S> {
                     }
                 }
             };
+            // `ask` borrows the id, which the handle takes.
             drop(ask);
             self.started(id, actor, decided, expected)
         }
@@ -522,6 +523,7 @@ impl<S: Store> Runtime<S> {
                 }
             }
         };
+        // `ask` borrows the id, which the handle takes.
         drop(ask);
         self.started(id, actor, decided, expected)
     }
