@@ -26,9 +26,10 @@ fn compile_errors() {
 }
 
 /// trybuild reads only the diagnostics that name a case, so when cargo fails before
-/// it reaches the cases (a dependency that does not build, a full disk, a registry it
-/// cannot reach), every case reads as "compiled" and the cause is dropped. This builds
-/// the scratch crate again and prints what cargo itself said.
+/// it reaches the cases (a dependency that does not build, or that is not on this
+/// machine: trybuild builds offline; a full disk), every case reads as "compiled"
+/// and the cause is dropped. This builds the scratch crate again and prints what
+/// cargo itself said.
 fn explain_scratch_build() {
     let Some(target) = Path::new(env!("CARGO_TARGET_TMPDIR")).parent() else {
         return;
@@ -37,13 +38,10 @@ fn explain_scratch_build() {
     let manifest = scratch.join(env!("CARGO_PKG_NAME")).join("Cargo.toml");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args([
-            "check",
-            "--bins",
-            "--all-features",
-            "--color=never",
-            "--manifest-path",
-        ])
+        // Offline, as trybuild builds it: a package that is not on this machine
+        // fails here as it failed there.
+        .args(["check", "--offline", "--bins", "--all-features"])
+        .args(["--color=never", "--manifest-path"])
         .arg(&manifest)
         .env("CARGO_TARGET_DIR", &scratch)
         .output();
