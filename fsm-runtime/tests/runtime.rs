@@ -550,6 +550,93 @@ fn a_bounded_history_keeps_the_latest_entries() {
     assert_eq!(rt.get("vm-1").unwrap().version, 9);
 }
 
+/// A memory store whose backend can be taken down: while `down`, every call
+/// fails, retryably, as `Down` does.
+#[derive(Default)]
+struct Flaky {
+    store: MemoryStore,
+    down: AtomicBool,
+}
+
+impl Flaky {
+    fn up(&self) -> Result<(), fsm_runtime::StoreError> {
+        match self.down.load(Ordering::SeqCst) {
+            true => Err(unavailable()),
+            false => Ok(()),
+        }
+    }
+}
+
+impl fsm_runtime::Store for Flaky {
+    fn load(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Record>, fsm_runtime::StoreError> {
+        self.up()?;
+        self.store.load(id)
+    }
+    fn commit(&self, write: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
+        self.up()?;
+        self.store.commit(write)
+    }
+    fn history(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Vec<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.up()?;
+        self.store.history(id)
+    }
+    fn ids(&self) -> Result<Vec<fsm_runtime::ObjectId>, fsm_runtime::StoreError> {
+        self.up()?;
+        self.store.ids()
+    }
+    fn watch(&self) -> Result<fsm_runtime::Watcher, fsm_runtime::StoreError> {
+        self.up()?;
+        self.store.watch()
+    }
+}
+
+/// A completion the store fails (its backend went down after the start) is the
+/// store's typed, retryable error, blocking and async alike, and writes
+/// nothing: back up, the object is still held by the action, at the version its
+/// start wrote.
+#[test]
+fn a_completion_the_store_fails_is_a_retryable_error_and_writes_nothing() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
+    let a = Actor::new("a");
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for (id, async_) in [("vm-1", false), ("vm-2", true)] {
+        rt.create(id, &a).unwrap();
+        let flight = rt.start(id, &a, "deploy").unwrap();
+        rt.store().down.store(true, Ordering::SeqCst);
+        let err = match async_ {
+            false => flight.complete().unwrap_err(),
+            true => executor.block_on(flight.complete_async()).unwrap_err(),
+        };
+        rt.store().down.store(false, Ordering::SeqCst);
+        assert!(matches!(err, RuntimeError::Store(_)), "{id}: {err:?}");
+        assert!(err.is_retryable(), "{id}");
+        assert_eq!(
+            err.to_string(),
+            "store unavailable: connection refused (127.0.0.1:2379)"
+        );
+        let record = rt.get(id).unwrap();
+        assert_eq!(rt.state_name(id).unwrap(), "DEPLOYING", "{id}");
+        assert_eq!(record.version, 2, "{id}: nothing written after the start");
+        assert!(record.in_flight.is_some_and(|h| !h.abandoned), "{id}");
+    }
+}
+
+/// What a store whose backend is down answers: retryably unavailable.
+fn unavailable() -> fsm_runtime::StoreError {
+    fsm_runtime::StoreError::Unavailable {
+        message: "connection refused (127.0.0.1:2379)".into(),
+        retryable: true,
+    }
+}
+
 /// A store whose backend is down: every call fails, retryably.
 struct Down;
 
@@ -558,10 +645,7 @@ impl fsm_runtime::Store for Down {
         &self,
         _: &fsm_runtime::ObjectId,
     ) -> Result<Option<fsm_runtime::Record>, fsm_runtime::StoreError> {
-        Err(fsm_runtime::StoreError::Unavailable {
-            message: "connection refused (127.0.0.1:2379)".into(),
-            retryable: true,
-        })
+        Err(unavailable())
     }
     fn commit(&self, _: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
         self.load(&"x".into()).map(|_| ())
