@@ -275,9 +275,10 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
 /// A floor for the runtime's own work: what the runtime keeps, hand-written
 /// lean. String ids hashed once (foldhash) into 16 shards, each a
 /// `Mutex<HashTable>`; a start checks that no holder is in the slot, stamps the
-/// clock, allocates the holder (an `Arc`, with the actor's interned name) and
-/// pushes a named entry into the bounded history; a completion checks the
-/// holder's version, stamps the clock, frees the holder and pushes an entry. No
+/// clock, boxes the holder (with the actor's interned name; in the box the
+/// object's last holder left) and pushes a named entry into the bounded
+/// history; a completion checks the holder's version, stamps the clock, keeps
+/// the holder's box for the next start and pushes an entry. No
 /// table lookup beyond the move, no roles, owners, guards, watchers, tracing or
 /// errors with messages: what is left between it and the runtime is plumbing.
 mod floor {
@@ -313,7 +314,8 @@ mod floor {
         state: u64,
         version: u64,
         changed_at: SystemTime,
-        in_flight: Option<Arc<Holder>>,
+        in_flight: Option<Box<Holder>>,
+        spare: Option<Box<Holder>>,
         history: VecDeque<Entry>,
     }
 
@@ -339,6 +341,7 @@ mod floor {
                     version: 1,
                     changed_at: SystemTime::now(),
                     in_flight: None,
+                    spare: None,
                     history: VecDeque::new(),
                 };
                 let hash = store.hasher.hash_one(&**id);
@@ -380,11 +383,18 @@ mod floor {
                 slot.version += 1;
                 slot.state = via;
                 slot.changed_at = at;
-                slot.in_flight = Some(Arc::new(Holder {
+                let holder = Holder {
                     actor,
                     since: at,
                     version: slot.version,
-                }));
+                };
+                slot.in_flight = Some(match slot.spare.take() {
+                    Some(mut kept) => {
+                        *kept = holder;
+                        kept
+                    }
+                    None => Box::new(holder),
+                });
                 let entry = Entry {
                     version: slot.version,
                     at,
@@ -416,6 +426,7 @@ mod floor {
                     to: target as usize,
                 };
                 black_box(holder.since);
+                slot.spare = Some(holder);
                 Self::push(slot, entry);
                 slot.version
             })

@@ -434,7 +434,7 @@ impl EtcdStore {
         else {
             return Ok(None);
         };
-        let held = |h: &Option<Arc<Holder>>| h.as_ref().is_some_and(|h| !h.abandoned);
+        let held = |h: &Option<Box<Holder>>| h.as_ref().is_some_and(|h| !h.abandoned);
         if !held(&record.in_flight) && !held(&record.hidden) {
             return Ok(Some(record));
         }
@@ -483,10 +483,7 @@ impl EtcdStore {
                     &mut record.hidden
                 };
                 if let Some(holder) = slot.as_mut() {
-                    *holder = Arc::new(Holder {
-                        abandoned: true,
-                        ..(**holder).clone()
-                    });
+                    holder.abandoned = true;
                 }
             }
         }

@@ -179,23 +179,16 @@ impl<S: Store> InFlight<'_, S> {
     /// back), read from the object's history. Check it before each step of long
     /// work: a revoked action must do nothing more.
     pub fn still_held(&self) -> Result<(), RuntimeError> {
-        self.holder().map(drop)
-    }
-
-    /// [`still_held`](Self::still_held), with the holder that the record
-    /// holds for this action: a queued job keeps it for its ticket to drop
-    /// (see [`Released`]).
-    pub(crate) fn holder(&self) -> Result<Released, RuntimeError> {
         let rt = &*self.runtime;
         // Only the slot's holder is read (in place, in the memory store): a
         // queued step asks this before it runs.
         let mine = |r: &Record| {
             let holder = self.slot.get(r);
-            holder.filter(|h| h.version == self.held.version).cloned()
+            holder.is_some_and(|h| h.version == self.held.version)
         };
         let held = rt.store().load_with(&self.id, mine);
-        if let Some(holder) = held.map_err(RuntimeError::Store)?.flatten() {
-            return Ok(Released(Some(holder)));
+        if held.map_err(RuntimeError::Store)? == Some(true) {
+            return Ok(());
         }
         let history = rt.history(self.id.clone())?;
         let ended = history.iter().find(|e| {
@@ -441,16 +434,6 @@ impl<S: Store> InFlight<'_, S> {
     }
 }
 
-/// The holder of an action, kept after the action's end released it from its
-/// object's record, so that the thread that allocated it (at the start) is the
-/// one that frees it. A queued action is started by its caller and ended by a
-/// worker: a holder the worker freed would reach the caller's next start only
-/// through the allocator's shared bins, which cost the caller a sixth of a
-/// queued request (BENCHMARKS.md). The worker's job keeps the holder its last
-/// [`InFlight::holder`] check found and hands it to the ticket, which drops it.
-#[derive(Default)]
-pub(crate) struct Released(#[allow(dead_code)] Option<Arc<Holder>>);
-
 /// An outcome to write: its entry's kind, where the object goes, and whether the
 /// slot keeps its holder (marked abandoned) or is emptied.
 struct Outcome {
@@ -476,12 +459,10 @@ impl Outcome {
     }
 
     #[inline]
-    fn keep(&self, holder: &Holder) -> Option<Arc<Holder>> {
-        self.keep_abandoned.then(|| {
-            Arc::new(Holder {
-                abandoned: true,
-                ..holder.clone()
-            })
+    fn keep(&self, holder: &Holder) -> Option<Holder> {
+        self.keep_abandoned.then(|| Holder {
+            abandoned: true,
+            ..holder.clone()
         })
     }
 }

@@ -7,7 +7,9 @@ use hashbrown::HashTable;
 use fsm_core::{ActionId, Machine, StateId};
 
 use crate::sync::{Mutex, MutexGuard, ShardLock, lock_shard};
-use crate::{Change, Entry, Event, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write};
+use crate::{
+    Change, Entry, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
+};
 
 type Hasher = foldhash::fast::RandomState;
 
@@ -89,6 +91,9 @@ fn id_hash(hasher: &Hasher, id: &ObjectId) -> u64 {
 struct Slot {
     record: Record,
     history: History,
+    /// The box of the last holder an action's end took out of the record, for
+    /// the next start to hold its holder in (see [`Change::apply_reusing`]).
+    spare: Option<Box<Holder>>,
 }
 
 /// An object's history, bounded by [`MemoryStore::keep_history`]: a vector that
@@ -214,8 +219,7 @@ impl Translation<'_> {
         let mut out = slot.clone();
         let r = &mut out.record;
         r.state = self.state(r.state)?;
-        for holder in [&mut r.in_flight, &mut r.hidden].into_iter().flatten() {
-            let h = std::sync::Arc::make_mut(holder);
+        for h in [&mut r.in_flight, &mut r.hidden].into_iter().flatten() {
             h.action = self.action(h.action)?;
             h.origin = self.state(h.origin)?;
         }
@@ -298,6 +302,7 @@ impl Store for MemoryStore {
             let mut slot = Slot {
                 record,
                 history: History::default(),
+                spare: None,
             };
             self.append(&mut slot, &id, entry);
             shard.insert(&self.hasher, hash, id, slot);
@@ -339,7 +344,7 @@ impl Store for MemoryStore {
                 found: None,
             });
         };
-        let entry = change.apply(&mut slot.record);
+        let entry = change.apply_reusing(&mut slot.record, &mut slot.spare);
         self.append(slot, id, entry);
         Ok(Ok((value, read(&slot.record))))
     }

@@ -51,7 +51,7 @@ use fsm_core::{ActionId, RuleError};
 
 use fsm_core::ActionRef;
 
-use crate::in_flight::{Detached, Released};
+use crate::in_flight::Detached;
 use crate::{Actor, Fence, InFlight, ObjectId, Record, Runtime, RuntimeError, Store};
 
 /// Why a request was not accepted, or how an accepted one ended badly.
@@ -108,9 +108,8 @@ pub enum QueueError {
 pub type Work = Box<dyn FnOnce(Fence) -> Result<(), String> + Send>;
 
 /// What a job ends in: whether its queue should end after it (the object reached
-/// a terminal state), the outcome for its ticket, and the holder its end
-/// released, for the ticket to drop on the caller's thread.
-type Done = (bool, Result<Record, QueueError>, Released);
+/// a terminal state), and the outcome for its ticket.
+type Done = (bool, Result<Record, QueueError>);
 
 /// An accepted request as its queue holds it: the job, run once by a worker, and
 /// the outcome its [`Ticket`] reads. Both live in one allocation, which the caller
@@ -174,9 +173,7 @@ impl Drop for Job {
     fn drop(&mut self) {
         if !self.0.outcome().is_given() {
             self.0.discard();
-            self.0
-                .outcome()
-                .give(Err(self.0.crashed()), Released::default());
+            self.0.outcome().give(Err(self.0.crashed()));
         }
     }
 }
@@ -193,8 +190,6 @@ struct Outcome {
 #[derive(Default)]
 struct OutcomeSlot {
     result: Option<Result<Record, QueueError>>,
-    /// Dropped by the ticket, on the caller's thread.
-    released: Released,
     /// Who to wake when the outcome is given.
     waiter: Option<Waiter>,
 }
@@ -209,11 +204,10 @@ impl Outcome {
         self.given.load(Ordering::Acquire)
     }
 
-    fn give(&self, result: Result<Record, QueueError>, released: Released) {
+    fn give(&self, result: Result<Record, QueueError>) {
         let waiter = {
             let mut slot = lock(&self.slot);
             slot.result = Some(result);
-            slot.released = released;
             self.given.store(true, Ordering::Release);
             slot.waiter.take()
         };
@@ -225,16 +219,12 @@ impl Outcome {
     }
 
     /// The outcome if it was given, or else `waiter` registered to be woken.
-    /// The caller of this drops the released holder: see [`Released`].
     fn take_or_wait(&self, waiter: impl FnOnce() -> Waiter) -> Option<Result<Record, QueueError>> {
         let mut slot = lock(&self.slot);
         let result = slot.result.take();
         if result.is_none() {
             slot.waiter = Some(waiter());
         }
-        let released = std::mem::take(&mut slot.released);
-        drop(slot);
-        drop(released);
         result
     }
 }
@@ -613,11 +603,11 @@ fn work(shared: &Shared) {
                 state.waking = state.waking.saturating_sub(1);
             }
         };
-        let (close, outcome, released) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
+        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
             Ok(done) => done,
             Err(_) => {
                 tracing::error!(queue = %key, "an action panicked; it is left abandoned for the healer");
-                (false, Err(job.0.crashed()), Released::default())
+                (false, Err(job.0.crashed()))
             }
         };
         let mut state = shared.lock();
@@ -645,7 +635,7 @@ fn work(shared: &Shared) {
         drop(state);
         // The ticket first, once its queue reflects the outcome (a queue ended by
         // a terminal state is gone): it is what a caller is blocked on.
-        job.0.outcome().give(outcome, released);
+        job.0.outcome().give(outcome);
         drop(job);
         if draining {
             shared.drained.notify_all();
@@ -760,14 +750,10 @@ impl<S: Store> Request<'_, S> {
             // nothing more.
             let mut failed: Option<(String, String)> = None;
             let mut revoked = None;
-            let mut holder = Released::default();
             for (step, work) in checked {
-                match handle.holder() {
-                    Ok(found) => holder = found,
-                    Err(e) => {
-                        revoked = Some(e);
-                        break;
-                    }
+                if let Err(e) = handle.still_held() {
+                    revoked = Some(e);
+                    break;
                 }
                 let name = rt.action_name(step);
                 tracing::debug!(step = %name, %fence, "step");
@@ -794,7 +780,7 @@ impl<S: Store> Request<'_, S> {
                 && outcome
                     .as_ref()
                     .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
-            (terminal, outcome, holder)
+            (terminal, outcome)
         };
         let task: Arc<dyn Queued> = Arc::new(Task {
             outcome: Outcome::default(),
@@ -857,7 +843,7 @@ impl Future for Ticket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::MemoryStore;
+    use crate::{Holder, MemoryStore};
 
     /// A task its queue drops unrun (its worker gone) gives its ticket the crash
     /// at once, and its action, in flight, is recorded as abandoned for the
@@ -871,11 +857,7 @@ mod tests {
         let handle = rt.start("vm", &user, "start").unwrap();
         let action = handle.action();
         let job = |handle: InFlight<'_>, _: &Runtime| {
-            (
-                false,
-                handle.complete().map_err(QueueError::from),
-                Released::default(),
-            )
+            (false, handle.complete().map_err(QueueError::from))
         };
         let task: Arc<dyn Queued> = Arc::new(Task {
             outcome: Outcome::default(),
@@ -898,44 +880,53 @@ mod tests {
         }
     }
 
-    /// The holder a queued action's start allocated on the caller's thread is
-    /// released by its end on a worker, completed or failed, but freed by the
-    /// ticket, on the thread that waits: the outcome keeps it until then (see
-    /// `Released`).
+    /// A queued action is started on the caller's thread and ended on a
+    /// worker's, and its holder's box is freed by neither: the memory store keeps
+    /// it with the object, and the object's next action (started here again) is
+    /// held in the same box, whether the queued one completed or failed. A box
+    /// freed on the worker would reach the caller's next start only through the
+    /// allocator's shared bins (see `Change::apply_reusing`).
     #[test]
-    fn the_ticket_frees_the_holder_its_action_released() {
+    fn a_queued_action_leaves_its_holder_box_to_the_next_start() {
         let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
         let user = Actor::new("user");
         let queuer = Queuer::new(1);
-        for (id, fails) in [("completes", false), ("fails", true)] {
+        let boxed = |id: &str| {
+            rt.store()
+                .load_with(&id.into(), |r| {
+                    r.in_flight.as_deref().map(|h| h as *const Holder as usize)
+                })
+                .unwrap()
+                .flatten()
+        };
+        for (id, fails, next) in [("completes", false, "stop"), ("fails", true, "start")] {
             rt.create(id, &user).unwrap();
-            let (release, released) = std::sync::mpsc::channel::<()>();
             let ticket = queuer
                 .request(&rt, id, &user, "start")
-                .run(move |_| match released.recv() {
-                    Ok(()) if fails => Err("no host".to_owned()),
-                    got => got.map_err(|e| e.to_string()),
+                .run(move |_| {
+                    if fails {
+                        Err("no host".to_owned())
+                    } else {
+                        Ok(())
+                    }
                 })
                 .unwrap();
-            let holder = rt.get(id).unwrap().in_flight.expect("started");
-            release.send(()).unwrap();
-            while !ticket.task.outcome().is_given() {
-                std::thread::yield_now();
-            }
-            assert!(rt.get(id).unwrap().in_flight.is_none(), "{id}: ended");
-            assert_eq!(
-                Arc::strong_count(&holder),
-                2,
-                "{id}: the outcome keeps the released holder for the ticket"
-            );
+            let first = boxed(id).expect("started");
             let outcome = ticket.wait();
-            assert_eq!(Arc::strong_count(&holder), 1, "{id}: the ticket let it go");
             let state = &rt.machine().state(rt.state(id).unwrap()).name;
             match outcome {
                 Ok(_) if !fails => assert_eq!(state, "RUNNING"),
                 Err(QueueError::Failed { .. }) if fails => assert_eq!(state, "HALTED"),
                 other => panic!("{id}: {other:?}"),
             }
+            assert_eq!(boxed(id), None, "{id}: ended");
+            let handle = rt.start(id, &user, next).unwrap();
+            assert_eq!(
+                boxed(id),
+                Some(first),
+                "{id}: the next start reuses the box"
+            );
+            handle.complete().unwrap();
         }
         queuer.terminate();
     }

@@ -618,7 +618,7 @@ impl<S: Store> Runtime<S> {
             kind: EntryKind::Started,
             action,
             slot,
-            holder: Some(Arc::new(holder)),
+            holder: Some(holder),
             to,
             actor: actor.actor_name(),
             at,

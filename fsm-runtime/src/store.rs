@@ -19,11 +19,13 @@ pub struct Record {
     pub version: u64,
     /// When the last write happened.
     pub changed_at: SystemTime,
-    /// The action running on the object, if any.
-    pub in_flight: Option<Arc<Holder>>,
+    /// The action running on the object, if any. Boxed, so that a record stays
+    /// small to move and copy; the memory store keeps an object's box from one
+    /// action to the next.
+    pub in_flight: Option<Box<Holder>>,
     /// The hidden action running on the object, if any: it keeps the status, and a
     /// user's action may start beside it (see [`Runtime::start`](crate::Runtime::start)).
-    pub hidden: Option<Arc<Holder>>,
+    pub hidden: Option<Box<Holder>>,
     /// The object's data, as JSON text: set when it is created
     /// ([`Runtime::create_with`](crate::Runtime::create_with)) and replaced when an
     /// action completes with new data ([`InFlight::complete_with`](crate::InFlight::complete_with)),

@@ -187,7 +187,7 @@ impl Codec {
 
     /// The stored form of `record`.
     pub fn encode_record(&self, record: &Record) -> StoredRecord {
-        let holder = |h: &Option<Arc<Holder>>| {
+        let holder = |h: &Option<Box<Holder>>| {
             h.as_ref().map(|h| StoredHolder {
                 action: self.action_name(h.action),
                 origin: self.state_name(h.origin),
@@ -211,9 +211,9 @@ impl Codec {
 
     /// The record stored as `stored`.
     pub fn decode_record(&self, stored: StoredRecord) -> Result<Record, UnknownName> {
-        let holder = |h: Option<StoredHolder>| -> Result<Option<Arc<Holder>>, UnknownName> {
+        let holder = |h: Option<StoredHolder>| -> Result<Option<Box<Holder>>, UnknownName> {
             let Some(h) = h else { return Ok(None) };
-            Ok(Some(Arc::new(Holder {
+            Ok(Some(Box::new(Holder {
                 action: self.action(&h.action)?,
                 origin: self.state(&h.origin)?,
                 actor: h.actor.into(),

@@ -24,15 +24,15 @@ impl Slot {
     }
 
     #[inline]
-    pub(crate) fn get(self, record: &Record) -> Option<&Arc<Holder>> {
+    pub(crate) fn get(self, record: &Record) -> Option<&Holder> {
         match self {
-            Slot::Visible => record.in_flight.as_ref(),
-            Slot::Hidden => record.hidden.as_ref(),
+            Slot::Visible => record.in_flight.as_deref(),
+            Slot::Hidden => record.hidden.as_deref(),
         }
     }
 
     #[inline]
-    fn get_mut(self, record: &mut Record) -> &mut Option<Arc<Holder>> {
+    fn get_mut(self, record: &mut Record) -> &mut Option<Box<Holder>> {
         match self {
             Slot::Visible => &mut record.in_flight,
             Slot::Hidden => &mut record.hidden,
@@ -51,8 +51,9 @@ pub struct Change {
     pub(crate) action: ActionId,
     pub(crate) slot: Slot,
     /// What the slot holds afterwards: the new holder of a start, the abandoned
-    /// holder of an abandonment, nothing once the action ended.
-    pub(crate) holder: Option<Arc<Holder>>,
+    /// holder of an abandonment, nothing once the action ended. By value: the
+    /// store puts it in a box, one it kept if it can ([`Change::apply_reusing`]).
+    pub(crate) holder: Option<Holder>,
     pub(crate) to: StateId,
     pub(crate) actor: ActorName,
     pub(crate) at: SystemTime,
@@ -64,13 +65,46 @@ impl Change {
     /// Makes `record` the next version, in place, and returns the history entry
     /// that goes with it. The store has checked that `record` is the one the
     /// change was decided on.
-    #[inline(always)]
+    #[inline]
     pub fn apply(self, record: &mut Record) -> Entry {
+        self.apply_reusing(record, &mut None)
+    }
+
+    /// [`apply`](Self::apply), boxing a new holder in `spare` if it holds a box,
+    /// and leaving there the box of a holder the change ends. A store that keeps
+    /// one spare box per object allocates a holder once per object, not once per
+    /// action; and a queued action, started on the caller's thread and ended on a
+    /// worker's, frees nothing on the worker that the caller allocated (a box
+    /// freed on another thread reaches its allocator's next request only through
+    /// the allocator's shared bins: a sixth of a queued request, BENCHMARKS.md).
+    #[inline(always)]
+    pub(crate) fn apply_reusing(
+        self,
+        record: &mut Record,
+        spare: &mut Option<Box<Holder>>,
+    ) -> Entry {
         let from = record.state;
         record.state = self.to;
         record.version += 1;
         record.changed_at = self.at;
-        *self.slot.get_mut(record) = self.holder;
+        let slot = self.slot.get_mut(record);
+        match (self.holder, slot.as_deref_mut()) {
+            (Some(holder), Some(held)) => *held = holder,
+            (Some(holder), None) => {
+                *slot = Some(match spare.take() {
+                    Some(mut kept) => {
+                        *kept = holder;
+                        kept
+                    }
+                    None => Box::new(holder),
+                })
+            }
+            (None, _) => {
+                if let Some(ended) = slot.take() {
+                    *spare = Some(ended);
+                }
+            }
+        }
         if let Some(data) = self.data {
             record.data = Some(data);
         }

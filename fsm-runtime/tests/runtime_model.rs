@@ -186,7 +186,7 @@ proptest! {
             }
             for (i, m) in model.iter().enumerate() {
                 let r = rt.get(object(i)).unwrap();
-                let holder = |h: Option<std::sync::Arc<fsm_runtime::Holder>>| h.map(|h| (h.action, h.origin, h.abandoned, h.version));
+                let holder = |h: Option<Box<fsm_runtime::Holder>>| h.map(|h| (h.action, h.origin, h.abandoned, h.version));
                 let seen = Model {
                     state: r.state,
                     version: r.version,
