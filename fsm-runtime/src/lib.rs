@@ -109,6 +109,7 @@ pub mod testing;
 pub mod wire;
 mod write;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -204,6 +205,98 @@ impl std::borrow::Borrow<str> for ObjectId {
 impl From<&ObjectId> for ObjectId {
     fn from(id: &ObjectId) -> Self {
         id.clone()
+    }
+}
+
+/// What names an object to the runtime, its queuer and its watchers: an
+/// `ObjectId` or `&ObjectId`, or text (`&str`, `String`, `&String`). A read
+/// (`state`, `get`, `history`) looks the object up by the id the caller lends,
+/// and copies nothing; a call that keeps the id (a start's handle, a creation)
+/// takes its own.
+///
+/// ```
+/// # use fsm_runtime::{Actor, MemoryStore, ObjectId, Runtime};
+/// # let machine = fsm_core::spec::load_str("vm.toml", r#"
+/// #     [machine]
+/// #     name = "vm"
+/// #     initial = "HALTED"
+/// #     [states]
+/// #     HALTED = "Off"
+/// #     STARTING = { transition = true }
+/// #     RUNNING = "On"
+/// #     [actions]
+/// #     start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
+/// #     stop = { from = "RUNNING", to = "HALTED" }
+/// # "#)?;
+/// let rt = Runtime::new(machine, MemoryStore::new())?;
+/// let ops = Actor::new("ops");
+/// let vm = ObjectId::from("vm-1");
+/// rt.create(&vm, &ops)?;
+/// rt.run(&vm, &ops, "start")?;
+/// assert_eq!(rt.state_name(&vm)?, "RUNNING"); // `vm` lent to the read
+/// assert_eq!(rt.state_name("vm-1")?, "RUNNING"); // an id made from text
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait IntoObjectId {
+    /// The id, for a caller that keeps it (a lent id is cloned: a reference
+    /// count).
+    fn into_object_id(self) -> ObjectId;
+
+    /// The id, lent for as long as `self` is, when `self` is one.
+    fn object_id(&self) -> Cow<'_, ObjectId>;
+}
+
+impl IntoObjectId for ObjectId {
+    #[inline]
+    fn into_object_id(self) -> ObjectId {
+        self
+    }
+
+    #[inline]
+    fn object_id(&self) -> Cow<'_, ObjectId> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl IntoObjectId for &ObjectId {
+    #[inline]
+    fn into_object_id(self) -> ObjectId {
+        self.clone()
+    }
+
+    #[inline]
+    fn object_id(&self) -> Cow<'_, ObjectId> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl IntoObjectId for &str {
+    fn into_object_id(self) -> ObjectId {
+        self.into()
+    }
+
+    fn object_id(&self) -> Cow<'_, ObjectId> {
+        Cow::Owned((*self).into())
+    }
+}
+
+impl IntoObjectId for String {
+    fn into_object_id(self) -> ObjectId {
+        self.into()
+    }
+
+    fn object_id(&self) -> Cow<'_, ObjectId> {
+        Cow::Owned(self.into())
+    }
+}
+
+impl IntoObjectId for &String {
+    fn into_object_id(self) -> ObjectId {
+        self.into()
+    }
+
+    fn object_id(&self) -> Cow<'_, ObjectId> {
+        Cow::Owned((*self).into())
     }
 }
 

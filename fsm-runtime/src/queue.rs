@@ -52,7 +52,7 @@ use fsm_core::{ActionId, RuleError};
 use fsm_core::ActionRef;
 
 use crate::in_flight::Detached;
-use crate::{Actor, Fence, InFlight, ObjectId, Record, Runtime, RuntimeError, Store};
+use crate::{Actor, Fence, InFlight, IntoObjectId, ObjectId, Record, Runtime, RuntimeError, Store};
 
 /// Why a request was not accepted, or how an accepted one ended badly.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -418,7 +418,7 @@ impl Queuer {
     pub fn request<'a, S: Store>(
         &'a self,
         runtime: &'a Runtime<S>,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &'a Actor,
         action: impl ActionRef,
     ) -> Request<'a, S> {
@@ -428,7 +428,7 @@ impl Queuer {
         Request {
             queuer: self,
             runtime,
-            id: id.into(),
+            id: id.into_object_id(),
             actor,
             action,
             steps: SmallVec::new(),
@@ -444,8 +444,8 @@ impl Queuer {
 
     /// Stops the queue `id`: it takes no more requests, runs what is queued, and is
     /// deleted. Returns once it is gone. A later request creates a new queue.
-    pub fn stop(&self, id: impl Into<ObjectId>) {
-        let id = id.into();
+    pub fn stop(&self, id: impl IntoObjectId) {
+        let id = id.into_object_id();
         let mut state = self.shared.lock();
         state.close(&id, &self.shared.stopping);
         if state

@@ -12,8 +12,8 @@ use crate::admit::{self, GuardContext, GuardFn, Refusal};
 use crate::in_flight::InFlight;
 use crate::write::{self, Change, Slot};
 use crate::{
-    Actor, Clock, Entry, EntryKind, Expected, Holder, ObjectId, Record, RuntimeError, Store,
-    StoreError, SystemClock, Watcher, Write,
+    Actor, Clock, Entry, EntryKind, Expected, Holder, IntoObjectId, ObjectId, Record, RuntimeError,
+    Store, StoreError, SystemClock, Watcher, Write,
 };
 use fsm_core::ActionRef;
 
@@ -162,7 +162,7 @@ impl<S: Store> Runtime<S> {
     }
 
     /// Creates `id` in the machine's initial state.
-    pub fn create(&self, id: impl Into<ObjectId>, actor: &Actor) -> Result<Record, RuntimeError> {
+    pub fn create(&self, id: impl IntoObjectId, actor: &Actor) -> Result<Record, RuntimeError> {
         self.create_with(id, actor, None)
     }
 
@@ -170,11 +170,11 @@ impl<S: Store> Runtime<S> {
     /// as given: see [`Record::data`]).
     pub fn create_with(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &Actor,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let (id, write) = self.creation(id.into(), actor, data);
+        let (id, write) = self.creation(id.into_object_id(), actor, data);
         let record = write.record.clone();
         let expected = write.expected;
         let result = self.inner.store.commit(write);
@@ -184,7 +184,7 @@ impl<S: Store> Runtime<S> {
     /// [`create`](Self::create) for async callers.
     pub async fn create_async(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &Actor,
     ) -> Result<Record, RuntimeError> {
         self.create_with_async(id, actor, None).await
@@ -194,11 +194,11 @@ impl<S: Store> Runtime<S> {
     /// awaited ([`Store::commit_async`]), never waited for on the caller's thread.
     pub async fn create_with_async(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &Actor,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let (id, write) = self.creation(id.into(), actor, data);
+        let (id, write) = self.creation(id.into_object_id(), actor, data);
         let record = write.record.clone();
         let expected = write.expected;
         let result = self.inner.store.commit_async(write).await;
@@ -240,17 +240,21 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The object's record.
-    pub fn get(&self, id: impl Into<ObjectId>) -> Result<Record, RuntimeError> {
-        let id = id.into();
-        self.load(&id)?.ok_or(RuntimeError::NotFound { id })
+    pub fn get(&self, id: impl IntoObjectId) -> Result<Record, RuntimeError> {
+        let id = id.object_id();
+        self.load(&id)?.ok_or_else(|| RuntimeError::NotFound {
+            id: id.into_owned(),
+        })
     }
 
     /// [`get`](Self::get) for async callers.
-    pub async fn get_async(&self, id: impl Into<ObjectId>) -> Result<Record, RuntimeError> {
-        let id = id.into();
+    pub async fn get_async(&self, id: impl IntoObjectId) -> Result<Record, RuntimeError> {
+        let id = id.object_id();
         self.load_async(&id)
             .await?
-            .ok_or(RuntimeError::NotFound { id })
+            .ok_or_else(|| RuntimeError::NotFound {
+                id: id.into_owned(),
+            })
     }
 
     pub(crate) fn load(&self, id: &ObjectId) -> Result<Option<Record>, RuntimeError> {
@@ -266,17 +270,19 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The object's state.
-    pub fn state(&self, id: impl Into<ObjectId>) -> Result<StateId, RuntimeError> {
-        let id = id.into();
+    pub fn state(&self, id: impl IntoObjectId) -> Result<StateId, RuntimeError> {
+        let id = id.object_id();
         self.inner
             .store
             .load_with(&id, |r| r.state)
             .map_err(RuntimeError::Store)?
-            .ok_or(RuntimeError::NotFound { id })
+            .ok_or_else(|| RuntimeError::NotFound {
+                id: id.into_owned(),
+            })
     }
 
     /// The name of the object's state, as the spec spells it.
-    pub fn state_name(&self, id: impl Into<ObjectId>) -> Result<&str, RuntimeError> {
+    pub fn state_name(&self, id: impl IntoObjectId) -> Result<&str, RuntimeError> {
         let state = self.state(id)?;
         Ok(&self.machine().state(state).name)
     }
@@ -288,13 +294,13 @@ impl<S: Store> Runtime<S> {
     /// If `M` is not derived from this runtime's machine (a programming error).
     pub fn state_as<M: fsm_core::typed::StateMachine>(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
     ) -> Result<M, RuntimeError> {
         Ok(self.typed(self.state(id)?))
     }
 
     /// [`state`](Self::state) for async callers.
-    pub async fn state_async(&self, id: impl Into<ObjectId>) -> Result<StateId, RuntimeError> {
+    pub async fn state_async(&self, id: impl IntoObjectId) -> Result<StateId, RuntimeError> {
         Ok(self.get_async(id).await?.state)
     }
 
@@ -305,7 +311,7 @@ impl<S: Store> Runtime<S> {
     /// If `M` is not derived from this runtime's machine (a programming error).
     pub async fn state_as_async<M: fsm_core::typed::StateMachine>(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
     ) -> Result<M, RuntimeError> {
         Ok(self.typed(self.state_async(id).await?))
     }
@@ -325,10 +331,10 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The object's history, oldest first.
-    pub fn history(&self, id: impl Into<ObjectId>) -> Result<Vec<Entry>, RuntimeError> {
+    pub fn history(&self, id: impl IntoObjectId) -> Result<Vec<Entry>, RuntimeError> {
         self.inner
             .store
-            .history(&id.into())
+            .history(&id.object_id())
             .map_err(RuntimeError::Store)
     }
 
@@ -354,11 +360,11 @@ impl<S: Store> Runtime<S> {
     /// [`Queuer`](crate::Queuer), as the OpenvCloud seed describes.
     pub fn start(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into(), actor, action, None, None)
+        self.start_expecting(id.into_object_id(), actor, action, None, None)
     }
 
     /// [`start`](Self::start), only if the object is at `version` (an HTTP
@@ -367,12 +373,12 @@ impl<S: Store> Runtime<S> {
     /// write in between.
     pub fn start_at(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         version: u64,
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into(), actor, action, Some(version), None)
+        self.start_expecting(id.into_object_id(), actor, action, Some(version), None)
     }
 
     /// [`start`](Self::start) of an action that changes the object's data to
@@ -387,13 +393,13 @@ impl<S: Store> Runtime<S> {
     /// version is then never written over another.
     pub fn start_changing(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         version: Option<u64>,
         actor: &Actor,
         action: impl ActionRef,
         data: Arc<str>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into(), actor, action, version, Some(data))
+        self.start_expecting(id.into_object_id(), actor, action, version, Some(data))
     }
 
     /// [`start`](Self::start) for async callers: the store's read and write are
@@ -402,7 +408,7 @@ impl<S: Store> Runtime<S> {
     /// [`InFlight::complete_async`] or [`InFlight::fail_async`].
     pub async fn start_async(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
@@ -415,14 +421,14 @@ impl<S: Store> Runtime<S> {
     /// [`start_async`](Self::start_async).
     pub async fn start_changing_async(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         version: Option<u64>,
         actor: &Actor,
         action: impl ActionRef,
         data: Option<Arc<str>>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
         use tracing::Instrument as _;
-        let id = id.into();
+        let id = id.into_object_id();
         let action = action.resolve(self.machine())?;
         // As for `start`: with no subscriber listening, no span is built (a
         // disabled span costs the future nothing to carry).
@@ -636,7 +642,7 @@ impl<S: Store> Runtime<S> {
     /// Starts `action` and completes it at once: a move with nothing to wait for.
     pub fn run(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
@@ -646,7 +652,7 @@ impl<S: Store> Runtime<S> {
     /// [`run`](Self::run) for async callers.
     pub async fn run_async(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
@@ -663,11 +669,11 @@ impl<S: Store> Runtime<S> {
     /// action is [`RuntimeError::NotInFlight`].
     pub fn roll_back(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         record: &Record,
         healer: &Actor,
     ) -> Result<Record, RuntimeError> {
-        self.heal(id.into(), record, Slot::Visible, healer)
+        self.heal(id.into_object_id(), record, Slot::Visible, healer)
     }
 
     /// Releases the hidden action in flight on `id` (its record as read: `record`),
@@ -675,11 +681,11 @@ impl<S: Store> Runtime<S> {
     /// [`Runtime::roll_back`].
     pub fn release_hidden(
         &self,
-        id: impl Into<ObjectId>,
+        id: impl IntoObjectId,
         record: &Record,
         healer: &Actor,
     ) -> Result<Record, RuntimeError> {
-        self.heal(id.into(), record, Slot::Hidden, healer)
+        self.heal(id.into_object_id(), record, Slot::Hidden, healer)
     }
 
     fn heal(

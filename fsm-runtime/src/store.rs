@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 
 use fsm_core::{ActionId, Machine, StateId};
 
-use crate::{ActorName, Change, ObjectId, StoreError};
+use crate::{ActorName, Change, IntoObjectId, ObjectId, StoreError};
 
 /// An object's current state, as a store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -448,8 +448,8 @@ impl Drop for Counted {
 
 impl Watcher {
     /// Only the events of `id`.
-    pub fn only(mut self, id: impl Into<ObjectId>) -> Self {
-        self.only = Some(id.into());
+    pub fn only(mut self, id: impl IntoObjectId) -> Self {
+        self.only = Some(id.into_object_id());
         self
     }
 
