@@ -26,7 +26,9 @@ type Hasher = foldhash::fast::RandomState;
 /// threads writing different objects never write one line.
 ///
 /// Histories are kept whole by default. A long-running process that only needs the
-/// recent past can bound them with [`MemoryStore::keep_history`].
+/// recent past can bound them with [`MemoryStore::keep_history`]. An object that
+/// has run an action also keeps its holder's box (a [`Holder`], some eighty
+/// bytes) for its next one, so that an action allocates no holder.
 ///
 /// Records hold states and actions by id. Opening a runtime of an edited spec over
 /// the same store ([`Store::bind`]) translates them by name, renames included, or
