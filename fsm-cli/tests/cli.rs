@@ -109,6 +109,34 @@ fn check_reports_findings_with_file_line_and_column() {
     );
 }
 
+/// A guard's CEL expression that does not parse is a finding of `fsm check`, at
+/// the character at fault, on the expression's own line in a multi-line string;
+/// not an error later, when `fsm serve` or a runtime builds the machine.
+#[test]
+fn check_parses_the_guards_cel() {
+    let dir = scratch("cel");
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[machine]\nname = \"t\"\ninitial = \"A\"\n[guards]\nempty = { description = \"No keys left\", cel = \"\"\"\nsize(object.data.keys) == 0 &&\n  object.data.ready ==\"\"\" }\n[states]\nA = \"a\"\nB = \"b\"\n[actions]\ngo = { from = \"A\", to = \"B\", guards = \"empty\" }\nback = { from = \"B\", to = \"A\" }\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = fsm(&["check", &bad.display().to_string()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("1 error"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "error[cel]: `cel` of a guard `empty`: not a CEL expression: Syntax error: mismatched input '<EOF>' expecting"
+        ),
+        "{stderr}"
+    );
+    // Line 7, after `  object.data.ready ==`: the closing quotes.
+    assert!(
+        stderr.contains(&format!("{}:7:23", bad.display())),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn check_exits_2_on_malformed_or_missing_input() {
     let dir = scratch("malformed");

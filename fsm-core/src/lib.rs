@@ -3,7 +3,9 @@
 //! enums implement.
 //!
 //! - `spec` (feature `toml`, on by default): spec files, from text to a checked
-//!   machine (`spec::load`).
+//!   machine (`spec::load`). With the feature `cel`, a guard's CEL expression is
+//!   parsed as the spec is read, and one that does not parse is a finding at its
+//!   place (the CEL parser is a dependency of its own: off by default).
 //! - `analysis` (feature `analysis`, part of `toml`): every check a machine must
 //!   pass, findings rendered like rustc's.
 //! - [`rules`]: what a machine allows, stated once ([`Rule`], [`Move`]).
@@ -16,10 +18,10 @@
 //!   implements, and marker types that check moves at compile time.
 //! - `testing` (feature `testing`): a model-based test harness for your own system.
 //!
-//! Every feature is on by default here; the `fsm` facade turns on only what its
-//! own features ask for, so that a crate that only derives a machine compiles the
-//! typed API and the model, nothing else (see the compile-time figures in
-//! BENCHMARKS.md).
+//! `toml`, `render`, `paths` and `evolve` are on by default here; the `fsm`
+//! facade turns on only what its own features ask for, so that a crate that only
+//! derives a machine compiles the typed API and the model, nothing else (see the
+//! compile-time figures in BENCHMARKS.md).
 //!
 //! The layers below (`fsm-model`, `fsm-toml`, `fsm-analysis`) are re-exported here;
 //! the runtime is `fsm-runtime`, a layer above.

@@ -61,6 +61,8 @@ lints! {
     Syntax = ("syntax", Error),
     /// A value has the wrong type, a setting is missing or unknown.
     Schema = ("schema", Error),
+    /// A guard's CEL expression does not parse.
+    Cel = ("cel", Error),
     /// An action gives both `to` and `to_origin`.
     ConflictingTarget = ("conflicting-target", Error),
     /// A state is referred to that the spec does not declare.

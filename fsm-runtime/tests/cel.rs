@@ -89,12 +89,46 @@ fn an_expression_that_fails_on_an_object_refuses() {
     ));
 }
 
+/// The machine of `spec`, defined in code with `guard` as is: a spec file's
+/// expressions are parsed as it is read (fsm-core's `cel` feature), a
+/// definition's are not, and the runtime checks them itself.
+fn defined(guard: &str) -> fsm_core::Machine {
+    use fsm_model::{ActionDef, MachineDef, NamedDef, StateDef, StateKind, TargetDef};
+    let mut def = MachineDef {
+        name: "machine".into(),
+        initial: Some("Retiring".into()),
+        ..Default::default()
+    };
+    def.guards.push(NamedDef {
+        name: "keys_deleted".into(),
+        description: Some("No disk key is left".into()),
+        cel: Some(guard.into()),
+    });
+    def.states
+        .push(StateDef::new("Retiring", StateKind::Static));
+    let mut retired = StateDef::new("Retired", StateKind::Static);
+    retired.terminal = true;
+    def.states.push(retired);
+    def.actions.push(ActionDef {
+        name: "complete_retirement".into(),
+        from: vec!["Retiring".into()],
+        to: TargetDef::State("Retired".into()),
+        guards: vec!["keys_deleted".into()],
+        ..Default::default()
+    });
+    let analysis = fsm_core::analysis::check(&def);
+    analysis.machine.expect("a valid definition")
+}
+
 #[test]
 fn an_expression_that_does_not_compile_stops_the_build() {
-    let err = Runtime::builder(spec("size(object.data.disk_keys ==="), MemoryStore::new())
-        .build()
-        .map(|_| ())
-        .unwrap_err();
+    let err = Runtime::builder(
+        defined("size(object.data.disk_keys ==="),
+        MemoryStore::new(),
+    )
+    .build()
+    .map(|_| ())
+    .unwrap_err();
     let RuntimeError::BadGuard { guard, .. } = &err else {
         panic!("{err:?}")
     };
@@ -106,10 +140,13 @@ fn an_expression_that_does_not_compile_stops_the_build() {
         "{err}"
     );
     // Code given for the guard wins over the expression.
-    Runtime::builder(spec("size(object.data.disk_keys ==="), MemoryStore::new())
-        .guard("keys_deleted", |_| true)
-        .build()
-        .unwrap();
+    Runtime::builder(
+        defined("size(object.data.disk_keys ==="),
+        MemoryStore::new(),
+    )
+    .guard("keys_deleted", |_| true)
+    .build()
+    .unwrap();
 }
 
 /// The sabakan seed's rules on keys, as its shipped spec states them in CEL: keys

@@ -24,6 +24,8 @@
 //! assert_eq!(errors[0].message, "`name` of [machine]: expected a string, found an integer");
 //! ```
 
+#[cfg(feature = "cel")]
+mod cel;
 mod help;
 mod location;
 mod read;

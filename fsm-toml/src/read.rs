@@ -25,6 +25,11 @@ pub(crate) fn read(text: &str) -> Result<Parsed, Vec<Diagnostic>> {
     })?;
     let mut r = Reader::default();
     let def = r.spec(doc.get_ref(), doc.span());
+    #[cfg(feature = "cel")]
+    for (expression, what) in std::mem::take(&mut r.cel) {
+        r.findings
+            .extend(crate::cel::check(text, &expression, &what));
+    }
     if r.errors.is_empty() {
         Ok(Parsed {
             def,
@@ -43,6 +48,10 @@ struct Reader {
     errors: Vec<Diagnostic>,
     /// Findings that leave the definition usable.
     findings: Vec<Diagnostic>,
+    /// The guards' CEL expressions, each with what names it, to parse once the
+    /// document is read.
+    #[cfg(feature = "cel")]
+    cel: Vec<(Spanned<String>, String)>,
 }
 
 /// The entries of a table, in the order written, each key checked against the
@@ -290,9 +299,14 @@ impl Reader {
                             .as_ref()
                             .and_then(|f| f.get(key))
                             .and_then(|d| self.string(d, &format!("`{key}` of {entry}")))
-                            .map(Spanned::into_inner)
                     };
-                    (text("description"), text("cel"))
+                    let description = text("description").map(Spanned::into_inner);
+                    let cel = text("cel");
+                    #[cfg(feature = "cel")]
+                    if let Some(cel) = &cel {
+                        self.cel.push((cel.clone(), format!("`cel` of {entry}")));
+                    }
+                    (description, cel.map(Spanned::into_inner))
                 }
                 _ => {
                     self.expected(v, &entry, "a description or a table with `description`");
