@@ -190,7 +190,7 @@ impl<S: Store> InFlight<'_, S> {
         if held.map_err(RuntimeError::Store)? == Some(true) {
             return Ok(());
         }
-        let history = rt.history(self.id.clone())?;
+        let history = rt.history(&self.id)?;
         let ended = history.iter().find(|e| {
             e.version > self.held.version
                 && e.action == Some(self.rule.action)

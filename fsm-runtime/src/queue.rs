@@ -901,17 +901,17 @@ mod tests {
         };
         for (id, fails, next) in [("completes", false, "stop"), ("fails", true, "start")] {
             rt.create(id, &user).unwrap();
+            // The job waits until the box it holds is seen here.
+            let (release, released) = std::sync::mpsc::channel::<()>();
             let ticket = queuer
                 .request(&rt, id, &user, "start")
-                .run(move |_| {
-                    if fails {
-                        Err("no host".to_owned())
-                    } else {
-                        Ok(())
-                    }
+                .run(move |_| match released.recv() {
+                    Ok(()) if fails => Err("no host".to_owned()),
+                    got => got.map_err(|e| e.to_string()),
                 })
                 .unwrap();
             let first = boxed(id).expect("started");
+            release.send(()).unwrap();
             let outcome = ticket.wait();
             let state = &rt.machine().state(rt.state(id).unwrap()).name;
             match outcome {

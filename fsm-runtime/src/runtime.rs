@@ -453,7 +453,7 @@ impl<S: Store> Runtime<S> {
                     store.modify_async(&id, decide, |_| ()).await
                 }
                 false => {
-                    let seen = self.get_async(id.clone()).await?;
+                    let seen = self.get_async(&id).await?;
                     expected = Some(seen.expected());
                     match self.admit_start(&ask, &seen) {
                         Ok(admitted) => {
@@ -515,7 +515,7 @@ impl<S: Store> Runtime<S> {
                 self.inner.store.modify(&id, decide, |_| ())
             }
             false => {
-                let seen = self.get(id.clone())?;
+                let seen = self.get(&id)?;
                 expected = Some(seen.expected());
                 match self.admit_start(&ask, &seen) {
                     Ok(admitted) => {
