@@ -219,12 +219,21 @@ impl Outcome {
     }
 
     /// The outcome if it was given, or else `waiter` registered to be woken.
+    ///
+    /// # Panics
+    ///
+    /// If the outcome was taken already: a ticket polled again after it was
+    /// ready would otherwise wait for a wake-up that never comes.
     fn take_or_wait(&self, waiter: impl FnOnce() -> Waiter) -> Option<Result<Record, QueueError>> {
         let mut slot = lock(&self.slot);
         let result = slot.result.take();
-        if result.is_none() {
+        // `given` is set under this lock, with the result: given and gone is taken.
+        let taken = result.is_none() && self.given.load(Ordering::Acquire);
+        if result.is_none() && !taken {
             slot.waiter = Some(waiter());
         }
+        drop(slot);
+        assert!(!taken, "a `Ticket` was polled after it gave its outcome");
         result
     }
 }
@@ -825,6 +834,8 @@ impl Ticket {
     }
 }
 
+/// Ready once, with the outcome; polled again after that, it panics (as
+/// futures do when polled after completion) rather than stay pending forever.
 impl Future for Ticket {
     type Output = Result<Record, QueueError>;
 
@@ -878,6 +889,30 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A ticket polled again after it was ready panics, saying so, rather than
+    /// stay pending with nobody left to wake it.
+    #[test]
+    #[should_panic(expected = "a `Ticket` was polled after it gave its outcome")]
+    fn a_ticket_polled_after_its_outcome_panics() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        rt.create("vm", &user).unwrap();
+        let queuer = Queuer::new(1);
+        let mut ticket = queuer
+            .request(&rt, "vm", &user, "start")
+            .run(|_| Ok(()))
+            .unwrap();
+        while !ticket.task.outcome().is_given() {
+            std::thread::yield_now();
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        match Pin::new(&mut ticket).poll(&mut cx) {
+            Poll::Ready(outcome) => assert!(outcome.is_ok(), "{outcome:?}"),
+            Poll::Pending => panic!("the outcome was given"),
+        }
+        let _ = Pin::new(&mut ticket).poll(&mut cx);
     }
 
     /// A queued action is started on the caller's thread and ended on a
