@@ -99,6 +99,16 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.load_async(id).await,
         }
     }
+    async fn load_with_async<R: Send>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> Result<Option<R>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.load_with_async(id, read).await,
+            AnyStore::Etcd(s) => s.load_with_async(id, read).await,
+        }
+    }
     async fn commit_async(&self, write: Write) -> Result<(), StoreError> {
         match self {
             AnyStore::Memory(s) => s.commit_async(write).await,

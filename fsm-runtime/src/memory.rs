@@ -351,6 +351,15 @@ impl Store for MemoryStore {
         Ok(Ok((value, read(&slot.record))))
     }
 
+    /// `load_with`: the memory store never waits.
+    fn load_with_async<R: Send>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<Option<R>, StoreError>> + Send {
+        std::future::ready(self.load_with(id, read))
+    }
+
     /// `modify`: the memory store never waits.
     fn modify_async<T: Send, E: Send, R: Send>(
         &self,

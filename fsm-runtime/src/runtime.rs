@@ -301,7 +301,15 @@ impl<S: Store> Runtime<S> {
 
     /// [`state`](Self::state) for async callers.
     pub async fn state_async(&self, id: impl IntoObjectId) -> Result<StateId, RuntimeError> {
-        Ok(self.get_async(id).await?.state)
+        let id = id.object_id();
+        self.inner
+            .store
+            .load_with_async(&id, |r| r.state)
+            .await
+            .map_err(RuntimeError::Store)?
+            .ok_or_else(|| RuntimeError::NotFound {
+                id: id.into_owned(),
+            })
     }
 
     /// [`state_as`](Self::state_as) for async callers.

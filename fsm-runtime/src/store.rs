@@ -313,6 +313,18 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(self.load(id))
     }
 
+    /// [`load_with`](Store::load_with) for async callers: what `read` takes of
+    /// the object's record, if it exists. The default reads the record whole
+    /// with [`load_async`](Store::load_async); the
+    /// [`MemoryStore`](crate::MemoryStore) reads it in place, as its `load_with`.
+    fn load_with_async<R: Send>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<Option<R>, StoreError>> + Send {
+        async move { Ok(self.load_async(id).await?.as_ref().map(read)) }
+    }
+
     /// [`commit`](Store::commit) for async callers, as
     /// [`load_async`](Store::load_async).
     fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
@@ -702,6 +714,13 @@ impl<S: Store> Store for Arc<S> {
         id: &ObjectId,
     ) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
         (**self).load_async(id)
+    }
+    fn load_with_async<R: Send>(
+        &self,
+        id: &ObjectId,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<Option<R>, StoreError>> + Send {
+        (**self).load_with_async(id, read)
     }
     fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).commit_async(write)

@@ -71,6 +71,16 @@ fn state<S: Store>(rt: &Runtime<S>, id: &str) -> String {
     rt.state_name(id).expect("the object exists").to_owned()
 }
 
+/// Runs `future` to its end on a runtime of its own, for a check that is
+/// otherwise blocking.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime")
+        .block_on(future)
+}
+
 /// A create of an existing id is refused and changes nothing.
 pub fn creates_once<S: Store>(store: S) {
     let rt = runtime(store);
@@ -134,7 +144,8 @@ pub fn keeps_data<S: Store>(store: S) {
 }
 
 /// `load_with` reads the part of a record it is asked for, as `load` would
-/// find it, and nothing for an absent object.
+/// find it, and nothing for an absent object; `load_with_async` (which
+/// `state_async` reads with) the same.
 pub fn reads_part_of_a_record<S: Store>(store: S) {
     let rt = runtime(store);
     let user = Actor::new("user");
@@ -152,6 +163,13 @@ pub fn reads_part_of_a_record<S: Store>(store: S) {
         "reads_part_of_a_record: the start's version and holder"
     );
     assert_eq!(rt.state_name("p").unwrap(), "STARTING");
+    let read_async = block_on(rt.store().load_with_async(&id, part)).unwrap();
+    assert_eq!(
+        read_async, read,
+        "reads_part_of_a_record: async, as blocking"
+    );
+    let state = block_on(rt.state_async("p")).unwrap();
+    assert_eq!(rt.machine().state(state).name.as_ref(), "STARTING");
     held.complete().unwrap();
     let absent = rt.store().load_with(&"absent".into(), part).unwrap();
     assert_eq!(absent, None, "reads_part_of_a_record: absent");
