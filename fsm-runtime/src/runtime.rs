@@ -463,14 +463,8 @@ impl<S: Store> Runtime<S> {
                 false => {
                     let seen = self.get_async(&id).await?;
                     expected = Some(seen.expected());
-                    match self.admit_start(&ask, &seen) {
-                        Ok(admitted) => {
-                            let mut admitted = Some(admitted);
-                            let decide = |record: Option<&Record>| {
-                                decide_guarded(seen.expected(), &mut admitted, record)
-                            };
-                            store.modify_async(&id, decide, |_| ()).await
-                        }
+                    match self.guarded(&ask, &seen) {
+                        Ok(mut start) => store.modify_async(&id, |r| start.decide(r), |_| ()).await,
                         Err(refused) => Ok(Err(refused)),
                     }
                 }
@@ -525,14 +519,8 @@ impl<S: Store> Runtime<S> {
             false => {
                 let seen = self.get(&id)?;
                 expected = Some(seen.expected());
-                match self.admit_start(&ask, &seen) {
-                    Ok(admitted) => {
-                        let mut admitted = Some(admitted);
-                        let decide = |record: Option<&Record>| {
-                            decide_guarded(seen.expected(), &mut admitted, record)
-                        };
-                        self.inner.store.modify(&id, decide, |_| ())
-                    }
+                match self.guarded(&ask, &seen) {
+                    Ok(mut start) => self.inner.store.modify(&id, |r| start.decide(r), |_| ()),
                     Err(refused) => Ok(Err(refused)),
                 }
             }
@@ -556,6 +544,18 @@ impl<S: Store> Runtime<S> {
         let record = record.ok_or(Refusal::NotFound)?;
         *expected = Some(record.expected());
         self.admit_start(ask, record)
+    }
+
+    /// A start with guards: its checks, the guards among them, run on `seen`, a
+    /// record read with nothing held (guards are the user's code and may read
+    /// other objects); if they pass, the start, for the store's step to make
+    /// ([`Guarded::decide`]). A start without guards runs its checks inside the
+    /// step instead ([`decide_start`](Self::decide_start)).
+    fn guarded(&self, ask: &Ask<'_>, seen: &Record) -> Result<Guarded, Refusal> {
+        Ok(Guarded {
+            admitted: Some(self.admit_start(ask, seen)?),
+            seen: seen.expected(),
+        })
     }
 
     /// The handle of a start the store decided, or why it was refused.
@@ -796,27 +796,28 @@ struct Ask<'a> {
     proposed: Option<Arc<str>>,
 }
 
-/// A start whose guards passed on the record at `seen`, decided on the record as
-/// the store has it: it stands only if the object is still at that version, and
-/// only once (`admitted` is handed over to the first write the store makes).
-///
-/// Guards are the user's code and may read other objects, so they run before the
-/// store's step, on a record read with nothing held; a start without guards runs
-/// its checks inside the step ([`Runtime::decide_start`]).
-#[inline]
-fn decide_guarded(
+/// A start whose checks, its guards among them, passed on the record at `seen`.
+struct Guarded {
     seen: Expected,
-    admitted: &mut Option<(Change, Start)>,
-    record: Option<&Record>,
-) -> Result<(Change, Start), Refusal> {
-    let record = record.ok_or(Refusal::NotFound)?;
-    let conflict = Refusal::Conflict {
-        expected: Some(seen),
-        found: Some(record.expected()),
-    };
-    match record.expected() == seen {
-        true => admitted.take().ok_or(conflict),
-        false => Err(conflict),
+    /// Handed over to the first write the store makes.
+    admitted: Option<(Change, Start)>,
+}
+
+impl Guarded {
+    /// The start, decided on the object's `record` as the store has it: it
+    /// stands only if the object is still at the version its guards saw, and
+    /// only once (the store may ask again after a write it lost).
+    #[inline]
+    fn decide(&mut self, record: Option<&Record>) -> Result<(Change, Start), Refusal> {
+        let record = record.ok_or(Refusal::NotFound)?;
+        let conflict = Refusal::Conflict {
+            expected: Some(self.seen),
+            found: Some(record.expected()),
+        };
+        match record.expected() == self.seen {
+            true => self.admitted.take().ok_or(conflict),
+            false => Err(conflict),
+        }
     }
 }
 

@@ -128,6 +128,19 @@ mod tests {
         assert!(found[0].contains("missing ')'"), "{found:?}");
     }
 
+    /// A position the parser does not give (none, or past the string's last
+    /// line) points at the whole string, or at its end.
+    #[test]
+    fn a_position_outside_the_string_points_at_it_whole_or_at_its_end() {
+        let text = "cel = \"a ==\"";
+        let expression = Spanned::new(6..12, "a ==".to_owned());
+        assert_eq!(&text[place(text, &expression, (0, 0))], "\"a ==\"");
+        assert_eq!(&text[place(text, &expression, (-1, 3))], "\"a ==\"");
+        assert_eq!(&text[place(text, &expression, (2, 1))], "\"");
+        assert_eq!(&text[place(text, &expression, (1, 5))], "\"");
+        assert_eq!(&text[place(text, &expression, (1, 3))], "=");
+    }
+
     #[test]
     fn a_string_with_escapes_is_pointed_at_whole() {
         let spec = "[guards]\ng = { cel = \"a \\u0026&& b\" }\n";
