@@ -18,7 +18,7 @@ pub struct HistoryError {
 
 /// Checks that `history` is a valid path of `machine`, as the runtime writes it:
 /// a creation in the initial state at version 1; versions following one another
-/// without gaps; each entry starting where the previous one ended; an action started
+/// without gaps; no entry stamped earlier than the one before it; each entry starting where the previous one ended; an action started
 /// only from one of its origins, into its transition state (or holding the state),
 /// while no other action is in flight (a hidden action only excludes another hidden
 /// one); completed to its target; failed, or healed, back to its origin; abandoned
@@ -53,6 +53,14 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
                 entry.version,
                 index + 1
             )));
+        }
+        if let Some(before) = index.checked_sub(1).map(|i| history[i].at) {
+            if let Err(back) = entry.at.duration_since(before) {
+                return Err(fail(format!(
+                    "stamped {:?} earlier than the entry before it",
+                    back.duration()
+                )));
+            }
         }
         match at {
             None if entry.kind != EntryKind::Created => {

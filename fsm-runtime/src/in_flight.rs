@@ -286,8 +286,8 @@ impl<S: Store> InFlight<'_, S> {
         self.finish_async(EntryKind::Failed, None).await
     }
 
-    /// The change an outcome of the action held in its slot since `held` makes at
-    /// `at` to the object's `record` as read: the entry's kind, the state `to`
+    /// The change an outcome of the action held in its slot since `held` makes,
+    /// stamped now, to the object's `record` as read: the entry's kind, the state `to`
     /// computes from the record, and what the slot keeps. A record held by someone
     /// else (or gone) is the conflict that ends the action's hold:
     /// `Err(found)`, the state and version found instead, if any.
@@ -297,7 +297,6 @@ impl<S: Store> InFlight<'_, S> {
         record: Option<&'a Record>,
         outcome: &Outcome,
         data: Option<Arc<str>>,
-        at: SystemTime,
     ) -> Result<(Change, &'a Record), Option<Expected>> {
         let Some(record) = record else {
             return Err(None);
@@ -317,7 +316,7 @@ impl<S: Store> InFlight<'_, S> {
             to: outcome.to(record),
             // The holder is this handle's own: the actor who started the action.
             actor: holder.actor,
-            at,
+            at: self.runtime.stamp(record),
             data,
         };
         Ok((change, record))
@@ -380,7 +379,7 @@ impl<S: Store> InFlight<'_, S> {
         data: Option<Arc<str>>,
         expected: &mut Option<Expected>,
     ) -> Result<(Change, ()), Option<Expected>> {
-        let (change, read) = self.settlement(record, outcome, data, self.runtime.now())?;
+        let (change, read) = self.settlement(record, outcome, data)?;
         *expected = Some(read.expected());
         Ok((change, ()))
     }

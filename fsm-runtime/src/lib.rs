@@ -123,7 +123,7 @@ pub(crate) fn tracing_debug() -> bool {
 }
 
 pub use admit::GuardContext;
-pub use clock::{Clock, ManualClock, SystemClock, rfc3339};
+pub use clock::{Clock, CounterClock, ManualClock, SystemClock, rfc3339};
 pub use error::{RuntimeError, StoreError};
 pub use fsm_core::ActionRef;
 pub use heal::{HealReport, Healed, Healer, PeriodicHealer};

@@ -12,8 +12,8 @@ use crate::admit::{self, GuardContext, GuardFn, Refusal};
 use crate::in_flight::InFlight;
 use crate::write::{self, Change, Slot};
 use crate::{
-    Actor, Clock, Entry, EntryKind, Expected, Holder, IntoObjectId, ObjectId, Record, RuntimeError,
-    Store, StoreError, SystemClock, Watcher, Write,
+    Actor, Clock, CounterClock, Entry, EntryKind, Expected, Holder, IntoObjectId, ObjectId, Record,
+    RuntimeError, Store, StoreError, Watcher, Write,
 };
 use fsm_core::ActionRef;
 
@@ -37,7 +37,8 @@ impl<S: Store> RuntimeBuilder<S> {
         self
     }
 
-    /// Reads time from `clock` instead of the system clock.
+    /// Reads time from `clock` instead of the system's wall clock (read through
+    /// the processor's counter: [`CounterClock`]).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Box::new(clock);
         self
@@ -141,7 +142,7 @@ impl<S: Store> Runtime<S> {
             machine,
             store,
             guards: HashMap::new(),
-            clock: Box::new(SystemClock),
+            clock: Box::new(CounterClock),
         }
     }
 
@@ -159,6 +160,14 @@ impl<S: Store> Runtime<S> {
     /// The current time on the runtime's clock.
     pub fn now(&self) -> SystemTime {
         self.inner.clock.now()
+    }
+
+    /// The time a write of `record` is stamped with: the clock's, or the
+    /// record's last write's if the clock reads earlier (it stepped back), so
+    /// that an object's history is in order whatever the clock does.
+    #[inline]
+    pub(crate) fn stamp(&self, record: &Record) -> SystemTime {
+        self.now().max(record.changed_at)
     }
 
     /// Creates `id` in the machine's initial state.
@@ -614,7 +623,7 @@ impl<S: Store> Runtime<S> {
         )?;
         // After the checks: a start is stamped later than every read its guards
         // made, and (inside `Store::modify`) than the write before it.
-        let at = self.now();
+        let at = self.stamp(record);
         let slot = Slot::of(self.machine().action(action).hidden);
         let version = record.version + 1;
         let holder = Holder {
@@ -722,7 +731,7 @@ impl<S: Store> Runtime<S> {
             holder: None,
             to,
             actor: healer.actor_name(),
-            at: self.now(),
+            at: self.stamp(record),
             data: None,
         }
         .write(id.clone(), record);

@@ -63,6 +63,16 @@ fn a_version_gap_is_rejected() {
 }
 
 #[test]
+fn an_entry_stamped_before_the_one_before_it_is_rejected() {
+    use std::time::Duration;
+    rejects(
+        |_, h| h[3].at = h[2].at - Duration::from_millis(5),
+        3,
+        "stamped 5ms earlier than the entry before it",
+    );
+}
+
+#[test]
 fn a_history_must_start_with_a_creation() {
     rejects(
         |_, h| {

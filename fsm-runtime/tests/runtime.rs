@@ -333,6 +333,47 @@ fn a_lost_race_is_a_conflict_carrying_what_was_found() {
 }
 
 #[test]
+fn a_clock_stepped_back_stamps_no_write_before_the_object_s_last() {
+    let hour = Duration::from_secs(3_600);
+    let noon = SystemTime::UNIX_EPOCH + 12 * hour;
+    let clock = Arc::new(ManualClock::new(noon));
+    let rt = Runtime::builder(spec("ovc/vm.toml"), MemoryStore::new())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let (user, healer) = (Actor::new("user"), Actor::new("healer"));
+    rt.create("vm-1", &user).unwrap();
+    clock.advance(Duration::from_secs(1));
+    rt.run("vm-1", &user, "deploy").unwrap();
+    // NTP, or an operator, sets the system clock an hour back.
+    clock.set(noon - hour);
+    let held = rt.start("vm-1", &user, "reboot").unwrap();
+    assert_eq!(
+        rt.get("vm-1").unwrap().in_flight.unwrap().since,
+        noon + Duration::from_secs(1),
+        "a start is stamped with the object's last write, not the hour before"
+    );
+    held.complete().unwrap();
+    drop(rt.start("vm-1", &user, "stop").unwrap());
+    let abandoned = rt.get("vm-1").unwrap();
+    rt.roll_back("vm-1", &abandoned, &healer).unwrap();
+    let history = rt.history("vm-1").unwrap();
+    let stamps: Vec<SystemTime> = history.iter().map(|e| e.at).collect();
+    assert_eq!(
+        stamps,
+        [[noon].as_slice(), &[noon + Duration::from_secs(1); 7]].concat(),
+        "created, deploy started and completed, reboot, stop abandoned, healed"
+    );
+    check_history(rt.machine(), &history).unwrap();
+    // The floor is each object's own: one created after the step has the
+    // clock's time.
+    rt.create("vm-2", &user).unwrap();
+    rt.run("vm-2", &user, "deploy").unwrap();
+    let stamps: Vec<SystemTime> = rt.history("vm-2").unwrap().iter().map(|e| e.at).collect();
+    assert_eq!(stamps, [noon - hour; 3]);
+}
+
+#[test]
 fn a_dropped_handle_is_recorded_as_abandoned_and_healed_by_compare_and_set() {
     let clock = Arc::new(ManualClock::new(SystemTime::UNIX_EPOCH));
     let rt = Runtime::builder(spec("ovc/vm.toml"), MemoryStore::new())
