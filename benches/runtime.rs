@@ -17,6 +17,11 @@
 //! table, keeps the holder and writes a history entry per move (bounded to the last
 //! 16 per object here, as the mutex version keeps them, so memory stays flat).
 //!
+//! The runtime reads its default clock ([`fsm_runtime::CounterClock`]: the wall
+//! clock through the processor's counter), and so does the floor; the other
+//! baselines read `SystemTime::now()`, as a hand-written store would. The case
+//! `fsm runtime, SystemClock` is the runtime reading that clock too.
+//!
 //! The queuer (groups `queue` and `queue-latency`) is measured against running
 //! the same actions directly, and against the bare hand-off of each started
 //! action to two worker threads (a floor, see `handoff`).
@@ -30,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::{Criterion, Throughput};
 use dashmap::DashMap;
 use fsm::ActionId;
-use fsm_runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime};
+use fsm_runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime, SystemClock};
 
 mod report;
 
@@ -273,7 +278,7 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
 }
 
 /// A floor for the runtime's own work: what the runtime keeps, hand-written
-/// lean. String ids hashed once (foldhash) into 16 shards, each a
+/// lean, reading the runtime's clock. String ids hashed once (foldhash) into 16 shards, each a
 /// `Mutex<HashTable>`; a start checks that no holder is in the slot, stamps the
 /// clock, boxes the holder (with the actor's interned name; in the box the
 /// object's last holder left) and pushes a named entry into the bounded
@@ -287,7 +292,7 @@ mod floor {
     use std::sync::{Arc, Mutex};
     use std::time::SystemTime;
 
-    use fsm_runtime::ActorName;
+    use fsm_runtime::{ActorName, Clock, CounterClock};
 
     use super::{KEEP, Objects, black_box, next};
 
@@ -378,7 +383,7 @@ mod floor {
                     return None;
                 }
                 let (via, target) = next(slot.state);
-                let at = SystemTime::now();
+                let at = CounterClock.now();
                 let from = slot.state;
                 slot.version += 1;
                 slot.state = via;
@@ -412,7 +417,7 @@ mod floor {
             self.with(&id, |slot| {
                 let holder = slot.in_flight.take().filter(|h| h.version == version);
                 let holder = holder.expect("the holder completes its own action");
-                let at = SystemTime::now();
+                let at = CounterClock.now();
                 let from = slot.state;
                 slot.version += 1;
                 slot.state = target;
@@ -447,12 +452,13 @@ mod floor {
     }
 }
 
-const CASES: [&str; 5] = [
+const CASES: [&str; 6] = [
     "raw AtomicU64 compare-and-set",
     "DashMap store",
     "Mutex around a HashMap",
     "fsm runtime (MemoryStore)",
     "runtime work by hand (floor)",
+    "fsm runtime, SystemClock",
 ];
 
 /// The thread counts to measure: `FSM_BENCH_THREADS` (`1,2,4,8,16`), else 1 and 2.
@@ -519,27 +525,38 @@ fn bench(c: &mut Criterion, threads_list: &[usize]) {
                 })
             });
 
-            let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
-            let actor = Actor::new("bench");
-            let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
-            for id in &ids {
-                rt.create(id, &actor).unwrap();
-            }
-            // On its own objects, every object must be HALTED when a sample
-            // starts at an even round; keep each thread's iteration count a
-            // multiple of two rounds.
-            let round = 2 * OBJECTS_PER_THREAD as u64 * threads as u64;
-            g.bench_function(CASES[3], |b| {
-                b.iter_custom(|iters| {
-                    let iters = match objects {
-                        Objects::Own => iters.div_ceil(round) * round,
-                        Objects::Hot => iters,
-                    };
-                    on_threads(threads, iters, |t, k| {
-                        runtime_work(&rt, &ids, objects, t, k)
+            // The runtime with its default clock, then with the system clock the
+            // baselines read: what the runtime owes to its clock.
+            for (case, system_clock) in [(CASES[3], false), (CASES[5], true)] {
+                let store = MemoryStore::new().keep_history(KEEP);
+                let builder = Runtime::builder(machine.clone(), store);
+                let builder = if system_clock {
+                    builder.clock(SystemClock)
+                } else {
+                    builder
+                };
+                let rt = builder.build().unwrap();
+                let actor = Actor::new("bench");
+                let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
+                for id in &ids {
+                    rt.create(id, &actor).unwrap();
+                }
+                // On its own objects, every object must be HALTED when a sample
+                // starts at an even round; keep each thread's iteration count a
+                // multiple of two rounds.
+                let round = 2 * OBJECTS_PER_THREAD as u64 * threads as u64;
+                g.bench_function(case, |b| {
+                    b.iter_custom(|iters| {
+                        let iters = match objects {
+                            Objects::Own => iters.div_ceil(round) * round,
+                            Objects::Hot => iters,
+                        };
+                        on_threads(threads, iters, |t, k| {
+                            runtime_work(&rt, &ids, objects, t, k)
+                        })
                     })
-                })
-            });
+                });
+            }
             g.finish();
         }
     }
@@ -548,20 +565,61 @@ fn bench(c: &mut Criterion, threads_list: &[usize]) {
 /// The table the goals are written in: throughput of the runtime over
 /// each baseline's (above 1.0, the runtime is faster), by thread count.
 fn print_table(threads_list: &[usize]) {
+    let (fsm, system) = (CASES[3], CASES[5]);
     let rows = [
-        ("fsm ÷ DashMap store, own objects", Objects::Own, CASES[1]),
-        ("fsm ÷ DashMap store, hot objects", Objects::Hot, CASES[1]),
-        ("fsm ÷ Mutex<HashMap>, own objects", Objects::Own, CASES[2]),
-        ("fsm ÷ Mutex<HashMap>, hot objects", Objects::Hot, CASES[2]),
+        (
+            "fsm ÷ DashMap store, own objects",
+            Objects::Own,
+            CASES[1],
+            fsm,
+        ),
+        (
+            "fsm ÷ DashMap store, hot objects",
+            Objects::Hot,
+            CASES[1],
+            fsm,
+        ),
+        (
+            "fsm ÷ Mutex<HashMap>, own objects",
+            Objects::Own,
+            CASES[2],
+            fsm,
+        ),
+        (
+            "fsm ÷ Mutex<HashMap>, hot objects",
+            Objects::Hot,
+            CASES[2],
+            fsm,
+        ),
         (
             "fsm ÷ its work by hand (floor), own",
             Objects::Own,
             CASES[4],
+            fsm,
         ),
         (
             "fsm ÷ its work by hand (floor), hot",
             Objects::Hot,
             CASES[4],
+            fsm,
+        ),
+        (
+            "fsm, SystemClock ÷ DashMap, own",
+            Objects::Own,
+            CASES[1],
+            system,
+        ),
+        (
+            "fsm, SystemClock ÷ DashMap, hot",
+            Objects::Hot,
+            CASES[1],
+            system,
+        ),
+        (
+            "fsm, SystemClock ÷ Mutex, own",
+            Objects::Own,
+            CASES[2],
+            system,
         ),
     ];
     print!("\n{:<36}", "throughput ratio, threads:");
@@ -569,11 +627,11 @@ fn print_table(threads_list: &[usize]) {
         print!(" {t:>7}");
     }
     println!();
-    for (label, objects, baseline) in rows {
+    for (label, objects, baseline, case) in rows {
         print!("{label:<36}");
         for &t in threads_list {
             let g = group(t, objects);
-            match (report::mean(&g, baseline), report::mean(&g, CASES[3])) {
+            match (report::mean(&g, baseline), report::mean(&g, case)) {
                 (Some(base), Some(fsm)) => print!(" {:>7.2}", base / fsm),
                 _ => print!(" {:>7}", "-"),
             }
