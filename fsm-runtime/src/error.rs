@@ -183,6 +183,32 @@ pub enum RuntimeError {
         /// Who ended the hold and when, if the history says.
         by: Option<Revocation>,
     },
+    /// An action in flight was to be taken up ([`Runtime::resume`](crate::Runtime::resume))
+    /// by an actor other than the one who started it.
+    #[error(
+        "{id}: `{action}` ({fence}) was started by {holder}, not {actor}: only {holder} may end it"
+    )]
+    NotHolder {
+        /// The object.
+        id: ObjectId,
+        /// The action in flight.
+        action: String,
+        /// Its fencing token.
+        fence: Fence,
+        /// Who started it.
+        holder: String,
+        /// Who asked.
+        actor: String,
+    },
+    /// No action holds the object with this fencing token, and its history names
+    /// no start that had it ([`Runtime::resume`](crate::Runtime::resume)).
+    #[error("no action holds {id} with {fence}")]
+    NoHold {
+        /// The object.
+        id: ObjectId,
+        /// The token asked for.
+        fence: Fence,
+    },
     /// A start asked for a version of the object that is no longer current (an HTTP
     /// `If-Match` that does not match: `412 Precondition Failed`).
     #[error("{id} is at version {found} (in {state}), not {expected}")]

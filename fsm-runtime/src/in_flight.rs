@@ -9,7 +9,8 @@ use fsm_core::{ActionId, Rule, StateId};
 
 use crate::write::{Change, Slot};
 use crate::{
-    EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store, StoreError,
+    Actor, Entry, EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store,
+    StoreError,
 };
 
 /// The fencing token of an action in flight: the version of the record its start
@@ -143,6 +144,90 @@ impl<'r, S: Store> InFlight<'r, S> {
     }
 }
 
+impl<'r, S: Store> InFlight<'r, S> {
+    /// The handle of the action that holds `record`, the object `id` as read,
+    /// with `fence`, taken up by `actor` (see [`Runtime::resume`]).
+    pub(crate) fn resumed(
+        runtime: &'r Runtime<S>,
+        id: ObjectId,
+        record: &Record,
+        actor: &Actor,
+        fence: Fence,
+    ) -> Result<Self, RuntimeError> {
+        let held = [Slot::Visible, Slot::Hidden].into_iter().find_map(|slot| {
+            let holder = slot.get(record).filter(|h| h.version == fence.0)?;
+            Some((slot, holder))
+        });
+        let Some((slot, holder)) = held else {
+            return Err(hold_gone(runtime, &id, fence, None));
+        };
+        if holder.actor != actor.actor_name() {
+            return Err(RuntimeError::NotHolder {
+                id,
+                action: runtime.action_name(holder.action).to_owned(),
+                fence,
+                holder: holder.actor.to_string(),
+                actor: actor.name().to_owned(),
+            });
+        }
+        // The rule its start took, by the action's and origin's ids: the
+        // store translated both by name if the spec changed since.
+        let rule = runtime
+            .machine()
+            .start(holder.action, holder.origin)
+            .map_err(|refused| RuntimeError::NoRule {
+                id: id.clone(),
+                refused,
+            })?;
+        let held = Expected {
+            state: rule.via.unwrap_or(holder.origin),
+            version: fence.0,
+        };
+        Ok(InFlight::new(runtime, id, rule, slot, held, None))
+    }
+}
+
+/// Why the action `fence` names does not hold `id`: who ended its hold and
+/// when, from the object's history ([`RuntimeError::Revoked`]); or, when the
+/// history names no start with that fence, [`RuntimeError::NoHold`]. `action`
+/// is the action's, when known; otherwise the history's start names it.
+fn hold_gone<S: Store>(
+    rt: &Runtime<S>,
+    id: &ObjectId,
+    fence: Fence,
+    action: Option<ActionId>,
+) -> RuntimeError {
+    let history = match rt.history(id) {
+        Ok(history) => history,
+        Err(e) => return e,
+    };
+    let started = |e: &&Entry| e.version == fence.0 && e.kind == EntryKind::Started;
+    let Some(action) = action.or_else(|| history.iter().find(started).and_then(|e| e.action))
+    else {
+        return RuntimeError::NoHold {
+            id: id.clone(),
+            fence,
+        };
+    };
+    // The first entry after the start that ended the hold: an abandonment
+    // (a dropped handle) leaves the action holding.
+    let ended = history.iter().find(|e| {
+        e.version > fence.0
+            && e.action == Some(action)
+            && !matches!(e.kind, EntryKind::Started | EntryKind::Abandoned)
+    });
+    RuntimeError::Revoked {
+        id: id.clone(),
+        action: rt.action_name(action).to_owned(),
+        fence,
+        by: ended.map(|e| Revocation {
+            by: e.actor.to_string(),
+            at: e.at,
+            version: e.version,
+        }),
+    }
+}
+
 impl<S: Store> InFlight<'_, S> {
     /// The object.
     pub fn id(&self) -> &ObjectId {
@@ -190,22 +275,12 @@ impl<S: Store> InFlight<'_, S> {
         if held.map_err(RuntimeError::Store)? == Some(true) {
             return Ok(());
         }
-        let history = rt.history(&self.id)?;
-        let ended = history.iter().find(|e| {
-            e.version > self.held.version
-                && e.action == Some(self.rule.action)
-                && e.kind != EntryKind::Started
-        });
-        Err(RuntimeError::Revoked {
-            id: self.id.clone(),
-            action: rt.action_name(self.rule.action).to_owned(),
-            fence: self.fence(),
-            by: ended.map(|e| Revocation {
-                by: e.actor.to_string(),
-                at: e.at,
-                version: e.version,
-            }),
-        })
+        Err(hold_gone(
+            rt,
+            &self.id,
+            self.fence(),
+            Some(self.rule.action),
+        ))
     }
 
     /// Lets go of a revoked action without writing: its hold is already gone.

@@ -37,7 +37,10 @@
 //!   drives and have them refuse a lower one. [`InFlight::still_held`] says whether
 //!   the hold still stands or who revoked it and when; a [`Queuer`] checks it before
 //!   every step of a job's work and stops with [`QueueError::Revoked`] instead of
-//!   acting on an object it no longer holds.
+//!   acting on an object it no longer holds. A handle lost while its action still
+//!   holds the object (a completion the store could not write, a restarted
+//!   process) is taken up again by its fence, by the actor who started the action:
+//!   [`Runtime::resume`].
 //! - **Healing only what is dead or overdue.** A [`Healer`] rolls back a hold whose
 //!   holder is gone (a dropped handle in process; an expired lease on etcd) at
 //!   once, and a live one only past its hard deadline: the spec's `deadline` for the

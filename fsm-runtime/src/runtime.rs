@@ -12,8 +12,8 @@ use crate::admit::{self, GuardContext, GuardFn, Refusal};
 use crate::in_flight::InFlight;
 use crate::write::{self, Change, Slot};
 use crate::{
-    Actor, Clock, CounterClock, Entry, EntryKind, Expected, Holder, IntoObjectId, ObjectId, Record,
-    RuntimeError, Store, StoreError, Watcher, Write,
+    Actor, Clock, CounterClock, Entry, EntryKind, Expected, Fence, Holder, IntoObjectId, ObjectId,
+    Record, RuntimeError, Store, StoreError, Watcher, Write,
 };
 use fsm_core::ActionRef;
 
@@ -654,6 +654,52 @@ impl<S: Store> Runtime<S> {
             proposed: proposed.clone(),
         };
         Ok((change, start))
+    }
+
+    /// Takes up again, as `actor`, the action that holds `id` with the fencing
+    /// token `fence`: its handle, as its start gave it, to complete or fail.
+    ///
+    /// A handle can be lost while its action still holds the object: a
+    /// completion the store could not write (a [`RuntimeError::Store`] that
+    /// [`is_retryable`](RuntimeError::is_retryable)) consumed it; the process
+    /// that started the action stopped; another process sharing the store is
+    /// asked to end it. The fence, which the start handed out, and the actor,
+    /// who must be the one who started the action, entitle the caller. An
+    /// action recorded as abandoned (its handle dropped) is taken up too.
+    ///
+    /// Refused with [`RuntimeError::NotHolder`] when another actor started it;
+    /// [`RuntimeError::Revoked`] when its hold ended (it was completed or
+    /// failed, or the healer rolled it back), with who ended it from the
+    /// history; [`RuntimeError::NoHold`] when the history names no start with
+    /// that fence. Data proposed at the start
+    /// ([`start_changing`](Self::start_changing)) is not kept with the hold: the
+    /// resumed action completes without it, unless given again
+    /// ([`InFlight::complete_with`]).
+    ///
+    /// ```
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+    /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;
+    /// let vms = Runtime::new(machine, MemoryStore::new())?;
+    /// let worker = Actor::new("worker-3");
+    /// vms.create("vm-1", &worker)?;
+    /// let fence = vms.start("vm-1", &worker, "deploy")?.fence();
+    /// // The handle is gone (a crash, a restart); its fence was kept.
+    /// let deploy = vms.resume("vm-1", &worker, fence)?;
+    /// assert_eq!(vms.machine().state(deploy.complete()?.state).name, "RUNNING");
+    /// // Ended: its hold is gone.
+    /// let again = vms.resume("vm-1", &worker, fence).unwrap_err();
+    /// assert!(matches!(again, RuntimeError::Revoked { .. }), "{again}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resume(
+        &self,
+        id: impl IntoObjectId,
+        actor: &Actor,
+        fence: Fence,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        let id = id.into_object_id();
+        let record = self.get(&id)?;
+        InFlight::resumed(self, id, &record, actor, fence)
     }
 
     /// Starts `action` and completes it at once: a move with nothing to wait for.

@@ -667,7 +667,106 @@ fn a_completion_the_store_fails_is_a_retryable_error_and_writes_nothing() {
         assert_eq!(rt.state_name(id).unwrap(), "DEPLOYING", "{id}");
         assert_eq!(record.version, 2, "{id}: nothing written after the start");
         assert!(record.in_flight.is_some_and(|h| !h.abandoned), "{id}");
+        // The error is retryable, and the handle is gone: the action is taken
+        // up again by its fence, and its completion written.
+        let resumed = rt.resume(id, &a, fsm_runtime::Fence(2)).unwrap();
+        assert_eq!(resumed.complete().unwrap().version, 3, "{id}");
+        assert_eq!(rt.state_name(id).unwrap(), "RUNNING", "{id}");
+        check_history(rt.machine(), &rt.history(id).unwrap()).unwrap();
     }
+}
+
+#[test]
+fn a_resumed_action_rolled_back_by_the_healer_names_the_healer() {
+    let rt = vm();
+    let (worker, healer) = (Actor::new("worker-3"), Actor::new("healer"));
+    rt.create("vm-1", &worker).unwrap();
+    rt.run("vm-1", &worker, "deploy").unwrap();
+    let fence = rt.start("vm-1", &worker, "reboot").unwrap().fence();
+    let resumed = rt.resume("vm-1", &worker, fence).unwrap();
+    // The healer rolls back the abandoned hold while the resumed handle works.
+    let record = rt.get("vm-1").unwrap();
+    rt.roll_back("vm-1", &record, &healer).unwrap();
+    match resumed.still_held().unwrap_err() {
+        RuntimeError::Revoked { by: Some(by), .. } => {
+            assert_eq!(
+                (by.by.as_str(), by.version),
+                ("healer", 6),
+                "not the abandonment"
+            )
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(matches!(
+        resumed.complete(),
+        Err(RuntimeError::Conflict { .. })
+    ));
+}
+
+#[test]
+fn a_lost_handle_is_taken_up_again_by_its_fence_and_only_by_its_actor() {
+    let rt = vm();
+    let (worker, other) = (Actor::new("worker-3"), Actor::new("worker-4"));
+    rt.create("vm-1", &worker).unwrap();
+    rt.run("vm-1", &worker, "deploy").unwrap();
+    // A hidden action and a visible one beside it, their handles dropped (a
+    // crashed worker): both recorded abandoned, both still holding.
+    let migrate = rt.start("vm-1", &worker, "migrate").unwrap().fence();
+    let reboot = rt.start("vm-1", &worker, "reboot").unwrap().fence();
+    assert_eq!((migrate.0, reboot.0), (4, 6));
+
+    assert_eq!(
+        rt.resume("vm-1", &other, reboot).unwrap_err().to_string(),
+        "vm-1: `reboot` (fence 6) was started by worker-3, not worker-4: only worker-3 may end it"
+    );
+    assert_eq!(
+        rt.resume("vm-1", &worker, fsm_runtime::Fence(3))
+            .unwrap_err()
+            .to_string(),
+        "no action holds vm-1 with fence 3",
+        "version 3 is the deploy's completion, not a start"
+    );
+    assert!(matches!(
+        rt.resume("vm-2", &worker, reboot),
+        Err(RuntimeError::NotFound { .. })
+    ));
+
+    let hidden = rt.resume("vm-1", &worker, migrate).unwrap();
+    assert!(hidden.is_hidden());
+    assert_eq!(
+        hidden.action(),
+        rt.machine().find_action("migrate").unwrap()
+    );
+    let visible = rt.resume("vm-1", &worker, reboot).unwrap();
+    assert!(!visible.is_hidden());
+    assert_eq!(visible.held().version, reboot.0);
+    assert_eq!(rt.state_name("vm-1").unwrap(), "REBOOTING");
+    assert_eq!(rt.machine().state(visible.origin()).name, "RUNNING");
+    visible.complete().unwrap();
+    hidden.complete().unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
+
+    // Ended, its hold is gone: who ended it comes from the history.
+    match rt.resume("vm-1", &worker, reboot).unwrap_err() {
+        RuntimeError::Revoked {
+            action, fence, by, ..
+        } => {
+            assert_eq!((action.as_str(), fence), ("reboot", reboot));
+            let by = by.expect("the history names the completion");
+            assert_eq!((by.by.as_str(), by.version), ("worker-3", 8));
+        }
+        e => panic!("{e:?}"),
+    }
+    let kinds: Vec<_> = names(&rt, "vm-1").into_iter().map(|e| e.0).collect();
+    use EntryKind::*;
+    assert_eq!(
+        kinds,
+        [
+            Created, Started, Completed, Started, Abandoned, Started, Abandoned, Completed,
+            Completed
+        ]
+    );
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
 }
 
 /// What a store whose backend is down answers: retryably unavailable.

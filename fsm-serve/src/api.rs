@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use fsm_runtime::{Actor, RuntimeError, Store, StoreError, rfc3339};
+use fsm_runtime::{Actor, Fence, InFlight, RuntimeError, Store, StoreError, rfc3339};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -172,6 +172,23 @@ fn refused(e: RuntimeError) -> ApiError {
                     .with("revoked_at", rfc3339(by.at));
             }
             e
+        }
+        RuntimeError::NotHolder {
+            id,
+            action,
+            fence,
+            holder,
+            actor,
+        } => ApiError::new(StatusCode::FORBIDDEN, "not_holder", message)
+            .with("id", id.as_str())
+            .with("action", action)
+            .with("fence", fence.0)
+            .with("holder", holder)
+            .with("actor", actor),
+        RuntimeError::NoHold { id, fence } => {
+            ApiError::new(StatusCode::NOT_FOUND, "not_in_flight", message)
+                .with("id", id.as_str())
+                .with("fence", fence.0)
         }
         RuntimeError::Store(StoreError::Unavailable { .. }) => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
@@ -470,18 +487,14 @@ async fn finish(
         )
     })?;
     let key = (name.clone(), id.clone(), fence);
+    // The handle this service kept at the start, if it has it; otherwise the
+    // action is taken up from the store by its fence (started by another
+    // process on the same store, before a restart, or kept no longer after
+    // a completion the store could not write), for the actor who started it.
     let flight = {
         let mut flights = service.flights.lock().unwrap_or_else(|e| e.into_inner());
         match flights.get(&key) {
-            None => {
-                return Err(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "not_in_flight",
-                    format!("no action with fence {fence} is in flight on {id} in this service"),
-                )
-                .with("id", id.as_str())
-                .with("fence", fence));
-            }
+            None => None,
             Some(f) if f.actor != actor.name() => {
                 return Err(ApiError::new(
                     StatusCode::FORBIDDEN,
@@ -494,14 +507,18 @@ async fn finish(
                 )
                 .with("holder", f.actor.as_str()));
             }
-            Some(_) => flights.remove(&key).expect("just found").handle,
+            Some(_) => Some(flights.remove(&key).expect("just found").handle),
         }
     };
+    let (runtime, by, object) = (m.runtime.clone(), actor.clone(), id.clone());
     let record = blocking(move || {
-        if complete {
-            flight.complete()
-        } else {
-            flight.fail()
+        let end = |flight: InFlight<'_, crate::AnyStore>| match complete {
+            true => flight.complete(),
+            false => flight.fail(),
+        };
+        match flight {
+            Some(flight) => end(flight),
+            None => end(runtime.resume(object, &by, Fence(fence))?),
         }
     })
     .await

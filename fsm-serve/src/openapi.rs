@@ -58,7 +58,7 @@ pub fn document(service: &Service) -> Value {
             "responses": {
                 "200": object("The object after the action"),
                 "401": unauthorized, "403": error("Not the actor that started it"),
-                "404": error("No such action in flight in this service"),
+                "404": error("No action holds the object with this fence token"),
                 "409": error("The hold was revoked, or the object changed (the healer rolled it back)"),
             }
         }})

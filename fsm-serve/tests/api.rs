@@ -289,6 +289,28 @@ async fn every_status_of_the_contract() {
         (status, failed["state"].as_str()),
         (StatusCode::OK, Some("RUNNING"))
     );
+    // An action this service holds no handle of (started by another process on
+    // the same store, or by this one before a restart; here through the
+    // runtime, its handle dropped) is ended by its fence, by who started it.
+    let runtime = server.service.runtime("vm").unwrap();
+    let ops = fsm_runtime::Actor::new("ops");
+    let fence = runtime.start("vm-1", &ops, "stop").unwrap().fence().0;
+    let (status, body) = post(&c, &in_flight(fence, "fail"), USER, None).await;
+    assert_eq!(
+        (status, body["error"].as_str(), body["holder"].as_str()),
+        (StatusCode::FORBIDDEN, Some("not_holder"), Some("ops"))
+    );
+    let (status, failed) = post(&c, &in_flight(fence, "fail"), OPS, None).await;
+    assert_eq!(
+        (status, failed["state"].as_str()),
+        (StatusCode::OK, Some("RUNNING"))
+    );
+    // Ended, it is ended: a second try says by whom.
+    let (status, body) = post(&c, &in_flight(fence, "fail"), OPS, None).await;
+    assert_eq!(
+        (status, body["error"].as_str(), body["revoked_by"].as_str()),
+        (StatusCode::CONFLICT, Some("revoked"), Some("ops"))
+    );
 
     // ?run=true: 200, whole. If-Match: 412 on a stale version, then it runs.
     let (status, paused) = post(
@@ -478,6 +500,9 @@ async fn every_status_of_the_contract() {
             "Started",
             "Failed",
             "Started",
+            "Abandoned",
+            "Failed",
+            "Started",
             "Completed",
             "Started",
             "Completed"
@@ -508,11 +533,11 @@ async fn every_status_of_the_contract() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("fsm_actions_started_total{machine=\"vm\"} 4\n"),
+        metrics.contains("fsm_actions_started_total{machine=\"vm\"} 5\n"),
         "{metrics}"
     );
     assert!(
-        metrics.contains("fsm_actions_failed_total{machine=\"vm\"} 1\n"),
+        metrics.contains("fsm_actions_failed_total{machine=\"vm\"} 2\n"),
         "{metrics}"
     );
     let openapi: Value = c

@@ -104,50 +104,55 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
         (Some("VIRTUAL"), Some(1))
     );
 
+    // `action` started on one service, `end`ed (complete) on another.
+    let vm = |base: &str, what: &str| format!("{base}/v1/vm/objects/vm-1/{what}");
+    let start = async |base: &str, action: &str| {
+        post(&c, vm(base, &format!("actions/{action}")), OPS, None).await
+    };
+    let end = async |base: &str, fence: u64| {
+        post(
+            &c,
+            vm(base, &format!("in-flight/{fence}/complete")),
+            OPS,
+            None,
+        )
+        .await
+    };
+
     // A holds it; B is told who.
-    let (status, started) = post(
-        &c,
-        format!("{a}/v1/vm/objects/vm-1/actions/deploy"),
-        OPS,
-        None,
-    )
-    .await;
+    let (status, started) = start(&a, "deploy").await;
     assert_eq!(status, StatusCode::CREATED);
-    let (status, busy) = post(
-        &c,
-        format!("{b}/v1/vm/objects/vm-1/actions/deploy"),
-        OPS,
-        None,
-    )
-    .await;
+    let (status, busy) = start(&b, "deploy").await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(
         (busy["error"].as_str(), busy["holder"].as_str()),
         (Some("busy"), Some("ops"))
     );
-    // The hold's fence is A's: B does not have the handle.
+    // A started it and holds its handle; B, asked with the fence by the actor
+    // who started it (a client behind a balancer), takes it up from etcd and
+    // completes it. A's handle then finds its hold gone: 409.
     let fence = started["fence"].as_u64().unwrap();
-    let (status, _) = post(
-        &c,
-        format!("{b}/v1/vm/objects/vm-1/in-flight/{fence}/complete"),
-        OPS,
-        None,
-    )
-    .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, done) = post(
-        &c,
-        format!("{a}/v1/vm/objects/vm-1/in-flight/{fence}/complete"),
-        OPS,
-        None,
-    )
-    .await;
+    let (status, done) = end(&b, fence).await;
     assert_eq!(
         (status, done["state"].as_str()),
         (StatusCode::OK, Some("RUNNING"))
     );
-    let (_, seen) = get(&c, format!("{b}/v1/vm/objects/vm-1")).await;
+    let (status, late) = end(&a, fence).await;
+    assert_eq!(
+        (status, late["error"].as_str()),
+        (StatusCode::CONFLICT, Some("conflict"))
+    );
+    let (_, seen) = get(&c, format!("{a}/v1/vm/objects/vm-1")).await;
     assert_eq!(seen["state"], "RUNNING");
+
+    // Started on B, completed on A.
+    let (status, started) = start(&b, "reboot").await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let (status, done) = end(&a, started["fence"].as_u64().unwrap()).await;
+    assert_eq!(
+        (status, done["state"].as_str()),
+        (StatusCode::OK, Some("RUNNING"))
+    );
 
     // B's metrics count A's writes: its feed is etcd's watch.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -160,7 +165,7 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
             .text()
             .await
             .unwrap();
-        if metrics.contains("fsm_actions_completed_total{machine=\"vm\"} 1\n") {
+        if metrics.contains("fsm_actions_completed_total{machine=\"vm\"} 2\n") {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "{metrics}");
