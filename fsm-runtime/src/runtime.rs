@@ -676,6 +676,12 @@ impl<S: Store> Runtime<S> {
     /// resumed action completes without it, unless given again
     /// ([`InFlight::complete_with`]).
     ///
+    /// The hold stays its start's, session included: on a store whose holders
+    /// live by a session (etcd's leases), an action whose starter's session
+    /// ended is rolled back by the healer as its holder gone, and the resumed
+    /// handle's completion is then a [`RuntimeError::Conflict`] that writes
+    /// nothing.
+    ///
     /// ```
     /// # use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
     /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;

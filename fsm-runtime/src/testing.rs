@@ -56,6 +56,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     keeps_data(make());
     reads_part_of_a_record(make());
     handles_end_as_they_should(make());
+    lost_handles_are_resumed_by_their_fence(make());
     hidden_actions_keep_their_own_slot(make());
     guards_decide_on_the_record_written_against(make());
     watchers_see_writes_in_order(make());
@@ -339,6 +340,34 @@ pub fn handles_end_as_they_should<S: Store>(store: S) {
             EntryKind::Healed,
         ]
     );
+}
+
+/// An action whose handle was dropped is taken up again by its fence, by the
+/// actor who started it, from what the store kept, and completed; taken up
+/// after that, its hold is gone.
+pub fn lost_handles_are_resumed_by_their_fence<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, other) = (Actor::new("user"), Actor::new("other"));
+    rt.create("a", &user).unwrap();
+    let fence = rt.start("a", &user, "start").unwrap().fence();
+    match rt.resume("a", &other, fence) {
+        Err(RuntimeError::NotHolder { holder, .. }) => assert_eq!(holder, "user"),
+        other => panic!("lost_handles_are_resumed_by_their_fence: another actor: {other:?}"),
+    }
+    let resumed = rt.resume("a", &user, fence).unwrap();
+    assert_eq!(resumed.fence(), fence);
+    let record = resumed.complete().unwrap();
+    assert_eq!(
+        (state(&rt, "a"), record.version),
+        ("RUNNING".to_owned(), 4),
+        "lost_handles_are_resumed_by_their_fence: completed after its abandonment"
+    );
+    match rt.resume("a", &user, fence) {
+        Err(RuntimeError::Revoked { by: Some(by), .. }) => assert_eq!(by.version, 4),
+        other => panic!("lost_handles_are_resumed_by_their_fence: ended: {other:?}"),
+    }
+    check_history(rt.machine(), &rt.history("a").unwrap())
+        .expect("lost_handles_are_resumed_by_their_fence: a valid history");
 }
 
 /// A hidden action keeps the status and its own slot: a user's action may start
