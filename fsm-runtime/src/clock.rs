@@ -1,7 +1,7 @@
 //! Time: the wall clock read cheaply, and clocks injected so that tests of
 //! timeouts never sleep.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -76,13 +76,24 @@ impl Clock for CounterClock {
 const ANCHOR_EVERY: u64 = 100_000_000;
 
 /// The counter, and where its nanoseconds stand against the system clock's.
+///
+/// The anchor is a second of the system clock and the counter's reading (in
+/// this anchor's nanoseconds) at which that second began: a read adds the
+/// nanoseconds since then, with no division while fewer than two seconds have
+/// passed (the anchor is renewed every 100 ms while the clock is read). The
+/// two are written together under a sequence number that readers check, so a
+/// read never pairs one anchor's second with another's start of it.
 struct Anchor {
     counter: quanta::Clock,
     /// The counter's reading this anchor's nanoseconds count from.
     base: u64,
-    /// The system clock's nanoseconds since the epoch, less this anchor's, as
-    /// of the last time it was asked (wrapping arithmetic).
-    offset: AtomicU64,
+    /// Odd while the anchor is being written.
+    sequence: AtomicU64,
+    /// The system clock's second (since the epoch) at the last anchoring.
+    second: AtomicU64,
+    /// This anchor's nanoseconds at which that second began (wrapping: before
+    /// the anchor was made, for its first second).
+    began: AtomicU64,
     /// This anchor's nanoseconds from which the system clock is due to be asked.
     due: AtomicU64,
 }
@@ -94,7 +105,9 @@ impl Anchor {
         let anchor = Anchor {
             counter,
             base,
-            offset: AtomicU64::new(0),
+            sequence: AtomicU64::new(0),
+            second: AtomicU64::new(0),
+            began: AtomicU64::new(0),
             due: AtomicU64::new(0),
         };
         anchor.ask_system(0);
@@ -113,8 +126,29 @@ impl Anchor {
         if elapsed >= self.due.load(Ordering::Relaxed) {
             self.ask_system(elapsed);
         }
-        let nanos = elapsed.wrapping_add(self.offset.load(Ordering::Relaxed));
-        SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos)
+        let (second, began) = loop {
+            let sequence = self.sequence.load(Ordering::Acquire);
+            let second = self.second.load(Ordering::Relaxed);
+            let began = self.began.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if sequence % 2 == 0 && self.sequence.load(Ordering::Relaxed) == sequence {
+                break (second, began);
+            }
+            std::hint::spin_loop();
+        };
+        // Nanoseconds into the anchor's second: under two seconds, unless the
+        // clock was not read for a while (then due again, and anchored anew
+        // above); below zero when this reading came just before the anchor.
+        let into = elapsed.wrapping_sub(began) as i64;
+        let (second, nanos) = match into {
+            0..1_000_000_000 => (second, into as u32),
+            1_000_000_000..2_000_000_000 => (second + 1, (into - 1_000_000_000) as u32),
+            _ => (
+                second.wrapping_add_signed(into.div_euclid(1_000_000_000)),
+                into.rem_euclid(1_000_000_000) as u32,
+            ),
+        };
+        SystemTime::UNIX_EPOCH + Duration::new(second, nanos)
     }
 
     /// Anchors the counter to the system clock again, at `elapsed`; of the
@@ -135,9 +169,15 @@ impl Anchor {
         // A system clock set before 1970 reads as 1970.
         let system = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        let offset = system.wrapping_sub(self.elapsed());
-        self.offset.store(offset, Ordering::Relaxed);
+            .unwrap_or_default();
+        let began = self
+            .elapsed()
+            .wrapping_sub(u64::from(system.subsec_nanos()));
+        self.sequence.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.second.store(system.as_secs(), Ordering::Relaxed);
+        self.began.store(began, Ordering::Relaxed);
+        self.sequence.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -251,11 +291,8 @@ mod tests {
         let anchor = Anchor::new();
         // An anchor an hour off, as a counter drifting or a system clock
         // stepped would leave it, and not yet due: it reads an hour off...
-        let hour = Duration::from_secs(3_600).as_nanos() as u64;
-        let offset = anchor.offset.load(Ordering::Relaxed);
-        anchor
-            .offset
-            .store(offset.wrapping_add(hour), Ordering::Relaxed);
+        let second = anchor.second.load(Ordering::Relaxed);
+        anchor.second.store(second + 3_600, Ordering::Relaxed);
         assert!(apart(anchor.now(), SystemTime::now()) > Duration::from_secs(3_599));
         // ... until it is due, when it reads the system clock's time again.
         anchor.due.store(0, Ordering::Relaxed);
@@ -265,5 +302,35 @@ mod tests {
             "{now:?}"
         );
         assert!(anchor.due.load(Ordering::Relaxed) >= ANCHOR_EVERY);
+    }
+
+    #[test]
+    fn the_counter_clock_counts_past_its_anchor_s_second() {
+        let anchor = Anchor::new();
+        let began = anchor.began.load(Ordering::Relaxed);
+        let read = |since_began: i64| {
+            // As if the anchor's second began that long before now.
+            let elapsed = anchor.elapsed();
+            anchor
+                .began
+                .store(elapsed.wrapping_sub(since_began as u64), Ordering::Relaxed);
+            let second = anchor.second.load(Ordering::Relaxed) as i64;
+            let now = anchor.now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
+            anchor.began.store(began, Ordering::Relaxed);
+            (now.as_secs() as i64 - second, now.subsec_nanos())
+        };
+        let (secs, nanos) = read(999_000_000);
+        assert_eq!(secs, 0);
+        assert!(nanos >= 999_000_000, "{nanos}");
+        let (secs, nanos) = read(1_500_000_000);
+        assert_eq!(secs, 1);
+        assert!((500_000_000..510_000_000).contains(&nanos), "{nanos}");
+        let (secs, nanos) = read(7_250_000_000);
+        assert_eq!(secs, 7);
+        assert!((250_000_000..260_000_000).contains(&nanos), "{nanos}");
+        // A reading taken just before the anchor it then read.
+        let (secs, nanos) = read(-200_000_000);
+        assert_eq!(secs, -1);
+        assert!((800_000_000..810_000_000).contains(&nanos), "{nanos}");
     }
 }
