@@ -583,18 +583,30 @@ impl EtcdStore {
     fn keep(&self, id: &ObjectId, record: Option<&Record>) {
         let mut kept = lock(&self.inner.kept);
         match record {
-            Some(record) => {
-                if kept.len() >= KEPT && !kept.contains_key(id) {
-                    // Bounded by forgetting all: what is kept only saves reads.
-                    kept.clear();
-                }
-                kept.insert(id.clone(), record.clone());
-            }
+            Some(record) => keep_bounded(&mut kept, KEPT, id, record),
             None => {
                 kept.remove(id);
             }
         }
     }
+}
+
+/// Keeps `record` for `id` among at most `bound` records: a new object past
+/// the bound takes the place of one kept object (the map's first, an
+/// arbitrary one). What is kept only saves reads, so any may go.
+fn keep_bounded(
+    kept: &mut std::collections::HashMap<ObjectId, Record>,
+    bound: usize,
+    id: &ObjectId,
+    record: &Record,
+) {
+    if kept.len() >= bound && !kept.contains_key(id) {
+        let evicted = kept.keys().next().cloned();
+        if let Some(evicted) = evicted {
+            kept.remove(&evicted);
+        }
+    }
+    kept.insert(id.clone(), record.clone());
 }
 
 impl Store for EtcdStore {
@@ -922,5 +934,47 @@ async fn feed(
             Err(e) => tracing::debug!("etcd watch failed: {e}; retrying"),
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::time::SystemTime;
+
+    use fsm_core::StateId;
+    use fsm_runtime::{ObjectId, Record};
+
+    use super::keep_bounded;
+
+    fn record(version: u64) -> Record {
+        Record {
+            state: StateId(0),
+            version,
+            changed_at: SystemTime::UNIX_EPOCH,
+            in_flight: None,
+            hidden: None,
+            data: None,
+        }
+    }
+
+    #[test]
+    fn kept_records_past_the_bound_take_one_kept_record_s_place() {
+        let mut kept = HashMap::new();
+        for n in 0..4u64 {
+            keep_bounded(&mut kept, 4, &ObjectId::from(format!("o-{n}")), &record(n));
+        }
+        assert_eq!(kept.len(), 4);
+        // A kept object written again replaces its own record.
+        keep_bounded(&mut kept, 4, &ObjectId::from("o-2"), &record(9));
+        assert_eq!((kept.len(), kept[&ObjectId::from("o-2")].version), (4, 9));
+        // A new object evicts one, not all.
+        keep_bounded(&mut kept, 4, &ObjectId::from("o-4"), &record(4));
+        assert_eq!(kept.len(), 4);
+        assert_eq!(kept[&ObjectId::from("o-4")].version, 4);
+        let survivors = (0..4)
+            .filter(|n| kept.contains_key(&ObjectId::from(format!("o-{n}"))))
+            .count();
+        assert_eq!(survivors, 3);
     }
 }
