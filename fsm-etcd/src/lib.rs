@@ -52,6 +52,10 @@
 //! - **Errors.** A lost connection, a timeout or an etcd restarting is
 //!   [`StoreError::Unavailable`] with `retryable: true`. A write that timed out may
 //!   have been applied whole (never half): the runtime's next read tells which.
+//!   A completion answered so has used up its handle: take the action up again
+//!   by its fence ([`Runtime::resume`](fsm_runtime::Runtime::resume)) and
+//!   complete it; if the first write was applied after all, the resume says the
+//!   hold ended, and by whom.
 //!
 //! # Ownership across processes, and its limits
 //!
