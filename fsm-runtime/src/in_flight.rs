@@ -142,9 +142,7 @@ impl<'r, S: Store> InFlight<'r, S> {
         };
         detached.attach(runtime)
     }
-}
 
-impl<'r, S: Store> InFlight<'r, S> {
     /// The handle of the action that holds `record`, the object `id` as read,
     /// with `fence`, taken up by `actor` (see [`Runtime::resume`]).
     pub(crate) fn resumed(

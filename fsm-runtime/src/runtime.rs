@@ -665,7 +665,10 @@ impl<S: Store> Runtime<S> {
     /// that started the action stopped; another process sharing the store is
     /// asked to end it. The fence, which the start handed out, and the actor,
     /// who must be the one who started the action, entitle the caller. An
-    /// action recorded as abandoned (its handle dropped) is taken up too.
+    /// action recorded as abandoned (its handle dropped) is taken up too. If
+    /// the first handle still lives somewhere, the two end one action: the
+    /// first end is written, the other's is a [`RuntimeError::Conflict`] that
+    /// writes nothing.
     ///
     /// Refused with [`RuntimeError::NotHolder`] when another actor started it;
     /// [`RuntimeError::Revoked`] when its hold ended (it was completed or
