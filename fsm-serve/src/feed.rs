@@ -63,8 +63,14 @@ pub struct Feed {
 }
 
 impl Feed {
-    /// A feed of `runtime`'s writes, read by a task on the current tokio runtime.
-    pub fn start(machine: &str, runtime: &Runtime<AnyStore>) -> Result<Arc<Feed>, String> {
+    /// A feed of `runtime`'s writes, read by a task on the current tokio runtime,
+    /// which also lets go of the handles in `flights` of actions that others
+    /// ended.
+    pub fn start(
+        machine: &str,
+        runtime: &Runtime<AnyStore>,
+        flights: Arc<crate::api::Flights>,
+    ) -> Result<Arc<Feed>, String> {
         let mut watcher = runtime
             .watch()
             .map_err(|e| format!("cannot watch machine `{machine}`: {e}"))?;
@@ -75,10 +81,20 @@ impl Feed {
             counters: Counters::default(),
         });
         let (reader, runtime) = (feed.clone(), runtime.clone());
+        let machine = machine.to_owned();
         tokio::spawn(async move {
             loop {
                 let note = match watcher.recv_async().await {
-                    Ok(event) => reader.write(&runtime, &event),
+                    Ok(event) => {
+                        let stale = crate::api::ended(&flights, &machine, &event);
+                        if !stale.is_empty() {
+                            // Dropped, each handle tries to record its action
+                            // abandoned, finds its hold gone, and writes
+                            // nothing: a store call, off the async workers.
+                            tokio::task::spawn_blocking(move || drop(stale));
+                        }
+                        reader.write(&runtime, &event)
+                    }
                     Err(Lagged::Closed) => return,
                     Err(_) => Note::Gap {
                         seq: reader.next.fetch_add(1, Ordering::Relaxed),

@@ -143,7 +143,7 @@ pub struct MachineService {
 pub struct Service {
     machines: BTreeMap<String, Arc<MachineService>>,
     tokens: Tokens,
-    flights: api::Flights,
+    flights: Arc<api::Flights>,
     watchers: Arc<tokio::sync::Semaphore>,
     max_watchers: usize,
     body_limit: usize,
@@ -171,6 +171,7 @@ impl Service {
     ) -> Result<Arc<Service>, String> {
         let mut machines = BTreeMap::new();
         let mut healers = Vec::new();
+        let flights = Arc::new(api::Flights::default());
         for path in &config.specs {
             let machine: Machine = fsm_core::spec::load(path).map_err(|e| e.to_string())?;
             let name = machine.name().to_owned();
@@ -204,7 +205,7 @@ impl Service {
                 .map_err(|e| format!("machine `{name}`: {e}"))?;
             let feed = {
                 let _entered = tokio.enter();
-                feed::Feed::start(&name, &runtime)?
+                feed::Feed::start(&name, &runtime, flights.clone())?
             };
             let mut healer = Healer::new();
             if let Some(deadline) = config.deadline {
@@ -230,7 +231,7 @@ impl Service {
         Ok(Arc::new(Service {
             machines,
             tokens,
-            flights: std::sync::Mutex::default(),
+            flights,
             watchers: Arc::new(tokio::sync::Semaphore::new(config.max_watchers)),
             max_watchers: config.max_watchers,
             body_limit: config.body_limit,
@@ -262,13 +263,7 @@ impl Service {
         {
             healer.stop();
         }
-        let flights: Vec<Flight> = self
-            .flights
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .map(|(_, f)| f)
-            .collect();
+        let flights = std::mem::take(&mut *self.flights.lock().unwrap_or_else(|e| e.into_inner()));
         drop(flights);
     }
 }

@@ -311,6 +311,45 @@ async fn every_status_of_the_contract() {
         (status, body["error"].as_str(), body["revoked_by"].as_str()),
         (StatusCode::CONFLICT, Some("revoked"), Some("ops"))
     );
+    // An action started over the API and ended elsewhere (another process on
+    // the store; here through the runtime): the service lets go of its handle
+    // when its feed sees the end, so a late completion finds the hold gone
+    // ("revoked", from the store), not a handle of its own ("conflict").
+    let completed = |metrics: &str| {
+        let line = "fsm_actions_completed_total{machine=\"vm\"} ";
+        let at = metrics.find(line).expect("the counter") + line.len();
+        metrics[at..]
+            .lines()
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let before = completed(&server.metrics(&c).await);
+    let (status, started) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-1/actions/reboot"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let fence = started["fence"].as_u64().unwrap();
+    let elsewhere = runtime.resume("vm-1", &ops, fsm_runtime::Fence(fence));
+    elsewhere.unwrap().complete().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while completed(&server.metrics(&c).await) == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the feed saw no completion"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (status, body) = post(&c, &in_flight(fence, "complete"), OPS, None).await;
+    assert_eq!(
+        (status, body["error"].as_str(), body["revoked_by"].as_str()),
+        (StatusCode::CONFLICT, Some("revoked"), Some("ops"))
+    );
 
     // ?run=true: 200, whole. If-Match: 412 on a stale version, then it runs.
     let (status, paused) = post(
@@ -505,6 +544,8 @@ async fn every_status_of_the_contract() {
             "Started",
             "Completed",
             "Started",
+            "Completed",
+            "Started",
             "Completed"
         ]
     );
@@ -533,7 +574,7 @@ async fn every_status_of_the_contract() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("fsm_actions_started_total{machine=\"vm\"} 5\n"),
+        metrics.contains("fsm_actions_started_total{machine=\"vm\"} 6\n"),
         "{metrics}"
     );
     assert!(
@@ -687,28 +728,38 @@ async fn closing_door(server: &Server, c: &Client) -> Value {
 }
 
 /// The healer rolls back an action past its spec's deadline; the holder's late
-/// completion over HTTP is a 409 that writes nothing, and the metrics count it.
+/// completion over HTTP is a 409 that writes nothing and says who revoked the
+/// hold (the service let go of its handle when its feed saw the rollback), and
+/// the metrics count it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_completion_after_the_healer_is_a_conflict() {
+async fn a_completion_after_the_healer_is_revoked() {
     let server = Server::start(|c| c.heal_every = Duration::from_millis(300)).await;
     let c = Client::new();
     let started = closing_door(&server, &c).await;
     let fence = started["fence"].as_u64().unwrap();
-    // CLOSING's deadline is 1 s.
+    // CLOSING's deadline is 1 s. Once the feed has counted the rollback, the
+    // service has let go of its handle.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, door) = get(&c, &server.url("/v1/door/objects/d"), USER).await;
-        if door["state"] == "OPEN" {
+        let metrics = server.metrics(&c).await;
+        if metrics.contains("fsm_actions_healed_total{machine=\"door\"} 1\n") {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "never healed: {door}");
+        assert!(std::time::Instant::now() < deadline, "never healed: {metrics}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let (_, door) = get(&c, &server.url("/v1/door/objects/d"), USER).await;
+    assert_eq!(door["state"], "OPEN");
     let (_, before) = get(&c, &server.url("/v1/door/objects/d/history"), USER).await;
     let url = server.url(&format!("/v1/door/objects/d/in-flight/{fence}/complete"));
     let (status, body) = post(&c, &url, USER, None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    assert_eq!(body["error"], "conflict");
+    let healer = before["entries"].as_array().unwrap().last().unwrap()["actor"].clone();
+    assert_eq!(
+        (&body["error"], &body["revoked_by"], &body["fence"]),
+        (&json!("revoked"), &healer, &json!(fence)),
+        "{body}"
+    );
     let (_, after) = get(&c, &server.url("/v1/door/objects/d/history"), USER).await;
     assert_eq!(before, after, "the late completion wrote");
     let metrics = server.metrics(&c).await;
@@ -717,7 +768,7 @@ async fn a_completion_after_the_healer_is_a_conflict() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("fsm_conflicts_total{machine=\"door\"} 1\n"),
+        metrics.contains("fsm_actions_revoked_total{machine=\"door\"} 1\n"),
         "{metrics}"
     );
     server.stop().await;

@@ -66,6 +66,22 @@ async fn post(c: &Client, url: String, token: &str, body: Option<Value>) -> (Sta
     (r.status(), r.json().await.unwrap())
 }
 
+/// Waits until the service at `base` has counted `n` completions of vm
+/// actions: its feed has seen them.
+async fn completed_on(c: &Client, base: &str, n: u64) {
+    let line = format!("fsm_actions_completed_total{{machine=\"vm\"}} {n}\n");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = c.get(format!("{base}/metrics")).send().await.unwrap();
+        let metrics = metrics.text().await.unwrap();
+        if metrics.contains(&line) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn get(c: &Client, url: String) -> (StatusCode, Value) {
     let r = c.get(url).bearer_auth(OPS).send().await.unwrap();
     (r.status(), r.json().await.unwrap())
@@ -130,17 +146,20 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
     );
     // A started it and holds its handle; B, asked with the fence by the actor
     // who started it (a client behind a balancer), takes it up from etcd and
-    // completes it. A's handle then finds its hold gone: 409.
+    // completes it. A lets go of its handle when its feed (etcd's watch) sees
+    // the completion; then a late completion on A is a 409 naming who ended
+    // the hold.
     let fence = started["fence"].as_u64().unwrap();
     let (status, done) = end(&b, fence).await;
     assert_eq!(
         (status, done["state"].as_str()),
         (StatusCode::OK, Some("RUNNING"))
     );
+    completed_on(&c, &a, 1).await;
     let (status, late) = end(&a, fence).await;
     assert_eq!(
-        (status, late["error"].as_str()),
-        (StatusCode::CONFLICT, Some("conflict"))
+        (status, late["error"].as_str(), late["revoked_by"].as_str()),
+        (StatusCode::CONFLICT, Some("revoked"), Some("ops"))
     );
     let (_, seen) = get(&c, format!("{a}/v1/vm/objects/vm-1")).await;
     assert_eq!(seen["state"], "RUNNING");
@@ -155,22 +174,7 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
     );
 
     // B's metrics count A's writes: its feed is etcd's watch.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let metrics = c
-            .get(format!("{b}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if metrics.contains("fsm_actions_completed_total{machine=\"vm\"} 2\n") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{metrics}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    completed_on(&c, &b, 2).await;
 
     // Sabakan over HTTP, on both services: retiring is for admins; the keys go
     // only while Retiring, by changes of data the spec's rules check (CEL over the
