@@ -50,7 +50,11 @@ impl Clock for SystemClock {
 ///
 /// Like the system clock, it may step back (when it is anchored again). The
 /// runtime stamps no write of an object earlier than the object's last write,
-/// whatever its clock does, so an object's history stays in order.
+/// whatever its clock does, so an object's history stays in order. Should the
+/// counter's rate change under the process (a virtual machine moved to
+/// another host), readings are off by that change over at most 100 ms, and
+/// right again at the next anchoring. Where stamps must be the system clock's
+/// own readings, give the runtime [`SystemClock`].
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
