@@ -745,7 +745,10 @@ async fn a_completion_after_the_healer_is_revoked() {
         if metrics.contains("fsm_actions_healed_total{machine=\"door\"} 1\n") {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "never healed: {metrics}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never healed: {metrics}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (_, door) = get(&c, &server.url("/v1/door/objects/d"), USER).await;
