@@ -1,7 +1,6 @@
 //! The REST API: routes, the JSON of objects and errors, and how each refusal of
 //! the runtime maps to a status.
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,9 +14,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use fsm_runtime::{
-    Actor, EntryKind, Event, Fence, InFlight, RuntimeError, Store, StoreError, rfc3339,
-};
+use fsm_runtime::{Actor, Fence, InFlight, RuntimeError, Store, StoreError, rfc3339};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -459,7 +456,7 @@ async fn start(
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(
                     (name.clone(), id.clone(), fence),
-                    crate::Flight {
+                    crate::flights::Flight {
                         handle: flight,
                         actor: actor.name().to_owned(),
                     },
@@ -824,88 +821,5 @@ pub fn router(service: Arc<Service>) -> Router {
     match cors {
         Some(cors) => router.layer(cors),
         None => router,
-    }
-}
-
-/// The in-flight handles of a service, by machine, object and fence.
-pub type Flights = std::sync::Mutex<BTreeMap<(String, String, u64), crate::Flight>>;
-
-/// Takes out of `flights` the handles whose hold `event` ended (a completion,
-/// failure or rollback written by another process, or by this one without
-/// the handle): an object's kept handle of the same action, started before
-/// it. A service whose actions are ended by others would otherwise keep
-/// their handles until it stops.
-pub(crate) fn ended(flights: &Flights, machine: &str, event: &Event) -> Vec<crate::Flight> {
-    let entry = &event.entry;
-    if !matches!(
-        entry.kind,
-        EntryKind::Completed | EntryKind::Failed | EntryKind::Healed
-    ) {
-        return Vec::new();
-    }
-    let mut flights = flights.lock().unwrap_or_else(|e| e.into_inner());
-    let object = |fence| (machine.to_owned(), event.id.as_str().to_owned(), fence);
-    let gone: Vec<_> = flights
-        .range(object(0)..object(entry.version))
-        .filter(|(_, f)| Some(f.handle.action()) == entry.action)
-        .map(|(key, _)| key.clone())
-        .collect();
-    gone.iter().filter_map(|key| flights.remove(key)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use fsm_runtime::{Actor, MemoryStore, Runtime};
-
-    use super::{Flights, ended};
-    use crate::{AnyStore, Flight};
-
-    /// Each end lets go of its own action's handle only: not the hidden
-    /// action's beside it, not another object's.
-    #[test]
-    fn an_end_lets_go_of_its_own_action_s_handle() {
-        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml");
-        let machine = fsm_core::spec::load(spec).unwrap();
-        let store = AnyStore::Memory(Box::new(MemoryStore::new()));
-        let rt = Runtime::new(machine, store).unwrap();
-        let mut watcher = rt.watch().unwrap();
-        let ops = Actor::new("ops");
-        let flights = Arc::new(Flights::default());
-        let keep = |id: &str, action: &str| {
-            let handle = rt.start(id, &ops, action).unwrap().into_owned();
-            let fence = handle.fence().0;
-            let flight = Flight {
-                handle,
-                actor: "ops".into(),
-            };
-            let key = ("vm".to_owned(), id.to_owned(), fence);
-            flights.lock().unwrap().insert(key, flight);
-            fence
-        };
-        rt.create("vm-1", &ops).unwrap();
-        rt.run("vm-1", &ops, "deploy").unwrap();
-        rt.create("vm-2", &ops).unwrap();
-        rt.run("vm-2", &ops, "deploy").unwrap();
-        let migrate = keep("vm-1", "migrate");
-        let reboot = keep("vm-1", "reboot");
-        let other = keep("vm-2", "reboot");
-        // Another process ends vm-1's reboot.
-        rt.resume("vm-1", &ops, fsm_runtime::Fence(reboot))
-            .unwrap()
-            .complete()
-            .unwrap();
-        let mut gone = Vec::new();
-        while let Ok(Some(event)) = watcher.try_recv() {
-            gone.extend(
-                ended(&flights, "vm", &event)
-                    .into_iter()
-                    .map(|f| f.handle.fence().0),
-            );
-        }
-        assert_eq!(gone, [reboot]);
-        let left: Vec<_> = flights.lock().unwrap().keys().map(|k| k.2).collect();
-        assert_eq!(left, [migrate, other]);
     }
 }

@@ -69,7 +69,7 @@ impl Feed {
     pub fn start(
         machine: &str,
         runtime: &Runtime<AnyStore>,
-        flights: Arc<crate::api::Flights>,
+        flights: Arc<crate::flights::Flights>,
     ) -> Result<Arc<Feed>, String> {
         let mut watcher = runtime
             .watch()
@@ -86,7 +86,7 @@ impl Feed {
             loop {
                 let note = match watcher.recv_async().await {
                     Ok(event) => {
-                        let stale = crate::api::ended(&flights, &machine, &event);
+                        let stale = crate::flights::ended(&flights, &machine, &event);
                         if !stale.is_empty() {
                             // Dropped, each handle tries to record its action
                             // abandoned, finds its hold gone, and writes

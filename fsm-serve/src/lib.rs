@@ -52,6 +52,7 @@
 
 mod api;
 mod feed;
+mod flights;
 mod json;
 mod metrics;
 mod openapi;
@@ -66,9 +67,10 @@ use std::time::Duration;
 
 use fsm_core::Machine;
 use fsm_etcd::EtcdStore;
-use fsm_runtime::{Healer, InFlight, MemoryStore, PeriodicHealer, Runtime};
+use fsm_runtime::{Healer, MemoryStore, PeriodicHealer, Runtime};
 
 pub use api::router;
+pub use flights::Flight;
 pub use fsm_etcd::AnyStore;
 pub use json::{entry_json, object_json};
 pub use tokens::{MIN_TOKEN_LEN, Tokens};
@@ -126,12 +128,6 @@ impl Config {
     }
 }
 
-/// An action started over the API and not ended yet.
-pub struct Flight {
-    handle: InFlight<'static, AnyStore>,
-    actor: String,
-}
-
 /// One machine of a service.
 pub struct MachineService {
     runtime: Runtime<AnyStore>,
@@ -143,7 +139,7 @@ pub struct MachineService {
 pub struct Service {
     machines: BTreeMap<String, Arc<MachineService>>,
     tokens: Tokens,
-    flights: Arc<api::Flights>,
+    flights: Arc<flights::Flights>,
     watchers: Arc<tokio::sync::Semaphore>,
     max_watchers: usize,
     body_limit: usize,
@@ -171,7 +167,7 @@ impl Service {
     ) -> Result<Arc<Service>, String> {
         let mut machines = BTreeMap::new();
         let mut healers = Vec::new();
-        let flights = Arc::new(api::Flights::default());
+        let flights = Arc::new(flights::Flights::default());
         for path in &config.specs {
             let machine: Machine = fsm_core::spec::load(path).map_err(|e| e.to_string())?;
             let name = machine.name().to_owned();
