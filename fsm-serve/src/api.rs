@@ -494,17 +494,21 @@ async fn finish(
         let mut flights = service.flights.lock().unwrap_or_else(|e| e.into_inner());
         match flights.get(&key) {
             None => None,
+            // The runtime's own refusal, as a resumed action would get it.
             Some(f) if f.actor != actor.name() => {
-                return Err(ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "not_holder",
-                    format!(
-                        "{} may not end the action it did not start: {} holds it",
-                        actor.name(),
-                        f.actor
-                    ),
-                )
-                .with("holder", f.actor.as_str()));
+                let refused = RuntimeError::NotHolder {
+                    id: id.as_str().into(),
+                    action: m
+                        .runtime
+                        .machine()
+                        .action(f.handle.action())
+                        .name
+                        .to_string(),
+                    fence: Fence(fence),
+                    holder: f.actor.clone(),
+                    actor: actor.name().to_owned(),
+                };
+                return Err(logged(&actor, "end", refused));
             }
             Some(_) => Some(flights.remove(&key).expect("just found").handle),
         }

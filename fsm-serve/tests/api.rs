@@ -262,8 +262,14 @@ async fn every_status_of_the_contract() {
         |fence: u64, end: &str| server.url(&format!("/v1/vm/objects/vm-1/in-flight/{fence}/{end}"));
     let (status, body) = post(&c, &in_flight(fence, "complete"), USER, None).await;
     assert_eq!(
-        (status, body["error"].as_str()),
-        (StatusCode::FORBIDDEN, Some("not_holder"))
+        (status, body["error"].as_str(), body["holder"].as_str()),
+        (StatusCode::FORBIDDEN, Some("not_holder"), Some("ops"))
+    );
+    assert_eq!(
+        body["message"],
+        format!(
+            "vm-1: `deploy` (fence {fence}) was started by ops, not alice: only ops may end it"
+        )
     );
     let (status, body) = post(&c, &in_flight(fence + 7, "complete"), OPS, None).await;
     assert_eq!(
