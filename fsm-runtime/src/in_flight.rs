@@ -398,7 +398,7 @@ impl<S: Store> InFlight<'_, S> {
     /// Writes `outcome`, decided on the record as the store has it; when the
     /// record changed meanwhile for another reason (a hidden action beside a
     /// visible one), decided again on the record as it is then.
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self, outcome: Outcome, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
         loop {
             let mut expected = None;

@@ -143,65 +143,114 @@ pub use store::{
 pub use write::Change;
 
 /// The name of an object in a store: `vm-42`, a UUID, a machine's serial.
-#[derive(Clone, Eq, PartialOrd, Ord)]
-pub struct ObjectId(Arc<str>);
+///
+/// An id is one pointer, cloned by a reference count. It carries its text's
+/// hash, taken once when the id is made, so that the stores and the queuer
+/// find an object by an id they are given without hashing its text again
+/// (BENCHMARKS.md). The hash is keyed with a seed drawn once per process (ids
+/// sent by a client cannot be chosen to collide), so it differs between
+/// processes and is never stored or sent. Making an id from text allocates:
+/// a caller that acts on an object often keeps its `ObjectId` and lends it
+/// (`&id`, see [`IntoObjectId`]).
+#[derive(Clone)]
+pub struct ObjectId(Arc<IdText>);
+
+/// An id's text and its hash, shared by the id's clones.
+struct IdText {
+    hash: u64,
+    text: Box<str>,
+}
 
 /// Equal text. Two clones of one id share their text, so a store finding the id
 /// the caller holds compares one pointer, not the bytes.
 impl PartialEq for ObjectId {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.hash == other.0.hash && self.0.text == other.0.text)
     }
 }
 
-/// The text's hash, consistent with equality.
+impl Eq for ObjectId {}
+
+/// By text.
+impl PartialOrd for ObjectId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// By text.
+impl Ord for ObjectId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.text.cmp(&other.0.text)
+    }
+}
+
+/// The text's hash, consistent with equality and with `Borrow<str>`.
 impl std::hash::Hash for ObjectId {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.hash(state)
+        self.0.text.hash(state)
     }
 }
 
+/// The hasher of ids' texts, seeded once per process.
+static ID_HASHER: std::sync::LazyLock<foldhash::fast::RandomState> =
+    std::sync::LazyLock::new(Default::default);
+
 impl ObjectId {
+    fn new(text: Box<str>) -> ObjectId {
+        let hash = std::hash::BuildHasher::hash_one(&*ID_HASHER, &*text);
+        ObjectId(Arc::new(IdText { hash, text }))
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.0.text
+    }
+
+    /// The hash of the id's text, taken when the id was made: equal ids have
+    /// equal hashes, within this process.
+    #[inline]
+    pub(crate) fn hash_code(&self) -> u64 {
+        self.0.hash
     }
 }
 
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.0.text)
     }
 }
 
 impl fmt::Debug for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(&*self.0.text, f)
     }
 }
 
 impl From<&str> for ObjectId {
     fn from(s: &str) -> Self {
-        ObjectId(s.into())
+        ObjectId::new(s.into())
     }
 }
 
 impl From<String> for ObjectId {
     fn from(s: String) -> Self {
-        ObjectId(s.into())
+        ObjectId::new(s.into())
     }
 }
 
 impl From<&String> for ObjectId {
     fn from(s: &String) -> Self {
-        ObjectId(s.as_str().into())
+        ObjectId::new(s.as_str().into())
     }
 }
 
 /// Maps and sets keyed by `ObjectId` can be searched with a `&str`.
 impl std::borrow::Borrow<str> for ObjectId {
     fn borrow(&self) -> &str {
-        &self.0
+        &self.0.text
     }
 }
 
@@ -306,7 +355,7 @@ impl IntoObjectId for &String {
 /// As a JSON string (or any format's string).
 impl serde::Serialize for ObjectId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
+        serializer.serialize_str(&self.0.text)
     }
 }
 
@@ -379,5 +428,38 @@ impl fmt::Debug for Actor {
                 &self.roles.iter().map(|r| &**r).collect::<Vec<_>>(),
             )
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashMap};
+
+    use super::ObjectId;
+
+    #[test]
+    fn ids_made_apart_from_one_text_are_one_id() {
+        let a = ObjectId::from("vm-1");
+        let b = ObjectId::from(String::from("vm-1"));
+        let c: ObjectId = serde_json::from_str("\"vm-1\"").unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_eq!(a.hash_code(), b.hash_code());
+        assert_eq!(a.hash_code(), c.hash_code());
+        assert_ne!(a, ObjectId::from("vm-2"));
+        assert_eq!(serde_json::to_string(&c).unwrap(), "\"vm-1\"");
+    }
+
+    #[test]
+    fn maps_of_ids_are_searched_by_text_and_sorted_by_text() {
+        let mut map = HashMap::new();
+        map.insert(ObjectId::from("vm-1"), 1);
+        map.insert(ObjectId::from("vm-2"), 2);
+        assert_eq!(map.get("vm-2"), Some(&2));
+        assert_eq!(map.get(&ObjectId::from("vm-1")), Some(&1));
+        let sorted: BTreeSet<_> = ["b", "a", "c"].into_iter().map(ObjectId::from).collect();
+        let texts: Vec<_> = sorted.iter().map(ObjectId::as_str).collect();
+        assert_eq!(texts, ["a", "b", "c"]);
     }
 }

@@ -1,7 +1,5 @@
 //! The embedded default store: in memory, safe under many threads.
 
-use std::hash::BuildHasher;
-
 use hashbrown::HashTable;
 
 use fsm_core::{ActionId, Machine, StateId};
@@ -10,8 +8,6 @@ use crate::sync::{Mutex, MutexGuard, ShardLock, lock_shard};
 use crate::{
     Change, Entry, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
 };
-
-type Hasher = foldhash::fast::RandomState;
 
 /// Records and histories in memory.
 ///
@@ -36,7 +32,6 @@ type Hasher = foldhash::fast::RandomState;
 #[derive(Debug)]
 pub struct MemoryStore {
     shards: Box<[Padded<ShardLock<Shard>>]>,
-    hasher: Hasher,
     publisher: Publisher,
     keep: usize,
     /// The machine whose ids the records hold.
@@ -73,16 +68,17 @@ impl Shard {
     }
 
     /// Adds an object that is not there yet.
-    fn insert(&mut self, hasher: &Hasher, hash: u64, id: ObjectId, slot: Slot) {
+    fn insert(&mut self, hash: u64, id: ObjectId, slot: Slot) {
         self.objects
-            .insert_unique(hash, (id, Box::new(slot)), |(k, _)| id_hash(hasher, k));
+            .insert_unique(hash, (id, Box::new(slot)), |(k, _)| id_hash(k));
     }
 }
 
-/// The hash an id is found by, in the shard's choice and in its table alike.
+/// The hash an id is found by, in the shard's choice and in its table alike:
+/// the one it was made with.
 #[inline]
-fn id_hash(hasher: &Hasher, id: &ObjectId) -> u64 {
-    hasher.hash_one(id.as_str())
+fn id_hash(id: &ObjectId) -> u64 {
+    id.hash_code()
 }
 
 /// An object: its record and history, in an allocation of its own, on cache
@@ -159,7 +155,6 @@ impl MemoryStore {
             shards: (0..shards)
                 .map(|_| Padded(ShardLock::new(Shard::default())))
                 .collect(),
-            hasher: Hasher::default(),
             publisher: Publisher::new(capacity),
             keep: usize::MAX,
             bound: Mutex::new(None),
@@ -188,7 +183,7 @@ impl MemoryStore {
     /// use to place an entry within it (its low bits and top seven).
     #[inline]
     fn shard(&self, id: &ObjectId) -> (u64, &ShardLock<Shard>) {
-        let hash = id_hash(&self.hasher, id);
+        let hash = id_hash(id);
         let shard = (hash >> 32) as usize & (self.shards.len() - 1);
         (hash, &self.shards[shard].0)
     }
@@ -307,7 +302,7 @@ impl Store for MemoryStore {
                 spare: None,
             };
             self.append(&mut slot, &id, entry);
-            shard.insert(&self.hasher, hash, id, slot);
+            shard.insert(hash, id, slot);
             return Ok(());
         };
         let Some(slot) = shard.get_mut(hash, &id) else {

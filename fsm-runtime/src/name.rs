@@ -9,7 +9,9 @@ use std::ops::Deref;
 use std::sync::{OnceLock, PoisonError, RwLock};
 
 /// An actor's name, as a [`Holder`](crate::Holder) and an [`Entry`](crate::Entry)
-/// record it: interned, so it is copied as a pointer and compared as one.
+/// record it: interned, so it is copied as a pointer and compared as one (a
+/// thin pointer, to the name's one `&'static str`: eight bytes in every holder
+/// and entry).
 ///
 /// Each distinct name is kept once for the rest of the process: the names of the
 /// actors it makes ([`Actor::new`](crate::Actor::new)) and those it reads back
@@ -26,9 +28,19 @@ use std::sync::{OnceLock, PoisonError, RwLock};
 /// assert_eq!(name.len(), 5); // a `str` underneath
 /// ```
 #[derive(Clone, Copy)]
-pub struct ActorName(&'static str);
+pub struct ActorName(&'static &'static str);
 
-type Names = RwLock<HashSet<&'static str, foldhash::fast::RandomState>>;
+/// A name in the interner, found by its text.
+#[derive(PartialEq, Eq, Hash)]
+struct Interned(&'static &'static str);
+
+impl Borrow<str> for Interned {
+    fn borrow(&self) -> &str {
+        self.0
+    }
+}
+
+type Names = RwLock<HashSet<Interned, foldhash::fast::RandomState>>;
 
 fn names() -> &'static Names {
     static NAMES: OnceLock<Names> = OnceLock::new();
@@ -43,17 +55,18 @@ impl ActorName {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(name)
-            .copied();
+            .map(|known| known.0);
         if let Some(known) = known {
             return ActorName(known);
         }
         let mut names = names().write().unwrap_or_else(PoisonError::into_inner);
         // Another thread may have added it between the two locks.
-        if let Some(&known) = names.get(name) {
-            return ActorName(known);
+        if let Some(known) = names.get(name) {
+            return ActorName(known.0);
         }
-        let kept: &'static str = Box::leak(name.into());
-        names.insert(kept);
+        let text: &'static str = Box::leak(Box::<str>::from(name));
+        let kept: &'static &'static str = Box::leak(Box::new(text));
+        names.insert(Interned(kept));
         ActorName(kept)
     }
 
@@ -114,13 +127,13 @@ impl Borrow<str> for ActorName {
 
 impl PartialEq<str> for ActorName {
     fn eq(&self, other: &str) -> bool {
-        self.0 == other
+        *self.0 == other
     }
 }
 
 impl PartialEq<&str> for ActorName {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
+        *self.0 == *other
     }
 }
 

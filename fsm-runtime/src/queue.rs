@@ -36,7 +36,6 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::hash::BuildHasher;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -371,7 +370,6 @@ pub struct Queuer {
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// The intake's locks, a queue's chosen by the hash of its key.
     stripes: Box<[Stripe]>,
-    hasher: Hasher,
 }
 
 impl std::fmt::Debug for Queuer {
@@ -417,7 +415,6 @@ impl Queuer {
             shared,
             workers: Mutex::new(workers),
             stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
-            hasher: Hasher::default(),
         }
     }
 
@@ -545,7 +542,7 @@ impl Queuer {
     /// stopping. (Two queues on one stripe order each other's intake too; the
     /// work of their requests still runs in parallel.)
     fn intake(&self, key: &ObjectId) -> Result<MutexGuard<'_, ()>, QueueError> {
-        let stripe = self.hasher.hash_one(key.as_str()) as usize % self.stripes.len();
+        let stripe = key.hash_code() as usize % self.stripes.len();
         let order = lock(&self.stripes[stripe].0);
         // A stop or terminate that comes after this look is one that came
         // after the request, as if it had come after its push.
