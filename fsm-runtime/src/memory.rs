@@ -23,7 +23,7 @@ use crate::{
 ///
 /// Histories are kept whole by default. A long-running process that only needs the
 /// recent past can bound them with [`MemoryStore::keep_history`]. An object that
-/// has run an action also keeps its holder's box (a [`Holder`], some eighty
+/// has run an action also keeps its holder's box (a [`Holder`], some seventy
 /// bytes) for its next one, so that an action allocates no holder.
 ///
 /// Records hold states and actions by id. Opening a runtime of an edited spec over
