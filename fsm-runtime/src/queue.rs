@@ -788,6 +788,7 @@ impl<S: Store> Request<'_, S> {
                     .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
             (terminal, outcome)
         };
+        let fence = handle.fence();
         let task: Arc<dyn Queued> = Arc::new(Task {
             outcome: Outcome::default(),
             runtime: runtime.clone(),
@@ -796,7 +797,7 @@ impl<S: Store> Request<'_, S> {
             job: Mutex::new(Some((handle.detach(), job))),
         });
         queuer.push(&key, Job(task.clone()));
-        Ok(Ticket { task })
+        Ok(Ticket { task, fence })
     }
 }
 
@@ -804,6 +805,7 @@ impl<S: Store> Request<'_, S> {
 #[must_use = "a ticket is how the outcome of a request is known"]
 pub struct Ticket {
     task: Arc<dyn Queued>,
+    fence: Fence,
 }
 
 impl std::fmt::Debug for Ticket {
@@ -815,6 +817,34 @@ impl std::fmt::Debug for Ticket {
 }
 
 impl Ticket {
+    /// The fencing token of the accepted request's action, as its start handed
+    /// it out (the one each step's work is given). Keep it before waiting: a
+    /// completion the store could not write
+    /// (`QueueError::Refused(e)` where [`e.is_retryable()`](RuntimeError::is_retryable))
+    /// leaves the action holding the object, and
+    /// [`Runtime::resume`] with this fence ends it.
+    ///
+    /// ```
+    /// # use fsm_runtime::{Actor, MemoryStore, Queuer, Runtime};
+    /// # let vms = Runtime::new(
+    /// #     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?,
+    /// #     MemoryStore::new(),
+    /// # )?;
+    /// # let user = Actor::new("user");
+    /// # vms.create("vm-1", &user)?;
+    /// let queuer = Queuer::new(1);
+    /// let ticket = queuer.request(&vms, "vm-1", &user, "deploy").run(|_| Ok(()))?;
+    /// let fence = ticket.fence();
+    /// let record = ticket.wait()?;
+    /// // The start wrote the version the fence names; the completion the next.
+    /// assert_eq!(record.version, fence.0 + 1);
+    /// # queuer.terminate();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fence(&self) -> Fence {
+        self.fence
+    }
+
     /// Waits for the action to end: the record it left, or why it failed. Do not
     /// call from async code; `.await` the ticket there.
     pub fn wait(self) -> Result<Record, QueueError> {
@@ -863,7 +893,7 @@ mod tests {
         let user = Actor::new("user");
         rt.create("vm", &user).unwrap();
         let handle = rt.start("vm", &user, "start").unwrap();
-        let action = handle.action();
+        let (action, fence) = (handle.action(), handle.fence());
         let job = |handle: InFlight<'_>, _: &Runtime| {
             (false, handle.complete().map_err(QueueError::from))
         };
@@ -874,7 +904,10 @@ mod tests {
             action,
             job: Mutex::new(Some((handle.detach(), job))),
         });
-        let ticket = Ticket { task: task.clone() };
+        let ticket = Ticket {
+            task: task.clone(),
+            fence,
+        };
         drop(task);
         drop(Job(ticket.task.clone()));
         // Recorded when the queue let go, not when the ticket does.

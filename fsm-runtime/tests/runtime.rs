@@ -676,6 +676,39 @@ fn a_completion_the_store_fails_is_a_retryable_error_and_writes_nothing() {
     }
 }
 
+/// A queued action whose completion the store fails is left holding its
+/// object, and its ticket's fence takes it up again.
+#[test]
+fn a_queued_completion_the_store_fails_is_resumed_by_its_ticket_s_fence() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    let queuer = fsm_runtime::Queuer::new(1);
+    let down = rt.clone();
+    let ticket = queuer
+        .request(&rt, "vm-1", &a, "deploy")
+        .run(move |_| {
+            // The backend goes down while the work runs.
+            down.store().down.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+        .unwrap();
+    let fence = ticket.fence();
+    let err = ticket.wait().unwrap_err();
+    rt.store().down.store(false, Ordering::SeqCst);
+    match &err {
+        fsm_runtime::QueueError::Refused(e) => assert!(e.is_retryable(), "{e:?}"),
+        other => panic!("not the store's refusal: {other:?}"),
+    }
+    let record = rt.get("vm-1").unwrap();
+    assert_eq!(record.version, fence.0, "nothing written after the start");
+    let resumed = rt.resume("vm-1", &a, fence).unwrap();
+    assert_eq!(resumed.complete().unwrap().version, fence.0 + 1);
+    assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+    queuer.terminate();
+}
+
 #[test]
 fn a_resumed_action_rolled_back_by_the_healer_names_the_healer() {
     let rt = vm();
