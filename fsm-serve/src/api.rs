@@ -450,17 +450,18 @@ async fn start(
             let fence = flight.fence().0;
             body["fence"] = json!(fence);
             body["in_flight_url"] = json!(format!("/v1/{name}/objects/{id}/in-flight/{fence}"));
-            service
+            let flight = crate::flights::Flight {
+                handle: flight,
+                actor: actor.name().to_owned(),
+            };
+            if let Some(ended) = service
                 .flights
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(
-                    (name.clone(), id.clone(), fence),
-                    crate::flights::Flight {
-                        handle: flight,
-                        actor: actor.name().to_owned(),
-                    },
-                );
+                .keep((name.clone(), id.clone(), fence), flight)
+            {
+                // Ended by another service already: dropped, the handle finds
+                // its hold gone and writes nothing (a store call).
+                tokio::task::spawn_blocking(move || drop(ended));
+            }
             StatusCode::CREATED
         }
         None => StatusCode::OK,
@@ -491,8 +492,8 @@ async fn finish(
     // process on the same store, before a restart, or kept no longer after
     // a completion the store could not write), for the actor who started it.
     let flight = {
-        let mut flights = service.flights.lock().unwrap_or_else(|e| e.into_inner());
-        match flights.get(&key) {
+        let mut flights = service.flights.lock();
+        match flights.handles.get(&key) {
             None => None,
             // The runtime's own refusal, as a resumed action would get it.
             Some(f) if f.actor != actor.name() => {
@@ -510,7 +511,7 @@ async fn finish(
                 };
                 return Err(logged(&actor, "end", refused));
             }
-            Some(_) => Some(flights.remove(&key).expect("just found").handle),
+            Some(_) => Some(flights.handles.remove(&key).expect("just found").handle),
         }
     };
     let (runtime, by, object) = (m.runtime.clone(), actor.clone(), id.clone());

@@ -86,7 +86,7 @@ impl Feed {
             loop {
                 let note = match watcher.recv_async().await {
                     Ok(event) => {
-                        let stale = crate::flights::ended(&flights, &machine, &event);
+                        let stale = flights.ended(&machine, &event);
                         if !stale.is_empty() {
                             // Dropped, each handle tries to record its action
                             // abandoned, finds its hold gone, and writes

@@ -259,7 +259,7 @@ impl Service {
         {
             healer.stop();
         }
-        let flights = std::mem::take(&mut *self.flights.lock().unwrap_or_else(|e| e.into_inner()));
+        let flights = std::mem::take(&mut self.flights.lock().handles);
         drop(flights);
     }
 }
