@@ -1,6 +1,7 @@
 //! The handle of a started action, and how it ends: completed, failed, or dropped
 //! and recorded as abandoned.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -80,7 +81,7 @@ impl Detached {
     fn attach_to<S: Store>(self, runtime: RuntimeRef<'_, S>) -> InFlight<'_, S> {
         InFlight {
             runtime,
-            id: self.id,
+            id: Cow::Owned(self.id),
             rule: self.rule,
             slot: self.slot,
             held: self.held,
@@ -100,7 +101,7 @@ impl Detached {
 #[must_use = "an action in flight must be completed or failed"]
 pub struct InFlight<'r, S: Store = crate::MemoryStore> {
     runtime: RuntimeRef<'r, S>,
-    id: ObjectId,
+    id: Cow<'r, ObjectId>,
     /// The rule the start took: action, origin, transition state, target.
     rule: Rule,
     slot: Slot,
@@ -127,20 +128,21 @@ impl<'r, S: Store> InFlight<'r, S> {
     #[inline]
     pub(crate) fn new(
         runtime: &'r Runtime<S>,
-        id: ObjectId,
+        id: Cow<'r, ObjectId>,
         rule: Rule,
         slot: Slot,
         held: Expected,
         proposed: Option<Arc<str>>,
     ) -> Self {
-        let detached = Detached {
+        InFlight {
+            runtime: RuntimeRef::Borrowed(runtime),
             id,
             rule,
             slot,
             held,
             proposed,
-        };
-        detached.attach(runtime)
+            done: false,
+        }
     }
 
     /// The handle of the action that holds `record`, the object `id` as read,
@@ -181,7 +183,14 @@ impl<'r, S: Store> InFlight<'r, S> {
             state: rule.via.unwrap_or(holder.origin),
             version: fence.0,
         };
-        Ok(InFlight::new(runtime, id, rule, slot, held, None))
+        Ok(InFlight::new(
+            runtime,
+            Cow::Owned(id),
+            rule,
+            slot,
+            held,
+            None,
+        ))
     }
 }
 
@@ -303,7 +312,7 @@ impl<S: Store> InFlight<'_, S> {
     pub(crate) fn detach(mut self) -> Detached {
         self.done = true;
         Detached {
-            id: self.id.clone(),
+            id: (*self.id).clone(),
             rule: self.rule,
             slot: self.slot,
             held: self.held,
@@ -464,7 +473,7 @@ impl<S: Store> InFlight<'_, S> {
     #[cold]
     fn lost(&self, found: Option<Expected>) -> RuntimeError {
         self.runtime
-            .conflict(self.id.clone(), Some(self.held), found)
+            .conflict((*self.id).clone(), Some(self.held), found)
     }
 
     #[inline]

@@ -263,8 +263,9 @@ impl From<&ObjectId> for ObjectId {
 /// What names an object to the runtime, its queuer and its watchers: an
 /// `ObjectId` or `&ObjectId`, or text (`&str`, `String`, `&String`). A read
 /// (`state`, `get`, `history`) looks the object up by the id the caller lends,
-/// and copies nothing; a call that keeps the id (a start's handle, a creation)
-/// takes its own.
+/// and copies nothing; a call that keeps the id (a creation, a queued request)
+/// takes its own. A start's handle takes [`IntoHeldId`]: the same ids, an
+/// `&ObjectId` lent to the handle.
 ///
 /// ```
 /// # use fsm_runtime::{Actor, MemoryStore, ObjectId, Runtime};
@@ -349,6 +350,64 @@ impl IntoObjectId for &String {
 
     fn object_id(&self) -> Cow<'_, ObjectId> {
         Cow::Owned((*self).into())
+    }
+}
+
+/// What names the object of a start ([`Runtime::start`](crate::Runtime::start),
+/// [`start_at`](crate::Runtime::start_at),
+/// [`start_changing`](crate::Runtime::start_changing)) for its handle to hold:
+/// the same ids as [`IntoObjectId`]. An `&ObjectId` is lent to the handle,
+/// which then lives no longer than the id (and costs no reference count); an
+/// `ObjectId` is moved into it; an id made from text is made for it.
+///
+/// ```
+/// # use fsm_runtime::{Actor, MemoryStore, ObjectId, Runtime};
+/// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;
+/// let rt = Runtime::new(machine, MemoryStore::new())?;
+/// let ops = Actor::new("ops");
+/// let vm = ObjectId::from("vm-1");
+/// rt.create(&vm, &ops)?;
+/// let deploy = rt.start(&vm, &ops, "deploy")?; // borrows `vm`
+/// deploy.complete()?;
+/// // A handle that outlives the id it was started with takes its own.
+/// let reboot = rt.start(format!("vm-{}", 1), &ops, "reboot")?;
+/// reboot.complete()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait IntoHeldId<'a> {
+    /// The id, lent for `'a` when `self` lends one.
+    fn into_held_id(self) -> Cow<'a, ObjectId>;
+}
+
+impl<'a, 'b: 'a> IntoHeldId<'a> for &'b ObjectId {
+    #[inline]
+    fn into_held_id(self) -> Cow<'a, ObjectId> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl<'a> IntoHeldId<'a> for ObjectId {
+    #[inline]
+    fn into_held_id(self) -> Cow<'a, ObjectId> {
+        Cow::Owned(self)
+    }
+}
+
+impl<'a> IntoHeldId<'a> for &str {
+    fn into_held_id(self) -> Cow<'a, ObjectId> {
+        Cow::Owned(self.into())
+    }
+}
+
+impl<'a> IntoHeldId<'a> for String {
+    fn into_held_id(self) -> Cow<'a, ObjectId> {
+        Cow::Owned(self.into())
+    }
+}
+
+impl<'a> IntoHeldId<'a> for &String {
+    fn into_held_id(self) -> Cow<'a, ObjectId> {
+        Cow::Owned(self.into())
     }
 }
 
@@ -449,6 +508,33 @@ mod tests {
         assert_eq!(a.hash_code(), c.hash_code());
         assert_ne!(a, ObjectId::from("vm-2"));
         assert_eq!(serde_json::to_string(&c).unwrap(), "\"vm-1\"");
+    }
+
+    /// A start given an `&ObjectId` lends it to its handle: no reference is
+    /// counted until the handle is made to own one.
+    #[test]
+    fn a_start_lends_its_id_to_its_handle() {
+        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml");
+        let rt = crate::Runtime::new(
+            fsm_core::spec::load(spec).unwrap(),
+            crate::MemoryStore::new(),
+        )
+        .unwrap();
+        let ops = crate::Actor::new("ops");
+        let vm = ObjectId::from("vm-1");
+        rt.create(&vm, &ops).unwrap();
+        let counted = std::sync::Arc::strong_count(&vm.0); // the caller's and the store's
+        let deploy = rt.start(&vm, &ops, "deploy").unwrap();
+        assert!(std::ptr::eq(deploy.id(), &vm));
+        assert_eq!(std::sync::Arc::strong_count(&vm.0), counted);
+        let owned = deploy.into_owned();
+        assert_eq!(std::sync::Arc::strong_count(&vm.0), counted + 1);
+        drop(vm);
+        assert_eq!(owned.id().as_str(), "vm-1");
+        owned.complete().unwrap();
+        // Text makes the handle's own id.
+        let reboot = rt.start(String::from("vm-1"), &ops, "reboot").unwrap();
+        assert_eq!(reboot.complete().unwrap().version, 5);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The runtime of one machine over one store: creating objects, reading them, and
 //! starting actions after the admission checks.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -12,8 +13,8 @@ use crate::admit::{self, GuardContext, GuardFn, Refusal};
 use crate::in_flight::InFlight;
 use crate::write::{self, Change, Slot};
 use crate::{
-    Actor, Clock, CounterClock, Entry, EntryKind, Expected, Fence, Holder, IntoObjectId, ObjectId,
-    Record, RuntimeError, Store, StoreError, Watcher, Write,
+    Actor, Clock, CounterClock, Entry, EntryKind, Expected, Fence, Holder, IntoHeldId,
+    IntoObjectId, ObjectId, Record, RuntimeError, Store, StoreError, Watcher, Write,
 };
 use fsm_core::ActionRef;
 
@@ -375,27 +376,31 @@ impl<S: Store> Runtime<S> {
     /// action is refused, but a user's action may start (its status shows at once).
     /// Running the two one after the other is the job of the
     /// [`Queuer`](crate::Queuer), as the OpenvCloud seed describes.
-    pub fn start(
-        &self,
-        id: impl IntoObjectId,
+    ///
+    /// The handle borrows the runtime, and the id when given an `&ObjectId`
+    /// ([`IntoHeldId`]); [`InFlight::into_owned`] makes one that borrows
+    /// neither.
+    pub fn start<'r>(
+        &'r self,
+        id: impl IntoHeldId<'r>,
         actor: &Actor,
         action: impl ActionRef,
-    ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into_object_id(), actor, action, None, None)
+    ) -> Result<InFlight<'r, S>, RuntimeError> {
+        self.start_expecting(id.into_held_id(), actor, action, None, None)
     }
 
     /// [`start`](Self::start), only if the object is at `version` (an HTTP
     /// `If-Match`): otherwise [`RuntimeError::VersionMismatch`], and nothing is
     /// written. The start's compare-and-set is against that version, so nobody can
     /// write in between.
-    pub fn start_at(
-        &self,
-        id: impl IntoObjectId,
+    pub fn start_at<'r>(
+        &'r self,
+        id: impl IntoHeldId<'r>,
         version: u64,
         actor: &Actor,
         action: impl ActionRef,
-    ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into_object_id(), actor, action, Some(version), None)
+    ) -> Result<InFlight<'r, S>, RuntimeError> {
+        self.start_expecting(id.into_held_id(), actor, action, Some(version), None)
     }
 
     /// [`start`](Self::start) of an action that changes the object's data to
@@ -408,15 +413,15 @@ impl<S: Store> Runtime<S> {
     /// With `version`, only if the object is at that version (as
     /// [`start_at`](Self::start_at)): a change computed from the data of one
     /// version is then never written over another.
-    pub fn start_changing(
-        &self,
-        id: impl IntoObjectId,
+    pub fn start_changing<'r>(
+        &'r self,
+        id: impl IntoHeldId<'r>,
         version: Option<u64>,
         actor: &Actor,
         action: impl ActionRef,
         data: Arc<str>,
-    ) -> Result<InFlight<'_, S>, RuntimeError> {
-        self.start_expecting(id.into_object_id(), actor, action, version, Some(data))
+    ) -> Result<InFlight<'r, S>, RuntimeError> {
+        self.start_expecting(id.into_held_id(), actor, action, version, Some(data))
     }
 
     /// [`start`](Self::start) for async callers: the store's read and write are
@@ -480,20 +485,20 @@ impl<S: Store> Runtime<S> {
             };
             // `ask` borrows the id, which the handle takes.
             drop(ask);
-            self.started(id, actor, decided, expected)
+            self.started(Cow::Owned(id), actor, decided, expected)
         }
         .instrument(span)
         .await
     }
 
-    fn start_expecting(
-        &self,
-        id: ObjectId,
+    fn start_expecting<'r>(
+        &'r self,
+        id: Cow<'r, ObjectId>,
         actor: &Actor,
         action: impl ActionRef,
         version: Option<u64>,
         proposed: Option<Arc<str>>,
-    ) -> Result<InFlight<'_, S>, RuntimeError> {
+    ) -> Result<InFlight<'r, S>, RuntimeError> {
         let action = action.resolve(self.machine())?;
         // The span is made, entered and closed only for a subscriber that listens:
         // with none, tracing costs one comparison per start.
@@ -503,14 +508,14 @@ impl<S: Store> Runtime<S> {
 
     /// [`start_expecting`](Self::start_expecting) of a resolved action.
     #[inline]
-    fn start_resolved(
-        &self,
-        id: ObjectId,
+    fn start_resolved<'r>(
+        &'r self,
+        id: Cow<'r, ObjectId>,
         actor: &Actor,
         action: ActionId,
         version: Option<u64>,
         proposed: Option<Arc<str>>,
-    ) -> Result<InFlight<'_, S>, RuntimeError> {
+    ) -> Result<InFlight<'r, S>, RuntimeError> {
         let ask = Ask {
             id: &id,
             actor,
@@ -526,7 +531,7 @@ impl<S: Store> Runtime<S> {
                 self.inner.store.modify(&id, decide, |_| ())
             }
             false => {
-                let seen = self.get(&id)?;
+                let seen = self.get(&*id)?;
                 expected = Some(seen.expected());
                 match self.guarded(&ask, &seen) {
                     Ok(mut start) => self.inner.store.modify(&id, |r| start.decide(r), |_| ()),
@@ -569,16 +574,16 @@ impl<S: Store> Runtime<S> {
 
     /// The handle of a start the store decided, or why it was refused.
     #[inline]
-    fn started(
-        &self,
-        id: ObjectId,
+    fn started<'r>(
+        &'r self,
+        id: Cow<'r, ObjectId>,
         actor: &Actor,
         decided: Result<Result<(Start, ()), Refusal>, StoreError>,
         expected: Option<Expected>,
-    ) -> Result<InFlight<'_, S>, RuntimeError> {
+    ) -> Result<InFlight<'r, S>, RuntimeError> {
         let refused = match decided {
             Ok(Ok((start, ()))) => return Ok(start.begun(self, id)),
-            Ok(Err(refused)) => refused.error(self, id, actor),
+            Ok(Err(refused)) => refused.error(self, id.into_owned(), actor),
             Err(e) => self.refused(expected, e),
         };
         tracing::debug!(error = %refused, "refused");
@@ -718,7 +723,9 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
-        self.start(id, actor, action)?.complete()
+        // The handle ends here: it may borrow the caller's id.
+        self.start_expecting(id.object_id(), actor, action, None, None)?
+            .complete()
     }
 
     /// [`run`](Self::run) for async callers.
@@ -897,7 +904,11 @@ struct Start {
 impl Start {
     /// The handle of the action started on `id`.
     #[inline]
-    fn begun<S: Store>(self, runtime: &Runtime<S>, id: ObjectId) -> InFlight<'_, S> {
+    fn begun<'r, S: Store>(
+        self,
+        runtime: &'r Runtime<S>,
+        id: Cow<'r, ObjectId>,
+    ) -> InFlight<'r, S> {
         tracing::debug!(version = self.held.version, "started");
         InFlight::new(runtime, id, self.rule, self.slot, self.held, self.proposed)
     }
