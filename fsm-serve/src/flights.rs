@@ -43,12 +43,13 @@ struct End {
 }
 
 impl End {
-    /// Whether this end ended the action a handle kept under `key` holds.
+    /// Whether this end ended the action a handle kept under `key` holds
+    /// (the numbers compared first: most ends are other objects').
     fn ends(&self, (machine, id, fence): &Key, action: ActionId) -> bool {
-        self.machine == *machine
-            && self.id == *id
+        self.version > *fence
             && self.action == Some(action)
-            && self.version > *fence
+            && self.id == *id
+            && self.machine == *machine
     }
 }
 
