@@ -5,7 +5,8 @@
 //! shows the action's transition state as soon as the request is accepted (or keeps
 //! its status, for a hidden action); its work then runs on a worker, after
 //! everything queued before it on the same queue, one action at a time per queue.
-//! Different queues run in parallel. When the work is done the action completes,
+//! Different queues run in parallel (and a thread waiting for a ticket whose work
+//! no worker has taken runs it itself). When the work is done the action completes,
 //! or fails back to where it started; if the work panics the action is left
 //! abandoned for the [`Healer`](crate::Healer).
 //!
@@ -246,7 +247,13 @@ type Route = Box<dyn Fn(&str, &ObjectId) -> ObjectId + Send + Sync>;
 #[derive(Default)]
 struct Queue {
     jobs: VecDeque<Job>,
+    /// Whether the queue has work to run: it is ready (its key in `ready`), or
+    /// its next job is running (`held`).
     running: bool,
+    /// Whether a worker, or a waiting ticket, runs this queue's next job now.
+    /// A key in `ready` whose queue is held, or no longer running, is one a
+    /// waiting ticket took first: the worker that meets it passes over it.
+    held: bool,
     closing: bool,
 }
 
@@ -365,6 +372,10 @@ impl Shared {
 /// and [`Ticket::wait`] spins as long before it blocks: a request on an idle
 /// queuer then costs a few microseconds instead of two wake-ups through the
 /// kernel (BENCHMARKS.md). The spinning costs CPU only right after work.
+///
+/// A thread blocked in [`Ticket::wait`] on a request no worker has taken yet
+/// runs it itself (see there): the workers bound the threads the queuer keeps,
+/// and the waiting threads add to them.
 pub struct Queuer {
     shared: Arc<Shared>,
     workers: Mutex<Vec<JoinHandle<()>>>,
@@ -575,11 +586,13 @@ fn work(shared: &Shared) {
             let mut state = shared.lock();
             loop {
                 if let Some(key) = state.ready.pop_front() {
-                    let job = state
-                        .queues
-                        .get_mut(&key)
-                        .and_then(|q| q.jobs.pop_front())
-                        .expect("a ready queue has a job");
+                    let Some(queue) = state.queues.get_mut(&key).filter(|q| q.running && !q.held)
+                    else {
+                        // Taken by a waiting ticket meanwhile.
+                        continue;
+                    };
+                    queue.held = true;
+                    let job = queue.jobs.pop_front().expect("a ready queue has a job");
                     // More ready than this worker takes: pass the wake-up on.
                     if !state.ready.is_empty() {
                         state.wake_one(&shared.work);
@@ -609,6 +622,16 @@ fn work(shared: &Shared) {
                 state.waking = state.waking.saturating_sub(1);
             }
         };
+        shared.run(key, job, true);
+    }
+}
+
+impl Shared {
+    /// Runs `job`, the next of `key`'s queue, which the caller holds; then puts
+    /// the queue back if more jobs wait (`by_worker`: the caller, a worker, takes
+    /// a ready queue next itself), or deletes it when it is closing and empty,
+    /// and gives the job's outcome.
+    fn run(&self, key: ObjectId, job: Job, by_worker: bool) {
         let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
             Ok(done) => done,
             Err(_) => {
@@ -616,23 +639,24 @@ fn work(shared: &Shared) {
                 (false, Err(job.0.crashed()))
             }
         };
-        let mut state = shared.lock();
+        let mut state = self.lock();
         if close {
-            state.close(&key, &shared.stopping);
+            state.close(&key, &self.stopping);
         }
         if let Some(queue) = state.queues.get_mut(&key) {
+            queue.held = false;
             if !queue.jobs.is_empty() {
                 state.ready.push_back(key);
-                shared.readied.fetch_add(1, Ordering::Release);
-                // This worker takes a ready queue next itself; another is woken
+                self.readied.fetch_add(1, Ordering::Release);
+                // A worker takes a ready queue next itself; another is woken
                 // only for the ones beyond that.
-                if state.ready.len() > 1 {
-                    state.wake_one(&shared.work);
+                if state.ready.len() > 1 || !(by_worker || self.spinning.load(Ordering::Acquire)) {
+                    state.wake_one(&self.work);
                 }
             } else {
                 queue.running = false;
                 if queue.closing {
-                    state.remove(&key, &shared.stopping);
+                    state.remove(&key, &self.stopping);
                     tracing::debug!(queue = %key, "queue ended");
                 }
             }
@@ -644,8 +668,23 @@ fn work(shared: &Shared) {
         job.0.outcome().give(outcome);
         drop(job);
         if draining {
-            shared.drained.notify_all();
+            self.drained.notify_all();
         }
+    }
+
+    /// Runs `task` on this thread if it is the next job of `key`'s queue and
+    /// no worker has taken it yet: see [`Ticket::wait`].
+    fn help(&self, key: &ObjectId, task: &Arc<dyn Queued>) {
+        let mut state = self.lock();
+        let Some(queue) = state.queues.get_mut(key).filter(|q| {
+            q.running && !q.held && q.jobs.front().is_some_and(|j| Arc::ptr_eq(&j.0, task))
+        }) else {
+            return;
+        };
+        queue.held = true;
+        let job = queue.jobs.pop_front().expect("the front job");
+        drop(state);
+        self.run(key.clone(), job, false);
     }
 }
 
@@ -797,7 +836,11 @@ impl<S: Store> Request<'_, S> {
             job: Mutex::new(Some((handle.detach(), job))),
         });
         queuer.push(&key, Job(task.clone()));
-        Ok(Ticket { task, fence })
+        Ok(Ticket {
+            task,
+            fence,
+            queue: Some((queuer.shared.clone(), key)),
+        })
     }
 }
 
@@ -806,6 +849,8 @@ impl<S: Store> Request<'_, S> {
 pub struct Ticket {
     task: Arc<dyn Queued>,
     fence: Fence,
+    /// The queue the request is on, for [`Ticket::wait`] to run it from.
+    queue: Option<(Arc<Shared>, ObjectId)>,
 }
 
 impl std::fmt::Debug for Ticket {
@@ -847,8 +892,22 @@ impl Ticket {
 
     /// Waits for the action to end: the record it left, or why it failed. Do not
     /// call from async code; `.await` the ticket there.
+    ///
+    /// A request whose work no worker has taken yet, and that is next on its
+    /// queue, is run here, on the waiting thread, as a worker would run it (its
+    /// panic caught, its queue then handed on): the thread would only wait
+    /// otherwise, perhaps behind long actions on other queues that hold every
+    /// worker. A request behind another on its queue waits its turn. So more
+    /// actions may run at once than the queuer has workers: one more per
+    /// waiting thread. An awaited ticket never runs work (a task must not block
+    /// its executor).
     pub fn wait(self) -> Result<Record, QueueError> {
         let outcome = self.task.outcome();
+        if let Some((shared, key)) = &self.queue {
+            if !outcome.is_given() {
+                shared.help(key, &self.task);
+            }
+        }
         // Most actions end within microseconds: spin briefly before parking.
         spin_until(false, || outcome.is_given());
         loop {
@@ -907,6 +966,7 @@ mod tests {
         let ticket = Ticket {
             task: task.clone(),
             fence,
+            queue: None,
         };
         drop(task);
         drop(Job(ticket.task.clone()));

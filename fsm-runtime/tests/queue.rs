@@ -464,15 +464,95 @@ fn a_ticket_is_woken_when_its_work_ends() {
     assert_eq!(pending, 1, "the ticket was pending once, then woken");
     assert_eq!(vms.machine().state(record.unwrap().state).name, "PAUSED");
 
+    // Taken by the worker before the wait, so that the wait cannot run it.
+    let (started, taken) = std::sync::mpsc::channel::<()>();
     let slow = queuer
         .request(&vms, "vm-2", &user, "pause")
-        .run(|_| {
+        .run(move |_| {
+            started.send(()).unwrap();
             std::thread::sleep(Duration::from_millis(20));
             Ok(())
         })
         .unwrap();
+    taken.recv().unwrap();
     let record = slow.wait().unwrap();
     assert_eq!(vms.machine().state(record.state).name, "PAUSED");
+}
+
+/// A thread that waits for a request no worker has taken yet runs its work
+/// itself, rather than wait for a worker: with the only worker held by a long
+/// action on vm-1, a pause of vm-2 ends on the waiting thread. A request behind
+/// another on its own queue still waits its turn: the wait does not run it
+/// while the one before it runs.
+#[test]
+fn a_waiting_ticket_runs_work_no_worker_has_taken() {
+    let vms = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    for id in ["vm-1", "vm-2", "vm-3"] {
+        running_vm(&vms, id);
+    }
+    let user = Actor::new("user");
+    // Each queuer's one worker is held by a pause of vm-1 until released.
+    let hold = |queuer: &Queuer| {
+        let (started, taken) = mpsc::channel::<()>();
+        let (release, released) = mpsc::channel::<()>();
+        let ticket = queuer
+            .request(&vms, "vm-1", &user, "pause")
+            .run(move |_| {
+                started.send(()).unwrap();
+                released.recv().map_err(|e| e.to_string())
+            })
+            .unwrap();
+        taken.recv().unwrap();
+        (ticket, release)
+    };
+    let ran_on = Arc::new(Mutex::new(None));
+    let record_thread = |ran_on: &Arc<Mutex<_>>| {
+        let ran_on = ran_on.clone();
+        move |_| {
+            *ran_on.lock().unwrap() = Some(std::thread::current().id());
+            Ok(())
+        }
+    };
+
+    let queuer = Queuer::new(1);
+    let (long, release) = hold(&queuer);
+    let quick = queuer
+        .request(&vms, "vm-2", &user, "pause")
+        .run(record_thread(&ran_on))
+        .unwrap();
+    let (done, outcome) = mpsc::channel();
+    let waiter = std::thread::spawn(move || done.send(quick.wait()));
+    let Ok(record) = outcome.recv_timeout(Duration::from_secs(10)) else {
+        release.send(()).unwrap();
+        panic!("the waiting ticket did not run its work while the worker was busy");
+    };
+    assert_eq!(vms.machine().state(record.unwrap().state).name, "PAUSED");
+    assert_eq!(*ran_on.lock().unwrap(), Some(waiter.thread().id()));
+    assert_eq!(vms.state_name("vm-1").unwrap(), "PAUSING", "still held");
+    release.send(()).unwrap();
+    long.wait().unwrap();
+    queuer.terminate();
+
+    // Every request on one queue: vm-3's pause waits behind vm-1's.
+    *ran_on.lock().unwrap() = None;
+    let queuer = Queuer::with_route(1, |_, _| "host".into());
+    vms.run("vm-1", &user, "resume").unwrap();
+    let (long, release) = hold(&queuer);
+    let behind = queuer
+        .request(&vms, "vm-3", &user, "pause")
+        .run(record_thread(&ran_on))
+        .unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| behind.wait());
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(*ran_on.lock().unwrap(), None, "ran before the job ahead");
+        assert!(!waiter.is_finished());
+        release.send(()).unwrap();
+        waiter.join().unwrap().unwrap();
+    });
+    long.wait().unwrap();
+    assert!(ran_on.lock().unwrap().is_some());
+    assert_eq!(vms.state_name("vm-3").unwrap(), "PAUSED");
 }
 
 /// 4 workers, 500 objects, 50,000 random requests, some failing, some crashing.
@@ -879,8 +959,14 @@ fn parked_and_spinning_workers_take_every_request() {
             .run(|_| Ok(()))
             .unwrap();
         // A request no parked worker is woken for would wait for ever: bound it.
+        // (Awaited, not waited for: a blocking wait may run the work itself.)
         let (done, outcome) = mpsc::channel();
-        std::thread::spawn(move || done.send(ticket.wait()));
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            done.send(rt.block_on(ticket))
+        });
         let Ok(record) = outcome.recv_timeout(Duration::from_secs(10)) else {
             // Dropping the queuer would wait for the job that never runs.
             std::mem::forget(queuer);
