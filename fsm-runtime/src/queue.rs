@@ -581,57 +581,76 @@ impl Drop for Queuer {
 /// A worker: take a ready queue, run its next job, put the queue back if more
 /// jobs wait, delete it when it is closing and empty.
 fn work(shared: &Shared) {
+    let mut next = None;
     loop {
-        let (key, job) = {
-            let mut state = shared.lock();
-            loop {
-                if let Some(key) = state.ready.pop_front() {
-                    let Some(queue) = state.queues.get_mut(&key).filter(|q| q.running && !q.held)
-                    else {
-                        // Taken by a waiting ticket meanwhile.
-                        continue;
-                    };
-                    queue.held = true;
-                    let job = queue.jobs.pop_front().expect("a ready queue has a job");
-                    // More ready than this worker takes: pass the wake-up on.
-                    if !state.ready.is_empty() {
-                        state.wake_one(&shared.work);
-                    }
-                    break (key, job);
-                }
-                if state.stopped {
-                    return;
-                }
-                // Nothing ready: spin a little (one worker at a time) for work
-                // pushed meanwhile, then park.
-                if !shared.spinning.swap(true, Ordering::Acquire) {
-                    let seen = shared.readied.load(Ordering::Acquire);
-                    drop(state);
-                    spin_until(true, || shared.readied.load(Ordering::Acquire) != seen);
-                    shared.spinning.store(false, Ordering::Release);
-                    state = shared.lock();
-                    if !state.ready.is_empty() || state.stopped {
-                        continue;
-                    }
-                }
-                state.parked += 1;
-                state = shared.work.wait(state).unwrap_or_else(|e| e.into_inner());
-                state.parked -= 1;
-                // (A spurious wake-up may count as a signalled one: at worst one
-                // more signal later.)
-                state.waking = state.waking.saturating_sub(1);
-            }
+        let Some((key, job)) = next.take().or_else(|| shared.take()) else {
+            return;
         };
-        shared.run(key, job, true);
+        next = shared.run(key, job, true);
+    }
+}
+
+/// A job taken off its queue, to run: the queue's key and the job.
+type Taken = (ObjectId, Job);
+
+impl Queues {
+    /// The next job of the first ready queue, its queue now held; `None` when
+    /// no queue is ready. Keys of queues a waiting ticket took are passed over.
+    fn take_ready(&mut self, work: &Condvar) -> Option<Taken> {
+        while let Some(key) = self.ready.pop_front() {
+            let Some(queue) = self.queues.get_mut(&key).filter(|q| q.running && !q.held) else {
+                continue;
+            };
+            queue.held = true;
+            let job = queue.jobs.pop_front().expect("a ready queue has a job");
+            // More ready than this worker takes: pass the wake-up on.
+            if !self.ready.is_empty() {
+                self.wake_one(work);
+            }
+            return Some((key, job));
+        }
+        None
     }
 }
 
 impl Shared {
+    /// A worker's next job: waits for a ready queue, spinning a little first
+    /// (one worker at a time), then parked. `None` once the queuer stopped.
+    fn take(&self) -> Option<Taken> {
+        let mut state = self.lock();
+        loop {
+            if let Some(taken) = state.take_ready(&self.work) {
+                return Some(taken);
+            }
+            if state.stopped {
+                return None;
+            }
+            // Nothing ready: spin a little (one worker at a time) for work
+            // pushed meanwhile, then park.
+            if !self.spinning.swap(true, Ordering::Acquire) {
+                let seen = self.readied.load(Ordering::Acquire);
+                drop(state);
+                spin_until(true, || self.readied.load(Ordering::Acquire) != seen);
+                self.spinning.store(false, Ordering::Release);
+                state = self.lock();
+                if !state.ready.is_empty() || state.stopped {
+                    continue;
+                }
+            }
+            state.parked += 1;
+            state = self.work.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.parked -= 1;
+            // (A spurious wake-up may count as a signalled one: at worst one
+            // more signal later.)
+            state.waking = state.waking.saturating_sub(1);
+        }
+    }
+
     /// Runs `job`, the next of `key`'s queue, which the caller holds; then puts
-    /// the queue back if more jobs wait (`by_worker`: the caller, a worker, takes
-    /// a ready queue next itself), or deletes it when it is closing and empty,
-    /// and gives the job's outcome.
-    fn run(&self, key: ObjectId, job: Job, by_worker: bool) {
+    /// the queue back if more jobs wait, or deletes it when it is closing and
+    /// empty, and gives the job's outcome. A worker (`by_worker`) takes its
+    /// next job under the same lock, if one is ready, and gets it back.
+    fn run(&self, key: ObjectId, job: Job, by_worker: bool) -> Option<Taken> {
         let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
             Ok(done) => done,
             Err(_) => {
@@ -661,6 +680,11 @@ impl Shared {
                 }
             }
         }
+        let next = if by_worker {
+            state.take_ready(&self.work)
+        } else {
+            None
+        };
         let draining = state.draining > 0;
         drop(state);
         // The ticket first, once its queue reflects the outcome (a queue ended by
@@ -670,6 +694,7 @@ impl Shared {
         if draining {
             self.drained.notify_all();
         }
+        next
     }
 
     /// Runs `task` on this thread if it is the next job of `key`'s queue and
