@@ -977,32 +977,59 @@ fn parked_and_spinning_workers_take_every_request() {
         let expected = if pauses % 2 == 1 { "PAUSED" } else { "RUNNING" };
         assert_eq!(rt.machine().state(record.state).name.as_ref(), expected);
     }
-    // A burst from four threads on four objects.
+    // A burst from four threads on four objects, each waiting for its ticket:
+    // a job runs on whichever takes it first, a worker or its waiting thread.
+    // Both races are won (a thread that waits at once mostly wins; one that
+    // waits a millisecond first, every tenth time, mostly loses), and each
+    // job runs once.
+    const ACTIONS: usize = 200;
     for i in 0..4 {
         running_vm(&rt, &format!("burst-{i}"));
     }
+    let (on_workers, on_waiters) = (AtomicU64::new(0), AtomicU64::new(0));
     std::thread::scope(|s| {
         for i in 0..4 {
             let (rt, ops, queuer) = (&rt, &ops, &queuer);
+            let (on_workers, on_waiters) = (&on_workers, &on_waiters);
             s.spawn(move || {
                 let id = format!("burst-{i}");
-                for k in 0..50 {
+                let waiter = std::thread::current().id();
+                for k in 0..ACTIONS {
                     let action = if k % 2 == 0 { "pause" } else { "resume" };
-                    queuer
+                    let (ran, on) = mpsc::channel();
+                    let ticket = queuer
                         .request(rt, id.as_str(), ops, action)
-                        .run(|_| Ok(()))
-                        .unwrap()
-                        .wait()
+                        .run(move |_| {
+                            ran.send(std::thread::current().id())
+                                .map_err(|e| e.to_string())
+                        })
                         .unwrap();
+                    if k % 10 == 9 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    ticket.wait().unwrap();
+                    let counter = if on.recv().unwrap() == waiter {
+                        on_waiters
+                    } else {
+                        on_workers
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    assert!(on.try_recv().is_err(), "a job ran twice");
                 }
             });
         }
     });
+    let (on_workers, on_waiters) = (on_workers.into_inner(), on_waiters.into_inner());
+    assert_eq!(on_workers + on_waiters, 4 * ACTIONS as u64);
+    assert!(
+        on_workers > 0 && on_waiters > 0,
+        "workers ran {on_workers}, waiters {on_waiters}"
+    );
     for i in 0..4 {
         let id = format!("burst-{i}");
         assert_eq!(rt.state_name(id.as_str()).unwrap(), "RUNNING");
         // Created, deployed (started and completed), then two entries per action.
-        assert_eq!(rt.history(id.as_str()).unwrap().len(), 3 + 2 * 50);
+        assert_eq!(rt.history(id.as_str()).unwrap().len(), 3 + 2 * ACTIONS);
     }
     // `stop` parks until the running job ends and the queue drains (vm-1 is
     // PAUSED after five alternating actions).
