@@ -121,6 +121,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.ids_async().await,
         }
     }
+    async fn history_async(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.history_async(id).await,
+            AnyStore::Etcd(s) => s.history_async(id).await,
+        }
+    }
 }
 
 #[cfg(test)]

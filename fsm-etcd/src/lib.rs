@@ -769,6 +769,16 @@ impl Store for EtcdStore {
         let store = self.clone();
         self.off_thread(move || store.ids())
     }
+
+    /// Runs [`history`](Store::history) on the store's own runtime and awaits
+    /// it, as [`load_async`](Store::load_async).
+    fn history_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
+        let (store, id) = (self.clone(), id.clone());
+        self.off_thread(move || store.history(&id))
+    }
 }
 
 impl EtcdStore {

@@ -145,6 +145,11 @@ impl<'r, S: Store> InFlight<'r, S> {
         }
     }
 
+    /// Whether the action `fence` names holds `record`.
+    pub(crate) fn holds(record: &Record, fence: Fence) -> bool {
+        holder_of(record, fence).is_some()
+    }
+
     /// The handle of the action that holds `record`, the object `id` as read,
     /// with `fence`, taken up by `actor` (see [`Runtime::resume`]).
     pub(crate) fn resumed(
@@ -154,11 +159,7 @@ impl<'r, S: Store> InFlight<'r, S> {
         actor: &Actor,
         fence: Fence,
     ) -> Result<Self, RuntimeError> {
-        let held = [Slot::Visible, Slot::Hidden].into_iter().find_map(|slot| {
-            let holder = slot.get(record).filter(|h| h.version == fence.0)?;
-            Some((slot, holder))
-        });
-        let Some((slot, holder)) = held else {
+        let Some((slot, holder)) = holder_of(record, fence) else {
             return Err(hold_gone(runtime, &id, fence, None));
         };
         if holder.actor != actor.actor_name() {
@@ -194,6 +195,14 @@ impl<'r, S: Store> InFlight<'r, S> {
     }
 }
 
+/// The slot and holder of the action `fence` names in `record`, if it holds it.
+fn holder_of(record: &Record, fence: Fence) -> Option<(Slot, &Holder)> {
+    [Slot::Visible, Slot::Hidden].into_iter().find_map(|slot| {
+        let holder = slot.get(record).filter(|h| h.version == fence.0)?;
+        Some((slot, holder))
+    })
+}
+
 /// Why the action `fence` names does not hold `id`: who ended its hold and
 /// when, from the object's history ([`RuntimeError::Revoked`]); or, when the
 /// history names no start with that fence, [`RuntimeError::NoHold`]. `action`
@@ -204,7 +213,18 @@ fn hold_gone<S: Store>(
     fence: Fence,
     action: Option<ActionId>,
 ) -> RuntimeError {
-    let history = match rt.history(id) {
+    hold_gone_in(rt, rt.history(id), id, fence, action)
+}
+
+/// [`hold_gone`], from the object's `history` as read.
+pub(crate) fn hold_gone_in<S: Store>(
+    rt: &Runtime<S>,
+    history: Result<Vec<Entry>, RuntimeError>,
+    id: &ObjectId,
+    fence: Fence,
+    action: Option<ActionId>,
+) -> RuntimeError {
+    let history = match history {
         Ok(history) => history,
         Err(e) => return e,
     };

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use fsm_core::{ActionId, Machine, StateId};
 
 use crate::admit::{self, GuardContext, GuardFn, Refusal};
-use crate::in_flight::InFlight;
+use crate::in_flight::{self, InFlight};
 use crate::write::{self, Change, Slot};
 use crate::{
     Actor, Clock, CounterClock, Entry, EntryKind, Expected, Fence, Holder, IntoHeldId,
@@ -353,6 +353,15 @@ impl<S: Store> Runtime<S> {
         self.inner
             .store
             .history(&id.object_id())
+            .map_err(RuntimeError::Store)
+    }
+
+    /// [`history`](Self::history) for async callers.
+    pub async fn history_async(&self, id: impl IntoObjectId) -> Result<Vec<Entry>, RuntimeError> {
+        self.inner
+            .store
+            .history_async(&id.object_id())
+            .await
             .map_err(RuntimeError::Store)
     }
 
@@ -713,6 +722,38 @@ impl<S: Store> Runtime<S> {
     ) -> Result<InFlight<'_, S>, RuntimeError> {
         let id = id.into_object_id();
         let record = self.get(&id)?;
+        InFlight::resumed(self, id, &record, actor, fence)
+    }
+
+    /// [`resume`](Self::resume) for async callers.
+    ///
+    /// ```
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime};
+    /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;
+    /// # let vms = Runtime::new(machine, MemoryStore::new())?;
+    /// # let worker = Actor::new("worker-3");
+    /// # vms.create("vm-1", &worker)?;
+    /// let fence = vms.start("vm-1", &worker, "deploy")?.fence();
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let deploy = vms.resume_async("vm-1", &worker, fence).await?;
+    /// assert_eq!(vms.machine().state(deploy.complete_async().await?.state).name, "RUNNING");
+    /// # Ok::<(), fsm_runtime::RuntimeError>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn resume_async(
+        &self,
+        id: impl IntoObjectId,
+        actor: &Actor,
+        fence: Fence,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        let id = id.into_object_id();
+        let record = self.get_async(&id).await?;
+        if !InFlight::<S>::holds(&record, fence) {
+            // Why not, from the history, read without blocking.
+            let history = self.history_async(&id).await;
+            return Err(in_flight::hold_gone_in(self, history, &id, fence, None));
+        }
         InFlight::resumed(self, id, &record, actor, fence)
     }
 

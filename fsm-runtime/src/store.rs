@@ -336,6 +336,15 @@ pub trait Store: Send + Sync + 'static {
     fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
         std::future::ready(self.ids())
     }
+
+    /// [`history`](Store::history) for async callers, as
+    /// [`load_async`](Store::load_async).
+    fn history_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
+        std::future::ready(self.history(id))
+    }
 }
 
 /// What one decision of the defaults of [`Store::modify`] and
@@ -727,5 +736,11 @@ impl<S: Store> Store for Arc<S> {
     }
     fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
         (**self).ids_async()
+    }
+    fn history_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
+        (**self).history_async(id)
     }
 }

@@ -366,6 +366,33 @@ pub fn lost_handles_are_resumed_by_their_fence<S: Store>(store: S) {
         Err(RuntimeError::Revoked { by: Some(by), .. }) => assert_eq!(by.version, 4),
         other => panic!("lost_handles_are_resumed_by_their_fence: ended: {other:?}"),
     }
+    // The same from async code: the stop's handle dropped, taken up, completed,
+    // and its hold then found gone in the history, read without blocking.
+    let fence = rt.start("a", &user, "stop").unwrap().fence();
+    block_on(async {
+        match rt.resume_async("a", &other, fence).await {
+            Err(RuntimeError::NotHolder { holder, .. }) => assert_eq!(holder, "user"),
+            other => {
+                panic!("lost_handles_are_resumed_by_their_fence: async, another actor: {other:?}")
+            }
+        }
+        let resumed = rt.resume_async("a", &user, fence).await.unwrap();
+        assert_eq!(resumed.fence(), fence);
+        let record = resumed.complete_async().await.unwrap();
+        assert_eq!(
+            record.version, 7,
+            "lost_handles_are_resumed_by_their_fence: async"
+        );
+        match rt.resume_async("a", &user, fence).await {
+            Err(RuntimeError::Revoked { by: Some(by), .. }) => assert_eq!(by.version, 7),
+            other => panic!("lost_handles_are_resumed_by_their_fence: async, ended: {other:?}"),
+        }
+        match rt.resume_async("a", &user, crate::Fence(99)).await {
+            Err(RuntimeError::NoHold { .. }) => {}
+            other => panic!("lost_handles_are_resumed_by_their_fence: async, no start: {other:?}"),
+        }
+    });
+    assert_eq!(state(&rt, "a"), "HALTED");
     check_history(rt.machine(), &rt.history("a").unwrap())
         .expect("lost_handles_are_resumed_by_their_fence: a valid history");
 }
