@@ -619,7 +619,29 @@ pub fn specs_evolve<S: Store>(open: impl Fn() -> S) {
     let report = crate::Healer::new().heal(&new).expect("specs_evolve: heal");
     assert_eq!(report.healed.len(), 1, "specs_evolve: {report:?}");
     assert_eq!(new.state_name("resizing").unwrap(), "HALTED");
+    // A hold whose rule the next edit takes away: still read, not taken up.
+    new.create("held", &user).expect("specs_evolve: create");
+    let fence = new
+        .start("held", &user, "rescale")
+        .expect("specs_evolve: rescale")
+        .fence();
     drop(new);
+    let narrowed = SPEC_EDITED.replace(
+        "rescale = { from = [\"HALTED\", \"UP\"]",
+        "rescale = { from = [\"UP\"]",
+    );
+    assert_ne!(narrowed, SPEC_EDITED);
+    let narrowed = fsm_core::spec::load_str("server.toml", narrowed).expect("a valid spec");
+    let rt = Runtime::new(narrowed, open()).expect("specs_evolve: a narrowed rule");
+    match rt.resume("held", &user, fence) {
+        Err(e @ RuntimeError::NoRule { .. }) => assert_eq!(
+            e.to_string(),
+            "held: `rescale` cannot start in HALTED: it starts only from UP",
+            "specs_evolve: resumed without its rule"
+        ),
+        other => panic!("specs_evolve: resumed without its rule: {other:?}"),
+    }
+    drop(rt);
 
     // Retiring a state some object is in, without a migration, is refused.
     let without_retired = SPEC_EDITED
