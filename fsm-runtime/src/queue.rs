@@ -8,7 +8,11 @@
 //! Different queues run in parallel (and a thread waiting for a ticket whose work
 //! no worker has taken runs it itself). When the work is done the action completes,
 //! or fails back to where it started; if the work panics the action is left
-//! abandoned for the [`Healer`](crate::Healer).
+//! abandoned for the [`Healer`](crate::Healer). An end the store refuses while
+//! its backend is unreachable is tried again, backing off up to a second, until
+//! the store takes it (the work is done: rolled back, the object would show a
+//! state it is no longer in), the healer revokes the hold, or the queuer
+//! terminates.
 //!
 //! The model is blocking: actions drive hypervisors, disks and networks through
 //! blocking calls, and a thread pool runs them without imposing an async runtime
@@ -118,7 +122,7 @@ type Done = (bool, Result<Record, QueueError>);
 /// request (BENCHMARKS.md).
 trait Queued: Send + Sync {
     /// Runs the job.
-    fn run(&self) -> Done;
+    fn run(&self, queue: &Shared) -> Done;
     /// Where the outcome goes.
     fn outcome(&self) -> &Outcome;
     /// The error of a job that panicked, or was never run.
@@ -140,11 +144,11 @@ struct Task<S: Store, F> {
 impl<S, F> Queued for Task<S, F>
 where
     S: Store,
-    F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>) -> Done + Send,
+    F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>, &Shared, &ObjectId) -> Done + Send,
 {
-    fn run(&self) -> Done {
+    fn run(&self, queue: &Shared) -> Done {
         let (handle, job) = lock(&self.job).take().expect("a queued job runs once");
-        job(handle.attach(&self.runtime), &self.runtime)
+        job(handle.attach(&self.runtime), &self.runtime, queue, &self.id)
     }
 
     fn outcome(&self) -> &Outcome {
@@ -304,7 +308,10 @@ impl Queues {
 }
 
 struct Shared {
-    state: Mutex<Queues>,
+    /// On cache lines of its own: the workers take this lock for every job,
+    /// and callers read the atomics below (and count references to this
+    /// `Shared`) for every request.
+    state: Lined<Mutex<Queues>>,
     /// Workers wait here for a ready queue.
     work: Condvar,
     /// `stop` and `terminate` wait here for queues to drain.
@@ -316,6 +323,9 @@ struct Shared {
     /// Whether a worker is spinning; one at a time, so that idle workers do not
     /// take every core from the callers.
     spinning: AtomicBool,
+    /// Set when the queuer terminates: a completion the store refuses is no
+    /// longer tried again (see [`end_retrying`]).
+    terminated: AtomicBool,
     /// How many queues are closing, plus one once the queuer terminates:
     /// written under the lock, read without it by every request, which looks
     /// in the queues for its own only when this is not zero.
@@ -362,9 +372,13 @@ fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queues> {
-        lock(&self.state)
+        lock(&self.state.0)
     }
 }
+
+/// A value that starts a cache line and ends its last (see [`Shared::state`]).
+#[repr(align(64))]
+struct Lined<T>(T);
 
 /// Per-object action queues run by a bounded pool of workers.
 ///
@@ -405,12 +419,13 @@ impl Queuer {
         route: impl Fn(&str, &ObjectId) -> ObjectId + Send + Sync + 'static,
     ) -> Self {
         let shared = Arc::new(Shared {
-            state: Mutex::new(Queues::default()),
+            state: Lined(Mutex::new(Queues::default())),
             work: Condvar::new(),
             drained: Condvar::new(),
             route: Box::new(route),
             readied: AtomicU64::new(0),
             spinning: AtomicBool::new(false),
+            terminated: AtomicBool::new(false),
             stopping: AtomicUsize::new(0),
         });
         let workers = (0..workers.max(1))
@@ -489,6 +504,7 @@ impl Queuer {
         let mut state = self.shared.lock();
         if !state.terminating {
             state.terminating = true;
+            self.shared.terminated.store(true, Ordering::Release);
             self.shared.stopping.fetch_add(1, Ordering::Release);
         }
         let idle: Vec<ObjectId> = state
@@ -651,7 +667,7 @@ impl Shared {
     /// empty, and gives the job's outcome. A worker (`by_worker`) takes its
     /// next job under the same lock, if one is ready, and gets it back.
     fn run(&self, key: ObjectId, job: Job, by_worker: bool) -> Option<Taken> {
-        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run())) {
+        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run(self))) {
             Ok(done) => done,
             Err(_) => {
                 tracing::error!(queue = %key, "an action panicked; it is left abandoned for the healer");
@@ -710,6 +726,77 @@ impl Shared {
         let job = queue.jobs.pop_front().expect("the front job");
         drop(state);
         self.run(key.clone(), job, false);
+    }
+}
+
+/// How long a queued action waits before it tries again to write its end that
+/// the store refused retryably: the first pause, doubled each time up to the last.
+const RETRY_FIRST: Duration = Duration::from_millis(10);
+const RETRY_MOST: Duration = Duration::from_secs(1);
+
+/// Ends `handle` with `end` (its completion or its failure). A write the store
+/// refuses retryably (its backend unreachable) is tried again, backing off from
+/// 10 ms to 1 s, by the action's fence ([`Runtime::resume`]): until it is
+/// written, or the hold is gone (the healer rolled the action back), or the
+/// queuer terminates, which leaves the store's error to the ticket (and the
+/// action to [`Ticket::fence`]). The work is done: rolled back by the healer, it
+/// would show the object where it no longer is.
+///
+/// A write the store reported as failed may have landed all the same (a
+/// connection lost after etcd applied it): then the hold is found ended by
+/// this action's own actor at the next version, and the record as read now is
+/// the outcome.
+#[inline(always)]
+fn end_retrying<'r, S: Store>(
+    rt: &'r Runtime<S>,
+    handle: InFlight<'r, S>,
+    id: &ObjectId,
+    by: crate::ActorName,
+    queue: &Shared,
+    end: fn(InFlight<'r, S>) -> Result<Record, RuntimeError>,
+) -> Result<Record, RuntimeError> {
+    // The id is the handle's, borrowed from the queued task: cloning it would
+    // count a reference on a line the caller's core shares (BENCHMARKS.md).
+    let fence = handle.fence();
+    match end(handle) {
+        Err(e) if e.is_retryable() => retry_end(rt, e, id, fence, by, queue, end),
+        result => result,
+    }
+}
+
+/// The retries of [`end_retrying`], out of the way of the ends that succeed.
+#[cold]
+#[inline(never)]
+fn retry_end<'r, S: Store>(
+    rt: &'r Runtime<S>,
+    refused: RuntimeError,
+    id: &ObjectId,
+    fence: Fence,
+    by: crate::ActorName,
+    queue: &Shared,
+    end: fn(InFlight<'r, S>) -> Result<Record, RuntimeError>,
+) -> Result<Record, RuntimeError> {
+    let mut result = Err(refused);
+    let mut pause = RETRY_FIRST;
+    let mut retried = false;
+    loop {
+        match result {
+            Err(e) if e.is_retryable() && !queue.terminated.load(Ordering::Acquire) => {
+                tracing::warn!(object = %id, %fence, error = %e, "the store refused the action's end: trying again");
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(RETRY_MOST);
+                retried = true;
+                let actor = Actor::new(by.as_str());
+                result = rt.resume(id, &actor, fence).and_then(end);
+            }
+            Err(RuntimeError::Revoked {
+                by: Some(revocation),
+                ..
+            }) if retried && revocation.version == fence.0 + 1 && revocation.by == by.as_str() => {
+                return rt.get(id);
+            }
+            result => return result,
+        }
     }
 }
 
@@ -810,7 +897,8 @@ impl<S: Store> Request<'_, S> {
             return Err(e);
         }
         let own_queue = key == id;
-        let job = move |handle: InFlight<'_, S>, rt: &Runtime<S>| {
+        let by = actor.actor_name();
+        let job = move |handle: InFlight<'_, S>, rt: &Runtime<S>, queue: &Shared, id: &ObjectId| {
             let span = tracing::info_span!("queued", object = %handle.id());
             let _enter = span.enter();
             let fence = handle.fence();
@@ -838,11 +926,14 @@ impl<S: Store> Request<'_, S> {
                     handle.relinquish();
                     Err(QueueError::Revoked(e))
                 }
-                (None, Some((step, message))) => match handle.fail() {
-                    Ok(_) => Err(QueueError::Failed { step, message }),
-                    Err(e) => Err(QueueError::Refused(e)),
-                },
-                (None, None) => handle.complete().map_err(QueueError::Refused),
+                (None, Some((step, message))) => {
+                    match end_retrying(rt, handle, id, by, queue, InFlight::fail) {
+                        Ok(_) => Err(QueueError::Failed { step, message }),
+                        Err(e) => Err(QueueError::Refused(e)),
+                    }
+                }
+                (None, None) => end_retrying(rt, handle, id, by, queue, InFlight::complete)
+                    .map_err(QueueError::Refused),
             };
             // After an object reaches a terminal state its own queue ends; a queue
             // it was routed to (its VM's) goes on.
@@ -888,8 +979,9 @@ impl std::fmt::Debug for Ticket {
 
 impl Ticket {
     /// The fencing token of the accepted request's action, as its start handed
-    /// it out (the one each step's work is given). Keep it before waiting: a
-    /// completion the store could not write
+    /// it out (the one each step's work is given). Keep it before waiting: the
+    /// queue tries an end the store refuses again until it is written, but not
+    /// once the queuer terminates; an end the store still refused then
     /// (`QueueError::Refused(e)` where [`e.is_retryable()`](RuntimeError::is_retryable))
     /// leaves the action holding the object, and
     /// [`Runtime::resume`] with this fence ends it.
@@ -978,7 +1070,7 @@ mod tests {
         rt.create("vm", &user).unwrap();
         let handle = rt.start("vm", &user, "start").unwrap();
         let (action, fence) = (handle.action(), handle.fence());
-        let job = |handle: InFlight<'_>, _: &Runtime| {
+        let job = |handle: InFlight<'_>, _: &Runtime, _: &Shared, _: &ObjectId| {
             (false, handle.complete().map_err(QueueError::from))
         };
         let task: Arc<dyn Queued> = Arc::new(Task {

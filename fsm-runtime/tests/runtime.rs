@@ -2,7 +2,7 @@
 //! outcomes of an action, abandoned handles, watchers, and the checks on histories.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -592,17 +592,24 @@ fn a_bounded_history_keeps_the_latest_entries() {
 }
 
 /// A memory store whose backend can be taken down: while `down`, every call
-/// fails, retryably, as `Down` does.
+/// fails, retryably, as `Down` does (`refused` counts them). While `lying` is
+/// above zero, a commit is applied and then answered as failed, retryably (a
+/// connection lost after etcd applied the write).
 #[derive(Default)]
 struct Flaky {
     store: MemoryStore,
     down: AtomicBool,
+    refused: AtomicUsize,
+    lying: AtomicUsize,
 }
 
 impl Flaky {
     fn up(&self) -> Result<(), fsm_runtime::StoreError> {
         match self.down.load(Ordering::SeqCst) {
-            true => Err(unavailable()),
+            true => {
+                self.refused.fetch_add(1, Ordering::SeqCst);
+                Err(unavailable())
+            }
             false => Ok(()),
         }
     }
@@ -618,7 +625,14 @@ impl fsm_runtime::Store for Flaky {
     }
     fn commit(&self, write: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
         self.up()?;
-        self.store.commit(write)
+        self.store.commit(write)?;
+        let lie = self
+            .lying
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        match lie {
+            Ok(_) => Err(unavailable()),
+            Err(_) => Ok(()),
+        }
     }
     fn history(
         &self,
@@ -676,8 +690,82 @@ fn a_completion_the_store_fails_is_a_retryable_error_and_writes_nothing() {
     }
 }
 
-/// A queued action whose completion the store fails is left holding its
-/// object, and its ticket's fence takes it up again.
+/// A queued action whose end the store refuses is tried again by its fence
+/// until the store takes it: a completion and a failure, each refused while the
+/// backend is down (the work took it down) and written once it is back.
+#[test]
+fn a_queued_end_the_store_refuses_is_tried_again_until_written() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
+    let a = Actor::new("a");
+    let queuer = fsm_runtime::Queuer::new(1);
+    for (id, fails) in [("vm-1", false), ("vm-2", true)] {
+        rt.create(id, &a).unwrap();
+        let refused_before = rt.store().refused.load(Ordering::SeqCst);
+        let down = rt.clone();
+        let ticket = queuer
+            .request(&rt, id, &a, "deploy")
+            .run(move |_| {
+                down.store().down.store(true, Ordering::SeqCst);
+                if fails {
+                    Err("no host".to_owned())
+                } else {
+                    Ok(())
+                }
+            })
+            .unwrap();
+        let fence = ticket.fence();
+        std::thread::scope(|s| {
+            // Back up after the end was refused twice: once, and once again.
+            s.spawn(|| {
+                while rt.store().refused.load(Ordering::SeqCst) < refused_before + 2 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                rt.store().down.store(false, Ordering::SeqCst);
+            });
+            let outcome = ticket.wait();
+            let (state, version) = match (fails, outcome) {
+                (false, Ok(record)) => ("RUNNING", record.version),
+                (true, Err(fsm_runtime::QueueError::Failed { message, .. })) => {
+                    assert_eq!(message, "no host");
+                    ("VIRTUAL", rt.get(id).unwrap().version)
+                }
+                (_, other) => panic!("{id}: {other:?}"),
+            };
+            assert_eq!(rt.state_name(id).unwrap(), state, "{id}");
+            assert_eq!(version, fence.0 + 1, "{id}: one end written");
+        });
+        assert!(rt.store().refused.load(Ordering::SeqCst) >= refused_before + 2);
+        check_history(rt.machine(), &rt.history(id).unwrap()).unwrap();
+    }
+    // A completion applied and answered as failed: the retry finds the hold
+    // ended by the action's own actor at the next version, and takes it as written.
+    rt.create("vm-3", &a).unwrap();
+    let lies = rt.clone();
+    let ticket = queuer
+        .request(&rt, "vm-3", &a, "deploy")
+        .run(move |_| {
+            lies.store().lying.store(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .unwrap();
+    let fence = ticket.fence();
+    let record = ticket.wait().unwrap();
+    assert_eq!(
+        rt.store().lying.load(Ordering::SeqCst),
+        0,
+        "the lie was told"
+    );
+    assert_eq!(
+        (record.version, rt.state_name("vm-3").unwrap()),
+        (fence.0 + 1, "RUNNING")
+    );
+    check_history(rt.machine(), &rt.history("vm-3").unwrap()).unwrap();
+    queuer.terminate();
+}
+
+/// A queued action whose completion the store refuses until the queuer
+/// terminates is left holding its object, and its ticket's fence takes it up
+/// again.
 #[test]
 fn a_queued_completion_the_store_fails_is_resumed_by_its_ticket_s_fence() {
     let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
@@ -694,7 +782,16 @@ fn a_queued_completion_the_store_fails_is_resumed_by_its_ticket_s_fence() {
         })
         .unwrap();
     let fence = ticket.fence();
-    let err = ticket.wait().unwrap_err();
+    let err = std::thread::scope(|s| {
+        // Terminated while the completion is refused: no more tries.
+        s.spawn(|| {
+            while rt.store().refused.load(Ordering::SeqCst) < 2 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            queuer.terminate();
+        });
+        ticket.wait().unwrap_err()
+    });
     rt.store().down.store(false, Ordering::SeqCst);
     match &err {
         fsm_runtime::QueueError::Refused(e) => assert!(e.is_retryable(), "{e:?}"),
@@ -706,7 +803,6 @@ fn a_queued_completion_the_store_fails_is_resumed_by_its_ticket_s_fence() {
     assert_eq!(resumed.complete().unwrap().version, fence.0 + 1);
     assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
     check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
-    queuer.terminate();
 }
 
 #[test]
