@@ -145,26 +145,36 @@ impl<'r, S: Store> InFlight<'r, S> {
         }
     }
 
-    /// Whether the action `fence` names holds `record`.
-    pub(crate) fn holds(record: &Record, fence: Fence) -> bool {
-        holder_of(record, fence).is_some()
-    }
-
     /// The handle of the action that holds `record`, the object `id` as read,
-    /// with `fence`, taken up by `actor` (see [`Runtime::resume`]).
+    /// with `fence`, taken up by `actor` (see [`Runtime::resume`]); `None` when
+    /// that action holds nothing in `record`, for the caller to tell why from
+    /// the object's history ([`hold_gone`]), read as it reads.
     pub(crate) fn resumed(
         runtime: &'r Runtime<S>,
-        id: ObjectId,
+        id: &ObjectId,
         record: &Record,
         actor: &Actor,
         fence: Fence,
+    ) -> Option<Result<Self, RuntimeError>> {
+        let (slot, holder) = [Slot::Visible, Slot::Hidden].into_iter().find_map(|slot| {
+            let holder = slot.get(record).filter(|h| h.version == fence.0)?;
+            Some((slot, holder))
+        })?;
+        Some(Self::taken_up(runtime, id, actor, fence, slot, holder))
+    }
+
+    /// [`resumed`](Self::resumed), once the holder is found in its slot.
+    fn taken_up(
+        runtime: &'r Runtime<S>,
+        id: &ObjectId,
+        actor: &Actor,
+        fence: Fence,
+        slot: Slot,
+        holder: &Holder,
     ) -> Result<Self, RuntimeError> {
-        let Some((slot, holder)) = holder_of(record, fence) else {
-            return Err(hold_gone(runtime, &id, fence, None));
-        };
         if holder.actor != actor.actor_name() {
             return Err(RuntimeError::NotHolder {
-                id,
+                id: id.clone(),
                 action: runtime.action_name(holder.action).to_owned(),
                 fence,
                 holder: holder.actor.to_string(),
@@ -186,7 +196,7 @@ impl<'r, S: Store> InFlight<'r, S> {
         };
         Ok(InFlight::new(
             runtime,
-            Cow::Owned(id),
+            Cow::Owned(id.clone()),
             rule,
             slot,
             held,
@@ -195,19 +205,11 @@ impl<'r, S: Store> InFlight<'r, S> {
     }
 }
 
-/// The slot and holder of the action `fence` names in `record`, if it holds it.
-fn holder_of(record: &Record, fence: Fence) -> Option<(Slot, &Holder)> {
-    [Slot::Visible, Slot::Hidden].into_iter().find_map(|slot| {
-        let holder = slot.get(record).filter(|h| h.version == fence.0)?;
-        Some((slot, holder))
-    })
-}
-
 /// Why the action `fence` names does not hold `id`: who ended its hold and
 /// when, from the object's history ([`RuntimeError::Revoked`]); or, when the
 /// history names no start with that fence, [`RuntimeError::NoHold`]. `action`
 /// is the action's, when known; otherwise the history's start names it.
-fn hold_gone<S: Store>(
+pub(crate) fn hold_gone<S: Store>(
     rt: &Runtime<S>,
     id: &ObjectId,
     fence: Fence,

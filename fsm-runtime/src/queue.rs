@@ -776,23 +776,23 @@ fn retry_end<'r, S: Store>(
     queue: &Shared,
     end: fn(InFlight<'r, S>) -> Result<Record, RuntimeError>,
 ) -> Result<Record, RuntimeError> {
+    // Past the first turn, `result` is a retry's: only a retry can find the
+    // hold ended by this action's own end.
     let mut result = Err(refused);
     let mut pause = RETRY_FIRST;
-    let mut retried = false;
     loop {
         match result {
             Err(e) if e.is_retryable() && !queue.terminated.load(Ordering::Acquire) => {
                 tracing::warn!(object = %id, %fence, error = %e, "the store refused the action's end: trying again");
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(RETRY_MOST);
-                retried = true;
                 let actor = Actor::new(by.as_str());
                 result = rt.resume(id, &actor, fence).and_then(end);
             }
             Err(RuntimeError::Revoked {
                 by: Some(revocation),
                 ..
-            }) if retried && revocation.version == fence.0 + 1 && revocation.by == by.as_str() => {
+            }) if revocation.version == fence.0 + 1 && revocation.by == by.as_str() => {
                 return rt.get(id);
             }
             result => return result,
@@ -955,7 +955,7 @@ impl<S: Store> Request<'_, S> {
         Ok(Ticket {
             task,
             fence,
-            queue: Some((queuer.shared.clone(), key)),
+            queue: (queuer.shared.clone(), key),
         })
     }
 }
@@ -966,7 +966,7 @@ pub struct Ticket {
     task: Arc<dyn Queued>,
     fence: Fence,
     /// The queue the request is on, for [`Ticket::wait`] to run it from.
-    queue: Option<(Arc<Shared>, ObjectId)>,
+    queue: (Arc<Shared>, ObjectId),
 }
 
 impl std::fmt::Debug for Ticket {
@@ -1020,10 +1020,9 @@ impl Ticket {
     /// its executor).
     pub fn wait(self) -> Result<Record, QueueError> {
         let outcome = self.task.outcome();
-        if let Some((shared, key)) = &self.queue {
-            if !outcome.is_given() {
-                shared.help(key, &self.task);
-            }
+        if !outcome.is_given() {
+            let (shared, key) = &self.queue;
+            shared.help(key, &self.task);
         }
         // Most actions end within microseconds: spin briefly before parking.
         spin_until(false, || outcome.is_given());
@@ -1083,7 +1082,8 @@ mod tests {
         let ticket = Ticket {
             task: task.clone(),
             fence,
-            queue: None,
+            // A queuer that never saw the task: the wait finds nothing to run.
+            queue: (Queuer::new(1).shared.clone(), "vm".into()),
         };
         drop(task);
         drop(Job(ticket.task.clone()));

@@ -720,9 +720,10 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         fence: Fence,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        let id = id.into_object_id();
-        let record = self.get(&id)?;
-        InFlight::resumed(self, id, &record, actor, fence)
+        let id = id.object_id();
+        let record = self.get(&*id)?;
+        InFlight::resumed(self, &id, &record, actor, fence)
+            .unwrap_or_else(|| Err(in_flight::hold_gone(self, &id, fence, None)))
     }
 
     /// [`resume`](Self::resume) for async callers.
@@ -747,14 +748,15 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         fence: Fence,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
-        let id = id.into_object_id();
-        let record = self.get_async(&id).await?;
-        if !InFlight::<S>::holds(&record, fence) {
-            // Why not, from the history, read without blocking.
-            let history = self.history_async(&id).await;
-            return Err(in_flight::hold_gone_in(self, history, &id, fence, None));
+        let id = id.object_id();
+        let record = self.get_async(&*id).await?;
+        match InFlight::resumed(self, &id, &record, actor, fence) {
+            Some(resumed) => resumed,
+            None => {
+                let history = self.history_async(&*id).await;
+                Err(in_flight::hold_gone_in(self, history, &id, fence, None))
+            }
         }
-        InFlight::resumed(self, id, &record, actor, fence)
     }
 
     /// Starts `action` and completes it at once: a move with nothing to wait for.

@@ -715,7 +715,8 @@ fn a_queued_end_the_store_refuses_is_tried_again_until_written() {
             .unwrap();
         let fence = ticket.fence();
         std::thread::scope(|s| {
-            // Back up after the end was refused twice: once, and once again.
+            // Back up only once the end was refused and a retry refused too: an
+            // outcome written then is the retry's.
             s.spawn(|| {
                 while rt.store().refused.load(Ordering::SeqCst) < refused_before + 2 {
                     std::thread::sleep(Duration::from_millis(1));
@@ -734,7 +735,6 @@ fn a_queued_end_the_store_refuses_is_tried_again_until_written() {
             assert_eq!(rt.state_name(id).unwrap(), state, "{id}");
             assert_eq!(version, fence.0 + 1, "{id}: one end written");
         });
-        assert!(rt.store().refused.load(Ordering::SeqCst) >= refused_before + 2);
         check_history(rt.machine(), &rt.history(id).unwrap()).unwrap();
     }
     // A completion applied and answered as failed: the retry finds the hold
