@@ -65,7 +65,6 @@ impl<S: Store> std::ops::Deref for RuntimeRef<'_, S> {
 /// request.) A `Detached` must be attached: dropped as it is, it records
 /// nothing, where a dropped handle records its action as abandoned.
 pub(crate) struct Detached {
-    id: ObjectId,
     rule: Rule,
     slot: Slot,
     held: Expected,
@@ -73,15 +72,24 @@ pub(crate) struct Detached {
 }
 
 impl Detached {
-    /// The handle again, borrowing `runtime`.
-    pub(crate) fn attach<S: Store>(self, runtime: &Runtime<S>) -> InFlight<'_, S> {
-        self.attach_to(RuntimeRef::Borrowed(runtime))
+    /// The handle again, on `id` (the object it was detached from), borrowing
+    /// `runtime` and `id`.
+    pub(crate) fn attach<'r, S: Store>(
+        self,
+        runtime: &'r Runtime<S>,
+        id: &'r ObjectId,
+    ) -> InFlight<'r, S> {
+        self.attach_to(RuntimeRef::Borrowed(runtime), Cow::Borrowed(id))
     }
 
-    fn attach_to<S: Store>(self, runtime: RuntimeRef<'_, S>) -> InFlight<'_, S> {
+    fn attach_to<'r, S: Store>(
+        self,
+        runtime: RuntimeRef<'r, S>,
+        id: Cow<'r, ObjectId>,
+    ) -> InFlight<'r, S> {
         InFlight {
             runtime,
-            id: Cow::Owned(self.id),
+            id,
             rule: self.rule,
             slot: self.slot,
             held: self.held,
@@ -326,15 +334,15 @@ impl<S: Store> InFlight<'_, S> {
     /// another thread.
     pub fn into_owned(self) -> InFlight<'static, S> {
         let runtime = RuntimeRef::Owned((*self.runtime).clone());
-        self.detach().attach_to(runtime)
+        let id = Cow::Owned((*self.id).clone());
+        self.detach().attach_to(runtime, id)
     }
 
-    /// The handle without its runtime, for a worker that holds one to
+    /// The handle without its runtime and id, for a worker that holds both to
     /// [`attach`](Detached::attach) it again.
     pub(crate) fn detach(mut self) -> Detached {
         self.done = true;
         Detached {
-            id: (*self.id).clone(),
             rule: self.rule,
             slot: self.slot,
             held: self.held,

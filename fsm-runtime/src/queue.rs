@@ -43,7 +43,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -123,18 +123,51 @@ type Done = (bool, Result<Record, QueueError>);
 trait Queued: Send + Sync {
     /// Runs the job.
     fn run(&self, queue: &Shared) -> Done;
-    /// Where the outcome goes.
-    fn outcome(&self) -> &Outcome;
+    /// Its queue, its stage there and where the outcome goes.
+    fn head(&self) -> &Head;
     /// The error of a job that panicked, or was never run.
     fn crashed(&self) -> QueueError;
     /// Drops the job unrun: its action, in flight, is recorded as abandoned now.
     fn discard(&self);
 }
 
-struct Task<S: Store, F> {
-    outcome: Outcome,
-    runtime: Runtime<S>,
+/// What the queuer knows of a task whatever its job: its queue, its stage
+/// there, and where its outcome goes.
+struct Head {
+    /// The object.
     id: ObjectId,
+    /// The queue it is on, when not its object's own (see [`Queuer::with_route`]).
+    routed: Option<ObjectId>,
+    /// [`QUEUED`], [`READY`] or [`TAKEN`]; changed only under the queuer's lock.
+    stage: AtomicU8,
+    outcome: Outcome,
+}
+
+/// A task's stages: behind another on its queue; next on its queue, in the
+/// ready list; taken by a worker, or by a waiting ticket, to run.
+const QUEUED: u8 = 0;
+const READY: u8 = 1;
+const TAKEN: u8 = 2;
+
+impl Head {
+    fn new(id: ObjectId, routed: Option<ObjectId>) -> Self {
+        Head {
+            id,
+            routed,
+            stage: AtomicU8::new(QUEUED),
+            outcome: Outcome::default(),
+        }
+    }
+
+    /// The queue's key.
+    fn key(&self) -> &ObjectId {
+        self.routed.as_ref().unwrap_or(&self.id)
+    }
+}
+
+struct Task<S: Store, F> {
+    head: Head,
+    runtime: Runtime<S>,
     action: ActionId,
     /// The started action, detached from the runtime (the task holds one), and
     /// the job that ends it.
@@ -148,16 +181,17 @@ where
 {
     fn run(&self, queue: &Shared) -> Done {
         let (handle, job) = lock(&self.job).take().expect("a queued job runs once");
-        job(handle.attach(&self.runtime), &self.runtime, queue, &self.id)
+        let id = &self.head.id;
+        job(handle.attach(&self.runtime, id), &self.runtime, queue, id)
     }
 
-    fn outcome(&self) -> &Outcome {
-        &self.outcome
+    fn head(&self) -> &Head {
+        &self.head
     }
 
     fn crashed(&self) -> QueueError {
         QueueError::Crashed {
-            id: self.id.clone(),
+            id: self.head.id.clone(),
             action: self.runtime.action_name(self.action).to_owned(),
         }
     }
@@ -165,19 +199,39 @@ where
     fn discard(&self) {
         // Attached and dropped: its action is recorded as abandoned now.
         let job = lock(&self.job).take();
-        drop(job.map(|(handle, _)| handle.attach(&self.runtime)));
+        drop(job.map(|(handle, _)| handle.attach(&self.runtime, &self.head.id)));
     }
 }
 
-/// A task in its queue. Dropped before its outcome was given (its worker gone),
-/// it gives its ticket the crash, so that no ticket waits forever.
-struct Job(Arc<dyn Queued>);
+/// A task in its queue, or in the ready list. Dropped before its outcome was
+/// given (its worker gone), it gives its ticket the crash, so that no ticket
+/// waits forever; unless it is the ready list's leftover of a task a waiting
+/// ticket took ([`Job::disown`]).
+struct Job {
+    task: Arc<dyn Queued>,
+    live: bool,
+}
+
+impl Job {
+    fn new(task: Arc<dyn Queued>) -> Self {
+        Job { task, live: true }
+    }
+
+    fn head(&self) -> &Head {
+        self.task.head()
+    }
+
+    /// Drops the job as a leftover: another `Job` of the same task runs it.
+    fn disown(mut self) {
+        self.live = false;
+    }
+}
 
 impl Drop for Job {
     fn drop(&mut self) {
-        if !self.0.outcome().is_given() {
-            self.0.discard();
-            self.0.outcome().give(Err(self.0.crashed()));
+        if self.live && !self.head().outcome.is_given() {
+            self.task.discard();
+            self.head().outcome.give(Err(self.task.crashed()));
         }
     }
 }
@@ -250,14 +304,10 @@ type Route = Box<dyn Fn(&str, &ObjectId) -> ObjectId + Send + Sync>;
 
 #[derive(Default)]
 struct Queue {
+    /// The jobs behind its next one.
     jobs: VecDeque<Job>,
-    /// Whether the queue has work to run: it is ready (its key in `ready`), or
-    /// its next job is running (`held`).
+    /// Whether the queue has a next job: in the ready list, or running.
     running: bool,
-    /// Whether a worker, or a waiting ticket, runs this queue's next job now.
-    /// A key in `ready` whose queue is held, or no longer running, is one a
-    /// waiting ticket took first: the worker that meets it passes over it.
-    held: bool,
     closing: bool,
 }
 
@@ -266,7 +316,10 @@ type Hasher = foldhash::fast::RandomState;
 #[derive(Default)]
 struct Queues {
     queues: hashbrown::HashMap<ObjectId, Queue, Hasher>,
-    ready: VecDeque<ObjectId>,
+    /// The next job of each queue that has one and runs none: a worker takes
+    /// it from here without a look in `queues`. A job a waiting ticket took
+    /// first ([`Shared::help`]) is left behind, and passed over.
+    ready: VecDeque<Job>,
     terminating: bool,
     stopped: bool,
     /// Workers parked on `work`, and callers of `stop`/`terminate` parked on
@@ -316,7 +369,8 @@ struct Shared {
     work: Condvar,
     /// `stop` and `terminate` wait here for queues to drain.
     drained: Condvar,
-    route: Route,
+    /// `None`: each object's own queue.
+    route: Option<Route>,
     /// Bumped each time a queue becomes ready, so that a spinning worker sees
     /// new work without taking the lock.
     readied: AtomicU64,
@@ -353,6 +407,10 @@ const SPIN: Duration = Duration::from_micros(50);
 /// spinner offers its core to any thread that has work between rounds (an idle
 /// worker must not slow the callers feeding it).
 fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
+    // Most waits are over at once: the clock is read only for one that is not.
+    if done() {
+        return;
+    }
     let start = Instant::now();
     loop {
         for _ in 0..64 {
@@ -409,7 +467,7 @@ impl Queuer {
     /// A queuer with `workers` threads (at least one), each request queued on its
     /// own object's queue.
     pub fn new(workers: usize) -> Self {
-        Self::with_route(workers, |_, id| id.clone())
+        Self::build(workers, None)
     }
 
     /// A queuer whose `route(machine, id)` names the queue of each request: actions
@@ -418,11 +476,15 @@ impl Queuer {
         workers: usize,
         route: impl Fn(&str, &ObjectId) -> ObjectId + Send + Sync + 'static,
     ) -> Self {
+        Self::build(workers, Some(Box::new(route)))
+    }
+
+    fn build(workers: usize, route: Option<Route>) -> Self {
         let shared = Arc::new(Shared {
             state: Lined(Mutex::new(Queues::default())),
             work: Condvar::new(),
             drained: Condvar::new(),
-            route: Box::new(route),
+            route,
             readied: AtomicU64::new(0),
             spinning: AtomicBool::new(false),
             terminated: AtomicBool::new(false),
@@ -538,15 +600,17 @@ impl Queuer {
         }
     }
 
-    /// Accepts a started request into its queue, in order.
+    /// Accepts a started request into its queue (`key`, the job's), in order.
     fn push(&self, key: &ObjectId, job: Job) {
         let mut state = self.shared.lock();
         // The key is cloned only for a queue made here.
         let queue = state.queues.entry_ref(key).or_default();
-        queue.jobs.push_back(job);
-        if !queue.running {
+        if queue.running {
+            queue.jobs.push_back(job);
+        } else {
             queue.running = true;
-            state.ready.push_back(key.clone());
+            job.head().stage.store(READY, Ordering::Relaxed);
+            state.ready.push_back(job);
             self.shared.readied.fetch_add(1, Ordering::Release);
             // A spinning worker takes a lone ready queue sooner than a parked one
             // wakes up, and waking one costs this caller a system call. (The
@@ -594,36 +658,33 @@ impl Drop for Queuer {
     }
 }
 
-/// A worker: take a ready queue, run its next job, put the queue back if more
-/// jobs wait, delete it when it is closing and empty.
+/// A worker: take a ready job, run it, put its queue's next job in the ready
+/// list, delete the queue when it is closing and empty.
 fn work(shared: &Shared) {
     let mut next = None;
     loop {
-        let Some((key, job)) = next.take().or_else(|| shared.take()) else {
+        let Some(job) = next.take().or_else(|| shared.take()) else {
             return;
         };
-        next = shared.run(key, job, true);
+        next = shared.run(job, true);
     }
 }
 
-/// A job taken off its queue, to run: the queue's key and the job.
-type Taken = (ObjectId, Job);
-
 impl Queues {
-    /// The next job of the first ready queue, its queue now held; `None` when
-    /// no queue is ready. Keys of queues a waiting ticket took are passed over.
-    fn take_ready(&mut self, work: &Condvar) -> Option<Taken> {
-        while let Some(key) = self.ready.pop_front() {
-            let Some(queue) = self.queues.get_mut(&key).filter(|q| q.running && !q.held) else {
+    /// The first ready job, now taken; `None` when none is ready. Jobs a
+    /// waiting ticket took are passed over.
+    fn take_ready(&mut self, work: &Condvar) -> Option<Job> {
+        while let Some(job) = self.ready.pop_front() {
+            if job.head().stage.load(Ordering::Relaxed) != READY {
+                job.disown();
                 continue;
-            };
-            queue.held = true;
-            let job = queue.jobs.pop_front().expect("a ready queue has a job");
+            }
+            job.head().stage.store(TAKEN, Ordering::Relaxed);
             // More ready than this worker takes: pass the wake-up on.
             if !self.ready.is_empty() {
                 self.wake_one(work);
             }
-            return Some((key, job));
+            return Some(job);
         }
         None
     }
@@ -632,7 +693,7 @@ impl Queues {
 impl Shared {
     /// A worker's next job: waits for a ready queue, spinning a little first
     /// (one worker at a time), then parked. `None` once the queuer stopped.
-    fn take(&self) -> Option<Taken> {
+    fn take(&self) -> Option<Job> {
         let mut state = self.lock();
         loop {
             if let Some(taken) = state.take_ready(&self.work) {
@@ -662,26 +723,27 @@ impl Shared {
         }
     }
 
-    /// Runs `job`, the next of `key`'s queue, which the caller holds; then puts
-    /// the queue back if more jobs wait, or deletes it when it is closing and
-    /// empty, and gives the job's outcome. A worker (`by_worker`) takes its
-    /// next job under the same lock, if one is ready, and gets it back.
-    fn run(&self, key: ObjectId, job: Job, by_worker: bool) -> Option<Taken> {
-        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.0.run(self))) {
+    /// Runs `job`, taken; then puts its queue's next job in the ready list, or
+    /// deletes the queue when it is closing and empty, and gives the job's
+    /// outcome. A worker (`by_worker`) takes its next job under the same lock,
+    /// if one is ready, and gets it back.
+    fn run(&self, job: Job, by_worker: bool) -> Option<Job> {
+        let key = job.head().key();
+        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.task.run(self))) {
             Ok(done) => done,
             Err(_) => {
                 tracing::error!(queue = %key, "an action panicked; it is left abandoned for the healer");
-                (false, Err(job.0.crashed()))
+                (false, Err(job.task.crashed()))
             }
         };
         let mut state = self.lock();
         if close {
-            state.close(&key, &self.stopping);
+            state.close(key, &self.stopping);
         }
-        if let Some(queue) = state.queues.get_mut(&key) {
-            queue.held = false;
-            if !queue.jobs.is_empty() {
-                state.ready.push_back(key);
+        if let Some(queue) = state.queues.get_mut(key) {
+            if let Some(next) = queue.jobs.pop_front() {
+                next.head().stage.store(READY, Ordering::Relaxed);
+                state.ready.push_back(next);
                 self.readied.fetch_add(1, Ordering::Release);
                 // A worker takes a ready queue next itself; another is woken
                 // only for the ones beyond that.
@@ -691,7 +753,7 @@ impl Shared {
             } else {
                 queue.running = false;
                 if queue.closing {
-                    state.remove(&key, &self.stopping);
+                    state.remove(key, &self.stopping);
                     tracing::debug!(queue = %key, "queue ended");
                 }
             }
@@ -705,7 +767,7 @@ impl Shared {
         drop(state);
         // The ticket first, once its queue reflects the outcome (a queue ended by
         // a terminal state is gone): it is what a caller is blocked on.
-        job.0.outcome().give(outcome);
+        job.head().outcome.give(outcome);
         drop(job);
         if draining {
             self.drained.notify_all();
@@ -713,19 +775,19 @@ impl Shared {
         next
     }
 
-    /// Runs `task` on this thread if it is the next job of `key`'s queue and
-    /// no worker has taken it yet: see [`Ticket::wait`].
-    fn help(&self, key: &ObjectId, task: &Arc<dyn Queued>) {
-        let mut state = self.lock();
-        let Some(queue) = state.queues.get_mut(key).filter(|q| {
-            q.running && !q.held && q.jobs.front().is_some_and(|j| Arc::ptr_eq(&j.0, task))
-        }) else {
-            return;
-        };
-        queue.held = true;
-        let job = queue.jobs.pop_front().expect("the front job");
-        drop(state);
-        self.run(key.clone(), job, false);
+    /// Runs `task` on this thread if it is the next job of its queue and no
+    /// worker has taken it yet: see [`Ticket::wait`]. Its entry in the ready
+    /// list is left for a worker to pass over.
+    fn help(&self, task: &Arc<dyn Queued>) {
+        let stage = &task.head().stage;
+        {
+            let _state = self.lock();
+            if stage.load(Ordering::Relaxed) != READY {
+                return;
+            }
+            stage.store(TAKEN, Ordering::Relaxed);
+        }
+        self.run(Job::new(task.clone()), false);
     }
 }
 
@@ -861,8 +923,11 @@ impl<S: Store> Request<'_, S> {
         for (step, work) in steps {
             checked.push((step?, work));
         }
-        let key = (queuer.shared.route)(machine.name(), &id);
-        let _order = queuer.intake(&key)?;
+        // Most requests go to their object's own queue: keyed by the id itself.
+        let routed = (queuer.shared.route.as_ref())
+            .map(|route| route(machine.name(), &id))
+            .filter(|key| *key != id);
+        let _order = queuer.intake(routed.as_ref().unwrap_or(&id))?;
         // The first step the table does not allow from `origin`, as the error. The
         // action itself is the runtime's to check, with its own message.
         let bad_step = |origin| {
@@ -890,13 +955,13 @@ impl<S: Store> Request<'_, S> {
                 Err(e) => return Err(e.into()),
             }
         }
-        let handle = runtime.start(id.clone(), actor, action)?;
+        let handle = runtime.start(&id, actor, action)?;
         // ... and again against the state the start found, which may differ.
         if let Some(e) = bad_step(handle.origin()) {
             let _ = handle.fail();
             return Err(e);
         }
-        let own_queue = key == id;
+        let own_queue = routed.is_none();
         let by = actor.actor_name();
         let job = move |handle: InFlight<'_, S>, rt: &Runtime<S>, queue: &Shared, id: &ObjectId| {
             let span = tracing::info_span!("queued", object = %handle.id());
@@ -944,18 +1009,18 @@ impl<S: Store> Request<'_, S> {
             (terminal, outcome)
         };
         let fence = handle.fence();
+        let handle = handle.detach();
         let task: Arc<dyn Queued> = Arc::new(Task {
-            outcome: Outcome::default(),
+            head: Head::new(id, routed),
             runtime: runtime.clone(),
-            id,
             action,
-            job: Mutex::new(Some((handle.detach(), job))),
+            job: Mutex::new(Some((handle, job))),
         });
-        queuer.push(&key, Job(task.clone()));
+        queuer.push(task.head().key(), Job::new(task.clone()));
         Ok(Ticket {
             task,
             fence,
-            queue: (queuer.shared.clone(), key),
+            queue: queuer.shared.clone(),
         })
     }
 }
@@ -965,14 +1030,14 @@ impl<S: Store> Request<'_, S> {
 pub struct Ticket {
     task: Arc<dyn Queued>,
     fence: Fence,
-    /// The queue the request is on, for [`Ticket::wait`] to run it from.
-    queue: (Arc<Shared>, ObjectId),
+    /// The queuer, for [`Ticket::wait`] to run the request from.
+    queue: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ticket")
-            .field("done", &self.task.outcome().is_given())
+            .field("done", &self.task.head().outcome.is_given())
             .finish()
     }
 }
@@ -1019,10 +1084,9 @@ impl Ticket {
     /// waiting thread. An awaited ticket never runs work (a task must not block
     /// its executor).
     pub fn wait(self) -> Result<Record, QueueError> {
-        let outcome = self.task.outcome();
+        let outcome = &self.task.head().outcome;
         if !outcome.is_given() {
-            let (shared, key) = &self.queue;
-            shared.help(key, &self.task);
+            self.queue.help(&self.task);
         }
         // Most actions end within microseconds: spin briefly before parking.
         spin_until(false, || outcome.is_given());
@@ -1044,7 +1108,8 @@ impl Future for Ticket {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self
             .task
-            .outcome()
+            .head()
+            .outcome
             .take_or_wait(|| Waiter::Task(cx.waker().clone()))
         {
             Some(result) => Poll::Ready(result),
@@ -1073,9 +1138,8 @@ mod tests {
             (false, handle.complete().map_err(QueueError::from))
         };
         let task: Arc<dyn Queued> = Arc::new(Task {
-            outcome: Outcome::default(),
+            head: Head::new("vm".into(), None),
             runtime: rt.clone(),
-            id: "vm".into(),
             action,
             job: Mutex::new(Some((handle.detach(), job))),
         });
@@ -1083,10 +1147,10 @@ mod tests {
             task: task.clone(),
             fence,
             // A queuer that never saw the task: the wait finds nothing to run.
-            queue: (Queuer::new(1).shared.clone(), "vm".into()),
+            queue: Queuer::new(1).shared.clone(),
         };
         drop(task);
-        drop(Job(ticket.task.clone()));
+        drop(Job::new(ticket.task.clone()));
         // Recorded when the queue let go, not when the ticket does.
         let record = rt.get("vm").unwrap();
         assert!(record.in_flight.expect("still held").abandoned);
@@ -1111,7 +1175,7 @@ mod tests {
             .request(&rt, "vm", &user, "start")
             .run(|_| Ok(()))
             .unwrap();
-        while !ticket.task.outcome().is_given() {
+        while !ticket.task.head().outcome.is_given() {
             std::thread::yield_now();
         }
         let mut cx = Context::from_waker(Waker::noop());

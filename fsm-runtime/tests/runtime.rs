@@ -594,13 +594,16 @@ fn a_bounded_history_keeps_the_latest_entries() {
 /// A memory store whose backend can be taken down: while `down`, every call
 /// fails, retryably, as `Down` does (`refused` counts them). While `lying` is
 /// above zero, a commit is applied and then answered as failed, retryably (a
-/// connection lost after etcd applied the write).
+/// connection lost after etcd applied the write). A commit whose entry names
+/// the actor in `refusing` fails as `down` does, while others' go through (a
+/// partition between one process and etcd).
 #[derive(Default)]
 struct Flaky {
     store: MemoryStore,
     down: AtomicBool,
     refused: AtomicUsize,
     lying: AtomicUsize,
+    refusing: std::sync::Mutex<Option<&'static str>>,
 }
 
 impl Flaky {
@@ -625,6 +628,10 @@ impl fsm_runtime::Store for Flaky {
     }
     fn commit(&self, write: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
         self.up()?;
+        if *self.refusing.lock().unwrap() == Some(write.entry().actor.as_str()) {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Err(unavailable());
+        }
         self.store.commit(write)?;
         let lie = self
             .lying
@@ -760,6 +767,66 @@ fn a_queued_end_the_store_refuses_is_tried_again_until_written() {
         (fence.0 + 1, "RUNNING")
     );
     check_history(rt.machine(), &rt.history("vm-3").unwrap()).unwrap();
+    queuer.terminate();
+}
+
+/// A queued action whose end the store keeps refusing while the healer, which
+/// still reaches it, rolls the hold back: the retry finds the hold revoked by
+/// the healer, stops, and gives its ticket the revocation. Nothing of the
+/// action's end is written; the object is where it started.
+#[test]
+fn a_queued_end_retried_until_the_healer_revokes_its_hold_stops_there() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    let queuer = fsm_runtime::Queuer::new(1);
+    let partitioned = rt.clone();
+    let ticket = queuer
+        .request(&rt, "vm-1", &a, "deploy")
+        .run(move |_| {
+            // The process loses etcd while the work runs; the healer does not.
+            *partitioned.store().refusing.lock().unwrap() = Some("a");
+            Ok(())
+        })
+        .unwrap();
+    let fence = ticket.fence();
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| {
+            // The end refused and a retry refused too: the healer's pass comes
+            // while the queue retries.
+            while rt.store().refused.load(Ordering::SeqCst) < 2 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let report = fsm_runtime::Healer::new()
+                .deadline(Duration::ZERO)
+                .heal(&rt)
+                .unwrap();
+            assert_eq!(report.healed.len(), 1, "{report:?}");
+        });
+        ticket.wait()
+    });
+    match outcome {
+        Err(fsm_runtime::QueueError::Refused(RuntimeError::Revoked {
+            by: Some(revocation),
+            ..
+        })) => assert_eq!(
+            (revocation.by.as_str(), revocation.version),
+            ("healer", fence.0 + 1)
+        ),
+        other => panic!("not the healer's revocation: {other:?}"),
+    }
+    let refused = rt.store().refused.load(Ordering::SeqCst);
+    assert!(refused >= 2, "the end was retried: {refused} refusals");
+    let record = rt.get("vm-1").unwrap();
+    assert_eq!(
+        (rt.state_name("vm-1").unwrap(), record.version),
+        ("VIRTUAL", fence.0 + 1),
+        "rolled back, and nothing of the action's end written"
+    );
+    assert!(record.in_flight.is_none());
+    let history = rt.history("vm-1").unwrap();
+    assert_eq!(history.last().unwrap().actor.as_str(), "healer");
+    check_history(rt.machine(), &history).unwrap();
     queuer.terminate();
 }
 
