@@ -138,7 +138,9 @@ struct Head {
     id: ObjectId,
     /// The queue it is on, when not its object's own (see [`Queuer::with_route`]).
     routed: Option<ObjectId>,
-    /// [`QUEUED`], [`READY`] or [`TAKEN`]; changed only under the queuer's lock.
+    /// [`QUEUED`], [`READY`] or [`TAKEN`]. Made ready under the queuer's lock;
+    /// taken by whoever swaps it from ready first ([`Head::take`]), a worker
+    /// under the lock or a waiting ticket without it.
     stage: AtomicU8,
     outcome: Outcome,
 }
@@ -162,6 +164,18 @@ impl Head {
     /// The queue's key.
     fn key(&self) -> &ObjectId {
         self.routed.as_ref().unwrap_or(&self.id)
+    }
+
+    /// Marks the task next on its queue, in the ready list.
+    fn ready(&self) {
+        self.stage.store(READY, Ordering::Release);
+    }
+
+    /// Takes the task to run, if it is ready and nobody took it first.
+    fn take(&self) -> bool {
+        self.stage
+            .compare_exchange(READY, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 }
 
@@ -538,6 +552,11 @@ impl Queuer {
 
     /// Stops the queue `id`: it takes no more requests, runs what is queued, and is
     /// deleted. Returns once it is gone. A later request creates a new queue.
+    ///
+    /// What is queued runs to its end, and an end the store refuses while its
+    /// backend is unreachable is tried again until it is written (see the
+    /// module): with the store down, this waits for the store.
+    /// [`terminate`](Self::terminate) ends those retries.
     pub fn stop(&self, id: impl IntoObjectId) {
         let id = id.into_object_id();
         let mut state = self.shared.lock();
@@ -609,7 +628,7 @@ impl Queuer {
             queue.jobs.push_back(job);
         } else {
             queue.running = true;
-            job.head().stage.store(READY, Ordering::Relaxed);
+            job.head().ready();
             state.ready.push_back(job);
             self.shared.readied.fetch_add(1, Ordering::Release);
             // A spinning worker takes a lone ready queue sooner than a parked one
@@ -675,11 +694,10 @@ impl Queues {
     /// waiting ticket took are passed over.
     fn take_ready(&mut self, work: &Condvar) -> Option<Job> {
         while let Some(job) = self.ready.pop_front() {
-            if job.head().stage.load(Ordering::Relaxed) != READY {
+            if !job.head().take() {
                 job.disown();
                 continue;
             }
-            job.head().stage.store(TAKEN, Ordering::Relaxed);
             // More ready than this worker takes: pass the wake-up on.
             if !self.ready.is_empty() {
                 self.wake_one(work);
@@ -742,7 +760,7 @@ impl Shared {
         }
         if let Some(queue) = state.queues.get_mut(key) {
             if let Some(next) = queue.jobs.pop_front() {
-                next.head().stage.store(READY, Ordering::Relaxed);
+                next.head().ready();
                 state.ready.push_back(next);
                 self.readied.fetch_add(1, Ordering::Release);
                 // A worker takes a ready queue next itself; another is woken
@@ -777,17 +795,12 @@ impl Shared {
 
     /// Runs `task` on this thread if it is the next job of its queue and no
     /// worker has taken it yet: see [`Ticket::wait`]. Its entry in the ready
-    /// list is left for a worker to pass over.
+    /// list is left for a worker to pass over. Taking it needs no lock: a
+    /// task already taken (most are) costs the waiter one atomic read.
     fn help(&self, task: &Arc<dyn Queued>) {
-        let stage = &task.head().stage;
-        {
-            let _state = self.lock();
-            if stage.load(Ordering::Relaxed) != READY {
-                return;
-            }
-            stage.store(TAKEN, Ordering::Relaxed);
+        if task.head().take() {
+            self.run(Job::new(task.clone()), false);
         }
-        self.run(Job::new(task.clone()), false);
     }
 }
 
