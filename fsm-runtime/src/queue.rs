@@ -798,7 +798,9 @@ impl Shared {
     /// list is left for a worker to pass over. Taking it needs no lock: a
     /// task already taken (most are) costs the waiter one atomic read.
     fn help(&self, task: &Arc<dyn Queued>) {
-        if task.head().take() {
+        // Read before the swap: a swap that fails still takes the line.
+        let head = task.head();
+        if head.stage.load(Ordering::Acquire) == READY && head.take() {
             self.run(Job::new(task.clone()), false);
         }
     }
