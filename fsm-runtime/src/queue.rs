@@ -138,9 +138,9 @@ struct Head {
     id: ObjectId,
     /// The queue it is on, when not its object's own (see [`Queuer::with_route`]).
     routed: Option<ObjectId>,
-    /// [`QUEUED`], [`READY`] or [`TAKEN`]. Made ready under the queuer's lock;
-    /// taken by whoever swaps it from ready first ([`Head::take`]), a worker
-    /// under the lock or a waiting ticket without it.
+    /// [`QUEUED`], [`READY`] or [`TAKEN`]; changed under the queuer's lock,
+    /// taken by whoever swaps it from ready first ([`Head::take`]): a worker,
+    /// or a waiting ticket.
     stage: AtomicU8,
     outcome: Outcome,
 }
@@ -334,6 +334,9 @@ struct Queues {
     /// it from here without a look in `queues`. A job a waiting ticket took
     /// first ([`Shared::help`]) is left behind, and passed over.
     ready: VecDeque<Job>,
+    /// The entries of `ready` whose task nobody took yet: what the wake-ups
+    /// count (a leftover a waiting ticket took asks for no worker).
+    live: usize,
     terminating: bool,
     stopped: bool,
     /// Workers parked on `work`, and callers of `stop`/`terminate` parked on
@@ -630,12 +633,13 @@ impl Queuer {
             queue.running = true;
             job.head().ready();
             state.ready.push_back(job);
+            state.live += 1;
             self.shared.readied.fetch_add(1, Ordering::Release);
             // A spinning worker takes a lone ready queue sooner than a parked one
             // wakes up, and waking one costs this caller a system call. (The
             // spinner clears its flag before it re-reads the queues under this
             // lock, so a queue pushed while the flag shows is never missed.)
-            if state.ready.len() > 1 || !self.shared.spinning.load(Ordering::Acquire) {
+            if state.live > 1 || !self.shared.spinning.load(Ordering::Acquire) {
                 state.wake_one(&self.shared.work);
             }
         }
@@ -698,8 +702,9 @@ impl Queues {
                 job.disown();
                 continue;
             }
+            self.live -= 1;
             // More ready than this worker takes: pass the wake-up on.
-            if !self.ready.is_empty() {
+            if self.live > 0 {
                 self.wake_one(work);
             }
             return Some(job);
@@ -728,7 +733,7 @@ impl Shared {
                 spin_until(true, || self.readied.load(Ordering::Acquire) != seen);
                 self.spinning.store(false, Ordering::Release);
                 state = self.lock();
-                if !state.ready.is_empty() || state.stopped {
+                if state.live > 0 || state.stopped {
                     continue;
                 }
             }
@@ -762,10 +767,11 @@ impl Shared {
             if let Some(next) = queue.jobs.pop_front() {
                 next.head().ready();
                 state.ready.push_back(next);
+                state.live += 1;
                 self.readied.fetch_add(1, Ordering::Release);
                 // A worker takes a ready queue next itself; another is woken
                 // only for the ones beyond that.
-                if state.ready.len() > 1 || !(by_worker || self.spinning.load(Ordering::Acquire)) {
+                if state.live > 1 || !(by_worker || self.spinning.load(Ordering::Acquire)) {
                     state.wake_one(&self.work);
                 }
             } else {
@@ -795,14 +801,21 @@ impl Shared {
 
     /// Runs `task` on this thread if it is the next job of its queue and no
     /// worker has taken it yet: see [`Ticket::wait`]. Its entry in the ready
-    /// list is left for a worker to pass over. Taking it needs no lock: a
-    /// task already taken (most are) costs the waiter one atomic read.
+    /// list is left for a worker to pass over, and no longer counts as ready
+    /// work. A task already taken (most are) costs the waiter one atomic read.
     fn help(&self, task: &Arc<dyn Queued>) {
-        // Read before the swap: a swap that fails still takes the line.
         let head = task.head();
-        if head.stage.load(Ordering::Acquire) == READY && head.take() {
-            self.run(Job::new(task.clone()), false);
+        if head.stage.load(Ordering::Acquire) != READY {
+            return;
         }
+        {
+            let mut state = self.lock();
+            if !head.take() {
+                return;
+            }
+            state.live -= 1;
+        }
+        self.run(Job::new(task.clone()), false);
     }
 }
 

@@ -614,8 +614,13 @@ fn stress_the_healer_leaves_nothing_stuck_and_every_history_is_a_path() {
         .filter(|r| matches!(r, Err(QueueError::Crashed { .. })))
         .count();
     queuer.terminate();
+    // A request on an object whose action is still running is refused: how
+    // many are accepted depends on how fast the workers end actions against
+    // how fast this thread asks, which varies with the machine and the build
+    // (6,900–14,100 of 50,000 in release builds beside the other tests, on two
+    // cores). The bound only says the stress did run.
     assert!(
-        accepted.load(Ordering::Relaxed) > 10_000,
+        accepted.load(Ordering::Relaxed) > 2_500,
         "{accepted:?} accepted"
     );
     assert!(crashed > 0);
