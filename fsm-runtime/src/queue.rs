@@ -43,12 +43,13 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
+use crossbeam_queue::SegQueue;
 use smallvec::SmallVec;
 
 use fsm_core::{ActionId, RuleError};
@@ -138,9 +139,8 @@ struct Head {
     id: ObjectId,
     /// The queue it is on, when not its object's own (see [`Queuer::with_route`]).
     routed: Option<ObjectId>,
-    /// [`QUEUED`], [`READY`] or [`TAKEN`]: changed only under the queuer's
-    /// lock, by whoever takes the task first (a worker, or a waiting ticket);
-    /// atomic so that a waiting ticket can look first without the lock.
+    /// [`QUEUED`], [`READY`] or [`TAKEN`]: taken by whoever swaps it from
+    /// ready first (a worker, or a waiting ticket).
     stage: AtomicU8,
     outcome: Outcome,
 }
@@ -171,16 +171,12 @@ impl Head {
         self.stage.store(READY, Ordering::Release);
     }
 
-    /// Takes the task to run, if it is ready and nobody took it first: under
-    /// the queuer's lock (`queues`, which orders every change of the stage),
-    /// and no longer counted as ready work.
-    fn take(&self, queues: &mut Queues) -> bool {
-        let ready = self.stage.load(Ordering::Relaxed) == READY;
-        if ready {
-            self.stage.store(TAKEN, Ordering::Relaxed);
-            queues.live -= 1;
-        }
-        ready
+    /// Takes the task to run, if it is ready and nobody took it first (a
+    /// worker from the ready list, or its waiting ticket).
+    fn take(&self) -> bool {
+        (self.stage)
+            .compare_exchange(READY, TAKEN, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 }
 
@@ -190,7 +186,7 @@ struct Task<S: Store, F> {
     action: ActionId,
     /// The started action, detached from the runtime (the task holds one), and
     /// the job that ends it.
-    job: Mutex<Option<(Detached, F)>>,
+    job: Short<Option<(Detached, F)>>,
 }
 
 impl<S, F> Queued for Task<S, F>
@@ -199,7 +195,7 @@ where
     F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>, &Shared, &ObjectId) -> Done + Send,
 {
     fn run(&self, queue: &Shared) -> Done {
-        let (handle, job) = lock(&self.job).take().expect("a queued job runs once");
+        let (handle, job) = self.job.lock().take().expect("a queued job runs once");
         let id = &self.head.id;
         job(handle.attach(&self.runtime, id), &self.runtime, queue, id)
     }
@@ -217,7 +213,7 @@ where
 
     fn discard(&self) {
         // Attached and dropped: its action is recorded as abandoned now.
-        let job = lock(&self.job).take();
+        let job = self.job.lock().take();
         drop(job.map(|(handle, _)| handle.attach(&self.runtime, &self.head.id)));
     }
 }
@@ -261,7 +257,7 @@ impl Drop for Job {
 struct Outcome {
     /// Set once the outcome is in `slot`: a waiting ticket spins on it.
     given: AtomicBool,
-    slot: Mutex<OutcomeSlot>,
+    slot: Short<OutcomeSlot>,
 }
 
 #[derive(Default)]
@@ -283,7 +279,7 @@ impl Outcome {
 
     fn give(&self, result: Result<Record, QueueError>) {
         let waiter = {
-            let mut slot = lock(&self.slot);
+            let mut slot = self.slot.lock();
             debug_assert!(!self.is_given(), "an outcome is given once");
             slot.result = Some(result);
             self.given.store(true, Ordering::Release);
@@ -303,7 +299,7 @@ impl Outcome {
     /// If the outcome was taken already: a ticket polled again after it was
     /// ready would otherwise wait for a wake-up that never comes.
     fn take_or_wait(&self, waiter: impl FnOnce() -> Waiter) -> Option<Result<Record, QueueError>> {
-        let mut slot = lock(&self.slot);
+        let mut slot = self.slot.lock();
         let result = slot.result.take();
         // `given` is set under this lock, with the result: given and gone is taken.
         let taken = result.is_none() && self.given.load(Ordering::Acquire);
@@ -333,33 +329,15 @@ struct Queue {
 
 type Hasher = foldhash::fast::RandomState;
 
+/// The queues of one stripe, by key.
 #[derive(Default)]
-struct Queues {
-    queues: hashbrown::HashMap<ObjectId, Queue, Hasher>,
-    /// The next job of each queue that has one and runs none: a worker takes
-    /// it from here without a look in `queues`. A job a waiting ticket took
-    /// first ([`Shared::help`]) is left behind, and passed over.
-    ready: VecDeque<Job>,
-    /// The entries of `ready` whose task nobody took yet: what the wake-ups
-    /// count (a leftover a waiting ticket took asks for no worker).
-    live: usize,
-    terminating: bool,
-    stopped: bool,
-    /// Workers parked on `work`, and callers of `stop`/`terminate` parked on
-    /// `drained`: a condition variable is signalled only when someone waits on it
-    /// (each signal is a system call).
-    parked: usize,
-    /// Parked workers signalled and not yet running: a worker is signalled only
-    /// when more are parked than are already waking up.
-    waking: usize,
-    draining: usize,
-}
+struct Queues(hashbrown::HashMap<ObjectId, Queue, Hasher>);
 
 impl Queues {
     /// Marks `key`'s queue closing: it takes no more requests (see
     /// [`Shared::stopping`]).
     fn close(&mut self, key: &ObjectId, stopping: &AtomicUsize) {
-        if let Some(queue) = self.queues.get_mut(key) {
+        if let Some(queue) = self.0.get_mut(key) {
             if !queue.closing {
                 queue.closing = true;
                 stopping.fetch_add(1, Ordering::Release);
@@ -369,57 +347,86 @@ impl Queues {
 
     /// Deletes `key`'s queue.
     fn remove(&mut self, key: &ObjectId, stopping: &AtomicUsize) {
-        if self.queues.remove(key).is_some_and(|q| q.closing) {
+        if self.0.remove(key).is_some_and(|q| q.closing) {
             stopping.fetch_sub(1, Ordering::Release);
         }
     }
 
-    /// Wakes one parked worker, unless every parked worker is waking already.
-    fn wake_one(&mut self, work: &Condvar) {
-        if self.parked > self.waking {
-            self.waking += 1;
-            work.notify_one();
-        }
+    /// Whether `key`'s queue has nothing queued and nothing running.
+    fn idle(&self, key: &ObjectId) -> bool {
+        self.0
+            .get(key)
+            .is_some_and(|q| !q.running && q.jobs.is_empty())
     }
 }
 
+/// A lock the queuer holds for a few instructions, never across work: a spin
+/// lock whose waiters yield, released by a plain store (the memory store's
+/// shards use the same, `crate::sync`).
+type Short<T> = spin::mutex::SpinMutex<T, spin::relax::Yield>;
+
+/// One stripe of the queuer: the lock that orders the intake of its queues,
+/// and the queues themselves. A queue's stripe is chosen by the hash of its key.
+/// Each part on a cache line of its own, so that callers and workers on
+/// different stripes share none, and callers do not meet workers on the
+/// intake.
+#[derive(Default)]
+struct Stripe {
+    /// Held from before a request's start until it is in its queue (see
+    /// [`Queuer::intake`]): a lock that parks its waiters, as a start may wait
+    /// on the network. Only callers take it: on a line of its own, apart from
+    /// the queues that workers change.
+    intake: Lined<Mutex<()>>,
+    /// Held by a request's caller to put its job in, by a worker to take the
+    /// queue's next one out when a job ends.
+    queues: Lined<Short<Queues>>,
+}
+
+/// How many stripes a queuer has: two requests contend on one only when their
+/// queues' hashes meet in it (one pair in 256).
+const STRIPES: usize = 256;
+
+/// How workers wait for work: how many are parked, and how many of those were
+/// signalled and are not yet running.
+#[derive(Default)]
+struct Park {
+    parked: usize,
+    waking: usize,
+}
+
 struct Shared {
-    /// On cache lines of its own: the workers take this lock for every job,
-    /// and callers read the atomics below (and count references to this
-    /// `Shared`) for every request.
-    state: Lined<Mutex<Queues>>,
-    /// Workers wait here for a ready queue.
+    /// The next job of each queue that has one and runs none, in the order they
+    /// became ready: a worker takes one without any lock. A job a waiting ticket
+    /// took first ([`Shared::help`]) leaves its entry here, passed over.
+    ready: SegQueue<Job>,
+    stripes: Box<[Stripe]>,
+    /// Parked workers wait on `work`, under `park`; `sleepers` is how many of
+    /// them nobody signalled yet, for a caller to read without the lock (each
+    /// signal is a system call, made only when someone sleeps).
+    park: Mutex<Park>,
     work: Condvar,
-    /// `stop` and `terminate` wait here for queues to drain.
+    sleepers: AtomicUsize,
+    /// `stop` and `terminate` wait on `drained` for queues to end, counted in
+    /// `draining` so that a worker that ends a queue signals only when
+    /// someone waits.
+    drain: Mutex<()>,
     drained: Condvar,
+    draining: AtomicUsize,
     /// `None`: each object's own queue.
     route: Option<Route>,
-    /// Bumped each time a queue becomes ready, so that a spinning worker sees
-    /// new work without taking the lock.
-    readied: AtomicU64,
     /// Whether a worker is spinning; one at a time, so that idle workers do not
     /// take every core from the callers.
     spinning: AtomicBool,
-    /// Set when the queuer terminates: a completion the store refuses is no
-    /// longer tried again (see [`end_retrying`]).
+    /// Set when the queuer terminates: requests are refused, and a completion
+    /// the store refuses is no longer tried again (see [`end_retrying`]).
     terminated: AtomicBool,
+    /// Set once every queue ended after `terminate`: the workers leave.
+    stopped: AtomicBool,
     /// How many queues are closing, plus one once the queuer terminates:
-    /// written under the lock, read without it by every request, which looks
-    /// in the queues for its own only when this is not zero.
+    /// written under a stripe's lock, read without it by every request, which
+    /// looks in the queues for its own only when this is not zero.
     stopping: AtomicUsize,
 }
-
-/// One of the locks that order requests: see [`Queuer::intake`]. On a cache
-/// line of its own, so that callers on different stripes do not share one. A
-/// lock that parks its waiters (unlike the memory store's shards): it is held
-/// across a start, which may wait on the network.
-#[derive(Default)]
-#[repr(align(64))]
-struct Stripe(Mutex<()>);
-
-/// How many stripes a queuer's intake has: two requests contend on one only
-/// when their queues' hashes meet in it (one pair in 256).
-const STRIPES: usize = 256;
 
 /// How long an idle worker, and a caller waiting for its ticket, spin before they
 /// park: a wake-up through the kernel costs tens of microseconds on a busy or
@@ -451,13 +458,8 @@ fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
     }
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Queues> {
-        lock(&self.state.0)
-    }
-}
-
-/// A value that starts a cache line and ends its last (see [`Shared::state`]).
+/// A value that starts a cache line and ends its last (see [`Stripe`]).
+#[derive(Default)]
 #[repr(align(64))]
 struct Lined<T>(T);
 
@@ -471,11 +473,13 @@ struct Lined<T>(T);
 /// A thread blocked in [`Ticket::wait`] on a request no worker has taken yet
 /// runs it itself (see there): the workers bound the threads the queuer keeps,
 /// and the waiting threads add to them.
+///
+/// No lock is shared by every request: each queue belongs to one of 256
+/// stripes, which orders its requests and holds its jobs, and the queues
+/// ready to run are handed to the workers through a lock-free list.
 pub struct Queuer {
     shared: Arc<Shared>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    /// The intake's locks, a queue's chosen by the hash of its key.
-    stripes: Box<[Stripe]>,
 }
 
 impl std::fmt::Debug for Queuer {
@@ -504,13 +508,18 @@ impl Queuer {
 
     fn build(workers: usize, route: Option<Route>) -> Self {
         let shared = Arc::new(Shared {
-            state: Lined(Mutex::new(Queues::default())),
+            ready: SegQueue::new(),
+            stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
+            park: Mutex::default(),
             work: Condvar::new(),
+            sleepers: AtomicUsize::new(0),
+            drain: Mutex::default(),
             drained: Condvar::new(),
+            draining: AtomicUsize::new(0),
             route,
-            readied: AtomicU64::new(0),
             spinning: AtomicBool::new(false),
             terminated: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             stopping: AtomicUsize::new(0),
         });
         let workers = (0..workers.max(1))
@@ -525,7 +534,6 @@ impl Queuer {
         Queuer {
             shared,
             workers: Mutex::new(workers),
-            stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
         }
     }
 
@@ -554,7 +562,9 @@ impl Queuer {
 
     /// The queues that exist now, sorted.
     pub fn queues(&self) -> Vec<ObjectId> {
-        let mut ids: Vec<_> = self.shared.lock().queues.keys().cloned().collect();
+        let mut ids: Vec<_> = (self.shared.stripes.iter())
+            .flat_map(|stripe| stripe.queues.0.lock().0.keys().cloned().collect::<Vec<_>>())
+            .collect();
         ids.sort();
         ids
     }
@@ -568,110 +578,77 @@ impl Queuer {
     /// [`terminate`](Self::terminate) ends those retries.
     pub fn stop(&self, id: impl IntoObjectId) {
         let id = id.into_object_id();
-        let mut state = self.shared.lock();
-        state.close(&id, &self.shared.stopping);
-        if state
-            .queues
-            .get(&id)
-            .is_some_and(|q| !q.running && q.jobs.is_empty())
+        let shared = &*self.shared;
+        let stripe = shared.stripe(&id);
         {
-            state.remove(&id, &self.shared.stopping);
+            // After the requests being taken in: a request accepted before the
+            // stop is run, one after it refused.
+            let _order = lock(&stripe.intake.0);
+            let mut queues = stripe.queues.0.lock();
+            queues.close(&id, &shared.stopping);
+            if queues.idle(&id) {
+                queues.remove(&id, &shared.stopping);
+            }
         }
-        while state.queues.contains_key(&id) {
-            state.draining += 1;
-            state = self
-                .shared
-                .drained
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
-            state.draining -= 1;
-        }
+        shared.wait_drained(|| !stripe.queues.0.lock().0.contains_key(&id));
     }
 
     /// Stops every queue as [`Queuer::stop`] does, then the workers. Requests after
     /// this are refused with [`QueueError::Terminated`].
     pub fn terminate(&self) {
-        let mut state = self.shared.lock();
-        if !state.terminating {
-            state.terminating = true;
-            self.shared.terminated.store(true, Ordering::Release);
-            self.shared.stopping.fetch_add(1, Ordering::Release);
+        let shared = &*self.shared;
+        if !shared.terminated.swap(true, Ordering::AcqRel) {
+            shared.stopping.fetch_add(1, Ordering::Release);
         }
-        let idle: Vec<ObjectId> = state
-            .queues
-            .iter()
-            .filter(|(_, q)| !q.running && q.jobs.is_empty())
-            .map(|(key, _)| key.clone())
-            .collect();
-        for key in &idle {
-            state.remove(key, &self.shared.stopping);
+        // Each stripe's intake is taken once: a request that came before this
+        // is in its queue, and one after it sees the queuer terminated.
+        for stripe in &*shared.stripes {
+            let _order = lock(&stripe.intake.0);
+            let mut queues = stripe.queues.0.lock();
+            let keys: SmallVec<[ObjectId; 4]> = queues.0.keys().cloned().collect();
+            for key in &keys {
+                if queues.idle(key) {
+                    queues.remove(key, &shared.stopping);
+                } else {
+                    queues.close(key, &shared.stopping);
+                }
+            }
         }
-        let keys: Vec<ObjectId> = state.queues.keys().cloned().collect();
-        for key in &keys {
-            state.close(key, &self.shared.stopping);
-        }
-        while !state.queues.is_empty() {
-            state.draining += 1;
-            state = self
-                .shared
-                .drained
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
-            state.draining -= 1;
-        }
-        state.stopped = true;
-        drop(state);
-        self.shared.work.notify_all();
-        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
+        shared.wait_drained(|| {
+            shared
+                .stripes
+                .iter()
+                .all(|s| s.queues.0.lock().0.is_empty())
+        });
+        shared.stopped.store(true, Ordering::SeqCst);
+        // Under the lock a worker reads `stopped` under before it parks.
+        drop(lock(&shared.park));
+        shared.work.notify_all();
+        let workers = std::mem::take(&mut *lock(&self.workers));
         for worker in workers {
             let _ = worker.join();
         }
     }
 
-    /// Accepts a started request into its queue (`key`, the job's), in order.
-    fn push(&self, key: &ObjectId, job: Job) {
-        let mut state = self.shared.lock();
-        // The key is cloned only for a queue made here.
-        let queue = state.queues.entry_ref(key).or_default();
-        if queue.running {
-            queue.jobs.push_back(job);
-        } else {
-            queue.running = true;
-            job.head().ready();
-            state.ready.push_back(job);
-            state.live += 1;
-            self.shared.readied.fetch_add(1, Ordering::Release);
-            // A spinning worker takes a lone ready queue sooner than a parked one
-            // wakes up, and waking one costs this caller a system call. (The
-            // spinner clears its flag before it re-reads the queues under this
-            // lock, so a queue pushed while the flag shows is never missed.)
-            if state.live > 1 || !self.shared.spinning.load(Ordering::Acquire) {
-                state.wake_one(&self.shared.work);
-            }
-        }
-    }
-
     /// The lock that orders the requests of `key`'s queue, held from before a
-    /// request's start until it is pushed, so that requests enter the queue in
-    /// the order their starts were accepted; refused while the queue, or the
-    /// queuer, is stopping.
+    /// request's start until it is in its queue ([`Shared::push`]), so that
+    /// requests enter the queue in the order their starts were accepted; refused
+    /// while the queue, or the queuer, is stopping.
     ///
-    /// The lock is one of a fixed set of stripes, chosen by the key's hash, not a
-    /// lock of the queue itself: a request takes it without a pass over the
-    /// queues that workers share, which it looks in only while some queue is
+    /// The lock is its stripe's, not a lock of the queue itself: a request takes
+    /// it without a look in the queues, which it takes only while some queue is
     /// stopping. (Two queues on one stripe order each other's intake too; the
     /// work of their requests still runs in parallel.)
     fn intake(&self, key: &ObjectId) -> Result<MutexGuard<'_, ()>, QueueError> {
-        let stripe = key.hash_code() as usize % self.stripes.len();
-        let order = lock(&self.stripes[stripe].0);
+        let stripe = self.shared.stripe(key);
+        let order = lock(&stripe.intake.0);
         // A stop or terminate that comes after this look is one that came
         // after the request, as if it had come after its push.
         if self.shared.stopping.load(Ordering::Acquire) > 0 {
-            let state = self.shared.lock();
-            if state.terminating {
+            if self.shared.terminated.load(Ordering::Acquire) {
                 return Err(QueueError::Terminated);
             }
-            if state.queues.get(key).is_some_and(|q| q.closing) {
+            if stripe.queues.0.lock().0.get(key).is_some_and(|q| q.closing) {
                 return Err(QueueError::Closed { id: key.clone() });
             }
         }
@@ -681,7 +658,7 @@ impl Queuer {
 
 impl Drop for Queuer {
     fn drop(&mut self) {
-        if !self.shared.lock().stopped {
+        if !self.shared.stopped.load(Ordering::Acquire) {
             self.terminate();
         }
     }
@@ -699,62 +676,127 @@ fn work(shared: &Shared) {
     }
 }
 
-impl Queues {
+impl Shared {
+    fn stripe(&self, key: &ObjectId) -> &Stripe {
+        &self.stripes[key.hash_code() as usize % self.stripes.len()]
+    }
+
+    /// Accepts a started request into its queue (`key`, the job's), in order:
+    /// behind the queue's running job, or in the ready list.
+    fn push(&self, key: &ObjectId, job: Job) {
+        let job = {
+            let mut queues = self.stripe(key).queues.0.lock();
+            // The key is cloned only for a queue made here.
+            let queue = queues.0.entry_ref(key).or_default();
+            if queue.running {
+                queue.jobs.push_back(job);
+                return;
+            }
+            queue.running = true;
+            job
+        };
+        self.make_ready(job, false);
+    }
+
+    /// Puts `job`, its queue's next, in the ready list, and wakes a parked
+    /// worker unless one is sure to take it anyway: a spinning worker, for a
+    /// lone ready job, or the worker that readied it (`by_worker`), which takes
+    /// its next job from the list itself.
+    fn make_ready(&self, job: Job, by_worker: bool) {
+        job.head().ready();
+        self.ready.push(job);
+        // A worker parks, or stops spinning, only after a last look at the
+        // list past a fence of its own: either it sees this job, or this sees
+        // it parked, or spinning.
+        fence(Ordering::SeqCst);
+        // A spinning worker takes the job sooner than a parked one wakes up,
+        // and waking one costs this caller a system call; a worker that takes
+        // a job and sees more passes the wake-up on ([`Shared::take_ready`]).
+        if !(by_worker || self.spinning.load(Ordering::Relaxed)) {
+            self.wake_one();
+        }
+    }
+
+    /// Wakes one parked worker, unless every parked worker is waking already.
+    /// (Past a fence: see [`Shared::make_ready`].)
+    fn wake_one(&self) {
+        if self.sleepers.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut park = lock(&self.park);
+        if park.parked > park.waking {
+            park.waking += 1;
+            self.sleepers
+                .store(park.parked - park.waking, Ordering::Relaxed);
+            self.work.notify_one();
+        }
+    }
+
     /// The first ready job, now taken; `None` when none is ready. Jobs a
     /// waiting ticket took are passed over.
-    fn take_ready(&mut self, work: &Condvar) -> Option<Job> {
-        while let Some(job) = self.ready.pop_front() {
-            if !job.head().take(self) {
+    fn take_ready(&self) -> Option<Job> {
+        while let Some(job) = self.ready.pop() {
+            if !job.head().take() {
                 job.disown();
                 continue;
             }
             // More ready than this worker takes: pass the wake-up on.
-            if self.live > 0 {
-                self.wake_one(work);
+            if !self.ready.is_empty() {
+                fence(Ordering::SeqCst);
+                self.wake_one();
             }
             return Some(job);
         }
         None
     }
-}
 
-impl Shared {
     /// A worker's next job: waits for a ready queue, spinning a little first
     /// (one worker at a time), then parked. `None` once the queuer stopped.
     fn take(&self) -> Option<Job> {
-        let mut state = self.lock();
         loop {
-            if let Some(taken) = state.take_ready(&self.work) {
+            if let Some(taken) = self.take_ready() {
                 return Some(taken);
             }
-            if state.stopped {
+            if self.stopped.load(Ordering::Acquire) {
                 return None;
             }
             // Nothing ready: spin a little (one worker at a time) for work
             // pushed meanwhile, then park.
             if !self.spinning.swap(true, Ordering::Acquire) {
-                let seen = self.readied.load(Ordering::Acquire);
-                drop(state);
-                spin_until(true, || self.readied.load(Ordering::Acquire) != seen);
-                self.spinning.store(false, Ordering::Release);
-                state = self.lock();
-                if state.live > 0 || state.stopped {
+                spin_until(true, || {
+                    !self.ready.is_empty() || self.stopped.load(Ordering::Acquire)
+                });
+                self.spinning.store(false, Ordering::Relaxed);
+                // The last look, past the fence `make_ready` pairs with.
+                fence(Ordering::SeqCst);
+                if !self.ready.is_empty() {
                     continue;
                 }
             }
-            state.parked += 1;
-            state = self.work.wait(state).unwrap_or_else(|e| e.into_inner());
-            state.parked -= 1;
+            let mut park = lock(&self.park);
+            park.parked += 1;
+            self.sleepers
+                .store(park.parked - park.waking, Ordering::Relaxed);
+            // Counted as asleep before this last look, past the fence
+            // `make_ready` pairs with; and `terminate` signals under this lock
+            // after it sets `stopped`.
+            fence(Ordering::SeqCst);
+            if self.ready.is_empty() && !self.stopped.load(Ordering::Acquire) {
+                park = self.work.wait(park).unwrap_or_else(|e| e.into_inner());
+            }
+            park.parked -= 1;
             // (A spurious wake-up may count as a signalled one: at worst one
             // more signal later.)
-            state.waking = state.waking.saturating_sub(1);
+            park.waking = park.waking.saturating_sub(1);
+            self.sleepers
+                .store(park.parked - park.waking, Ordering::Relaxed);
         }
     }
 
     /// Runs `job`, taken; then puts its queue's next job in the ready list, or
     /// deletes the queue when it is closing and empty, and gives the job's
-    /// outcome. A worker (`by_worker`) takes its next job under the same lock,
-    /// if one is ready, and gets it back.
+    /// outcome. A worker (`by_worker`) takes its next job from the ready list,
+    /// if one is there, and gets it back.
     fn run(&self, job: Job, by_worker: bool) -> Option<Job> {
         let key = job.head().key();
         let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.task.run(self))) {
@@ -764,44 +806,53 @@ impl Shared {
                 (false, Err(job.task.crashed()))
             }
         };
-        let mut state = self.lock();
-        if close {
-            state.close(key, &self.stopping);
-        }
-        if let Some(queue) = state.queues.get_mut(key) {
-            if let Some(next) = queue.jobs.pop_front() {
-                next.head().ready();
-                state.ready.push_back(next);
-                state.live += 1;
-                self.readied.fetch_add(1, Ordering::Release);
-                // A worker takes a ready queue next itself; another is woken
-                // only for the ones beyond that.
-                if state.live > 1 || !(by_worker || self.spinning.load(Ordering::Acquire)) {
-                    state.wake_one(&self.work);
-                }
-            } else {
-                queue.running = false;
-                if queue.closing {
-                    state.remove(key, &self.stopping);
-                    tracing::debug!(queue = %key, "queue ended");
-                }
+        let mut ended = false;
+        let next = {
+            let mut queues = self.stripe(key).queues.0.lock();
+            if close {
+                queues.close(key, &self.stopping);
             }
-        }
-        let next = if by_worker {
-            state.take_ready(&self.work)
-        } else {
-            None
+            match queues.0.get_mut(key) {
+                Some(queue) => match queue.jobs.pop_front() {
+                    Some(next) => Some(next),
+                    None => {
+                        queue.running = false;
+                        if queue.closing {
+                            queues.remove(key, &self.stopping);
+                            tracing::debug!(queue = %key, "queue ended");
+                            ended = true;
+                        }
+                        None
+                    }
+                },
+                None => None,
+            }
         };
-        let draining = state.draining > 0;
-        drop(state);
+        if let Some(next) = next {
+            self.make_ready(next, by_worker);
+        }
         // The ticket first, once its queue reflects the outcome (a queue ended by
         // a terminal state is gone): it is what a caller is blocked on.
         job.head().outcome.give(outcome);
         drop(job);
-        if draining {
+        if ended && self.draining.load(Ordering::SeqCst) > 0 {
+            // Under the lock its waiter looks at the queues under.
+            drop(lock(&self.drain));
             self.drained.notify_all();
         }
-        next
+        if by_worker { self.take_ready() } else { None }
+    }
+
+    /// Waits until `drained` answers true, looking again each time a queue
+    /// ends.
+    fn wait_drained(&self, mut drained: impl FnMut() -> bool) {
+        let mut guard = lock(&self.drain);
+        // Counted before the look: a queue that ends after it signals.
+        self.draining.fetch_add(1, Ordering::SeqCst);
+        while !drained() {
+            guard = self.drained.wait(guard).unwrap_or_else(|e| e.into_inner());
+        }
+        self.draining.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Runs `task` on this thread if it is the next job of its queue and no
@@ -813,7 +864,7 @@ impl Shared {
         if head.stage.load(Ordering::Acquire) != READY {
             return;
         }
-        if head.take(&mut self.lock()) {
+        if head.take() {
             self.run(Job::new(task.clone()), false);
         }
     }
@@ -1042,9 +1093,11 @@ impl<S: Store> Request<'_, S> {
             head: Head::new(id, routed),
             runtime: runtime.clone(),
             action,
-            job: Mutex::new(Some((handle, job))),
+            job: Short::new(Some((handle, job))),
         });
-        queuer.push(task.head().key(), Job::new(task.clone()));
+        queuer
+            .shared
+            .push(task.head().key(), Job::new(task.clone()));
         Ok(Ticket {
             task,
             fence,
@@ -1169,7 +1222,7 @@ mod tests {
             head: Head::new("vm".into(), None),
             runtime: rt.clone(),
             action,
-            job: Mutex::new(Some((handle.detach(), job))),
+            job: Short::new(Some((handle.detach(), job))),
         });
         let ticket = Ticket {
             task: task.clone(),

@@ -1112,3 +1112,165 @@ fn parked_and_spinning_workers_take_every_request() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Several callers share queues (their objects routed four to a queue) with
+/// three workers: a queue runs one job at a time, each caller's requests on a
+/// queue run in the order they were accepted, and every accepted request ends
+/// (no job is left in the ready list with every worker parked). The races
+/// happened: requests were accepted while their queue was running another's
+/// job (and so were handed on by the worker that ended it), and both workers
+/// and waiting callers ran jobs. Then `terminate` races requests still coming
+/// in: each is refused, or accepted and run to its end.
+#[test]
+fn callers_sharing_queues_run_one_job_at_a_time_in_order() {
+    const CALLERS: usize = 4;
+    const OBJECTS: usize = 4; // per caller
+    const QUEUES: usize = 4;
+    const ROUNDS: usize = 150;
+    let rt = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    let ops = Actor::new("ops");
+    // Object `c-o` goes to queue `q-(c + o) % QUEUES`: each caller's objects
+    // are spread over every queue, and each queue takes every caller's.
+    let queuer = Queuer::with_route(3, |_, id| {
+        let (c, o) = id.as_str().split_once('-').unwrap();
+        let q = (c.parse::<usize>().unwrap() + o.parse::<usize>().unwrap()) % QUEUES;
+        format!("q-{q}").into()
+    });
+    for c in 0..CALLERS {
+        for o in 0..OBJECTS {
+            running_vm(&rt, &format!("{c}-{o}"));
+        }
+    }
+    /// What the jobs saw: per queue, how many of its jobs run now, and the
+    /// (caller, sequence) of each in the order they ran.
+    #[derive(Default)]
+    struct Seen {
+        running: [AtomicU64; QUEUES],
+        ran: [Mutex<Vec<(usize, usize)>>; QUEUES],
+        overlaps: AtomicU64,
+        on_waiters: AtomicU64,
+    }
+    let seen = Arc::new(Seen::default());
+    let behind = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for c in 0..CALLERS {
+            let (rt, ops, queuer, seen, behind) = (&rt, &ops, &queuer, &seen, &behind);
+            s.spawn(move || {
+                let me = std::thread::current().id();
+                let mut seq = 0;
+                for round in 0..ROUNDS {
+                    let action = if round % 2 == 0 { "pause" } else { "resume" };
+                    let tickets: Vec<_> = (0..OBJECTS)
+                        .map(|o| {
+                            let q = (c + o) % QUEUES;
+                            seq += 1;
+                            let (mine, seen_by_job) = (seq, seen.clone());
+                            let ticket = queuer
+                                .request(rt, format!("{c}-{o}").as_str(), ops, action)
+                                .run(move |_| {
+                                    if seen_by_job.running[q].fetch_add(1, Ordering::SeqCst) != 0 {
+                                        seen_by_job.overlaps.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    seen_by_job.ran[q].lock().unwrap().push((c, mine));
+                                    // Long enough for others to queue behind.
+                                    let until =
+                                        std::time::Instant::now() + Duration::from_micros(20);
+                                    while std::time::Instant::now() < until {
+                                        std::hint::spin_loop();
+                                    }
+                                    if std::thread::current().id() == me {
+                                        seen_by_job.on_waiters.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    seen_by_job.running[q].fetch_sub(1, Ordering::SeqCst);
+                                    Ok(())
+                                })
+                                .unwrap();
+                            if seen.running[q].load(Ordering::SeqCst) != 0 {
+                                behind.fetch_add(1, Ordering::Relaxed);
+                            }
+                            ticket
+                        })
+                        .collect();
+                    for ticket in tickets {
+                        ticket.wait().unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(
+        seen.overlaps.load(Ordering::Relaxed),
+        0,
+        "two jobs of one queue ran at once"
+    );
+    let total: usize = seen.ran.iter().map(|r| r.lock().unwrap().len()).sum();
+    assert_eq!(total, CALLERS * OBJECTS * ROUNDS);
+    for (q, ran) in seen.ran.iter().enumerate() {
+        let ran = ran.lock().unwrap();
+        for c in 0..CALLERS {
+            let mine: Vec<usize> = ran
+                .iter()
+                .filter(|(by, _)| *by == c)
+                .map(|&(_, s)| s)
+                .collect();
+            assert!(
+                mine.windows(2).all(|w| w[0] < w[1]),
+                "queue q-{q} ran caller {c}'s requests out of order: {mine:?}"
+            );
+        }
+    }
+    let (behind, on_waiters) = (behind.into_inner(), seen.on_waiters.load(Ordering::Relaxed));
+    assert!(
+        behind > 0,
+        "no request was accepted while its queue was running"
+    );
+    assert!(
+        on_waiters < total as u64,
+        "the workers ran no job ({on_waiters} of {total} on waiting callers)"
+    );
+    for c in 0..CALLERS {
+        for o in 0..OBJECTS {
+            let id = format!("{c}-{o}");
+            assert_eq!(rt.state_name(id.as_str()).unwrap(), "RUNNING", "{id}");
+            check_history(rt.machine(), &rt.history(id.as_str()).unwrap()).unwrap();
+        }
+    }
+
+    // `terminate` while two callers keep asking.
+    let (accepted, refused) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| {
+        for c in 0..2 {
+            let (rt, ops, queuer) = (&rt, &ops, &queuer);
+            let (accepted, refused) = (&accepted, &refused);
+            s.spawn(move || {
+                for round in 0.. {
+                    let action = if round % 2 == 0 { "pause" } else { "resume" };
+                    match queuer
+                        .request(rt, format!("{c}-0").as_str(), ops, action)
+                        .run(|_| Ok(()))
+                    {
+                        Ok(ticket) => {
+                            ticket.wait().unwrap();
+                            accepted.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(QueueError::Terminated | QueueError::Closed { .. }) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            });
+        }
+        while accepted.load(Ordering::Relaxed) < 20 {
+            std::thread::yield_now();
+        }
+        queuer.terminate();
+    });
+    assert_eq!(
+        refused.into_inner(),
+        2,
+        "each caller was refused once terminated"
+    );
+    assert!(queuer.queues().is_empty());
+}
