@@ -2,25 +2,9 @@
 
 use std::fmt::Write;
 
-use fsm_model::{ActionId, Machine};
+use fsm_model::{ActionId, Machine, xml_escape};
 
 use crate::{child, done_event, entries, failed_event};
-
-/// Escapes text for an XML attribute value or element content.
-fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Text for inside an XML comment, which may not hold `--`.
 fn comment(text: &str) -> String {
@@ -60,8 +44,8 @@ pub fn scxml(m: &Machine) -> String {
     let _ = writeln!(
         out,
         "<scxml xmlns=\"http://www.w3.org/2005/07/scxml\" version=\"1.0\" name=\"{}\" initial=\"{}\">",
-        xml(m.name()),
-        xml(&m.state(m.initial()).name)
+        xml_escape(m.name()),
+        xml_escape(&m.state(m.initial()).name)
     );
     if let Some(d) = m.description() {
         let _ = writeln!(out, "  <!-- {} -->", comment(d));
@@ -84,7 +68,7 @@ pub fn scxml(m: &Machine) -> String {
     }
     for s in m.state_ids() {
         let state = m.state(s);
-        let id = xml(&state.name);
+        let id = xml_escape(&state.name);
         let element = if state.terminal { "final" } else { "state" };
         let ways = if state.is_transition() {
             entries(m, s)
@@ -96,7 +80,7 @@ pub fn scxml(m: &Machine) -> String {
                 let _ = writeln!(
                     out,
                     "  <{element} id=\"{id}\" initial=\"{id}.{}\">",
-                    xml(&child(m, s, first.action, first.origin))
+                    xml_escape(&child(m, s, first.action, first.origin))
                 );
             }
             None => {
@@ -120,7 +104,7 @@ pub fn scxml(m: &Machine) -> String {
             let _ = writeln!(out, "    <!-- {} -->", comment(&notes.join("; ")));
         }
         for rule in m.rules_from(s) {
-            let event = xml(&m.action(rule.action).name);
+            let event = xml_escape(&m.action(rule.action).name);
             if !rule.changes_state {
                 let _ = writeln!(
                     out,
@@ -137,26 +121,26 @@ pub fn scxml(m: &Machine) -> String {
             let _ = writeln!(
                 out,
                 "    <transition event=\"{event}\" target=\"{}\"/>",
-                xml(&target)
+                xml_escape(&target)
             );
         }
         for way in &ways {
             let _ = writeln!(
                 out,
                 "    <state id=\"{id}.{}\">",
-                xml(&child(m, s, way.action, way.origin))
+                xml_escape(&child(m, s, way.action, way.origin))
             );
             let _ = writeln!(
                 out,
                 "      <transition event=\"{}\" target=\"{}\"/>",
-                xml(&done_event(m, way.action)),
-                xml(&m.state(way.target).name)
+                xml_escape(&done_event(m, way.action)),
+                xml_escape(&m.state(way.target).name)
             );
             let _ = writeln!(
                 out,
                 "      <transition event=\"{}\" target=\"{}\"/>",
-                xml(&failed_event(m, way.action)),
-                xml(&m.state(way.origin).name)
+                xml_escape(&failed_event(m, way.action)),
+                xml_escape(&m.state(way.origin).name)
             );
             out.push_str("    </state>\n");
         }

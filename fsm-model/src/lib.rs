@@ -16,6 +16,7 @@ mod action_ref;
 mod def;
 mod diagnostic;
 mod encode;
+mod escape;
 mod machine;
 pub mod rules;
 mod suggest;
@@ -26,6 +27,7 @@ pub use def::{
     parse_duration,
 };
 pub use diagnostic::{Diagnostic, Help, Lint, Severity};
+pub use escape::xml_escape;
 pub use machine::{
     Action, ActionId, Guard, GuardId, IntoActionId, IntoStateId, Machine, Role, State, StateId,
     Target, Text,

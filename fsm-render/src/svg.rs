@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use fsm_model::{Machine, StateId};
+use fsm_model::{Machine, StateId, xml_escape};
 
 use crate::drawing::{Drawing, View};
 use crate::ident;
@@ -31,20 +31,6 @@ const ARC_GAP: f64 = 21.0;
 /// for upper-case names, which are wider than average.
 fn text_width(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.62
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A box of the layout: a state, or the start point (`state` None).
@@ -416,7 +402,7 @@ pub fn svg(machine: &Machine, view: View) -> String {
                 my - LABEL / 2.0 - 3.0,
                 LABEL + 5.0,
                 my + LABEL / 2.0 - 1.0,
-                escape(label),
+                xml_escape(label),
             );
         }
     }
@@ -427,7 +413,7 @@ pub fn svg(machine: &Machine, view: View) -> String {
     let _ = writeln!(
         out,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" style="max-width:100%;height:auto" font-family="Helvetica,Arial,sans-serif" role="img" aria-label="state diagram of {}">"##,
-        escape(machine.name()),
+        xml_escape(machine.name()),
     );
     let _ = writeln!(
         out,
@@ -474,7 +460,7 @@ pub fn svg(machine: &Machine, view: View) -> String {
         let _ = writeln!(
             out,
             r##"<text class="fsm-count" data-state="{}" x="{:.1}" y="{:.1}" font-size="{SMALL}" font-weight="bold" text-anchor="end" fill="#b45309"></text>"##,
-            escape(&state.name),
+            xml_escape(&state.name),
             n.x + n.w - 6.0,
             n.y + SMALL + 1.0,
         );
@@ -489,22 +475,11 @@ pub fn svg(machine: &Machine, view: View) -> String {
                 r##"<text x="{:.1}" y="{:.1}" font-size="{size}" font-weight="{weight}" text-anchor="middle" fill="#111">{}</text>"##,
                 n.x + n.w / 2.0,
                 n.y + PAD_Y + FONT - 2.0 + LINE * i as f64,
-                escape(line)
+                xml_escape(line)
             );
         }
     }
     out.push_str(&labels);
     out.push_str("</svg>\n");
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn text_is_escaped_for_xml() {
-        assert_eq!(
-            super::escape(r#"a<b & "c" > d"#),
-            "a&lt;b &amp; &quot;c&quot; &gt; d"
-        );
-    }
 }

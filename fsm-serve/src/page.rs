@@ -5,26 +5,21 @@
 
 use std::fmt::Write;
 
+use fsm_model::xml_escape;
+
 use crate::Service;
 
 const TEMPLATE: &str = include_str!("page.html");
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The page for every machine of `service`.
 pub fn render(service: &Service) -> String {
     let mut sections = String::new();
     for (name, m) in &service.machines {
         let machine = m.runtime.machine();
-        let n = escape(name);
+        let n = xml_escape(name);
         let _ = writeln!(sections, "<section id=\"machine-{n}\">\n<h2>{n}</h2>");
         if let Some(d) = machine.description() {
-            let _ = writeln!(sections, "<p>{}</p>", escape(d));
+            let _ = writeln!(sections, "<p>{}</p>", xml_escape(d));
         }
         let _ = writeln!(sections, "<div class=\"diagram\">\n{}</div>", m.svg);
         let _ = writeln!(
@@ -32,7 +27,7 @@ pub fn render(service: &Service) -> String {
             "<table><thead><tr><th>state</th><th>objects</th></tr></thead><tbody>"
         );
         for state in machine.states() {
-            let s = escape(&state.name);
+            let s = xml_escape(&state.name);
             let _ = writeln!(
                 sections,
                 "<tr><td>{s}</td><td class=\"count\" data-machine=\"{n}\" data-state=\"{s}\">–</td></tr>"
