@@ -12,7 +12,9 @@
 //! its backend is unreachable is tried again, backing off up to a second, until
 //! the store takes it (the work is done: rolled back, the object would show a
 //! state it is no longer in), the healer revokes the hold, or the queuer
-//! terminates.
+//! terminates. The tries run on one thread of the queuer's (started with the
+//! first), not on a worker: the action's queue waits for its end, the other
+//! queues do not wait for a worker.
 //!
 //! The model is blocking: actions drive hypervisors, disks and networks through
 //! blocking calls, and a thread pool runs them without imposing an async runtime
@@ -116,6 +118,18 @@ pub type Work = Box<dyn FnOnce(Fence) -> Result<(), String> + Send>;
 /// a terminal state), and the outcome for its ticket.
 type Done = (bool, Result<Record, QueueError>);
 
+/// What running a job came to: its end, or an end the store refused while
+/// its backend is unreachable, tried again later off the worker
+/// ([`Shared::retry_later`]).
+enum Ran {
+    Done(Done),
+    Retry(Retry),
+}
+
+/// One more try of an end the store refused: `None` while it still refuses it
+/// (retryably, and the queuer is not terminated).
+type Retry = Box<dyn FnMut(&Shared) -> Option<Done> + Send>;
+
 /// An accepted request as its queue holds it: the job, run once by a worker, and
 /// the outcome its [`Ticket`] reads. Both live in one allocation, which the caller
 /// makes and (its ticket being the last to let go) usually frees: a worker that
@@ -123,7 +137,7 @@ type Done = (bool, Result<Record, QueueError>);
 /// request (BENCHMARKS.md).
 trait Queued: Send + Sync {
     /// Runs the job.
-    fn run(&self, queue: &Shared) -> Done;
+    fn run(&self, queue: &Shared) -> Ran;
     /// Its queue, its stage there and where the outcome goes.
     fn head(&self) -> &Head;
     /// The error of a job that panicked, or was never run.
@@ -192,9 +206,9 @@ struct Task<S: Store, F> {
 impl<S, F> Queued for Task<S, F>
 where
     S: Store,
-    F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>, &Shared, &ObjectId) -> Done + Send,
+    F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>, &Shared, &ObjectId) -> Ran + Send,
 {
-    fn run(&self, queue: &Shared) -> Done {
+    fn run(&self, queue: &Shared) -> Ran {
         let (handle, job) = self.job.lock().take().expect("a queued job runs once");
         let id = &self.head.id;
         job(handle.attach(&self.runtime, id), &self.runtime, queue, id)
@@ -394,6 +408,27 @@ struct Park {
     waking: usize,
 }
 
+/// The ends the store refused, each with its job (which holds its queue
+/// meanwhile) and when it is tried next; and the retrier's thread, once
+/// started.
+#[derive(Default)]
+struct Retries {
+    pending: Vec<Pending>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Pending {
+    job: Job,
+    retry: Retry,
+    due: Instant,
+    pause: Duration,
+}
+
+/// How long a queued action waits before it tries again to write its end that
+/// the store refused retryably: the first pause, doubled each time up to the last.
+const RETRY_FIRST: Duration = Duration::from_millis(10);
+const RETRY_MOST: Duration = Duration::from_secs(1);
+
 struct Shared {
     /// The next job of each queue that has one and runs none, in the order they
     /// became ready: a worker takes one without any lock. A job a waiting ticket
@@ -422,6 +457,12 @@ struct Shared {
     terminated: AtomicBool,
     /// Set once every queue ended after `terminate`: the workers leave.
     stopped: AtomicBool,
+    /// Ends the store refused, waiting for their next try on the retrier's
+    /// thread (started on the first), which waits on `retried`.
+    retries: Mutex<Retries>,
+    retried: Condvar,
+    /// This, for the retrier's thread to hold.
+    me: std::sync::Weak<Shared>,
     /// How many queues are closing, plus one once the queuer terminates:
     /// written under a stripe's lock, read without it by every request, which
     /// looks in the queues for its own only when this is not zero.
@@ -507,7 +548,7 @@ impl Queuer {
     }
 
     fn build(workers: usize, route: Option<Route>) -> Self {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
             ready: SegQueue::new(),
             stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
             park: Mutex::default(),
@@ -520,6 +561,9 @@ impl Queuer {
             spinning: AtomicBool::new(false),
             terminated: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            retries: Mutex::default(),
+            retried: Condvar::new(),
+            me: me.clone(),
             stopping: AtomicUsize::new(0),
         });
         let workers = (0..workers.max(1))
@@ -600,6 +644,9 @@ impl Queuer {
         if !shared.terminated.swap(true, Ordering::AcqRel) {
             shared.stopping.fetch_add(1, Ordering::Release);
         }
+        // Ends still refused are not tried again: their tickets get the refusal.
+        drop(lock(&shared.retries));
+        shared.retried.notify_all();
         // Each stripe's intake is taken once: a request that came before this
         // is in its queue, and one after it sees the queuer terminated.
         for stripe in &*shared.stripes {
@@ -624,9 +671,14 @@ impl Queuer {
         // Under the lock a worker reads `stopped` under before it parks.
         drop(lock(&shared.park));
         shared.work.notify_all();
+        let retrier = {
+            let mut retries = lock(&shared.retries);
+            shared.retried.notify_all();
+            retries.thread.take()
+        };
         let workers = std::mem::take(&mut *lock(&self.workers));
-        for worker in workers {
-            let _ = worker.join();
+        for thread in workers.into_iter().chain(retrier) {
+            let _ = thread.join();
         }
     }
 
@@ -793,19 +845,30 @@ impl Shared {
         }
     }
 
-    /// Runs `job`, taken; then puts its queue's next job in the ready list, or
-    /// deletes the queue when it is closing and empty, and gives the job's
-    /// outcome. A worker (`by_worker`) takes its next job from the ready list,
-    /// if one is there, and gets it back.
+    /// Runs `job`, taken, and ends it ([`Shared::end`]); or, if the store
+    /// refused its end while its backend is unreachable, leaves the tries
+    /// again to the retrier. A worker (`by_worker`) takes its next job from
+    /// the ready list, if one is there, and gets it back.
     fn run(&self, job: Job, by_worker: bool) -> Option<Job> {
-        let key = job.head().key();
-        let (close, outcome) = match catch_unwind(AssertUnwindSafe(|| job.task.run(self))) {
-            Ok(done) => done,
+        let done = match catch_unwind(AssertUnwindSafe(|| job.task.run(self))) {
+            Ok(Ran::Done(done)) => done,
+            Ok(Ran::Retry(retry)) => {
+                self.retry_later(job, retry);
+                return if by_worker { self.take_ready() } else { None };
+            }
             Err(_) => {
-                tracing::error!(queue = %key, "an action panicked; it is left abandoned for the healer");
+                tracing::error!(queue = %job.head().key(), "an action panicked; it is left abandoned for the healer");
                 (false, Err(job.task.crashed()))
             }
         };
+        self.end(job, done, by_worker)
+    }
+
+    /// Puts the queue's next job in the ready list, or deletes the queue when
+    /// it is closing and empty (`close`: its object reached a terminal state),
+    /// and gives the job's outcome.
+    fn end(&self, job: Job, (close, outcome): Done, by_worker: bool) -> Option<Job> {
+        let key = job.head().key();
         let mut ended = false;
         let next = {
             let mut queues = self.stripe(key).queues.0.lock();
@@ -843,6 +906,86 @@ impl Shared {
         if by_worker { self.take_ready() } else { None }
     }
 
+    /// Leaves `job`, whose end the store refused, to the retrier's thread:
+    /// `retry` is tried after a pause, doubled after each refusal (up to a
+    /// second), and the job ended ([`Shared::end`]) once it comes to an end.
+    /// Its queue waits meanwhile (the object is held), and the worker goes on
+    /// to other queues' jobs.
+    #[cold]
+    fn retry_later(&self, job: Job, retry: Retry) {
+        let mut retries = lock(&self.retries);
+        retries.pending.push(Pending {
+            job,
+            retry,
+            due: Instant::now() + RETRY_FIRST,
+            pause: RETRY_FIRST,
+        });
+        if retries.thread.is_none() {
+            let shared = self.me.upgrade().expect("a queuer running jobs");
+            retries.thread = Some(
+                std::thread::Builder::new()
+                    .name("fsm-queuer-retry".into())
+                    .spawn(move || shared.retrier())
+                    .expect("spawn the queuer's retrier"),
+            );
+        }
+        drop(retries);
+        self.retried.notify_all();
+    }
+
+    /// The retrier's thread: tries each pending end when it is due (all of
+    /// them at once when the queuer terminates, which ends their tries), until
+    /// the queuer stopped.
+    fn retrier(&self) {
+        let mut retries = lock(&self.retries);
+        loop {
+            let terminated = self.terminated.load(Ordering::Acquire);
+            let now = Instant::now();
+            let Some(next) = retries.pending.iter().map(|p| p.due).min() else {
+                if self.stopped.load(Ordering::Acquire) {
+                    return;
+                }
+                retries = self
+                    .retried
+                    .wait(retries)
+                    .unwrap_or_else(|e| e.into_inner());
+                continue;
+            };
+            if next > now && !terminated {
+                retries = (self.retried)
+                    .wait_timeout(retries, next - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                continue;
+            }
+            let (due, waiting) = std::mem::take(&mut retries.pending)
+                .into_iter()
+                .partition::<Vec<_>, _>(|p| terminated || p.due <= now);
+            retries.pending = waiting;
+            // Tried without the lock: a try waits on the store.
+            drop(retries);
+            let mut again = Vec::new();
+            for mut pending in due {
+                match catch_unwind(AssertUnwindSafe(|| (pending.retry)(self))) {
+                    Ok(Some(done)) => {
+                        self.end(pending.job, done, false);
+                    }
+                    Ok(None) => {
+                        pending.pause = (pending.pause * 2).min(RETRY_MOST);
+                        pending.due = Instant::now() + pending.pause;
+                        again.push(pending);
+                    }
+                    Err(_) => {
+                        let crashed = pending.job.task.crashed();
+                        self.end(pending.job, (false, Err(crashed)), false);
+                    }
+                }
+            }
+            retries = lock(&self.retries);
+            retries.pending.extend(again);
+        }
+    }
+
     /// Waits until `drained` answers true, looking again each time a queue
     /// ends.
     fn wait_drained(&self, mut drained: impl FnMut() -> bool) {
@@ -870,75 +1013,75 @@ impl Shared {
     }
 }
 
-/// How long a queued action waits before it tries again to write its end that
-/// the store refused retryably: the first pause, doubled each time up to the last.
-const RETRY_FIRST: Duration = Duration::from_millis(10);
-const RETRY_MOST: Duration = Duration::from_secs(1);
+/// The outcome of a queued action's end (`ended`): the record it left, or the
+/// failure of the step that failed (`failed`), or the store's refusal; and
+/// whether its queue ends with it: after an object reaches a terminal state
+/// its own queue ends (`own_queue`), a queue it was routed to (its VM's) goes
+/// on.
+fn settle<S: Store>(
+    rt: &Runtime<S>,
+    own_queue: bool,
+    ended: Result<Record, RuntimeError>,
+    failed: Option<(String, String)>,
+) -> Done {
+    let outcome = match failed {
+        Some((step, message)) => match ended {
+            Ok(_) => Err(QueueError::Failed { step, message }),
+            Err(e) => Err(QueueError::Refused(e)),
+        },
+        None => ended.map_err(QueueError::Refused),
+    };
+    let terminal = own_queue
+        && outcome
+            .as_ref()
+            .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
+    (terminal, outcome)
+}
 
-/// Ends `handle` with `end` (its completion or its failure). A write the store
-/// refuses retryably (its backend unreachable) is tried again, backing off from
-/// 10 ms to 1 s, by the action's fence ([`Runtime::resume`]): until it is
-/// written, or the hold is gone (the healer rolled the action back), or the
-/// queuer terminates, which leaves the store's error to the ticket (and the
-/// action to [`Ticket::fence`]). The work is done: rolled back by the healer, it
-/// would show the object where it no longer is.
+/// The tries again of an end (`failed`: a failure, else a completion) the
+/// store `refused` retryably (its backend unreachable), by the action's fence
+/// ([`Runtime::resume`]): until it is written, or the hold is gone (the
+/// healer rolled the action back), or the queuer terminates, which leaves the
+/// store's error to the ticket (and the action to [`Ticket::fence`]). The work
+/// is done: rolled back by the healer, it would show the object where it no
+/// longer is.
 ///
 /// A write the store reported as failed may have landed all the same (a
 /// connection lost after etcd applied it): then the hold is found ended by
 /// this action's own actor at the next version, and the record as read now is
 /// the outcome.
-#[inline(always)]
-fn end_retrying<'r, S: Store>(
-    rt: &'r Runtime<S>,
-    handle: InFlight<'r, S>,
-    id: &ObjectId,
-    by: crate::ActorName,
-    queue: &Shared,
-    end: fn(InFlight<'r, S>) -> Result<Record, RuntimeError>,
-) -> Result<Record, RuntimeError> {
-    // The id is the handle's, borrowed from the queued task: cloning it would
-    // count a reference on a line the caller's core shares (BENCHMARKS.md).
-    let fence = handle.fence();
-    match end(handle) {
-        Err(e) if e.is_retryable() => retry_end(rt, e, id, fence, by, queue, end),
-        result => result,
-    }
-}
-
-/// The retries of [`end_retrying`], out of the way of the ends that succeed.
 #[cold]
-#[inline(never)]
-fn retry_end<'r, S: Store>(
-    rt: &'r Runtime<S>,
-    refused: RuntimeError,
-    id: &ObjectId,
+fn retry<S: Store>(
+    rt: Runtime<S>,
+    id: ObjectId,
     fence: Fence,
     by: crate::ActorName,
-    queue: &Shared,
-    end: fn(InFlight<'r, S>) -> Result<Record, RuntimeError>,
-) -> Result<Record, RuntimeError> {
-    // Past the first turn, `result` is a retry's: only a retry can find the
-    // hold ended by this action's own end.
-    let mut result = Err(refused);
-    let mut pause = RETRY_FIRST;
-    loop {
-        match result {
+    mut failed: Option<(String, String)>,
+    own_queue: bool,
+    refused: RuntimeError,
+) -> Retry {
+    tracing::warn!(object = %id, %fence, error = %refused, "the store refused the action's end: trying again");
+    Box::new(move |queue: &Shared| {
+        let actor = Actor::new(by.as_str());
+        let ended = rt
+            .resume(&id, &actor, fence)
+            .and_then(|handle| match &failed {
+                Some(_) => handle.fail(),
+                None => handle.complete(),
+            });
+        let ended = match ended {
             Err(e) if e.is_retryable() && !queue.terminated.load(Ordering::Acquire) => {
                 tracing::warn!(object = %id, %fence, error = %e, "the store refused the action's end: trying again");
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(RETRY_MOST);
-                let actor = Actor::new(by.as_str());
-                result = rt.resume(id, &actor, fence).and_then(end);
+                return None;
             }
             Err(RuntimeError::Revoked {
                 by: Some(revocation),
                 ..
-            }) if revocation.version == fence.0 + 1 && revocation.by == by.as_str() => {
-                return rt.get(id);
-            }
-            result => return result,
-        }
-    }
+            }) if revocation.version == fence.0 + 1 && revocation.by == by.as_str() => rt.get(&id),
+            ended => ended,
+        };
+        Some(settle(&rt, own_queue, ended, failed.take()))
+    })
 }
 
 /// A request being put together: its action and the work of its steps.
@@ -1064,28 +1207,30 @@ impl<S: Store> Request<'_, S> {
                     break;
                 }
             }
-            let outcome = match (revoked, failed) {
-                (Some(e), _) => {
-                    tracing::warn!(error = %e, "revoked: no further step runs");
-                    handle.relinquish();
-                    Err(QueueError::Revoked(e))
-                }
-                (None, Some((step, message))) => {
-                    match end_retrying(rt, handle, id, by, queue, InFlight::fail) {
-                        Ok(_) => Err(QueueError::Failed { step, message }),
-                        Err(e) => Err(QueueError::Refused(e)),
-                    }
-                }
-                (None, None) => end_retrying(rt, handle, id, by, queue, InFlight::complete)
-                    .map_err(QueueError::Refused),
+            if let Some(e) = revoked {
+                tracing::warn!(error = %e, "revoked: no further step runs");
+                handle.relinquish();
+                return Ran::Done((false, Err(QueueError::Revoked(e))));
+            }
+            let fence = handle.fence();
+            let ended = match &failed {
+                Some(_) => handle.fail(),
+                None => handle.complete(),
             };
-            // After an object reaches a terminal state its own queue ends; a queue
-            // it was routed to (its VM's) goes on.
-            let terminal = own_queue
-                && outcome
-                    .as_ref()
-                    .is_ok_and(|r| r.in_flight.is_none() && rt.machine().state(r.state).terminal);
-            (terminal, outcome)
+            match ended {
+                Err(e) if e.is_retryable() && !queue.terminated.load(Ordering::Acquire) => {
+                    Ran::Retry(retry(
+                        rt.clone(),
+                        id.clone(),
+                        fence,
+                        by,
+                        failed,
+                        own_queue,
+                        e,
+                    ))
+                }
+                ended => Ran::Done(settle(rt, own_queue, ended, failed)),
+            }
         };
         let fence = handle.fence();
         let handle = handle.detach();
@@ -1216,7 +1361,7 @@ mod tests {
         let handle = rt.start("vm", &user, "start").unwrap();
         let (action, fence) = (handle.action(), handle.fence());
         let job = |handle: InFlight<'_>, _: &Runtime, _: &Shared, _: &ObjectId| {
-            (false, handle.complete().map_err(QueueError::from))
+            Ran::Done((false, handle.complete().map_err(QueueError::from)))
         };
         let task: Arc<dyn Queued> = Arc::new(Task {
             head: Head::new("vm".into(), None),

@@ -830,6 +830,76 @@ fn a_queued_end_retried_until_the_healer_revokes_its_hold_stops_there() {
     queuer.terminate();
 }
 
+/// An end the store keeps refusing is tried again off the workers: with one
+/// worker, another queue's request runs on it (awaited, so that no waiting
+/// thread runs it instead) while the refused end is still being tried, and the
+/// refused one is written once the store takes it again. Its queue waits
+/// meanwhile: a second request on the same object is refused (busy), as the
+/// object is still held.
+#[test]
+fn a_refused_end_is_retried_off_the_worker_while_other_queues_run() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
+    let (a, b) = (Actor::new("a"), Actor::new("b"));
+    rt.create("vm-1", &a).unwrap();
+    rt.create("vm-2", &b).unwrap();
+    let queuer = fsm_runtime::Queuer::new(1);
+    let partitioned = rt.clone();
+    let refused_one = queuer
+        .request(&rt, "vm-1", &a, "deploy")
+        .run(move |_| {
+            // `a`'s process loses the store while the work runs.
+            *partitioned.store().refusing.lock().unwrap() = Some("a");
+            Ok(())
+        })
+        .unwrap();
+    let fence = refused_one.fence();
+    while rt.store().refused.load(Ordering::SeqCst) < 2 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let ran_on = Arc::new(OnceLock::new());
+    let other = {
+        let ran_on = ran_on.clone();
+        queuer
+            .request(&rt, "vm-2", &b, "deploy")
+            .run(move |_| {
+                let _ = ran_on.set(std::thread::current().name().map(str::to_owned));
+                Ok(())
+            })
+            .unwrap()
+    };
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let other = executor
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), other).await })
+        .expect("the only worker was held by the refused end's retries")
+        .unwrap();
+    assert_eq!(rt.machine().state(other.state).name.as_ref(), "RUNNING");
+    assert_eq!(
+        ran_on.get().cloned().flatten().as_deref(),
+        Some("fsm-queuer-0"),
+        "run by the worker"
+    );
+    // Still being tried: not written, the object still held.
+    assert_eq!(rt.state_name("vm-1").unwrap(), "DEPLOYING");
+    let busy = queuer.request(&rt, "vm-1", &a, "stop").run(|_| Ok(()));
+    assert!(
+        matches!(busy, Err(fsm_runtime::QueueError::Refused(_))),
+        "{busy:?}"
+    );
+    let refused = rt.store().refused.load(Ordering::SeqCst);
+    *rt.store().refusing.lock().unwrap() = None;
+    let record = refused_one.wait().unwrap();
+    assert!(refused >= 2, "refused {refused} times");
+    assert_eq!(
+        (record.version, rt.state_name("vm-1").unwrap()),
+        (fence.0 + 1, "RUNNING")
+    );
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+    queuer.terminate();
+}
+
 /// A queued action whose completion the store refuses until the queuer
 /// terminates is left holding its object, and its ticket's fence takes it up
 /// again.
