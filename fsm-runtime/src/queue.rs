@@ -452,8 +452,8 @@ struct Shared {
     /// Whether a worker is spinning; one at a time, so that idle workers do not
     /// take every core from the callers.
     spinning: AtomicBool,
-    /// Set when the queuer terminates: requests are refused, and a completion
-    /// the store refuses is no longer tried again (see [`end_retrying`]).
+    /// Set when the queuer terminates: requests are refused, and an end the
+    /// store refuses is no longer tried again (see [`retry`]).
     terminated: AtomicBool,
     /// Set once every queue ended after `terminate`: the workers leave.
     stopped: AtomicBool,
@@ -668,7 +668,8 @@ impl Queuer {
                 .all(|s| s.queues.0.lock().0.is_empty())
         });
         shared.stopped.store(true, Ordering::SeqCst);
-        // Under the lock a worker reads `stopped` under before it parks.
+        // Signalled under the lock that a worker holds from its last look at
+        // `stopped` until it parks.
         drop(lock(&shared.park));
         shared.work.notify_all();
         let retrier = {
