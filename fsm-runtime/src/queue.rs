@@ -45,7 +45,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -332,13 +332,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 type Route = Box<dyn Fn(&str, &ObjectId) -> ObjectId + Send + Sync>;
 
-#[derive(Default)]
 struct Queue {
     /// The jobs behind its next one.
     jobs: VecDeque<Job>,
     /// Whether the queue has a next job: in the ready list, or running.
     running: bool,
     closing: bool,
+    /// Which queue of its key this is: `stop` waits for the one it closed to
+    /// end, not for a queue a later request makes under the same key.
+    made: u64,
 }
 
 type Hasher = foldhash::fast::RandomState;
@@ -463,6 +465,8 @@ struct Shared {
     retried: Condvar,
     /// This, for the retrier's thread to hold.
     me: std::sync::Weak<Shared>,
+    /// Numbers the queues made (see [`Queue::made`]).
+    made: AtomicU64,
     /// How many queues are closing, plus one once the queuer terminates:
     /// written under a stripe's lock, read without it by every request, which
     /// looks in the queues for its own only when this is not zero.
@@ -564,6 +568,7 @@ impl Queuer {
             retries: Mutex::default(),
             retried: Condvar::new(),
             me: me.clone(),
+            made: AtomicU64::new(0),
             stopping: AtomicUsize::new(0),
         });
         let workers = (0..workers.max(1))
@@ -624,17 +629,31 @@ impl Queuer {
         let id = id.into_object_id();
         let shared = &*self.shared;
         let stripe = shared.stripe(&id);
-        {
+        let made = {
             // After the requests being taken in: a request accepted before the
             // stop is run, one after it refused.
             let _order = lock(&stripe.intake.0);
             let mut queues = stripe.queues.0.lock();
             queues.close(&id, &shared.stopping);
+            let made = queues.0.get(&id).map(|q| q.made);
             if queues.idle(&id) {
                 queues.remove(&id, &shared.stopping);
             }
+            made
+        };
+        // The queue closed here ends; a request after this one's end makes
+        // another, which this does not wait for.
+        if let Some(made) = made {
+            shared.wait_drained(|| {
+                stripe
+                    .queues
+                    .0
+                    .lock()
+                    .0
+                    .get(&id)
+                    .is_none_or(|q| q.made != made)
+            });
         }
-        shared.wait_drained(|| !stripe.queues.0.lock().0.contains_key(&id));
     }
 
     /// Stops every queue as [`Queuer::stop`] does, then the workers. Requests after
@@ -740,7 +759,12 @@ impl Shared {
         let job = {
             let mut queues = self.stripe(key).queues.0.lock();
             // The key is cloned only for a queue made here.
-            let queue = queues.0.entry_ref(key).or_default();
+            let queue = (queues.0.entry_ref(key)).or_insert_with(|| Queue {
+                jobs: VecDeque::new(),
+                running: false,
+                closing: false,
+                made: self.made.fetch_add(1, Ordering::Relaxed),
+            });
             if queue.running {
                 queue.jobs.push_back(job);
                 return;

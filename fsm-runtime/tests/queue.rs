@@ -661,11 +661,13 @@ fn stress_the_healer_leaves_nothing_stuck_and_every_history_is_a_path() {
     queuer.terminate();
     // A request on an object whose action is still running is refused: how
     // many are accepted depends on how fast the workers end actions against
-    // how fast this thread asks, which varies with the machine and the build
-    // (6,900–14,100 of 50,000 in release builds beside the other tests, on two
-    // cores). The bound only says the stress did run.
+    // how fast this thread asks, which varies with the machine, the build and
+    // the queuer (6,900–14,100 of 50,000 in release builds beside the other
+    // tests, on two cores, with the queuer's central lock; 1,650–2,400 with
+    // the lock-free queuer, whose callers ask faster). The bound only says the
+    // stress did run.
     assert!(
-        accepted.load(Ordering::Relaxed) > 2_500,
+        accepted.load(Ordering::Relaxed) > 1_000,
         "{accepted:?} accepted"
     );
     assert!(crashed > 0);
@@ -1273,4 +1275,159 @@ fn callers_sharing_queues_run_one_job_at_a_time_in_order() {
         "each caller was refused once terminated"
     );
     assert!(queuer.queues().is_empty());
+}
+
+/// `stop` racing two callers on one queue (their objects routed to it), while
+/// a job holds the queue: the requests accepted before the stop run to their
+/// end, one at a time, and none is lost; those that come while the queue
+/// stops are refused as closed (one at least: the race happened); `stop`
+/// returns only once the job holding the queue ended; a request after it
+/// makes the queue anew.
+#[test]
+fn stop_racing_requests_runs_what_it_accepted_and_refuses_the_rest() {
+    const OBJECTS: usize = 3; // per caller
+    let rt = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    let ops = Actor::new("ops");
+    let queuer = Arc::new(Queuer::with_route(2, |_, _| "shared".into()));
+    for c in 0..2 {
+        for o in 0..OBJECTS {
+            running_vm(&rt, &format!("{c}-{o}"));
+        }
+    }
+    running_vm(&rt, "gate");
+    let running = Arc::new(AtomicU64::new(0));
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let (accepted, closed) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (stopping, stopped) = (
+        std::sync::atomic::AtomicBool::new(false),
+        std::sync::atomic::AtomicBool::new(false),
+    );
+    let work = |running: Arc<AtomicU64>, overlaps: Arc<AtomicU64>| {
+        move |_| {
+            if running.fetch_add(1, Ordering::SeqCst) != 0 {
+                overlaps.fetch_add(1, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_micros(50));
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        }
+    };
+    let (release, released) = mpsc::channel::<()>();
+    let mut gate = None;
+    std::thread::scope(|s| {
+        for c in 0..2 {
+            let (rt, ops, queuer, work) = (&rt, &ops, &queuer, &work);
+            let (accepted, closed) = (&accepted, &closed);
+            let (stopping, stopped) = (&stopping, &stopped);
+            let (running, overlaps) = (running.clone(), overlaps.clone());
+            s.spawn(move || {
+                // Each round pauses or resumes all of the caller's objects, and
+                // waits for them; the callers stop at their first refusal.
+                for round in 0.. {
+                    if stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let action = if round % 2 == 0 { "pause" } else { "resume" };
+                    let mut tickets = Vec::new();
+                    for o in 0..OBJECTS {
+                        let id = format!("{c}-{o}");
+                        match queuer
+                            .request(rt, id.as_str(), ops, action)
+                            .run(work(running.clone(), overlaps.clone()))
+                        {
+                            Ok(ticket) => tickets.push(ticket),
+                            Err(QueueError::Closed { id }) => {
+                                assert!(stopping.load(Ordering::SeqCst), "closed before the stop");
+                                assert_eq!(id.as_str(), "shared");
+                                closed.fetch_add(1, Ordering::SeqCst);
+                                // Back in step: the objects this round moved go back.
+                                for ticket in tickets {
+                                    let record = ticket.wait().unwrap();
+                                    accepted.fetch_add(1, Ordering::SeqCst);
+                                    let _ = record;
+                                }
+                                return;
+                            }
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    for ticket in tickets {
+                        ticket.wait().unwrap();
+                        accepted.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+        while accepted.load(Ordering::SeqCst) < 30 {
+            std::thread::yield_now();
+        }
+        // A job that holds the queue until both callers were refused.
+        gate = Some(
+            queuer
+                .request(&rt, "gate", &ops, "pause")
+                .run(move |_| released.recv().map_err(|e| e.to_string()))
+                .unwrap(),
+        );
+        stopping.store(true, Ordering::SeqCst);
+        // Not a scoped thread: a stop that never returns fails the test
+        // instead of hanging it.
+        let stop = {
+            let queuer = queuer.clone();
+            std::thread::spawn(move || queuer.stop("shared"))
+        };
+        // A caller whose round was accepted before the stop waits behind the
+        // gate; the other, or both, come to the stopping queue and are refused.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while closed.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(
+            !stop.is_finished(),
+            "stop returned while a job held the queue"
+        );
+        release.send(()).unwrap();
+        // The callers go on meanwhile: one whose requests come after the
+        // queue's end makes a new queue under the same key, which the stop
+        // must not wait for.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !stop.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The callers end at their next round.
+        stopped.store(true, Ordering::SeqCst);
+        assert!(
+            stop.is_finished(),
+            "stop waited for a queue made after the one it stopped"
+        );
+    });
+    gate.unwrap().wait().unwrap();
+    assert_eq!(
+        overlaps.load(Ordering::SeqCst),
+        0,
+        "two jobs of the queue ran at once"
+    );
+    assert!(
+        closed.into_inner() > 0,
+        "no request came to the stopping queue"
+    );
+    assert!(accepted.into_inner() >= 30);
+    for c in 0..2 {
+        for o in 0..OBJECTS {
+            let id = format!("{c}-{o}");
+            check_history(rt.machine(), &rt.history(id.as_str()).unwrap()).unwrap();
+            assert!(
+                rt.get(id.as_str()).unwrap().in_flight.is_none(),
+                "{id} left held"
+            );
+        }
+    }
+    // A request after the stop makes the queue anew.
+    queuer
+        .request(&rt, "gate", &ops, "resume")
+        .run(|_| Ok(()))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(queuer.queues(), ["shared".into()]);
+    queuer.terminate();
 }
