@@ -619,7 +619,8 @@ impl Queuer {
     }
 
     /// Stops the queue `id`: it takes no more requests, runs what is queued, and is
-    /// deleted. Returns once it is gone. A later request creates a new queue.
+    /// deleted. Returns once it is gone. A later request creates a new queue,
+    /// which this does not wait for, even if it comes before this returns.
     ///
     /// What is queued runs to its end, and an end the store refuses while its
     /// backend is unreachable is tried again until it is written (see the
