@@ -1,7 +1,8 @@
 //! Per-object action queues: OpenvCloud's queuer.
 //!
-//! A [`Queuer`] owns a bounded pool of worker threads and one queue per object,
-//! created on first use. A request is checked and started at once, so the object
+//! A [`Queuer`] owns a bounded pool of worker threads and one queue per object
+//! with work, made by its first request and deleted when its last job ends. A
+//! request is checked and started at once, so the object
 //! shows the action's transition state as soon as the request is accepted (or keeps
 //! its status, for a hidden action); its work then runs on a worker, after
 //! everything queued before it on the same queue, one action at a time per queue.
@@ -45,13 +46,14 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
+use hashbrown::hash_map::EntryRef;
 use smallvec::SmallVec;
 
 use fsm_core::{ActionId, RuleError};
@@ -260,7 +262,7 @@ impl Drop for Job {
     fn drop(&mut self) {
         if self.live && !self.head().outcome.is_given() {
             self.task.discard();
-            self.head().outcome.give(Err(self.task.crashed()));
+            self.head().outcome.give(Err(self.task.crashed()), None);
         }
     }
 }
@@ -279,6 +281,11 @@ struct OutcomeSlot {
     result: Option<Result<Record, QueueError>>,
     /// Who to wake when the outcome is given.
     waiter: Option<Waiter>,
+    /// The key of the queue the job's end deleted, freed with the task: by
+    /// the ticket, mostly, on the caller's thread, whose requests count the
+    /// id's references (a worker that let go of it would write the id's cache
+    /// line, and the caller's next request would wait to take it back).
+    ended_queue: Option<ObjectId>,
 }
 
 enum Waiter {
@@ -291,11 +298,14 @@ impl Outcome {
         self.given.load(Ordering::Acquire)
     }
 
-    fn give(&self, result: Result<Record, QueueError>) {
+    /// Gives the outcome, with the key of the queue the job's end deleted, if
+    /// it did (see [`OutcomeSlot::ended_queue`]).
+    fn give(&self, result: Result<Record, QueueError>, ended_queue: Option<ObjectId>) {
         let waiter = {
             let mut slot = self.slot.lock();
             debug_assert!(!self.is_given(), "an outcome is given once");
             slot.result = Some(result);
+            slot.ended_queue = ended_queue;
             self.given.store(true, Ordering::Release);
             slot.waiter.take()
         };
@@ -332,11 +342,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 type Route = Box<dyn Fn(&str, &ObjectId) -> ObjectId + Send + Sync>;
 
+/// A queue lives while it has work: made by the request that finds none for
+/// its key, deleted by the worker that ends its last job. An object's queue
+/// costs nothing between its actions, however many objects were ever queued.
 struct Queue {
-    /// The jobs behind its next one.
+    /// The jobs behind the one in the ready list or running.
     jobs: VecDeque<Job>,
-    /// Whether the queue has a next job: in the ready list, or running.
-    running: bool,
     closing: bool,
     /// Which queue of its key this is: `stop` waits for the one it closed to
     /// end, not for a queue a later request makes under the same key.
@@ -345,34 +356,21 @@ struct Queue {
 
 type Hasher = foldhash::fast::RandomState;
 
-/// The queues of one stripe, by key.
+/// The queues of one stripe, by key, and how many it made.
 #[derive(Default)]
-struct Queues(hashbrown::HashMap<ObjectId, Queue, Hasher>);
+struct Queues {
+    map: hashbrown::HashMap<ObjectId, Queue, Hasher>,
+    made: u64,
+}
 
 impl Queues {
-    /// Marks `key`'s queue closing: it takes no more requests (see
+    /// Marks `queue` closing: it takes no more requests (see
     /// [`Shared::stopping`]).
-    fn close(&mut self, key: &ObjectId, stopping: &AtomicUsize) {
-        if let Some(queue) = self.0.get_mut(key) {
-            if !queue.closing {
-                queue.closing = true;
-                stopping.fetch_add(1, Ordering::Release);
-            }
+    fn close(queue: &mut Queue, stopping: &AtomicUsize) {
+        if !queue.closing {
+            queue.closing = true;
+            stopping.fetch_add(1, Ordering::Release);
         }
-    }
-
-    /// Deletes `key`'s queue.
-    fn remove(&mut self, key: &ObjectId, stopping: &AtomicUsize) {
-        if self.0.remove(key).is_some_and(|q| q.closing) {
-            stopping.fetch_sub(1, Ordering::Release);
-        }
-    }
-
-    /// Whether `key`'s queue has nothing queued and nothing running.
-    fn idle(&self, key: &ObjectId) -> bool {
-        self.0
-            .get(key)
-            .is_some_and(|q| !q.running && q.jobs.is_empty())
     }
 }
 
@@ -465,8 +463,6 @@ struct Shared {
     retried: Condvar,
     /// This, for the retrier's thread to hold.
     me: std::sync::Weak<Shared>,
-    /// Numbers the queues made (see [`Queue::made`]).
-    made: AtomicU64,
     /// How many queues are closing, plus one once the queuer terminates:
     /// written under a stripe's lock, read without it by every request, which
     /// looks in the queues for its own only when this is not zero.
@@ -568,7 +564,6 @@ impl Queuer {
             retries: Mutex::default(),
             retried: Condvar::new(),
             me: me.clone(),
-            made: AtomicU64::new(0),
             stopping: AtomicUsize::new(0),
         });
         let workers = (0..workers.max(1))
@@ -609,10 +604,21 @@ impl Queuer {
         }
     }
 
-    /// The queues that exist now, sorted.
+    /// The queues that exist now, sorted: those with a request queued or
+    /// running. A queue is made by the request that finds none, and deleted
+    /// once its last job ended.
     pub fn queues(&self) -> Vec<ObjectId> {
         let mut ids: Vec<_> = (self.shared.stripes.iter())
-            .flat_map(|stripe| stripe.queues.0.lock().0.keys().cloned().collect::<Vec<_>>())
+            .flat_map(|stripe| {
+                stripe
+                    .queues
+                    .0
+                    .lock()
+                    .map
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
             .collect();
         ids.sort();
         ids
@@ -635,24 +641,18 @@ impl Queuer {
             // stop is run, one after it refused.
             let _order = lock(&stripe.intake.0);
             let mut queues = stripe.queues.0.lock();
-            queues.close(&id, &shared.stopping);
-            let made = queues.0.get(&id).map(|q| q.made);
-            if queues.idle(&id) {
-                queues.remove(&id, &shared.stopping);
-            }
-            made
+            let queue = queues.map.get_mut(&id);
+            queue.map(|queue| {
+                Queues::close(queue, &shared.stopping);
+                queue.made
+            })
         };
         // The queue closed here ends; a request after this one's end makes
         // another, which this does not wait for.
         if let Some(made) = made {
             shared.wait_drained(|| {
-                stripe
-                    .queues
-                    .0
-                    .lock()
-                    .0
-                    .get(&id)
-                    .is_none_or(|q| q.made != made)
+                let queues = stripe.queues.0.lock();
+                queues.map.get(&id).is_none_or(|q| q.made != made)
             });
         }
     }
@@ -672,20 +672,15 @@ impl Queuer {
         for stripe in &*shared.stripes {
             let _order = lock(&stripe.intake.0);
             let mut queues = stripe.queues.0.lock();
-            let keys: SmallVec<[ObjectId; 4]> = queues.0.keys().cloned().collect();
-            for key in &keys {
-                if queues.idle(key) {
-                    queues.remove(key, &shared.stopping);
-                } else {
-                    queues.close(key, &shared.stopping);
-                }
+            for queue in queues.map.values_mut() {
+                Queues::close(queue, &shared.stopping);
             }
         }
         shared.wait_drained(|| {
             shared
                 .stripes
                 .iter()
-                .all(|s| s.queues.0.lock().0.is_empty())
+                .all(|s| s.queues.0.lock().map.is_empty())
         });
         shared.stopped.store(true, Ordering::SeqCst);
         // Signalled under the lock that a worker holds from its last look at
@@ -721,7 +716,7 @@ impl Queuer {
             if self.shared.terminated.load(Ordering::Acquire) {
                 return Err(QueueError::Terminated);
             }
-            if stripe.queues.0.lock().0.get(key).is_some_and(|q| q.closing) {
+            if (stripe.queues.0.lock().map.get(key)).is_some_and(|q| q.closing) {
                 return Err(QueueError::Closed { id: key.clone() });
             }
         }
@@ -738,7 +733,7 @@ impl Drop for Queuer {
 }
 
 /// A worker: take a ready job, run it, put its queue's next job in the ready
-/// list, delete the queue when it is closing and empty.
+/// list, or delete the queue when it has none.
 fn work(shared: &Shared) {
     let mut next = None;
     loop {
@@ -755,24 +750,26 @@ impl Shared {
     }
 
     /// Accepts a started request into its queue (`key`, the job's), in order:
-    /// behind the queue's running job, or in the ready list.
+    /// behind the jobs of its queue, or, making the queue, in the ready list.
     fn push(&self, key: &ObjectId, job: Job) {
-        let job = {
+        {
             let mut queues = self.stripe(key).queues.0.lock();
-            // The key is cloned only for a queue made here.
-            let queue = (queues.0.entry_ref(key)).or_insert_with(|| Queue {
-                jobs: VecDeque::new(),
-                running: false,
-                closing: false,
-                made: self.made.fetch_add(1, Ordering::Relaxed),
-            });
-            if queue.running {
-                queue.jobs.push_back(job);
-                return;
+            let Queues { map, made } = &mut *queues;
+            match map.entry_ref(key) {
+                EntryRef::Occupied(mut queue) => {
+                    queue.get_mut().jobs.push_back(job);
+                    return;
+                }
+                EntryRef::Vacant(vacant) => {
+                    *made += 1;
+                    vacant.insert(Queue {
+                        jobs: VecDeque::new(),
+                        closing: false,
+                        made: *made,
+                    });
+                }
             }
-            queue.running = true;
-            job
-        };
+        }
         self.make_ready(job, false);
     }
 
@@ -891,40 +888,44 @@ impl Shared {
     }
 
     /// Puts the queue's next job in the ready list, or deletes the queue when
-    /// it is closing and empty (`close`: its object reached a terminal state),
-    /// and gives the job's outcome.
+    /// it has none; closes it first when `close` (its object reached a
+    /// terminal state: the jobs behind run, later requests are refused). Then
+    /// gives the job's outcome.
     fn end(&self, job: Job, (close, outcome): Done, by_worker: bool) -> Option<Job> {
         let key = job.head().key();
-        let mut ended = false;
-        let next = {
+        let (next, ended) = {
             let mut queues = self.stripe(key).queues.0.lock();
-            if close {
-                queues.close(key, &self.stopping);
-            }
-            match queues.0.get_mut(key) {
-                Some(queue) => match queue.jobs.pop_front() {
-                    Some(next) => Some(next),
-                    None => {
-                        queue.running = false;
-                        if queue.closing {
-                            queues.remove(key, &self.stopping);
-                            tracing::debug!(queue = %key, "queue ended");
-                            ended = true;
-                        }
-                        None
+            match queues.map.entry_ref(key) {
+                EntryRef::Occupied(mut entry) => {
+                    let queue = entry.get_mut();
+                    if close {
+                        Queues::close(queue, &self.stopping);
                     }
-                },
-                None => None,
+                    match queue.jobs.pop_front() {
+                        Some(next) => (Some(next), None),
+                        None => {
+                            let (key, queue) = entry.remove_entry();
+                            if queue.closing {
+                                self.stopping.fetch_sub(1, Ordering::Release);
+                                tracing::debug!(queue = %key, "queue stopped");
+                            }
+                            (None, Some(key))
+                        }
+                    }
+                }
+                // (A job's queue lives until its last job ends.)
+                EntryRef::Vacant(_) => (None, None),
             }
         };
+        let draining = ended.is_some() && self.draining.load(Ordering::SeqCst) > 0;
         if let Some(next) = next {
             self.make_ready(next, by_worker);
         }
         // The ticket first, once its queue reflects the outcome (a queue ended by
         // a terminal state is gone): it is what a caller is blocked on.
-        job.head().outcome.give(outcome);
+        job.head().outcome.give(outcome, ended);
         drop(job);
-        if ended && self.draining.load(Ordering::SeqCst) > 0 {
+        if draining {
             // Under the lock its waiter looks at the queues under.
             drop(lock(&self.drain));
             self.drained.notify_all();

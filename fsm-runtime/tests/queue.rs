@@ -1106,13 +1106,88 @@ fn parked_and_spinning_workers_take_every_request() {
         ticket.wait().unwrap().version,
         rt.get("vm-1").unwrap().version
     );
-    // The stopped queue is gone; the burst's idle queues stay until stopped.
-    assert_eq!(
-        queuer.queues(),
-        (0..4)
-            .map(|i| fsm_runtime::ObjectId::from(format!("burst-{i}")))
-            .collect::<Vec<_>>()
+    // The stopped queue is gone, and so are the burst's: each went with its
+    // last job.
+    assert!(queuer.queues().is_empty());
+}
+
+/// A queue lives while it has work: made by a request, it keeps the requests
+/// behind its running job, and goes when its last job ends. A thousand objects
+/// queued on once each leave no queue behind (a queuer serving a fleet for
+/// months keeps only the queues of objects with work); a stop of an object with
+/// no work returns at once, and its next request makes a new queue.
+#[test]
+fn a_queue_lives_while_it_has_work() {
+    let (disks, vms) = (
+        Runtime::new(spec("ovc/disk.toml"), MemoryStore::new()).unwrap(),
+        Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap(),
     );
+    let user = Actor::new("user");
+    running_vm(&vms, "vm-1");
+    for id in ["disk-1", "disk-2"] {
+        disks.create(id, &user).unwrap();
+    }
+    // Disks queue on their VM's queue.
+    let queuer = Queuer::with_route(2, |machine, id| match machine {
+        "disk" => "vm-1".into(),
+        _ => id.clone(),
+    });
+    let (release, released) = mpsc::channel::<()>();
+    let (started, busy) = mpsc::channel();
+    let pause = queuer
+        .request(&vms, "vm-1", &user, "pause")
+        .run(move |_| {
+            started.send(()).map_err(|e| e.to_string())?;
+            released.recv().map_err(|e| e.to_string())
+        })
+        .unwrap();
+    busy.recv().unwrap();
+    let creates: Vec<_> = ["disk-1", "disk-2"]
+        .into_iter()
+        .map(|id| {
+            queuer
+                .request(&disks, id, &user, "create")
+                .run(|_| Ok(()))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(queuer.queues(), ["vm-1".into()]);
+    release.send(()).unwrap();
+    pause.wait().unwrap();
+    for create in creates {
+        create.wait().unwrap();
+    }
+    assert!(queuer.queues().is_empty(), "{:?}", queuer.queues());
+
+    let many: Vec<String> = (0..1000).map(|i| format!("vm-{i:04}")).collect();
+    for id in &many {
+        running_vm(&vms, id);
+    }
+    let tickets: Vec<_> = (many.iter())
+        .map(|id| {
+            queuer
+                .request(&vms, id.as_str(), &user, "pause")
+                .run(|_| Ok(()))
+                .unwrap()
+        })
+        .collect();
+    for ticket in tickets {
+        ticket.wait().unwrap();
+    }
+    assert!(
+        queuer.queues().is_empty(),
+        "{} queues left",
+        queuer.queues().len()
+    );
+    queuer.stop("vm-0001");
+    let resumed = queuer
+        .request(&vms, "vm-0001", &user, "resume")
+        .run(|_| Ok(()))
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(vms.machine().state(resumed.state).name, "RUNNING");
+    queuer.terminate();
 }
 
 /// Several callers share queues (their objects routed four to a queue) with
