@@ -83,8 +83,9 @@ impl From<etcd_client::Error> for ApiError {
 }
 
 impl<T: Document> EtcdApi<T> {
-    /// Connects to etcd at `endpoints`, the documents under `prefix`. Blocks: from
-    /// async code, call it through `spawn_blocking`.
+    /// Connects to etcd at `endpoints`, the documents under `prefix`; an error
+    /// when no etcd answers there. Blocks: from async code, call it through
+    /// `spawn_blocking`.
     pub(crate) fn connect(endpoints: &[String], prefix: String) -> Result<Self, ApiError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -96,6 +97,11 @@ impl<T: Document> EtcdApi<T> {
             .with_connect_timeout(Duration::from_secs(2))
             .with_timeout(Duration::from_secs(5));
         let client = runtime.block_on(Client::connect(endpoints, Some(options)))?;
+        // The client connects lazily: one read, so that an etcd nobody answers
+        // at is an error here, not a `with` that waits for it for ever.
+        let mut kv = client.kv_client();
+        let count = GetOptions::new().with_prefix().with_count_only();
+        runtime.block_on(kv.get(prefix.as_str(), Some(count)))?;
         Ok(EtcdApi {
             client,
             prefix,
