@@ -1003,6 +1003,7 @@ impl Shared {
                         again.push(pending);
                     }
                     Err(_) => {
+                        tracing::error!(queue = %pending.job.head().key(), "trying an action's end again panicked; it is left for the healer");
                         let crashed = pending.job.task.crashed();
                         self.end(pending.job, (false, Err(crashed)), false);
                     }
@@ -1087,7 +1088,10 @@ fn retry<S: Store>(
     own_queue: bool,
     refused: RuntimeError,
 ) -> Retry {
-    tracing::warn!(object = %id, %fence, error = %refused, "the store refused the action's end: trying again");
+    let warn_refused = move |id: &ObjectId, e: &RuntimeError| {
+        tracing::warn!(object = %id, %fence, error = %e, "the store refused the action's end: trying again");
+    };
+    warn_refused(&id, &refused);
     Box::new(move |queue: &Shared| {
         let actor = Actor::new(by.as_str());
         let ended = rt
@@ -1098,7 +1102,7 @@ fn retry<S: Store>(
             });
         let ended = match ended {
             Err(e) if e.is_retryable() && !queue.terminated.load(Ordering::Acquire) => {
-                tracing::warn!(object = %id, %fence, error = %e, "the store refused the action's end: trying again");
+                warn_refused(&id, &e);
                 return None;
             }
             Err(RuntimeError::Revoked {

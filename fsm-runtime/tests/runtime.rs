@@ -604,6 +604,8 @@ struct Flaky {
     refused: AtomicUsize,
     lying: AtomicUsize,
     refusing: std::sync::Mutex<Option<&'static str>>,
+    /// Set: a read panics (a store with a bug).
+    panicking: AtomicBool,
 }
 
 impl Flaky {
@@ -623,6 +625,7 @@ impl fsm_runtime::Store for Flaky {
         &self,
         id: &fsm_runtime::ObjectId,
     ) -> Result<Option<fsm_runtime::Record>, fsm_runtime::StoreError> {
+        assert!(!self.panicking.load(Ordering::SeqCst), "a store with a bug");
         self.up()?;
         self.store.load(id)
     }
@@ -895,6 +898,70 @@ fn a_refused_end_is_retried_off_the_worker_while_other_queues_run() {
         (record.version, rt.state_name("vm-1").unwrap()),
         (fence.0 + 1, "RUNNING")
     );
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+    queuer.terminate();
+}
+
+/// A store that panics while a refused end is tried again gives the ticket
+/// the crash, as a worker's panic does, and ends the action's queue: the
+/// retrier goes on (another refused end after it is written), and the
+/// action, still holding its object, is left for the healer.
+#[test]
+fn a_retry_that_panics_gives_its_ticket_the_crash_and_the_retrier_goes_on() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
+    let a = Actor::new("a");
+    let (queuer, crashing) = a_deploy_cut_off_the_store(&rt, &a);
+    while rt.store().refused.load(Ordering::SeqCst) < 1 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rt.store().panicking.store(true, Ordering::SeqCst);
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let Ok(crashed) =
+        executor.block_on(async { tokio::time::timeout(Duration::from_secs(10), crashing).await })
+    else {
+        // Not dropped: it would wait for the job's end for ever.
+        std::mem::forget(queuer);
+        panic!("the retrier's panic left the ticket waiting");
+    };
+    match crashed {
+        Err(fsm_runtime::QueueError::Crashed { id, action }) => {
+            assert_eq!((id.as_str(), action.as_str()), ("vm-1", "deploy"));
+        }
+        other => panic!("{other:?}"),
+    }
+    rt.store().panicking.store(false, Ordering::SeqCst);
+    *rt.store().refusing.lock().unwrap() = None;
+    assert!(queuer.queues().is_empty(), "{:?}", queuer.queues());
+    assert_eq!(rt.state_name("vm-1").unwrap(), "DEPLOYING");
+    // The retrier lives on: the next refused end is tried again and written.
+    rt.create("vm-2", &a).unwrap();
+    let refused = rt.store().refused.load(Ordering::SeqCst);
+    let partitioned = rt.clone();
+    let next = queuer
+        .request(&rt, "vm-2", &a, "deploy")
+        .run(move |_| {
+            *partitioned.store().refusing.lock().unwrap() = Some("a");
+            Ok(())
+        })
+        .unwrap();
+    while rt.store().refused.load(Ordering::SeqCst) < refused + 2 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    *rt.store().refusing.lock().unwrap() = None;
+    assert_eq!(
+        rt.machine().state(next.wait().unwrap().state).name.as_ref(),
+        "RUNNING"
+    );
+    // The crashed action still holds vm-1, for the healer to roll back.
+    let report = fsm_runtime::Healer::new()
+        .deadline(Duration::ZERO)
+        .heal(&rt)
+        .unwrap();
+    assert_eq!(report.healed.len(), 1, "{report:?}");
+    assert_eq!(rt.state_name("vm-1").unwrap(), "VIRTUAL");
     check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
     queuer.terminate();
 }
