@@ -609,6 +609,19 @@ struct Flaky {
 }
 
 impl Flaky {
+    /// Waits until `n` calls were refused in all; panics after ten seconds.
+    fn wait_refused(&self, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.refused.load(Ordering::SeqCst) < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "waited ten seconds for {n} refusals, saw {}",
+                self.refused.load(Ordering::SeqCst)
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     fn up(&self) -> Result<(), fsm_runtime::StoreError> {
         match self.down.load(Ordering::SeqCst) {
             true => {
@@ -728,9 +741,7 @@ fn a_queued_end_the_store_refuses_is_tried_again_until_written() {
             // Back up only once the end was refused and a retry refused too: an
             // outcome written then is the retry's.
             s.spawn(|| {
-                while rt.store().refused.load(Ordering::SeqCst) < refused_before + 2 {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+                rt.store().wait_refused(refused_before + 2);
                 rt.store().down.store(false, Ordering::SeqCst);
             });
             let outcome = ticket.wait();
@@ -808,9 +819,7 @@ fn a_queued_end_retried_until_the_healer_revokes_its_hold_stops_there() {
         s.spawn(|| {
             // The end refused and a retry refused too: the healer's pass comes
             // while the queue retries.
-            while rt.store().refused.load(Ordering::SeqCst) < 2 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            rt.store().wait_refused(2);
             let report = fsm_runtime::Healer::new()
                 .deadline(Duration::ZERO)
                 .heal(&rt)
@@ -857,9 +866,7 @@ fn a_refused_end_is_retried_off_the_worker_while_other_queues_run() {
     rt.create("vm-2", &b).unwrap();
     let (queuer, refused_one) = a_deploy_cut_off_the_store(&rt, &a);
     let fence = refused_one.fence();
-    while rt.store().refused.load(Ordering::SeqCst) < 2 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    rt.store().wait_refused(2);
     let ran_on = Arc::new(OnceLock::new());
     let other = {
         let ran_on = ran_on.clone();
@@ -911,9 +918,7 @@ fn a_retry_that_panics_gives_its_ticket_the_crash_and_the_retrier_goes_on() {
     let rt = Runtime::new(spec("ovc/vm.toml"), Flaky::default()).unwrap();
     let a = Actor::new("a");
     let (queuer, crashing) = a_deploy_cut_off_the_store(&rt, &a);
-    while rt.store().refused.load(Ordering::SeqCst) < 1 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    rt.store().wait_refused(1);
     rt.store().panicking.store(true, Ordering::SeqCst);
     let executor = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -947,9 +952,7 @@ fn a_retry_that_panics_gives_its_ticket_the_crash_and_the_retrier_goes_on() {
             Ok(())
         })
         .unwrap();
-    while rt.store().refused.load(Ordering::SeqCst) < refused + 2 {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    rt.store().wait_refused(refused + 2);
     *rt.store().refusing.lock().unwrap() = None;
     assert_eq!(
         rt.machine().state(next.wait().unwrap().state).name.as_ref(),
@@ -988,9 +991,7 @@ fn a_queued_completion_the_store_fails_is_resumed_by_its_ticket_s_fence() {
     let err = std::thread::scope(|s| {
         // Terminated while the completion is refused: no more tries.
         s.spawn(|| {
-            while rt.store().refused.load(Ordering::SeqCst) < 2 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            rt.store().wait_refused(2);
             queuer.terminate();
         });
         ticket.wait().unwrap_err()
