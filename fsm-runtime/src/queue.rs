@@ -46,7 +46,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU8, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -424,6 +424,12 @@ struct Pending {
     pause: Duration,
 }
 
+/// How many leftovers the ready list keeps before a waiter sweeps them out:
+/// each holds its task (a few hundred bytes) until a worker passes it over,
+/// and while every worker is busy with long actions, threads that wait for
+/// their own requests add one per request.
+const LEFTOVERS: isize = 1024;
+
 /// How long a queued action waits before it tries again to write its end that
 /// the store refused retryably: the first pause, doubled each time up to the last.
 const RETRY_FIRST: Duration = Duration::from_millis(10);
@@ -434,6 +440,12 @@ struct Shared {
     /// became ready: a worker takes one without any lock. A job a waiting ticket
     /// took first ([`Shared::help`]) leaves its entry here, passed over.
     ready: SegQueue<Job>,
+    /// How many entries of `ready` are such leftovers: past [`LEFTOVERS`],
+    /// the waiter that adds one sweeps them out ([`Shared::sweep`]), one
+    /// waiter at a time (`sweeping`). Signed: a worker that passes an entry
+    /// over may count it before its waiter does.
+    leftovers: AtomicIsize,
+    sweeping: AtomicBool,
     stripes: Box<[Stripe]>,
     /// Parked workers wait on `work`, under `park`; `sleepers` is how many of
     /// them nobody signalled yet, for a caller to read without the lock (each
@@ -550,6 +562,8 @@ impl Queuer {
     fn build(workers: usize, route: Option<Route>) -> Self {
         let shared = Arc::new_cyclic(|me| Shared {
             ready: SegQueue::new(),
+            leftovers: AtomicIsize::new(0),
+            sweeping: AtomicBool::new(false),
             stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
             park: Mutex::default(),
             work: Condvar::new(),
@@ -812,6 +826,7 @@ impl Shared {
     fn take_ready(&self) -> Option<Job> {
         while let Some(job) = self.ready.pop() {
             if !job.head().take() {
+                self.leftovers.fetch_sub(1, Ordering::Relaxed);
                 job.disown();
                 continue;
             }
@@ -1028,15 +1043,54 @@ impl Shared {
 
     /// Runs `task` on this thread if it is the next job of its queue and no
     /// worker has taken it yet: see [`Ticket::wait`]. Its entry in the ready
-    /// list is left for a worker to pass over, and no longer counts as ready
-    /// work. A task already taken (most are) costs the waiter one atomic read.
+    /// list is left for a worker to pass over (or for a sweep, past
+    /// [`LEFTOVERS`]), and no longer counts as ready work. A task already
+    /// taken (most are) costs the waiter one atomic read.
     fn help(&self, task: &Arc<dyn Queued>) {
         let head = task.head();
         if head.stage.load(Ordering::Acquire) != READY {
             return;
         }
         if head.take() {
+            let leftovers = self.leftovers.fetch_add(1, Ordering::Relaxed) + 1;
             self.run(Job::new(task.clone()), false);
+            if leftovers > LEFTOVERS {
+                self.sweep();
+            }
+        }
+    }
+
+    /// Drops the leftovers in the ready list, and puts the jobs still ready
+    /// back in the order they were in (behind any made ready meanwhile): a
+    /// queue has one entry in the list at most, so no queue's order changes.
+    /// One sweeper at a time; the others go on.
+    #[cold]
+    fn sweep(&self) {
+        if self.sweeping.swap(true, Ordering::Acquire) {
+            return;
+        }
+        let mut put_back = false;
+        for _ in 0..self.ready.len() {
+            let Some(job) = self.ready.pop() else { break };
+            // Taken, in the list: by its waiting ticket (a worker pops what it
+            // takes). A job its ticket takes after this look is put back, and
+            // left over later.
+            if job.head().stage.load(Ordering::Acquire) == READY {
+                self.ready.push(job);
+                put_back = true;
+            } else {
+                self.leftovers.fetch_sub(1, Ordering::Relaxed);
+                job.disown();
+            }
+        }
+        self.sweeping.store(false, Ordering::Release);
+        // A worker that found the list empty meanwhile may have parked: as
+        // `make_ready` does, past the fence the parker's last look pairs with.
+        if put_back {
+            fence(Ordering::SeqCst);
+            if !self.spinning.load(Ordering::Relaxed) {
+                self.wake_one();
+            }
         }
     }
 }
@@ -1417,6 +1471,78 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Threads that wait for their own requests while the only worker is busy
+    /// run them, each leaving its entry in the ready list; past `LEFTOVERS`
+    /// the waiter that adds one sweeps them out, so the list stays bounded
+    /// while the worker stays busy. A job still ready in the list (nobody
+    /// waits for it) is put back by each sweep, and the worker runs it once
+    /// it is free.
+    #[test]
+    fn leftovers_of_requests_their_waiters_ran_are_swept() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        let queuer = Queuer::new(1);
+        for id in ["held", "ready"] {
+            rt.create(id, &user).unwrap();
+        }
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (started, busy) = std::sync::mpsc::channel::<()>();
+        let held = queuer
+            .request(&rt, "held", &user, "start")
+            .run(move |_| {
+                started.send(()).map_err(|e| e.to_string())?;
+                released.recv().map_err(|e| e.to_string())
+            })
+            .unwrap();
+        busy.recv().unwrap();
+        let ran_on = Arc::new(std::sync::OnceLock::new());
+        let mut ready = {
+            let ran_on = ran_on.clone();
+            queuer
+                .request(&rt, "ready", &user, "start")
+                .run(move |_| {
+                    let _ = ran_on.set(std::thread::current().name().map(str::to_owned));
+                    Ok(())
+                })
+                .unwrap()
+        };
+        let listed = || queuer.shared.ready.len() as isize;
+        let mut longest = 0;
+        for i in 0..3 * LEFTOVERS {
+            let id = format!("vm-{i}");
+            rt.create(id.as_str(), &user).unwrap();
+            let ticket = queuer
+                .request(&rt, id.as_str(), &user, "start")
+                .run(|_| Ok(()))
+                .unwrap();
+            ticket.wait().unwrap();
+            longest = longest.max(listed());
+        }
+        // The leftovers piled up, and were swept out each time they passed
+        // the bound (the ready job is the one more).
+        assert_eq!(longest, LEFTOVERS + 1);
+        assert!(listed() <= LEFTOVERS + 1, "{} listed", listed());
+        // Awaited (an awaited ticket never runs its job), the ready job is
+        // run by the worker once it is free.
+        release.send(()).unwrap();
+        held.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut cx = Context::from_waker(Waker::noop());
+        let record = loop {
+            if let Poll::Ready(outcome) = Pin::new(&mut ready).poll(&mut cx) {
+                break outcome.unwrap();
+            }
+            assert!(Instant::now() < deadline, "the ready job was lost");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert_eq!(rt.machine().state(record.state).name.as_ref(), "RUNNING");
+        assert_eq!(
+            ran_on.get().cloned().flatten().as_deref(),
+            Some("fsm-queuer-0")
+        );
+        queuer.terminate();
     }
 
     /// A ticket polled again after it was ready panics, saying so, rather than
