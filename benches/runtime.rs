@@ -24,7 +24,9 @@
 //!
 //! The queuer (groups `queue` and `queue-latency`) is measured against running
 //! the same actions directly, and against the bare hand-off of each started
-//! action to two worker threads (a floor, see `handoff`).
+//! action to two worker threads (a floor, see `handoff`); its own path, with
+//! nothing crossing cores (group `queue-own-path`: each request run by the
+//! thread waiting for it, the only worker held), against a direct run.
 
 use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
@@ -712,6 +714,7 @@ const QUEUE_CASES: [&str; 3] = [
     "handoff by hand (floor, 2 workers)",
 ];
 const LATENCY_CASES: [&str; 2] = ["direct run", "queued request + wait"];
+const OWN_PATH_CASES: [&str; 2] = ["direct run", "queued, run by its waiter"];
 
 /// The queuer against calling the runtime directly: throughput over 512 objects
 /// (a request on each, then every ticket awaited), and the round trip of one
@@ -814,6 +817,43 @@ fn bench_queue(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // The queuer's own path on one core: its only worker held by a job on
+    // another object, each request is run by the thread that waits for it
+    // (its entry left in the ready list, and swept out with a thousand
+    // others now and then).
+    let held = Queuer::new(1);
+    let gate = ObjectId::from("q-held");
+    rt.create(&gate, &actor).unwrap();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (started, busy) = std::sync::mpsc::channel::<()>();
+    let holding = held
+        .request(&rt, &gate, &actor, ActionId(0))
+        .run(move |_| {
+            started.send(()).map_err(|e| e.to_string())?;
+            released.recv().map_err(|e| e.to_string())
+        })
+        .unwrap();
+    busy.recv().unwrap();
+    let mut g = c.benchmark_group("queue-own-path");
+    g.bench_function(OWN_PATH_CASES[0], |b| {
+        b.iter(|| black_box(rt.run(id, &actor, action()).unwrap()))
+    });
+    g.bench_function(OWN_PATH_CASES[1], |b| {
+        b.iter(|| {
+            black_box(
+                held.request(&rt, id, &actor, action())
+                    .run(|_| Ok(()))
+                    .unwrap()
+                    .wait()
+                    .unwrap(),
+            )
+        })
+    });
+    g.finish();
+    release.send(()).unwrap();
+    holding.wait().unwrap();
+    held.terminate();
 }
 
 fn main() {
@@ -830,5 +870,6 @@ fn main() {
     // The queuer against the bare hand-off: what its own work costs.
     report::print_ratios("queue", "action", 1.0, &[QUEUE_CASES[2], QUEUE_CASES[1]]);
     report::print_ratios("queue-latency", "action", 1.0, &LATENCY_CASES);
+    report::print_ratios("queue-own-path", "action", 1.0, &OWN_PATH_CASES);
     print_table(&threads);
 }
