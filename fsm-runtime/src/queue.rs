@@ -622,18 +622,10 @@ impl Queuer {
     /// running. A queue is made by the request that finds none, and deleted
     /// once its last job ended.
     pub fn queues(&self) -> Vec<ObjectId> {
-        let mut ids: Vec<_> = (self.shared.stripes.iter())
-            .flat_map(|stripe| {
-                stripe
-                    .queues
-                    .0
-                    .lock()
-                    .map
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let mut ids = Vec::new();
+        for stripe in &*self.shared.stripes {
+            ids.extend(stripe.queues.0.lock().map.keys().cloned());
+        }
         ids.sort();
         ids
     }

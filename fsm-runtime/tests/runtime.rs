@@ -804,6 +804,20 @@ fn a_deploy_cut_off_the_store(
     (queuer, ticket)
 }
 
+/// The outcome of `ticket`, awaited (so that this thread never runs its job)
+/// for up to ten seconds.
+fn awaited_for_ten_seconds(
+    ticket: fsm_runtime::Ticket,
+) -> Option<Result<fsm_runtime::Record, fsm_runtime::QueueError>> {
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    executor
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), ticket).await })
+        .ok()
+}
+
 /// A queued action whose end the store keeps refusing while the healer, which
 /// still reaches it, rolls the hold back: the retry finds the hold revoked by
 /// the healer, stops, and gives its ticket the revocation. Nothing of the
@@ -878,12 +892,7 @@ fn a_refused_end_is_retried_off_the_worker_while_other_queues_run() {
             })
             .unwrap()
     };
-    let executor = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    let other = executor
-        .block_on(async { tokio::time::timeout(Duration::from_secs(10), other).await })
+    let other = awaited_for_ten_seconds(other)
         .expect("the only worker was held by the refused end's retries")
         .unwrap();
     assert_eq!(rt.machine().state(other.state).name.as_ref(), "RUNNING");
@@ -920,13 +929,7 @@ fn a_retry_that_panics_gives_its_ticket_the_crash_and_the_retrier_goes_on() {
     let (queuer, crashing) = a_deploy_cut_off_the_store(&rt, &a);
     rt.store().wait_refused(1);
     rt.store().panicking.store(true, Ordering::SeqCst);
-    let executor = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    let Ok(crashed) =
-        executor.block_on(async { tokio::time::timeout(Duration::from_secs(10), crashing).await })
-    else {
+    let Some(crashed) = awaited_for_ten_seconds(crashing) else {
         // Not dropped: it would wait for the job's end for ever.
         std::mem::forget(queuer);
         panic!("the retrier's panic left the ticket waiting");
