@@ -4,7 +4,7 @@ use hashbrown::HashTable;
 
 use fsm_core::{ActionId, Machine, StateId};
 
-use crate::sync::{Mutex, MutexGuard, ShardLock, lock_shard};
+use crate::sync::{Mutex, MutexGuard, Padded, ShardLock, lock_shard};
 use crate::{
     Change, Entry, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
 };
@@ -31,19 +31,14 @@ use crate::{
 /// refuses, listing the objects the new spec cannot read.
 #[derive(Debug)]
 pub struct MemoryStore {
+    /// Each shard's lock on cache lines of its own, so that threads locking
+    /// neighbouring shards do not contend on one line.
     shards: Box<[Padded<ShardLock<Shard>>]>,
     publisher: Publisher,
     keep: usize,
     /// The machine whose ids the records hold.
     bound: Mutex<Option<Machine>>,
 }
-
-/// A shard's lock on cache lines of its own (two lines: adjacent-line prefetch
-/// pairs them), so that threads locking neighbouring shards do not contend on
-/// one line.
-#[derive(Debug)]
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// The objects of one shard, each found by the hash that chose the shard: an id
 /// is hashed once per access.

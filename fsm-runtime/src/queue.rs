@@ -61,6 +61,7 @@ use fsm_core::{ActionId, RuleError};
 use fsm_core::ActionRef;
 
 use crate::in_flight::Detached;
+use crate::sync::Padded;
 use crate::{Actor, Fence, InFlight, IntoObjectId, ObjectId, Record, Runtime, RuntimeError, Store};
 
 /// Why a request was not accepted, or how an accepted one ended badly.
@@ -381,19 +382,19 @@ type Short<T> = spin::mutex::SpinMutex<T, spin::relax::Yield>;
 
 /// One stripe of the queuer: the lock that orders the intake of its queues,
 /// and the queues themselves. A queue's stripe is chosen by the hash of its key.
-/// Each part on a cache line of its own, so that callers and workers on
+/// Each part on cache lines of its own, so that callers and workers on
 /// different stripes share none, and callers do not meet workers on the
 /// intake.
 #[derive(Default)]
 struct Stripe {
     /// Held from before a request's start until it is in its queue (see
     /// [`Queuer::intake`]): a lock that parks its waiters, as a start may wait
-    /// on the network. Only callers take it: on a line of its own, apart from
+    /// on the network. Only callers take it: on lines of its own, apart from
     /// the queues that workers change.
-    intake: Lined<Mutex<()>>,
+    intake: Padded<Mutex<()>>,
     /// Held by a request's caller to put its job in, by a worker to take the
     /// queue's next one out when a job ends.
-    queues: Lined<Short<Queues>>,
+    queues: Padded<Short<Queues>>,
 }
 
 /// How many stripes a queuer has: two requests contend on one only when their
@@ -510,11 +511,6 @@ fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
         }
     }
 }
-
-/// A value that starts a cache line and ends its last (see [`Stripe`]).
-#[derive(Default)]
-#[repr(align(64))]
-struct Lined<T>(T);
 
 /// Per-object action queues run by a bounded pool of workers.
 ///

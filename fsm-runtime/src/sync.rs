@@ -40,3 +40,11 @@ pub(crate) fn lock_shard<T>(shard: &ShardLock<T>) -> ShardGuard<'_, T> {
 pub(crate) fn lock_shard<T>(shard: &ShardLock<T>) -> ShardGuard<'_, T> {
     shard.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// A value on cache lines of its own: it starts a pair of lines and ends the
+/// pair's last (adjacent-line prefetch moves lines in pairs), so that threads
+/// writing neighbouring values do not contend on one line. The memory store's
+/// shards and the queuer's stripes use it.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
