@@ -250,6 +250,28 @@ mod tests {
 
     use super::*;
 
+    /// An etcd that nobody answers at is an error from `connect`, within its
+    /// connect timeout: not a client whose first change waits for ever.
+    #[test]
+    fn connecting_where_no_etcd_answers_is_an_error() {
+        let started = std::time::Instant::now();
+        // Port 1 (tcpmux): nothing listens there on a test machine.
+        let err = match EtcdApi::<u64>::connect(&["127.0.0.1:1".to_owned()], "/nowhere/".into()) {
+            Err(e) => e,
+            Ok(_) => panic!("connected where nothing listens"),
+        };
+        assert!(
+            err.to_string()
+                .starts_with("etcd (the API server's documents): "),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
     /// Two clients of one prefix, each on its own thread, add to the same
     /// document at once, each change waiting between its read and its write: the
     /// races happen (changes run again), and no addition is lost.

@@ -782,20 +782,27 @@ impl Shared {
     fn make_ready(&self, job: Job, by_worker: bool) {
         job.head().ready();
         self.ready.push(job);
-        // A worker parks, or stops spinning, only after a last look at the
-        // list past a fence of its own: either it sees this job, or this sees
-        // it parked, or spinning.
+        if !by_worker {
+            self.wake_for_pushed();
+        }
+    }
+
+    /// After a push on the ready list: wakes a parked worker unless one
+    /// spins. A worker parks, or stops spinning, only after a last look at
+    /// the list past a fence of its own: either it sees what was pushed, or
+    /// this sees it parked, or spinning. A spinning worker takes the job
+    /// sooner than a parked one wakes up, and waking one costs the pusher a
+    /// system call; a worker that takes a job and sees more passes the
+    /// wake-up on ([`Shared::take_ready`]).
+    fn wake_for_pushed(&self) {
         fence(Ordering::SeqCst);
-        // A spinning worker takes the job sooner than a parked one wakes up,
-        // and waking one costs this caller a system call; a worker that takes
-        // a job and sees more passes the wake-up on ([`Shared::take_ready`]).
-        if !(by_worker || self.spinning.load(Ordering::Relaxed)) {
+        if !self.spinning.load(Ordering::Relaxed) {
             self.wake_one();
         }
     }
 
     /// Wakes one parked worker, unless every parked worker is waking already.
-    /// (Past a fence: see [`Shared::make_ready`].)
+    /// (Past a fence: see [`Shared::wake_for_pushed`].)
     fn wake_one(&self) {
         if self.sleepers.load(Ordering::Relaxed) == 0 {
             return;
@@ -845,7 +852,7 @@ impl Shared {
                     !self.ready.is_empty() || self.stopped.load(Ordering::Acquire)
                 });
                 self.spinning.store(false, Ordering::Relaxed);
-                // The last look, past the fence `make_ready` pairs with.
+                // The last look, past the fence `wake_for_pushed` pairs with.
                 fence(Ordering::SeqCst);
                 if !self.ready.is_empty() {
                     continue;
@@ -856,7 +863,7 @@ impl Shared {
             self.sleepers
                 .store(park.parked - park.waking, Ordering::Relaxed);
             // Counted as asleep before this last look, past the fence
-            // `make_ready` pairs with; and `terminate` signals under this lock
+            // `wake_for_pushed` pairs with; and `terminate` signals under this lock
             // after it sets `stopped`.
             fence(Ordering::SeqCst);
             if self.ready.is_empty() && !self.stopped.load(Ordering::Acquire) {
@@ -1072,13 +1079,9 @@ impl Shared {
             }
         }
         self.sweeping.store(false, Ordering::Release);
-        // A worker that found the list empty meanwhile may have parked: as
-        // `make_ready` does, past the fence the parker's last look pairs with.
+        // A worker that found the list empty meanwhile may have parked.
         if put_back {
-            fence(Ordering::SeqCst);
-            if !self.spinning.load(Ordering::Relaxed) {
-                self.wake_one();
-            }
+            self.wake_for_pushed();
         }
     }
 }

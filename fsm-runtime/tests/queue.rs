@@ -40,6 +40,28 @@ fn running_vm(rt: &Runtime, id: &str) {
     rt.run(id, &ops, "deploy").unwrap();
 }
 
+/// `action` on `id` queued with work that holds its worker until released:
+/// its ticket, and what releases it, once a thread runs the work.
+fn held(
+    queuer: &Queuer,
+    rt: &Runtime,
+    id: &str,
+    actor: &Actor,
+    action: &str,
+) -> (fsm_runtime::Ticket, mpsc::Sender<()>) {
+    let (started, taken) = mpsc::channel::<()>();
+    let (release, released) = mpsc::channel::<()>();
+    let ticket = queuer
+        .request(rt, id, actor, action)
+        .run(move |_| {
+            started.send(()).map_err(|e| e.to_string())?;
+            released.recv().map_err(|e| e.to_string())
+        })
+        .unwrap();
+    taken.recv().unwrap();
+    (ticket, release)
+}
+
 /// VMs on a clock that moves only when told to.
 fn clocked_vms() -> (Arc<ManualClock>, Runtime) {
     let clock = Arc::new(ManualClock::new(SystemTime::UNIX_EPOCH));
@@ -492,19 +514,7 @@ fn a_waiting_ticket_runs_work_no_worker_has_taken() {
     }
     let user = Actor::new("user");
     // Each queuer's one worker is held by a pause of vm-1 until released.
-    let hold = |queuer: &Queuer| {
-        let (started, taken) = mpsc::channel::<()>();
-        let (release, released) = mpsc::channel::<()>();
-        let ticket = queuer
-            .request(&vms, "vm-1", &user, "pause")
-            .run(move |_| {
-                started.send(()).unwrap();
-                released.recv().map_err(|e| e.to_string())
-            })
-            .unwrap();
-        taken.recv().unwrap();
-        (ticket, release)
-    };
+    let hold = |queuer: &Queuer| held(queuer, &vms, "vm-1", &user, "pause");
     let ran_on = Arc::new(Mutex::new(None));
     let record_thread = |ran_on: &Arc<Mutex<_>>| {
         let ran_on = ran_on.clone();
@@ -568,16 +578,7 @@ fn a_worker_passes_over_the_entry_of_a_job_a_waiting_ticket_runs() {
     let user = Actor::new("user");
     let queuer = Queuer::new(1);
     // The only worker, held by a pause of vm-1.
-    let (started, taken) = mpsc::channel::<()>();
-    let (release, released) = mpsc::channel::<()>();
-    let long = queuer
-        .request(&vms, "vm-1", &user, "pause")
-        .run(move |_| {
-            started.send(()).unwrap();
-            released.recv().map_err(|e| e.to_string())
-        })
-        .unwrap();
-    taken.recv().unwrap();
+    let (long, release) = held(&queuer, &vms, "vm-1", &user, "pause");
     // vm-2's pause, run by its waiting ticket, until told to end.
     let (running, runs) = mpsc::channel::<()>();
     let (end, ends) = mpsc::channel::<()>();
@@ -1132,16 +1133,7 @@ fn a_queue_lives_while_it_has_work() {
         "disk" => "vm-1".into(),
         _ => id.clone(),
     });
-    let (release, released) = mpsc::channel::<()>();
-    let (started, busy) = mpsc::channel();
-    let pause = queuer
-        .request(&vms, "vm-1", &user, "pause")
-        .run(move |_| {
-            started.send(()).map_err(|e| e.to_string())?;
-            released.recv().map_err(|e| e.to_string())
-        })
-        .unwrap();
-    busy.recv().unwrap();
+    let (pause, release) = held(&queuer, &vms, "vm-1", &user, "pause");
     let creates: Vec<_> = ["disk-1", "disk-2"]
         .into_iter()
         .map(|id| {
