@@ -42,6 +42,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::any::Any;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -147,6 +149,9 @@ trait Queued: Send + Sync {
     fn crashed(&self) -> QueueError;
     /// Drops the job unrun: its action, in flight, is recorded as abandoned now.
     fn discard(&self);
+    /// Keeps the task, once its outcome was taken, as a spare for this
+    /// thread's next request ([`SPARE`]), if nothing else holds it.
+    fn recycle(self: Arc<Self>);
 }
 
 /// What the queuer knows of a task whatever its job: its queue, its stage
@@ -199,22 +204,32 @@ impl Head {
 
 struct Task<S: Store, F> {
     head: Head,
-    runtime: Runtime<S>,
+    /// `None` only while the task is a spare: a spare keeps no runtime, and
+    /// no store, alive.
+    runtime: Option<Runtime<S>>,
     action: ActionId,
     /// The started action, detached from the runtime (the task holds one), and
     /// the job that ends it.
     job: Short<Option<(Detached, F)>>,
 }
 
+impl<S: Store, F> Task<S, F> {
+    fn runtime(&self) -> &Runtime<S> {
+        self.runtime
+            .as_ref()
+            .expect("only a spare task has no runtime")
+    }
+}
+
 impl<S, F> Queued for Task<S, F>
 where
     S: Store,
-    F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>, &Shared, &ObjectId) -> Ran + Send,
+    F: for<'r> FnOnce(InFlight<'r, S>, &'r Runtime<S>, &Shared, &ObjectId) -> Ran + Send + 'static,
 {
     fn run(&self, queue: &Shared) -> Ran {
         let (handle, job) = self.job.lock().take().expect("a queued job runs once");
-        let id = &self.head.id;
-        job(handle.attach(&self.runtime, id), &self.runtime, queue, id)
+        let (id, runtime) = (&self.head.id, self.runtime());
+        job(handle.attach(runtime, id), runtime, queue, id)
     }
 
     fn head(&self) -> &Head {
@@ -224,14 +239,65 @@ where
     fn crashed(&self) -> QueueError {
         QueueError::Crashed {
             id: self.head.id.clone(),
-            action: self.runtime.action_name(self.action).to_owned(),
+            action: self.runtime().action_name(self.action).to_owned(),
         }
     }
 
     fn discard(&self) {
         // Attached and dropped: its action is recorded as abandoned now.
         let job = self.job.lock().take();
-        drop(job.map(|(handle, _)| handle.attach(&self.runtime, &self.head.id)));
+        drop(job.map(|(handle, _)| handle.attach(self.runtime(), &self.head.id)));
+    }
+
+    fn recycle(mut self: Arc<Self>) {
+        let Some(task) = Arc::get_mut(&mut self) else {
+            // A worker, or the ready list, still holds it: freed as usual.
+            return;
+        };
+        task.runtime = None;
+        task.head.outcome.slot.get_mut().ended_queue = None;
+        let _ = SPARE.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_TASKS {
+                spare.push(self);
+            }
+        });
+    }
+}
+
+thread_local! {
+    /// Tasks whose outcome this thread's tickets took, kept for its next
+    /// requests: a request then writes its task over a spare one instead of
+    /// allocating. Under a burst of outstanding requests, each task's
+    /// allocation and free otherwise went to the allocator's shared arena
+    /// (glibc keeps seven blocks of a size per thread), 46 ns of the
+    /// caller's 360 per queued request (BENCHMARKS.md, sixteenth and
+    /// seventeenth sessions). Kept type-erased: a thread may queue on
+    /// runtimes of several stores.
+    static SPARE: RefCell<Vec<Arc<dyn Any + Send + Sync>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many spare tasks a thread keeps at most (a task is a few hundred
+/// bytes, so a few hundred kilobytes at most, for a thread with that many
+/// requests outstanding at once).
+const SPARE_TASKS: usize = 1024;
+
+/// `task` in an `Arc`: written over one of this thread's spare tasks, if one
+/// of its type is there, or newly allocated.
+fn spare_or_new<T: Any + Send + Sync>(task: T) -> Arc<T> {
+    let spare = SPARE
+        .try_with(|spare| spare.borrow_mut().pop())
+        .ok()
+        .flatten();
+    match spare.map(|spare| spare.downcast::<T>()) {
+        Some(Ok(mut spare)) => match Arc::get_mut(&mut spare) {
+            Some(slot) => {
+                *slot = task;
+                spare
+            }
+            None => Arc::new(task),
+        },
+        _ => Arc::new(task),
     }
 }
 
@@ -462,9 +528,9 @@ struct Shared {
     draining: AtomicUsize,
     /// `None`: each object's own queue.
     route: Option<Route>,
-    /// Whether a worker is spinning; one at a time, so that idle workers do not
-    /// take every core from the callers.
-    spinning: AtomicBool,
+    /// How many workers are spinning: at most [`SPINNERS`], so that idle
+    /// workers do not take every core from the callers.
+    spinning: AtomicUsize,
     /// Set when the queuer terminates: requests are refused, and an end the
     /// store refuses is no longer tried again (see [`retry`]).
     terminated: AtomicBool,
@@ -484,8 +550,16 @@ struct Shared {
 
 /// How long an idle worker, and a caller waiting for its ticket, spin before they
 /// park: a wake-up through the kernel costs tens of microseconds on a busy or
-/// virtual machine, more than most actions take. Only one worker spins at a time.
+/// virtual machine, more than most actions take.
 const SPIN: Duration = Duration::from_micros(50);
+
+/// How many idle workers spin at once. Two, not one: a spinner that takes a
+/// job stops spinning, and with nobody left spinning the caller's next
+/// request would wake a parked worker through the kernel, a system call on
+/// the caller's thread for every job the spinner takes while callers keep
+/// the workers just busy (BENCHMARKS.md, seventeenth session). The other
+/// spinner keeps the next request free of it.
+const SPINNERS: usize = 2;
 
 /// Spins until `done` answers true or `SPIN` passes. With `yielding`, the
 /// spinner offers its core to any thread that has work between rounds (an idle
@@ -514,7 +588,7 @@ fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
 
 /// Per-object action queues run by a bounded pool of workers.
 ///
-/// An idle worker spins for up to 50 µs before it parks (one worker at a time),
+/// An idle worker spins for up to 50 µs before it parks (two workers at a time),
 /// and [`Ticket::wait`] spins as long before it blocks: a request on an idle
 /// queuer then costs a few microseconds instead of two wake-ups through the
 /// kernel (BENCHMARKS.md). The spinning costs CPU only right after work.
@@ -568,7 +642,7 @@ impl Queuer {
             drained: Condvar::new(),
             draining: AtomicUsize::new(0),
             route,
-            spinning: AtomicBool::new(false),
+            spinning: AtomicUsize::new(0),
             terminated: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             retries: Mutex::default(),
@@ -796,7 +870,7 @@ impl Shared {
     /// wake-up on ([`Shared::take_ready`]).
     fn wake_for_pushed(&self) {
         fence(Ordering::SeqCst);
-        if !self.spinning.load(Ordering::Relaxed) {
+        if self.spinning.load(Ordering::Relaxed) == 0 {
             self.wake_one();
         }
     }
@@ -845,13 +919,17 @@ impl Shared {
             if self.stopped.load(Ordering::Acquire) {
                 return None;
             }
-            // Nothing ready: spin a little (one worker at a time) for work
-            // pushed meanwhile, then park.
-            if !self.spinning.swap(true, Ordering::Acquire) {
+            // Nothing ready: spin a little (up to `SPINNERS` workers at a
+            // time) for work pushed meanwhile, then park. Counted only while
+            // spinning: a pusher that sees the count skips the wake-up.
+            let spin = (self.spinning).fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
+                (n < SPINNERS).then_some(n + 1)
+            });
+            if spin.is_ok() {
                 spin_until(true, || {
                     !self.ready.is_empty() || self.stopped.load(Ordering::Acquire)
                 });
-                self.spinning.store(false, Ordering::Relaxed);
+                self.spinning.fetch_sub(1, Ordering::Relaxed);
                 // The last look, past the fence `wake_for_pushed` pairs with.
                 fence(Ordering::SeqCst);
                 if !self.ready.is_empty() {
@@ -1310,9 +1388,9 @@ impl<S: Store> Request<'_, S> {
         };
         let fence = handle.fence();
         let handle = handle.detach();
-        let task: Arc<dyn Queued> = Arc::new(Task {
+        let task: Arc<dyn Queued> = spare_or_new(Task {
             head: Head::new(id, routed),
-            runtime: runtime.clone(),
+            runtime: Some(runtime.clone()),
             action,
             job: Short::new(Some((handle, job))),
         });
@@ -1392,13 +1470,15 @@ impl Ticket {
         }
         // Most actions end within microseconds: spin briefly before parking.
         spin_until(false, || outcome.is_given());
-        loop {
+        let result = loop {
             if let Some(result) = outcome.take_or_wait(|| Waiter::Thread(std::thread::current())) {
-                return result;
+                break result;
             }
             // Woken by `give`, or spuriously: look again.
             std::thread::park();
-        }
+        };
+        self.task.recycle();
+        result
     }
 }
 
@@ -1441,7 +1521,7 @@ mod tests {
         };
         let task: Arc<dyn Queued> = Arc::new(Task {
             head: Head::new("vm".into(), None),
-            runtime: rt.clone(),
+            runtime: Some(rt.clone()),
             action,
             job: Short::new(Some((handle.detach(), job))),
         });
@@ -1462,6 +1542,93 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Idle workers spin before they park, but no more than `SPINNERS` of
+    /// them at once, however many go idle together: four workers released
+    /// at once from four jobs, ten times over.
+    #[test]
+    fn no_more_than_two_idle_workers_spin() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        let queuer = Queuer::new(4);
+        let shared = queuer.shared.clone();
+        let mut most = 0;
+        for round in 0..10 {
+            let gate = Arc::new(std::sync::Barrier::new(5));
+            let tickets: Vec<_> = (0..4)
+                .map(|i| {
+                    let id = format!("vm-{round}-{i}");
+                    rt.create(id.as_str(), &user).unwrap();
+                    let gate = gate.clone();
+                    queuer
+                        .request(&rt, id.as_str(), &user, "start")
+                        .run(move |_| {
+                            gate.wait();
+                            Ok(())
+                        })
+                        .unwrap()
+                })
+                .collect();
+            // Every worker holds a job; released together, they go idle together.
+            gate.wait();
+            let until = Instant::now() + SPIN;
+            while Instant::now() < until {
+                most = most.max(shared.spinning.load(Ordering::Relaxed));
+            }
+            for ticket in tickets {
+                ticket.wait().unwrap();
+            }
+        }
+        assert!((1..=SPINNERS).contains(&most), "{most} spinning at once");
+        queuer.terminate();
+    }
+
+    /// A thread's next request writes its task over the one whose outcome
+    /// its last ticket took, rather than allocate; and a spare task keeps no
+    /// runtime, and so no store, alive: the store goes with the last runtime.
+    #[test]
+    fn a_thread_reuses_the_task_its_ticket_let_go_and_keeps_no_store_alive() {
+        let store = Arc::new(MemoryStore::new());
+        let rt = Runtime::new(crate::testing::machine(), store.clone()).unwrap();
+        let user = Actor::new("user");
+        rt.create("vm", &user).unwrap();
+        let queuer = Queuer::new(1);
+        let address = |ticket: &Ticket| Arc::as_ptr(&ticket.task).cast::<()>();
+        // Until the worker let go of the task (it does once it gave the
+        // outcome): only a task nothing else holds is kept.
+        let alone = |ticket: &Ticket| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Arc::strong_count(&ticket.task) > 1 {
+                assert!(Instant::now() < deadline, "the worker keeps the task");
+                std::thread::yield_now();
+            }
+        };
+        let first = queuer
+            .request(&rt, "vm", &user, "start")
+            .run(|_| Ok(()))
+            .unwrap();
+        let reused = address(&first);
+        alone(&first);
+        first.wait().unwrap();
+        let second = queuer
+            .request(&rt, "vm", &user, "stop")
+            .run(|_| Ok(()))
+            .unwrap();
+        assert_eq!(address(&second), reused, "a new task was allocated");
+        alone(&second);
+        assert_eq!(
+            rt.machine()
+                .state(second.wait().unwrap().state)
+                .name
+                .as_ref(),
+            "HALTED"
+        );
+        // The second task is a spare now, on this thread.
+        assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
+        drop(rt);
+        queuer.terminate();
+        assert_eq!(Arc::strong_count(&store), 1, "a spare task keeps the store");
     }
 
     /// Threads that wait for their own requests while the only worker is busy
