@@ -398,7 +398,7 @@ impl Outcome {
             slot.waiter = Some(waiter());
         }
         drop(slot);
-        assert!(!taken, "a `Ticket` was polled after it gave its outcome");
+        assert!(!taken, "{POLLED_AFTER}");
         result
     }
 }
@@ -1398,7 +1398,7 @@ impl<S: Store> Request<'_, S> {
             .shared
             .push(task.head().key(), Job::new(task.clone()));
         Ok(Ticket {
-            task,
+            task: Some(task),
             fence,
             queue: queuer.shared.clone(),
         })
@@ -1408,7 +1408,9 @@ impl<S: Store> Request<'_, S> {
 /// The outcome of an accepted request: wait for it (blocking) or `.await` it.
 #[must_use = "a ticket is how the outcome of a request is known"]
 pub struct Ticket {
-    task: Arc<dyn Queued>,
+    /// `None` once an awaited ticket gave its outcome: its task is then
+    /// this thread's spare (see [`SPARE`]).
+    task: Option<Arc<dyn Queued>>,
     fence: Fence,
     /// The queuer, for [`Ticket::wait`] to run the request from.
     queue: Arc<Shared>,
@@ -1417,7 +1419,10 @@ pub struct Ticket {
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ticket")
-            .field("done", &self.task.head().outcome.is_given())
+            .field(
+                "done",
+                &(self.task.as_ref()).is_none_or(|task| task.head().outcome.is_given()),
+            )
             .finish()
     }
 }
@@ -1463,10 +1468,11 @@ impl Ticket {
     /// actions may run at once than the queuer has workers: one more per
     /// waiting thread. An awaited ticket never runs work (a task must not block
     /// its executor).
-    pub fn wait(self) -> Result<Record, QueueError> {
-        let outcome = &self.task.head().outcome;
+    pub fn wait(mut self) -> Result<Record, QueueError> {
+        let task = self.task.take().expect(POLLED_AFTER);
+        let outcome = &task.head().outcome;
         if !outcome.is_given() {
-            self.queue.help(&self.task);
+            self.queue.help(&task);
         }
         // Most actions end within microseconds: spin briefly before parking.
         spin_until(false, || outcome.is_given());
@@ -1477,24 +1483,29 @@ impl Ticket {
             // Woken by `give`, or spuriously: look again.
             std::thread::park();
         };
-        self.task.recycle();
+        task.recycle();
         result
     }
 }
+
+/// What polling a ticket that gave its outcome panics with.
+const POLLED_AFTER: &str = "a `Ticket` was polled after it gave its outcome";
 
 /// Ready once, with the outcome; polled again after that, it panics (as
 /// futures do when polled after completion) rather than stay pending forever.
 impl Future for Ticket {
     type Output = Result<Record, QueueError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self
-            .task
-            .head()
-            .outcome
-            .take_or_wait(|| Waiter::Task(cx.waker().clone()))
-        {
-            Some(result) => Poll::Ready(result),
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let ticket = &mut *self;
+        let task = ticket.task.as_ref().expect(POLLED_AFTER);
+        match (task.head().outcome).take_or_wait(|| Waiter::Task(cx.waker().clone())) {
+            Some(result) => {
+                if let Some(task) = ticket.task.take() {
+                    task.recycle();
+                }
+                Poll::Ready(result)
+            }
             None => Poll::Pending,
         }
     }
@@ -1526,13 +1537,13 @@ mod tests {
             job: Short::new(Some((handle.detach(), job))),
         });
         let ticket = Ticket {
-            task: task.clone(),
+            task: Some(task.clone()),
             fence,
             // A queuer that never saw the task: the wait finds nothing to run.
             queue: Queuer::new(1).shared.clone(),
         };
         drop(task);
-        drop(Job::new(ticket.task.clone()));
+        drop(Job::new(ticket.task.clone().expect("not taken yet")));
         // Recorded when the queue let go, not when the ticket does.
         let record = rt.get("vm").unwrap();
         assert!(record.in_flight.expect("still held").abandoned);
@@ -1594,12 +1605,15 @@ mod tests {
         let user = Actor::new("user");
         rt.create("vm", &user).unwrap();
         let queuer = Queuer::new(1);
-        let address = |ticket: &Ticket| Arc::as_ptr(&ticket.task).cast::<()>();
+        fn task(ticket: &Ticket) -> &Arc<dyn Queued> {
+            ticket.task.as_ref().expect("not taken yet")
+        }
+        let address = |ticket: &Ticket| Arc::as_ptr(task(ticket)).cast::<()>();
         // Until the worker let go of the task (it does once it gave the
         // outcome): only a task nothing else holds is kept.
         let alone = |ticket: &Ticket| {
             let deadline = Instant::now() + Duration::from_secs(10);
-            while Arc::strong_count(&ticket.task) > 1 {
+            while Arc::strong_count(task(ticket)) > 1 {
                 assert!(Instant::now() < deadline, "the worker keeps the task");
                 std::thread::yield_now();
             }
@@ -1611,17 +1625,19 @@ mod tests {
         let reused = address(&first);
         alone(&first);
         first.wait().unwrap();
-        let second = queuer
+        // Awaited, the same.
+        let mut second = queuer
             .request(&rt, "vm", &user, "stop")
             .run(|_| Ok(()))
             .unwrap();
         assert_eq!(address(&second), reused, "a new task was allocated");
         alone(&second);
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Ready(record) = Pin::new(&mut second).poll(&mut cx) else {
+            panic!("the outcome was given, and not ready");
+        };
         assert_eq!(
-            rt.machine()
-                .state(second.wait().unwrap().state)
-                .name
-                .as_ref(),
+            rt.machine().state(record.unwrap().state).name.as_ref(),
             "HALTED"
         );
         // The second task is a spare now, on this thread.
@@ -1716,7 +1732,14 @@ mod tests {
             .request(&rt, "vm", &user, "start")
             .run(|_| Ok(()))
             .unwrap();
-        while !ticket.task.head().outcome.is_given() {
+        while !ticket
+            .task
+            .as_ref()
+            .expect("not taken yet")
+            .head()
+            .outcome
+            .is_given()
+        {
             std::thread::yield_now();
         }
         let mut cx = Context::from_waker(Waker::noop());
