@@ -284,21 +284,18 @@ const SPARE_TASKS: usize = 1024;
 
 /// `task` in an `Arc`: written over one of this thread's spare tasks, if one
 /// of its type is there, or newly allocated.
+/// A spare of another type (a runtime over another store) is dropped.
 fn spare_or_new<T: Any + Send + Sync>(task: T) -> Arc<T> {
-    let spare = SPARE
-        .try_with(|spare| spare.borrow_mut().pop())
-        .ok()
-        .flatten();
-    match spare.map(|spare| spare.downcast::<T>()) {
-        Some(Ok(mut spare)) => match Arc::get_mut(&mut spare) {
-            Some(slot) => {
-                *slot = task;
-                spare
-            }
-            None => Arc::new(task),
-        },
-        _ => Arc::new(task),
+    let spare = SPARE.try_with(|spare| spare.borrow_mut().pop());
+    if let Some(Ok(mut spare)) = spare.ok().flatten().map(|spare| spare.downcast::<T>()) {
+        // (Always unique: a task becomes a spare only once nothing else
+        // holds it.)
+        if let Some(slot) = Arc::get_mut(&mut spare) {
+            *slot = task;
+            return spare;
+        }
     }
+    Arc::new(task)
 }
 
 /// A task in its queue, or in the ready list. Dropped before its outcome was
@@ -1497,13 +1494,12 @@ impl Future for Ticket {
     type Output = Result<Record, QueueError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let ticket = &mut *self;
-        let task = ticket.task.as_ref().expect(POLLED_AFTER);
-        match (task.head().outcome).take_or_wait(|| Waiter::Task(cx.waker().clone())) {
+        let task = &mut self.task;
+        let outcome = &task.as_ref().expect(POLLED_AFTER).head().outcome;
+        match outcome.take_or_wait(|| Waiter::Task(cx.waker().clone())) {
             Some(result) => {
-                if let Some(task) = ticket.task.take() {
-                    task.recycle();
-                }
+                // Given: the ticket is done with its task.
+                task.take().expect(POLLED_AFTER).recycle();
                 Poll::Ready(result)
             }
             None => Poll::Pending,
@@ -1645,8 +1641,31 @@ mod tests {
         // The second task is a spare now, on this thread.
         assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
         drop(rt);
-        queuer.terminate();
         assert_eq!(Arc::strong_count(&store), 1, "a spare task keeps the store");
+        // A runtime over another store has tasks of another type: the spare
+        // is dropped (not kept beside), the task allocated (perhaps in the
+        // block just freed), and that one kept in its place, then reused.
+        let other = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        other.create("vm", &user).unwrap();
+        let third = queuer
+            .request(&other, "vm", &user, "start")
+            .run(|_| Ok(()))
+            .unwrap();
+        let allocated = address(&third);
+        alone(&third);
+        third.wait().unwrap();
+        assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
+        let fourth = queuer
+            .request(&other, "vm", &user, "stop")
+            .run(|_| Ok(()))
+            .unwrap();
+        assert_eq!(
+            address(&fourth),
+            allocated,
+            "the spare of its type was not reused"
+        );
+        fourth.wait().unwrap();
+        queuer.terminate();
     }
 
     /// Threads that wait for their own requests while the only worker is busy
