@@ -248,7 +248,10 @@ fn check(paths: &[PathBuf], diagrams: Option<&Path>) -> Result<ExitCode, Unusabl
         let file = match SpecFile::read(path) {
             Ok(file) => file,
             Err(e) => {
+                // Counted: the summary line must not say `0 errors` of a
+                // run that exits 2.
                 eprintln!("error: {e}");
+                errors += 1;
                 unusable = true;
                 continue;
             }

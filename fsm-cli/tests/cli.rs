@@ -147,12 +147,19 @@ fn check_exits_2_on_malformed_or_missing_input() {
     assert!(stderr.contains("error[syntax]"), "{stderr}");
     assert!(stderr.contains("broken.toml:1:9"), "{stderr}");
 
-    let (code, _, stderr) = fsm(&["check", &dir.join("absent.toml").display().to_string()]);
+    // An unreadable file counts as an error in the summary, beside the
+    // findings of the readable ones.
+    let (code, stdout, stderr) = fsm(&[
+        "check",
+        &dir.join("absent.toml").display().to_string(),
+        &specs().join("ovc/vm.toml").display().to_string(),
+    ]);
     assert_eq!(code, 2);
     assert!(
         stderr.contains("cannot read spec") && stderr.contains("absent.toml"),
         "{stderr}"
     );
+    assert_eq!(stdout.trim(), "checked 2 specs: 1 error, 0 warnings");
 }
 
 #[test]

@@ -660,6 +660,24 @@ async fn history(
     Ok(axum::Json(json!({ "id": id, "entries": entries })).into_response())
 }
 
+/// The event a watch resumes after: `Last-Event-ID`, an event id this
+/// service gave. Refused when it is not one: read as absent, the stream would
+/// start at the next write and the client would miss, unwarned, the writes
+/// since the event it names.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    text.parse().map(Some).map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            format!("Last-Event-ID must be an event id this service gave (a number), not `{text}`"),
+        )
+    })
+}
+
 async fn watch(
     State(service): State<Arc<Service>>,
     Path(name): Path<String>,
@@ -667,6 +685,7 @@ async fn watch(
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let _actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
+    let after = last_event_id(&headers)?;
     let permit = service.watchers.clone().try_acquire_owned().map_err(|_| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -677,10 +696,6 @@ async fn watch(
             ),
         )
     })?;
-    let after = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
     let (mut rx, replay, complete) = m.feed.subscribe(after);
     let stream = async_stream(move |tx| async move {
         let _permit = permit;

@@ -184,9 +184,10 @@ pub fn document(service: &Service) -> Value {
             "/v1/{machine}/watch": {
                 "get": {
                     "summary": "Server-Sent Events, one `write` per write, resumable with Last-Event-ID; a `gap` event when writes were missed",
-                    "parameters": [machine, { "name": "Last-Event-ID", "in": "header", "schema": { "type": "string" } }],
+                    "parameters": [machine, { "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: the stream resumes after it", "schema": { "type": "integer", "minimum": 0 } }],
                     "responses": {
                         "200": { "description": "The stream", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+                        "400": error("Last-Event-ID is not an event id"),
                         "401": unauthorized, "404": not_found, "503": error("Too many watch streams")
                     }
                 }

@@ -665,6 +665,22 @@ async fn the_watch_stream_resumes_and_is_bounded() {
         (status, body["error"].as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, Some("too_many_watchers"))
     );
+    // A `Last-Event-ID` this service did not give is refused (before the
+    // bound is looked at), not read as absent.
+    let garbled = c
+        .get(&watch)
+        .bearer_auth(OPS)
+        .header("last-event-id", "seven")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(garbled.status(), StatusCode::BAD_REQUEST);
+    let body: Value = garbled.json().await.unwrap();
+    assert_eq!(body["error"], "malformed");
+    assert!(
+        body["message"].as_str().unwrap().contains("`seven`"),
+        "{body}"
+    );
 
     post(
         &c,
