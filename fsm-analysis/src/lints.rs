@@ -9,6 +9,7 @@ type Out = Vec<Diagnostic>;
 
 /// Every rule, in the order findings are reported.
 pub(crate) const LINTS: &[fn(&Cx<'_>, &mut Out)] = &[
+    bad_name,
     missing_initial,
     transition_initial,
     terminal_transition,
@@ -33,6 +34,73 @@ pub(crate) const LINTS: &[fn(&Cx<'_>, &mut Out)] = &[
     rename_conflict,
     static_deadline,
 ];
+
+/// Why `name` cannot serve as a name, if it cannot. A role's or a guard's name
+/// (`spaced`) may hold spaces: it travels in no URL, key or event.
+fn name_fault(name: &str, spaced: bool) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("is empty")
+    } else if name.chars().any(char::is_control) {
+        Some("holds a control character")
+    } else if !spaced && name.chars().any(char::is_whitespace) {
+        Some("holds whitespace")
+    } else {
+        None
+    }
+}
+
+fn bad_name(cx: &Cx<'_>, out: &mut Out) {
+    let def = cx.def;
+    let mut names: Vec<(Site, &str, &str)> =
+        vec![(Site::MachineName, "the machine's name", &def.name)];
+    for (i, s) in def.states.iter().enumerate() {
+        names.push((Site::State(i), "state", &s.name));
+        let earlier = s.renamed_from.iter().enumerate();
+        names.extend(
+            earlier.map(|(k, old)| (Site::StateRename(i, k), "earlier state", old.as_str())),
+        );
+    }
+    for (a, x) in def.actions.iter().enumerate() {
+        names.push((Site::Action(a), "action", &x.name));
+        let earlier = x.renamed_from.iter().enumerate();
+        names.extend(
+            earlier.map(|(k, old)| (Site::ActionRename(a, k), "earlier action", old.as_str())),
+        );
+    }
+    names.extend(
+        def.roles
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (Site::Role(i), "role", r.name.as_str())),
+    );
+    names.extend(
+        def.guards
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (Site::Guard(i), "guard", g.name.as_str())),
+    );
+    for (site, what, name) in names {
+        let spaced = matches!(site, Site::Role(_) | Site::Guard(_));
+        let Some(fault) = name_fault(name, spaced) else {
+            continue;
+        };
+        let message = match site {
+            Site::MachineName => format!("{what} {fault}"),
+            _ if name.is_empty() => {
+                let article = if what.starts_with('e') { "an" } else { "a" };
+                format!("{article} {what} name {fault}")
+            }
+            _ => format!("{what} name `{}` {fault}", name.escape_debug()),
+        };
+        out.push(
+            Diagnostic::new(Lint::BadName, site, message)
+                .with_label("names travel in URLs, store keys, diagrams and other tools' formats")
+                .with_help(Help::Text(
+                    "use letters, digits, `_`, `-` or `.`, with no spaces".into(),
+                )),
+        );
+    }
+}
 
 fn missing_initial(cx: &Cx<'_>, out: &mut Out) {
     if cx.def.initial.is_none() {

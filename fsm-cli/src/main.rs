@@ -490,7 +490,11 @@ fn export(spec: &Path, format: ExportFormat, output: Option<&Path>) -> Result<Ex
     let text = match format {
         ExportFormat::Xstate => fsm_interchange::xstate(&machine),
         ExportFormat::Scxml => fsm_interchange::scxml(&machine),
-    };
+    }
+    .map_err(|e| {
+        eprintln!("error: {}: {e}", spec.display());
+        Unusable
+    })?;
     match output {
         Some(path) => write_file(path, &text)?,
         None => print!("{text}"),

@@ -527,6 +527,21 @@ fn export_writes_xstate_and_scxml() {
     let (code, _, stderr) = fsm(&["export", "-f", "bpmn", &spec("ovc/vm.toml")]);
     assert_eq!(code, 2);
     assert!(stderr.contains("invalid value 'bpmn'"), "{stderr}");
+
+    // A name the format would read as something else: no export, exit 2.
+    let dotted = scratch("export").join("dotted.toml");
+    std::fs::write(
+        &dotted,
+        "[machine]\nname = \"m\"\ninitial = \"A\"\n[states]\nA = {}\n\"B.1\" = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"B.1\" }\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = fsm(&["export", "-f", "xstate", &dotted.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("dotted.toml: XState cannot carry state `B.1`: XState reads `.` in a target as a step into a child state"),
+        "{stderr}"
+    );
 }
 
 #[test]

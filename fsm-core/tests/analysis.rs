@@ -225,6 +225,13 @@ provision = { from = "Init", to = "Provisioned" }
                 .replace(r#"name = "t""#, "name = \"t\"\nallow = [\"shared-transition\"]"),
         ),
         case(
+            "bad_name",
+            &[BadName, BadName, BadName],
+            good_with(r#"name = "t""#, r#"name = "t 1""#)
+                .replace(r#"stop = { from"#, r#""st op" = { from"#)
+                .replace(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, renamed_from = "" }"#),
+        ),
+        case(
             "every_finding_at_once",
             &[StaticVia, UnknownState, UnknownState, UnknownGuard],
             good_with(r#"stop = { from = "RUNNING", to = "HALTED" }"#, r#"stop = { from = "RUNNIN", to = "HALTD", guards = "drained" }"#)

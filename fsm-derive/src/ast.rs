@@ -248,7 +248,10 @@ fn inline(
     for item in items {
         let before = errors.count();
         match (item.name().as_str(), &item.body) {
-            ("name", Body::Value(Value::Str(s, _))) => def.name = s.clone(),
+            ("name", Body::Value(Value::Str(s, span))) => {
+                spans.at(Site::MachineName, *span);
+                def.name = s.clone();
+            }
             ("description", Body::Value(Value::Str(s, _))) => def.description = Some(s.clone()),
             ("initial", Body::Value(v)) if v.as_name().is_some() => {
                 if let Some((name, span)) = v.as_name() {

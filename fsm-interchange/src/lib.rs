@@ -15,6 +15,10 @@
 //! - An action without a transition state moves straight to its target.
 //! - A refused event changes nothing (the engines ignore events a state has no
 //!   transition for).
+//! - A machine with a name the format would read as something else is not
+//!   exported: [`ExportError`] names it and says how the format reads it (`.` in
+//!   an XState state's name is a step into a child state; an SCXML state id must
+//!   be an XML name, and an SCXML event `go` also takes `go.fast`).
 //! - Hidden actions and actions that change no state are metadata, not moves;
 //!   roles, guards, owners, deadlines and descriptions are metadata too (XState
 //!   `meta` and `description`, SCXML comments). Terminal states are final states.
@@ -23,10 +27,12 @@
 //! event from every reachable state; the test suite checks it with the engines
 //! themselves (`xstate` in node, python-statemachine's SCXML interpreter).
 
+mod names;
 mod plantuml;
 mod scxml;
 mod xstate;
 
+pub use names::ExportError;
 pub use plantuml::{ImportError, plantuml, source_from_url};
 pub use scxml::scxml;
 pub use xstate::xstate;

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use fsm_model::{ActionId, Machine, xml_escape};
 
-use crate::{child, done_event, entries, failed_event};
+use crate::{ExportError, child, done_event, entries, failed_event};
 
 /// Text for inside an XML comment, which may not hold `--`.
 fn comment(text: &str) -> String {
@@ -33,7 +33,12 @@ fn action_note(m: &Machine, a: ActionId) -> String {
 /// `machine` as a W3C SCXML document, under the contract in the crate's
 /// documentation: state ids are the states' names, a transition state's children
 /// are `<STATE>.<ORIGIN>`; roles, guards, owners and descriptions are comments.
-pub fn scxml(m: &Machine) -> String {
+///
+/// # Errors
+///
+/// A name SCXML would read as something else ([`ExportError`]).
+pub fn scxml(m: &Machine) -> Result<String, ExportError> {
+    crate::names::for_scxml(m)?;
     let mut out = String::new();
     out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -147,5 +152,5 @@ pub fn scxml(m: &Machine) -> String {
         let _ = writeln!(out, "  </{element}>");
     }
     out.push_str("</scxml>\n");
-    out
+    Ok(out)
 }

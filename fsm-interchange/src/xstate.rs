@@ -3,13 +3,18 @@
 use fsm_model::{ActionId, Machine};
 use serde_json::{Map, Value, json};
 
-use crate::{child, done_event, entries, failed_event};
+use crate::{ExportError, child, done_event, entries, failed_event};
 
 /// `machine` as an XState v5 machine config (JSON, for `createMachine`), under
 /// the contract in the crate's documentation: the machine's `id` is its name,
 /// states keep their names, a transition state is a compound state with a child
 /// per way in.
-pub fn xstate(m: &Machine) -> String {
+///
+/// # Errors
+///
+/// A name XState would read as something else ([`ExportError`]).
+pub fn xstate(m: &Machine) -> Result<String, ExportError> {
+    crate::names::for_xstate(m)?;
     let id = m.name();
     let at = |path: &str| format!("#{id}.{path}");
     let mut states = Map::new();
@@ -113,7 +118,7 @@ pub fn xstate(m: &Machine) -> String {
     let mut out =
         serde_json::to_string_pretty(&Value::Object(machine)).expect("a JSON value serializes");
     out.push('\n');
-    out
+    Ok(out)
 }
 
 /// What an action carries besides its moves: roles, guards, hidden, deadline.

@@ -181,7 +181,7 @@ fn engine(program: &Path, args: &[&Path], what: &str) -> Option<(bool, String)> 
 fn check_with(
     what: &str,
     groups: &[&str],
-    export: fn(&Machine) -> String,
+    export: fn(&Machine) -> Result<String, fsm_interchange::ExportError>,
     ext: &str,
     run: impl Fn(&Path, &Path) -> Option<(bool, String)>,
 ) {
@@ -193,7 +193,8 @@ fn check_with(
         let stem = spec.file_stem().unwrap().to_string_lossy().into_owned();
         let machine = dir.join(format!("{stem}.{ext}"));
         let cases_file = dir.join(format!("{stem}.cases.json"));
-        std::fs::write(&machine, export(&m)).unwrap();
+        let text = export(&m).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
+        std::fs::write(&machine, text).unwrap();
         let cases = cases(&m);
         let n = cases.as_array().unwrap().len();
         std::fs::write(&cases_file, cases.to_string()).unwrap();

@@ -143,6 +143,8 @@ pub struct ActionDef {
 pub enum Site {
     /// The machine as a whole (its header).
     Machine,
+    /// The machine's name.
+    MachineName,
     /// The `initial` setting.
     Initial,
     /// An entry of `allow`.
@@ -191,9 +193,12 @@ impl Site {
     pub fn parent(&self) -> Option<Site> {
         Some(match *self {
             Site::Machine | Site::Text(_) => return None,
-            Site::Initial | Site::Allow(_) | Site::Role(_) | Site::Guard(_) | Site::State(_) => {
-                Site::Machine
-            }
+            Site::MachineName
+            | Site::Initial
+            | Site::Allow(_)
+            | Site::Role(_)
+            | Site::Guard(_)
+            | Site::State(_) => Site::Machine,
             Site::Action(_) => Site::Machine,
             Site::StateOwner(s)
             | Site::StateTerminal(s)

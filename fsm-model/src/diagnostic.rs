@@ -75,6 +75,11 @@ lints! {
     UndescribedGuard = ("undescribed-guard", Error),
     /// An `allow` entry names no warning lint.
     UnknownLint = ("unknown-lint", Error),
+    /// A name that is empty or holds a control character; or the machine's, a
+    /// state's or an action's name (or an earlier one) holding whitespace:
+    /// those travel in URLs, store keys, diagrams and other tools' formats,
+    /// where such a name is lost or splits in two.
+    BadName = ("bad-name", Error),
     /// Two states have the same name, ignoring case.
     DuplicateState = ("duplicate-state", Error),
     /// Two actions have the same name, ignoring case.

@@ -239,6 +239,7 @@ impl Reader {
         match fields.get("name") {
             Some(name) => {
                 if let Some(name) = self.string(name, "`name` of [machine]") {
+                    self.map.insert(Site::MachineName, name.span());
                     def.name = name.into_inner();
                 }
             }

@@ -1,0 +1,144 @@
+//! The names each format can carry. A name the format would read as something
+//! else (a step into a child state, a wildcard, the prefix of another event)
+//! would make the export a different machine, so the export is refused and says
+//! which name and why.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use fsm_model::Machine;
+
+use crate::{child, done_event, entries, failed_event};
+
+/// A name of the machine that a format would read as something else: the export
+/// would not be the machine, so there is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportError {
+    /// The format: `XState` or `SCXML`.
+    pub format: &'static str,
+    /// What bears the name: `machine`, `state`, `action` or `event`.
+    pub what: &'static str,
+    /// The name.
+    pub name: String,
+    /// How the format would read it.
+    pub why: String,
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} cannot carry {} `{}`: {}",
+            self.format, self.what, self.name, self.why
+        )
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+fn refuse(format: &'static str, what: &'static str, name: &str, why: String) -> ExportError {
+    ExportError {
+        format,
+        what,
+        name: name.to_owned(),
+        why,
+    }
+}
+
+/// XState: `.` separates the steps of a target (`#vm.DEPLOYING.VIRTUAL`), and
+/// `*` is a wildcard event.
+pub(crate) fn for_xstate(m: &Machine) -> Result<(), ExportError> {
+    let refused = |what, name: &str, why: &str| Err(refuse("XState", what, name, why.to_owned()));
+    let step = "XState reads `.` in a target as a step into a child state";
+    if m.name().contains('.') {
+        return refused("machine", m.name(), step);
+    }
+    for s in m.state_ids() {
+        let state = m.state(s);
+        if state.name.contains('.') {
+            return refused("state", &state.name, step);
+        }
+        for way in entries(m, s) {
+            let child = child(m, s, way.action, way.origin);
+            if child.contains('.') {
+                let why = format!(
+                    "its name is part of the child state `{child}` of `{}`, and {step}",
+                    state.name
+                );
+                return refused("action", &m.action(way.action).name, &why);
+            }
+        }
+    }
+    for a in m.action_ids() {
+        let name = &m.action(a).name;
+        if name.as_ref() == "*" || name.ends_with(".*") {
+            return refused(
+                "action",
+                name,
+                "XState reads it as a wildcard that takes other events",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// SCXML: a state's id is an XML name, unique in the document; an event
+/// descriptor takes every event it is a `.`-prefix of (`go` takes `go.fast`),
+/// and `*` takes every event.
+pub(crate) fn for_scxml(m: &Machine) -> Result<(), ExportError> {
+    let refused = |what, name: &str, why: String| Err(refuse("SCXML", what, name, why));
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut claim = |id: String, state: &str| -> Result<(), ExportError> {
+        if !is_xml_name(&id) {
+            let why = format!(
+                "the state id `{id}` is not an XML name (a letter or `_` first, then letters, digits, `-`, `_` or `.`)"
+            );
+            return refused("state", state, why);
+        }
+        if let Some(other) = ids.insert(id.clone(), state.to_owned()) {
+            let why = format!("its id `{id}` is also the id of `{other}`");
+            return refused("state", state, why);
+        }
+        Ok(())
+    };
+    for s in m.state_ids() {
+        let state = &m.state(s).name;
+        claim(state.to_string(), state)?;
+        for way in entries(m, s) {
+            claim(
+                format!("{state}.{}", child(m, s, way.action, way.origin)),
+                state,
+            )?;
+        }
+    }
+    let mut events: Vec<String> = m
+        .action_ids()
+        .map(|a| m.action(a).name.to_string())
+        .collect();
+    for s in m.state_ids() {
+        for way in entries(m, s) {
+            events.push(done_event(m, way.action));
+            events.push(failed_event(m, way.action));
+        }
+    }
+    for event in &events {
+        if event == "*" {
+            return refused("event", event, "SCXML reads it as every event".into());
+        }
+        let prefix = format!("{event}.");
+        if let Some(longer) = events.iter().find(|e| e.starts_with(&prefix)) {
+            let why = format!(
+                "a transition on it also takes the event `{longer}` (SCXML matches events by their `.`-prefix)"
+            );
+            return refused("event", event, why);
+        }
+    }
+    Ok(())
+}
+
+/// An XML name without a colon (`NCName`), Unicode letters and digits included.
+fn is_xml_name(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
