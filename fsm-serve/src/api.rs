@@ -9,7 +9,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
@@ -228,6 +229,36 @@ fn machine<'s>(service: &'s Service, name: &str) -> Result<&'s Arc<MachineServic
         )
         .with("machine", name)
     })
+}
+
+/// axum's `Path`, refused as the API refuses: a JSON error (a path segment that
+/// is not UTF-8 once decoded, say), not axum's plain text.
+struct Path<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(value)| Path(value))
+            .map_err(|e| ApiError::new(e.status(), "malformed", e.body_text()))
+    }
+}
+
+/// axum's `Query`, refused as a JSON error that names the parameter (`run:
+/// provided string was not `true` or `false``), not as plain text.
+struct Query<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| Query(value))
+            .map_err(|e| ApiError::new(e.status(), "malformed", e.body_text()))
+    }
 }
 
 /// A body as JSON, or 400 with the position of the mistake (or 413 when too big).
@@ -790,6 +821,15 @@ async fn not_found() -> ApiError {
     )
 }
 
+async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("this path takes no {method}; see /openapi.json"),
+    )
+    .with("method", method.as_str())
+}
+
 /// The service's routes.
 pub fn router(service: Arc<Service>) -> Router {
     let limit = service.body_limit;
@@ -836,6 +876,7 @@ pub fn router(service: Arc<Service>) -> Router {
         )
         .route("/v1/{machine}/watch", get(watch))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(service);
     match cors {

@@ -200,6 +200,37 @@ async fn every_status_of_the_contract() {
         (StatusCode::PAYLOAD_TOO_LARGE, Some("too_large"))
     );
 
+    // 400 for a query parameter or a path segment that does not parse, and 405
+    // for a method a path does not take: JSON like every other error (not
+    // axum's plain text), and the 405 still lists what the path takes.
+    let (status, body) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-1/actions/deploy?run=maybe"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"], "malformed");
+    assert!(
+        body["message"].as_str().unwrap().contains("run: "),
+        "{body}"
+    );
+    let (status, body) = get(&c, &server.url("/v1/vm/objects/%FF"), OPS).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("malformed")),
+        "{body}"
+    );
+    let response = c.delete(&objects).bearer_auth(OPS).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(response.headers()["allow"], "POST,GET,HEAD");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        (body["error"].as_str(), body["method"].as_str()),
+        (Some("method_not_allowed"), Some("DELETE"))
+    );
+
     // 404: machine, object, action (with a suggestion), path.
     let (status, body) = get(&c, &server.url("/v1/starship/objects"), OPS).await;
     assert_eq!(
