@@ -26,7 +26,9 @@
 //! the same actions directly, and against the bare hand-off of each started
 //! action to two worker threads (a floor, see `handoff`); its own path, with
 //! nothing crossing cores (group `queue-own-path`: each request run by the
-//! thread waiting for it, the only worker held), against a direct run.
+//! thread waiting for it, the only worker held), against a direct run. The
+//! cases `no spin` are a queuer built with `spin(Duration::ZERO)`: its idle
+//! workers park at once, and its tickets block at once.
 
 use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
@@ -714,6 +716,11 @@ const QUEUE_CASES: [&str; 3] = [
     "handoff by hand (floor, 2 workers)",
 ];
 const LATENCY_CASES: [&str; 2] = ["direct run", "queued request + wait"];
+const NO_SPIN_CASES: [&str; 3] = [
+    "direct run",
+    "queued (2 workers, no spin)",
+    "queued request + wait (no spin)",
+];
 const OWN_PATH_CASES: [&str; 2] = ["direct run", "queued, run by its waiter"];
 
 /// The queuer against calling the runtime directly: throughput over 512 objects
@@ -854,6 +861,61 @@ fn bench_queue(c: &mut Criterion) {
     release.send(()).unwrap();
     holding.wait().unwrap();
     held.terminate();
+    queuer.terminate();
+
+    // Workers that park as soon as they are idle, and tickets that block at
+    // once: what spinning saves. Last: a machine whose cores went idle may
+    // run slower for a while after (BENCHMARKS.md, eighteenth session).
+    let parking = Queuer::builder().workers(2).spin(Duration::ZERO).build();
+    // Objects of its own, each alternating start and stop in step with
+    // `turn` (the objects above moved out of step with `action` when the
+    // latency cases moved only the first).
+    let parked: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
+        .map(|i| ObjectId::from(format!("p-{i}")))
+        .collect();
+    for id in &parked {
+        rt.create(id, &actor).unwrap();
+    }
+    let mut turn = 0usize;
+    let mut g = c.benchmark_group("queue-no-spin");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(NO_SPIN_CASES[0], |b| {
+        b.iter(|| black_box(rt.run(id, &actor, action()).unwrap()))
+    });
+    g.bench_function(NO_SPIN_CASES[1], |b| {
+        b.iter_custom(|iters| {
+            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
+            let start = Instant::now();
+            for _ in 0..rounds {
+                turn += 1;
+                let a = ActionId((turn + 1) % 2);
+                let tickets: Vec<_> = parked
+                    .iter()
+                    .map(|id| parking.request(&rt, id, &actor, a).run(|_| Ok(())).unwrap())
+                    .collect();
+                for t in tickets {
+                    black_box(t.wait().unwrap());
+                }
+            }
+            start
+                .elapsed()
+                .mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
+        })
+    });
+    g.bench_function(NO_SPIN_CASES[2], |b| {
+        b.iter(|| {
+            black_box(
+                parking
+                    .request(&rt, id, &actor, action())
+                    .run(|_| Ok(()))
+                    .unwrap()
+                    .wait()
+                    .unwrap(),
+            )
+        })
+    });
+    g.finish();
+    parking.terminate();
 }
 
 fn main() {
@@ -871,5 +933,6 @@ fn main() {
     report::print_ratios("queue", "action", 1.0, &[QUEUE_CASES[2], QUEUE_CASES[1]]);
     report::print_ratios("queue-latency", "action", 1.0, &LATENCY_CASES);
     report::print_ratios("queue-own-path", "action", 1.0, &OWN_PATH_CASES);
+    report::print_ratios("queue-no-spin", "action", 1.0, &NO_SPIN_CASES);
     print_table(&threads);
 }

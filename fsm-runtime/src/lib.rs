@@ -134,7 +134,7 @@ pub use history::{HistoryError, check_history};
 pub use in_flight::{Fence, InFlight, Revocation};
 pub use memory::MemoryStore;
 pub use name::ActorName;
-pub use queue::{QueueError, Queuer, Request, Ticket, Work};
+pub use queue::{QueueError, Queuer, QueuerBuilder, Request, Ticket, Work};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::{
     Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Store, WatchStream,

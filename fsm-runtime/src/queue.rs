@@ -528,6 +528,8 @@ struct Shared {
     /// How many workers are spinning: at most [`SPINNERS`], so that idle
     /// workers do not take every core from the callers.
     spinning: AtomicUsize,
+    /// How long idle workers and waiting tickets spin ([`SPIN`] unless told).
+    spin: Duration,
     /// Set when the queuer terminates: requests are refused, and an end the
     /// store refuses is no longer tried again (see [`retry`]).
     terminated: AtomicBool,
@@ -546,8 +548,9 @@ struct Shared {
 }
 
 /// How long an idle worker, and a caller waiting for its ticket, spin before they
-/// park: a wake-up through the kernel costs tens of microseconds on a busy or
-/// virtual machine, more than most actions take.
+/// park, unless the queuer was built with another [`QueuerBuilder::spin`]: a
+/// wake-up through the kernel costs tens of microseconds on a busy or virtual
+/// machine, more than most actions take.
 const SPIN: Duration = Duration::from_micros(50);
 
 /// How many idle workers spin at once. Two, not one: a spinner that takes a
@@ -558,12 +561,12 @@ const SPIN: Duration = Duration::from_micros(50);
 /// spinner keeps the next request free of it.
 const SPINNERS: usize = 2;
 
-/// Spins until `done` answers true or `SPIN` passes. With `yielding`, the
+/// Spins until `done` answers true or `spin` passes. With `yielding`, the
 /// spinner offers its core to any thread that has work between rounds (an idle
 /// worker must not slow the callers feeding it).
-fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
+fn spin_until(spin: Duration, yielding: bool, mut done: impl FnMut() -> bool) {
     // Most waits are over at once: the clock is read only for one that is not.
-    if done() {
+    if done() || spin.is_zero() {
         return;
     }
     let start = Instant::now();
@@ -574,7 +577,7 @@ fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
             }
             std::hint::spin_loop();
         }
-        if start.elapsed() >= SPIN {
+        if start.elapsed() >= spin {
             return;
         }
         if yielding {
@@ -588,7 +591,9 @@ fn spin_until(yielding: bool, mut done: impl FnMut() -> bool) {
 /// An idle worker spins for up to 50 µs before it parks (two workers at a time),
 /// and [`Ticket::wait`] spins as long before it blocks: a request on an idle
 /// queuer then costs a few microseconds instead of two wake-ups through the
-/// kernel (BENCHMARKS.md). The spinning costs CPU only right after work.
+/// kernel (BENCHMARKS.md). The spinning costs CPU only right after work; a
+/// queuer on a machine shared with other work can spin less, or not at all
+/// ([`QueuerBuilder::spin`]).
 ///
 /// A thread blocked in [`Ticket::wait`] on a request no worker has taken yet
 /// runs it itself (see there): the workers bound the threads the queuer keeps,
@@ -612,53 +617,43 @@ impl std::fmt::Debug for Queuer {
 
 impl Queuer {
     /// A queuer with `workers` threads (at least one), each request queued on its
-    /// own object's queue.
+    /// own object's queue: `Queuer::builder().workers(workers).build()`.
     pub fn new(workers: usize) -> Self {
-        Self::build(workers, None)
+        Self::builder().workers(workers).build()
     }
 
     /// A queuer whose `route(machine, id)` names the queue of each request: actions
-    /// on a disk can go to the queue of the VM it is attached to.
+    /// on a disk can go to the queue of the VM it is attached to
+    /// (`Queuer::builder().workers(workers).route(route).build()`).
     pub fn with_route(
         workers: usize,
         route: impl Fn(&str, &ObjectId) -> ObjectId + Send + Sync + 'static,
     ) -> Self {
-        Self::build(workers, Some(Box::new(route)))
+        Self::builder().workers(workers).route(route).build()
     }
 
-    fn build(workers: usize, route: Option<Route>) -> Self {
-        let shared = Arc::new_cyclic(|me| Shared {
-            ready: SegQueue::new(),
-            leftovers: AtomicIsize::new(0),
-            sweeping: AtomicBool::new(false),
-            stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
-            park: Mutex::default(),
-            work: Condvar::new(),
-            sleepers: AtomicUsize::new(0),
-            drain: Mutex::default(),
-            drained: Condvar::new(),
-            draining: AtomicUsize::new(0),
-            route,
-            spinning: AtomicUsize::new(0),
-            terminated: AtomicBool::new(false),
-            stopped: AtomicBool::new(false),
-            retries: Mutex::default(),
-            retried: Condvar::new(),
-            me: me.clone(),
-            stopping: AtomicUsize::new(0),
-        });
-        let workers = (0..workers.max(1))
-            .map(|n| {
-                let shared = shared.clone();
-                std::thread::Builder::new()
-                    .name(format!("fsm-queuer-{n}"))
-                    .spawn(move || work(&shared))
-                    .expect("spawn a queue worker")
-            })
-            .collect();
-        Queuer {
-            shared,
-            workers: Mutex::new(workers),
+    /// A queuer to set up: its workers, its route, how long idle workers spin,
+    /// its threads' names.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fsm_runtime::Queuer;
+    ///
+    /// // On a machine shared with other services: workers park as soon as
+    /// // they are idle, and waiting tickets block at once.
+    /// let queuer = Queuer::builder()
+    ///     .workers(4)
+    ///     .spin(Duration::ZERO)
+    ///     .thread_name("vm-queuer")
+    ///     .build();
+    /// # queuer.terminate();
+    /// ```
+    pub fn builder() -> QueuerBuilder {
+        QueuerBuilder {
+            workers: 1,
+            route: None,
+            spin: SPIN,
+            thread_name: "fsm-queuer".into(),
         }
     }
 
@@ -797,6 +792,109 @@ impl Queuer {
     }
 }
 
+/// How a [`Queuer`] is made ([`Queuer::builder`]): each setting has a default,
+/// so set only what differs.
+#[must_use = "a builder does nothing until `build`"]
+pub struct QueuerBuilder {
+    workers: usize,
+    route: Option<Route>,
+    spin: Duration,
+    thread_name: String,
+}
+
+impl std::fmt::Debug for QueuerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueuerBuilder")
+            .field("workers", &self.workers)
+            .field("routed", &self.route.is_some())
+            .field("spin", &self.spin)
+            .field("thread_name", &self.thread_name)
+            .finish()
+    }
+}
+
+impl QueuerBuilder {
+    /// How many worker threads run the queued work (at least one; one unless
+    /// told). Threads waiting for their tickets add to them (see
+    /// [`Ticket::wait`]).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// Names the queue of each request by `route(machine, id)` instead of the
+    /// object's own: actions on a disk can go to the queue of the VM it is
+    /// attached to.
+    pub fn route(
+        mut self,
+        route: impl Fn(&str, &ObjectId) -> ObjectId + Send + Sync + 'static,
+    ) -> Self {
+        self.route = Some(Box::new(route));
+        self
+    }
+
+    /// How long an idle worker spins for new work before it parks (two
+    /// workers at a time), and a ticket's [`wait`](Ticket::wait) for its
+    /// outcome before it blocks: 50 µs unless told. Spinning saves a wake-up
+    /// through the kernel per request on a busy queuer, at the cost of CPU
+    /// right after work; `Duration::ZERO` never spins (BENCHMARKS.md has both).
+    pub fn spin(mut self, spin: Duration) -> Self {
+        self.spin = spin;
+        self
+    }
+
+    /// Names the workers' threads `<name>-<n>` (`fsm-queuer-0`, ... unless
+    /// told): what a profile or a thread dump shows.
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// The queuer, its workers started.
+    pub fn build(self) -> Queuer {
+        let QueuerBuilder {
+            workers,
+            route,
+            spin,
+            thread_name,
+        } = self;
+        let shared = Arc::new_cyclic(|me| Shared {
+            ready: SegQueue::new(),
+            leftovers: AtomicIsize::new(0),
+            sweeping: AtomicBool::new(false),
+            stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
+            park: Mutex::default(),
+            work: Condvar::new(),
+            sleepers: AtomicUsize::new(0),
+            drain: Mutex::default(),
+            drained: Condvar::new(),
+            draining: AtomicUsize::new(0),
+            route,
+            spinning: AtomicUsize::new(0),
+            spin,
+            terminated: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            retries: Mutex::default(),
+            retried: Condvar::new(),
+            me: me.clone(),
+            stopping: AtomicUsize::new(0),
+        });
+        let workers = (0..workers)
+            .map(|n| {
+                let shared = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("{thread_name}-{n}"))
+                    .spawn(move || work(&shared))
+                    .expect("spawn a queue worker")
+            })
+            .collect();
+        Queuer {
+            shared,
+            workers: Mutex::new(workers),
+        }
+    }
+}
+
 impl Drop for Queuer {
     fn drop(&mut self) {
         if !self.shared.stopped.load(Ordering::Acquire) {
@@ -920,10 +1018,10 @@ impl Shared {
             // time) for work pushed meanwhile, then park. Counted only while
             // spinning: a pusher that sees the count skips the wake-up.
             let spin = (self.spinning).fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
-                (n < SPINNERS).then_some(n + 1)
+                (n < SPINNERS && !self.spin.is_zero()).then_some(n + 1)
             });
             if spin.is_ok() {
-                spin_until(true, || {
+                spin_until(self.spin, true, || {
                     !self.ready.is_empty() || self.stopped.load(Ordering::Acquire)
                 });
                 self.spinning.fetch_sub(1, Ordering::Relaxed);
@@ -1472,7 +1570,7 @@ impl Ticket {
             self.queue.help(&task);
         }
         // Most actions end within microseconds: spin briefly before parking.
-        spin_until(false, || outcome.is_given());
+        spin_until(self.queue.spin, false, || outcome.is_given());
         let result = loop {
             if let Some(result) = outcome.take_or_wait(|| Waiter::Thread(std::thread::current())) {
                 break result;
@@ -1590,6 +1688,73 @@ mod tests {
             }
         }
         assert!((1..=SPINNERS).contains(&most), "{most} spinning at once");
+        queuer.terminate();
+    }
+
+    /// Built not to spin, a queuer's idle workers park at once (none is ever
+    /// counted spinning) and each request wakes one through the kernel:
+    /// every request of many rounds still ends, on the workers, whose
+    /// threads carry the builder's name.
+    #[test]
+    fn a_queuer_built_not_to_spin_parks_its_workers_and_still_runs_every_request() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        let queuer = Queuer::builder()
+            .workers(2)
+            .spin(Duration::ZERO)
+            .thread_name("vm-queuer")
+            .build();
+        let shared = queuer.shared.clone();
+        let ran_on = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
+        let mut most = 0;
+        for round in 0..200 {
+            let id = format!("vm-{round}");
+            rt.create(id.as_str(), &user).unwrap();
+            let ran_on = ran_on.clone();
+            let mut ticket = queuer
+                .request(&rt, id.as_str(), &user, "start")
+                .run(move |_| {
+                    let name = std::thread::current().name().map(str::to_owned);
+                    lock(&ran_on).insert(name);
+                    Ok(())
+                })
+                .unwrap();
+            // Polled, not waited for: a waiting thread would run the job
+            // itself rather than wait for a parked worker to wake. Meanwhile,
+            // the workers go idle: a spinning one would be seen.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut cx = Context::from_waker(Waker::noop());
+            loop {
+                most = most.max(shared.spinning.load(Ordering::Relaxed));
+                if let Poll::Ready(outcome) = Pin::new(&mut ticket).poll(&mut cx) {
+                    outcome.unwrap();
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: the request was lost"
+                );
+            }
+            let until = Instant::now() + Duration::from_micros(200);
+            while Instant::now() < until {
+                most = most.max(shared.spinning.load(Ordering::Relaxed));
+            }
+        }
+        assert_eq!(most, 0, "a worker spun");
+        let names = lock(&ran_on).clone();
+        assert!(
+            !names.is_empty()
+                && names
+                    .iter()
+                    .all(|n| n.as_deref().is_some_and(|n| n.starts_with("vm-queuer-"))),
+            "{names:?}"
+        );
+        // Both parked, waiting for work.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while shared.sleepers.load(Ordering::Relaxed) < 2 {
+            assert!(Instant::now() < deadline, "the workers did not park");
+            std::thread::yield_now();
+        }
         queuer.terminate();
     }
 
