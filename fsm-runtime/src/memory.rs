@@ -300,9 +300,7 @@ impl Store for MemoryStore {
             shard.insert(hash, id, slot);
             return Ok(());
         };
-        let Some(slot) = shard.get_mut(hash, &id) else {
-            return Err(StoreError::Conflict { id, found: None });
-        };
+        let slot = crate::store::decided_on(&id, shard.get_mut(hash, &id))?;
         if slot.record.expected() != expected {
             return Err(StoreError::Conflict {
                 found: Some(Box::new(slot.record.clone())),
@@ -330,12 +328,7 @@ impl Store for MemoryStore {
             Ok(decided) => decided,
             Err(refused) => return Ok(Err(refused)),
         };
-        let Some(slot) = slot else {
-            return Err(StoreError::Conflict {
-                id: id.clone(),
-                found: None,
-            });
-        };
+        let slot = crate::store::decided_on(id, slot)?;
         let entry = change.apply_reusing(&mut slot.record, &mut slot.spare);
         self.append(slot, id, entry);
         Ok(Ok((value, read(&slot.record))))

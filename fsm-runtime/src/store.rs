@@ -390,7 +390,7 @@ fn landed(committed: Result<(), StoreError>, kept: bool) -> Result<bool, StoreEr
 }
 
 /// The write `decide` makes of the `record` read (compared against it), or its
-/// refusal. A change decided on an absent object is a conflict.
+/// refusal. A change decided on an absent object is a conflict ([`decided_on`]).
 fn decided_write<T, E>(
     id: &ObjectId,
     record: Option<Record>,
@@ -400,13 +400,19 @@ fn decided_write<T, E>(
         Ok(decided) => decided,
         Err(refused) => return Ok(Err(refused)),
     };
-    let Some(record) = record else {
-        return Err(StoreError::Conflict {
-            id: id.clone(),
-            found: None,
-        });
-    };
+    let record = decided_on(id, record)?;
     Ok(Ok((change.write(id.clone(), &record), value)))
+}
+
+/// What a change was decided on (`found`: the object, or what holds it), or
+/// the conflict of a change decided on an absent object: every change is to
+/// an object that exists (creation is not a change), so there is nothing to
+/// write it over. One rule for every store.
+pub(crate) fn decided_on<T>(id: &ObjectId, found: Option<T>) -> Result<T, StoreError> {
+    found.ok_or_else(|| StoreError::Conflict {
+        id: id.clone(),
+        found: None,
+    })
 }
 
 /// One applied write, as watchers see it.
