@@ -102,6 +102,7 @@ mod history;
 mod in_flight;
 mod memory;
 mod name;
+mod park;
 mod queue;
 mod runtime;
 mod store;
@@ -134,6 +135,11 @@ pub use history::{HistoryError, check_history};
 pub use in_flight::{Fence, InFlight, Revocation};
 pub use memory::MemoryStore;
 pub use name::ActorName;
+/// The queuer's parking of idle workers, for the model checker's tests
+/// (`tests/loom.rs`) only.
+#[cfg(fsm_loom)]
+#[doc(hidden)]
+pub use park::Parking as LoomParking;
 pub use queue::{QueueError, Queuer, QueuerBuilder, Request, Ticket, Work};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::{

@@ -48,7 +48,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU8, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -63,6 +63,7 @@ use fsm_core::{ActionId, RuleError};
 use fsm_core::ActionRef;
 
 use crate::in_flight::Detached;
+use crate::park::{Parking, SPIN, spin_until};
 use crate::sync::Padded;
 use crate::{Actor, Fence, InFlight, IntoObjectId, ObjectId, Record, Runtime, RuntimeError, Store};
 
@@ -464,14 +465,6 @@ struct Stripe {
 /// queues' hashes meet in it (one pair in 256).
 const STRIPES: usize = 256;
 
-/// How workers wait for work: how many are parked, and how many of those were
-/// signalled and are not yet running.
-#[derive(Default)]
-struct Park {
-    parked: usize,
-    waking: usize,
-}
-
 /// The ends the store refused, each with its job (which holds its queue
 /// meanwhile) and when it is tried next; and the retrier's thread, once
 /// started.
@@ -511,12 +504,8 @@ struct Shared {
     leftovers: AtomicIsize,
     sweeping: AtomicBool,
     stripes: Box<[Stripe]>,
-    /// Parked workers wait on `work`, under `park`; `sleepers` is how many of
-    /// them nobody signalled yet, for a caller to read without the lock (each
-    /// signal is a system call, made only when someone sleeps).
-    park: Mutex<Park>,
-    work: Condvar,
-    sleepers: AtomicUsize,
+    /// Idle workers, spinning or parked, and the wake-ups pushes cost.
+    parking: Parking,
     /// `stop` and `terminate` wait on `drained` for queues to end, counted in
     /// `draining` so that a worker that ends a queue signals only when
     /// someone waits.
@@ -525,11 +514,6 @@ struct Shared {
     draining: AtomicUsize,
     /// `None`: each object's own queue.
     route: Option<Route>,
-    /// How many workers are spinning: at most [`SPINNERS`], so that idle
-    /// workers do not take every core from the callers.
-    spinning: AtomicUsize,
-    /// How long idle workers and waiting tickets spin ([`SPIN`] unless told).
-    spin: Duration,
     /// Set when the queuer terminates: requests are refused, and an end the
     /// store refuses is no longer tried again (see [`retry`]).
     terminated: AtomicBool,
@@ -545,45 +529,6 @@ struct Shared {
     /// written under a stripe's lock, read without it by every request, which
     /// looks in the queues for its own only when this is not zero.
     stopping: AtomicUsize,
-}
-
-/// How long an idle worker, and a caller waiting for its ticket, spin before they
-/// park, unless the queuer was built with another [`QueuerBuilder::spin`]: a
-/// wake-up through the kernel costs tens of microseconds on a busy or virtual
-/// machine, more than most actions take.
-const SPIN: Duration = Duration::from_micros(50);
-
-/// How many idle workers spin at once. Two, not one: a spinner that takes a
-/// job stops spinning, and with nobody left spinning the caller's next
-/// request would wake a parked worker through the kernel, a system call on
-/// the caller's thread for every job the spinner takes while callers keep
-/// the workers just busy (BENCHMARKS.md, seventeenth session). The other
-/// spinner keeps the next request free of it.
-const SPINNERS: usize = 2;
-
-/// Spins until `done` answers true or `spin` passes. With `yielding`, the
-/// spinner offers its core to any thread that has work between rounds (an idle
-/// worker must not slow the callers feeding it).
-fn spin_until(spin: Duration, yielding: bool, mut done: impl FnMut() -> bool) {
-    // Most waits are over at once: the clock is read only for one that is not.
-    if done() || spin.is_zero() {
-        return;
-    }
-    let start = Instant::now();
-    loop {
-        for _ in 0..64 {
-            if done() {
-                return;
-            }
-            std::hint::spin_loop();
-        }
-        if start.elapsed() >= spin {
-            return;
-        }
-        if yielding {
-            std::thread::yield_now();
-        }
-    }
 }
 
 /// Per-object action queues run by a bounded pool of workers.
@@ -751,10 +696,7 @@ impl Queuer {
                 .all(|s| s.queues.0.lock().map.is_empty())
         });
         shared.stopped.store(true, Ordering::SeqCst);
-        // Signalled under the lock that a worker holds from its last look at
-        // `stopped` until it parks.
-        drop(lock(&shared.park));
-        shared.work.notify_all();
+        shared.parking.stop_all();
         let retrier = {
             let mut retries = lock(&shared.retries);
             shared.retried.notify_all();
@@ -863,15 +805,11 @@ impl QueuerBuilder {
             leftovers: AtomicIsize::new(0),
             sweeping: AtomicBool::new(false),
             stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
-            park: Mutex::default(),
-            work: Condvar::new(),
-            sleepers: AtomicUsize::new(0),
+            parking: Parking::new(spin),
             drain: Mutex::default(),
             drained: Condvar::new(),
             draining: AtomicUsize::new(0),
             route,
-            spinning: AtomicUsize::new(0),
-            spin,
             terminated: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             retries: Mutex::default(),
@@ -957,32 +895,9 @@ impl Shared {
     }
 
     /// After a push on the ready list: wakes a parked worker unless one
-    /// spins. A worker parks, or stops spinning, only after a last look at
-    /// the list past a fence of its own: either it sees what was pushed, or
-    /// this sees it parked, or spinning. A spinning worker takes the job
-    /// sooner than a parked one wakes up, and waking one costs the pusher a
-    /// system call; a worker that takes a job and sees more passes the
-    /// wake-up on ([`Shared::take_ready`]).
+    /// spins (see [`Parking`]).
     fn wake_for_pushed(&self) {
-        fence(Ordering::SeqCst);
-        if self.spinning.load(Ordering::Relaxed) == 0 {
-            self.wake_one();
-        }
-    }
-
-    /// Wakes one parked worker, unless every parked worker is waking already.
-    /// (Past a fence: see [`Shared::wake_for_pushed`].)
-    fn wake_one(&self) {
-        if self.sleepers.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let mut park = lock(&self.park);
-        if park.parked > park.waking {
-            park.waking += 1;
-            self.sleepers
-                .store(park.parked - park.waking, Ordering::Relaxed);
-            self.work.notify_one();
-        }
+        self.parking.pushed();
     }
 
     /// The first ready job, now taken; `None` when none is ready. Jobs a
@@ -996,8 +911,7 @@ impl Shared {
             }
             // More ready than this worker takes: pass the wake-up on.
             if !self.ready.is_empty() {
-                fence(Ordering::SeqCst);
-                self.wake_one();
+                self.parking.pass_on();
             }
             return Some(job);
         }
@@ -1005,7 +919,7 @@ impl Shared {
     }
 
     /// A worker's next job: waits for a ready queue, spinning a little first
-    /// (one worker at a time), then parked. `None` once the queuer stopped.
+    /// (two workers at a time), then parked. `None` once the queuer stopped.
     fn take(&self) -> Option<Job> {
         loop {
             if let Some(taken) = self.take_ready() {
@@ -1014,40 +928,11 @@ impl Shared {
             if self.stopped.load(Ordering::Acquire) {
                 return None;
             }
-            // Nothing ready: spin a little (up to `SPINNERS` workers at a
-            // time) for work pushed meanwhile, then park. Counted only while
-            // spinning: a pusher that sees the count skips the wake-up.
-            let spin = (self.spinning).fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
-                (n < SPINNERS && !self.spin.is_zero()).then_some(n + 1)
-            });
-            if spin.is_ok() {
-                spin_until(self.spin, true, || {
-                    !self.ready.is_empty() || self.stopped.load(Ordering::Acquire)
-                });
-                self.spinning.fetch_sub(1, Ordering::Relaxed);
-                // The last look, past the fence `wake_for_pushed` pairs with.
-                fence(Ordering::SeqCst);
-                if !self.ready.is_empty() {
-                    continue;
-                }
-            }
-            let mut park = lock(&self.park);
-            park.parked += 1;
-            self.sleepers
-                .store(park.parked - park.waking, Ordering::Relaxed);
-            // Counted as asleep before this last look, past the fence
-            // `wake_for_pushed` pairs with; and `terminate` signals under this lock
-            // after it sets `stopped`.
-            fence(Ordering::SeqCst);
-            if self.ready.is_empty() && !self.stopped.load(Ordering::Acquire) {
-                park = self.work.wait(park).unwrap_or_else(|e| e.into_inner());
-            }
-            park.parked -= 1;
-            // (A spurious wake-up may count as a signalled one: at worst one
-            // more signal later.)
-            park.waking = park.waking.saturating_sub(1);
-            self.sleepers
-                .store(park.parked - park.waking, Ordering::Relaxed);
+            // Nothing ready: spin a little, then park (see [`Parking`]).
+            self.parking.idle(
+                || !self.ready.is_empty(),
+                || self.stopped.load(Ordering::Acquire),
+            );
         }
     }
 
@@ -1570,7 +1455,7 @@ impl Ticket {
             self.queue.help(&task);
         }
         // Most actions end within microseconds: spin briefly before parking.
-        spin_until(self.queue.spin, false, || outcome.is_given());
+        spin_until(self.queue.parking.spin(), false, || outcome.is_given());
         let result = loop {
             if let Some(result) = outcome.take_or_wait(|| Waiter::Thread(std::thread::current())) {
                 break result;
@@ -1608,6 +1493,7 @@ impl Future for Ticket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::park::SPINNERS;
     use crate::{Holder, MemoryStore};
 
     /// A task its queue drops unrun (its worker gone) gives its ticket the crash
@@ -1681,7 +1567,7 @@ mod tests {
             gate.wait();
             let until = Instant::now() + Duration::from_millis(2);
             while Instant::now() < until {
-                most = most.max(shared.spinning.load(Ordering::Relaxed));
+                most = most.max(shared.parking.spinning());
             }
             for ticket in tickets {
                 ticket.wait().unwrap();
@@ -1725,7 +1611,7 @@ mod tests {
             let deadline = Instant::now() + Duration::from_secs(10);
             let mut cx = Context::from_waker(Waker::noop());
             loop {
-                most = most.max(shared.spinning.load(Ordering::Relaxed));
+                most = most.max(shared.parking.spinning());
                 if let Poll::Ready(outcome) = Pin::new(&mut ticket).poll(&mut cx) {
                     outcome.unwrap();
                     break;
@@ -1737,7 +1623,7 @@ mod tests {
             }
             let until = Instant::now() + Duration::from_micros(200);
             while Instant::now() < until {
-                most = most.max(shared.spinning.load(Ordering::Relaxed));
+                most = most.max(shared.parking.spinning());
             }
         }
         assert_eq!(most, 0, "a worker spun");
@@ -1751,7 +1637,7 @@ mod tests {
         );
         // Both parked, waiting for work.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while shared.sleepers.load(Ordering::Relaxed) < 2 {
+        while shared.parking.sleepers() < 2 {
             assert!(Instant::now() < deadline, "the workers did not park");
             std::thread::yield_now();
         }

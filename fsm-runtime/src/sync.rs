@@ -1,16 +1,16 @@
-//! The locks the stores use: the standard library's, or loom's when the crate is
-//! built for the model checker (`RUSTFLAGS="--cfg fsm_loom"`, see
+//! The locks the stores and the queuer's parking use: the standard library's, or
+//! loom's when the crate is built for the model checker (`RUSTFLAGS="--cfg fsm_loom"`, see
 //! `tests/loom.rs`), so that loom runs the real code under every interleaving.
 
 #[cfg(fsm_loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(not(fsm_loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(fsm_loom)]
-pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering, fence};
 #[cfg(not(fsm_loom))]
-pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicUsize, Ordering, fence};
 
 /// The lock of one shard of the memory store: a spin lock whose waiters yield
 /// their time slice, released by a plain store. A shard is held for a lookup and

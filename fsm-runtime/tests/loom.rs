@@ -1,6 +1,8 @@
 //! Every interleaving of a few threads, checked by loom, on the real in-memory store
 //! (built with loom's locks): its compare-and-set commit, the completion's retry when
-//! the other holder slot wrote meanwhile, and the publisher's order.
+//! the other holder slot wrote meanwhile, and the publisher's order; and on the
+//! queuer's parking of idle workers (its wake-ups: no job left with every worker
+//! asleep).
 //!
 //! `RUSTFLAGS="--cfg fsm_loom" cargo test -p fsm-runtime --release --test loom`
 //! (`scripts/test` runs it, in a target directory of its own).
@@ -18,8 +20,13 @@ fn vm() -> Machine {
 }
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(3, f);
+}
+
+/// `model`, with at most `preemptions` preemptions per interleaving.
+fn model_bounded(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(3);
+    builder.preemption_bound = Some(preemptions);
     let runs = std::sync::Arc::new(AtomicUsize::new(0));
     let counted = runs.clone();
     builder.check(move || {
@@ -170,4 +177,80 @@ fn watchers_see_each_objects_writes_in_order() {
             assert_eq!(versions, [1, 2, 3], "{id}: {seen:?}");
         }
     });
+}
+
+/// The queuer's two idle workers (the real [`Parking`](fsm_runtime::LoomParking))
+/// and a caller pushing jobs, each followed by the pusher's wake-up: every job
+/// is taken. A job left while both workers sleep would leave them and the caller
+/// (waiting for the jobs to be taken) blocked for ever, which loom reports as a
+/// deadlock. Without spinning, two jobs (a worker that takes one and sees the
+/// other passes the wake-up on); with spinning (a worker counted spinning spares
+/// the pusher its wake-up), one job: two would take minutes. About 125,000 and
+/// 620,000 interleavings, 35 s in all. Checked to fail, as a deadlock, with the
+/// pusher's fence removed (each configuration), and with the parking worker's
+/// last look removed (without spinning).
+#[test]
+fn no_pushed_job_is_left_with_every_worker_asleep() {
+    use loom::sync::atomic::AtomicBool;
+    use loom::sync::{Arc, Condvar, Mutex};
+    use std::time::Duration;
+
+    for (spin, jobs, preemptions) in [(Duration::ZERO, 2, 2), (Duration::from_micros(50), 1, 2)] {
+        model_bounded(preemptions, move || {
+            let parking = Arc::new(fsm_runtime::LoomParking::new(spin));
+            // The ready list: jobs pushed and not yet taken.
+            let ready = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
+            let stopped = Arc::new(AtomicBool::new(false));
+            let taken = Arc::new((Mutex::new(0usize), Condvar::new()));
+            let workers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (parking, ready, stopped, taken) = (
+                        parking.clone(),
+                        ready.clone(),
+                        stopped.clone(),
+                        taken.clone(),
+                    );
+                    loom::thread::spawn(move || {
+                        loop {
+                            let take = |n: usize| n.checked_sub(1);
+                            if ready
+                                .fetch_update(Ordering::AcqRel, Ordering::Acquire, take)
+                                .is_ok()
+                            {
+                                if ready.load(Ordering::Acquire) > 0 {
+                                    parking.pass_on();
+                                }
+                                let (count, changed) = &*taken;
+                                *count.lock().unwrap() += 1;
+                                changed.notify_all();
+                                continue;
+                            }
+                            if stopped.load(Ordering::Acquire) {
+                                return;
+                            }
+                            parking.idle(
+                                || ready.load(Ordering::Acquire) > 0,
+                                || stopped.load(Ordering::Acquire),
+                            );
+                        }
+                    })
+                })
+                .collect();
+            for _ in 0..jobs {
+                ready.fetch_add(1, Ordering::Release);
+                parking.pushed();
+            }
+            let (count, changed) = &*taken;
+            let mut done = count.lock().unwrap();
+            while *done < jobs {
+                done = changed.wait(done).unwrap();
+            }
+            drop(done);
+            stopped.store(true, Ordering::SeqCst);
+            parking.stop_all();
+            for worker in workers {
+                worker.join().unwrap();
+            }
+        });
+    }
 }
