@@ -139,7 +139,10 @@ pub struct ActionDef {
 /// A place in a [`MachineDef`] that a diagnostic can point at.
 ///
 /// Indices refer to the vectors of the definition the diagnostic was found in.
+/// New findings may point at new places, so a `match` on it needs a wildcard
+/// arm.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Site {
     /// The machine as a whole (its header).
     Machine,

@@ -28,8 +28,10 @@ impl fmt::Display for Severity {
 macro_rules! lints {
     ($($(#[doc = $doc:literal])* $variant:ident = ($code:literal, $severity:ident),)*) => {
         /// A kind of finding. Its [`Lint::code`] is stable and is what a spec's `allow`
-        /// list names.
+        /// list names. New lints come with new checks, so a `match` on it needs
+        /// a wildcard arm.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
         pub enum Lint {
             $($(#[doc = $doc])* $variant,)*
         }
