@@ -723,6 +723,46 @@ const NO_SPIN_CASES: [&str; 3] = [
 ];
 const OWN_PATH_CASES: [&str; 2] = ["direct run", "queued, run by its waiter"];
 
+/// One request for `action` on `id`, queued on `queuer` and waited for.
+fn round_trip(
+    queuer: &Queuer,
+    rt: &Runtime,
+    id: &ObjectId,
+    actor: &Actor,
+    action: ActionId,
+) -> fsm_runtime::Record {
+    let ticket = queuer.request(rt, id, actor, action).run(|_| Ok(()));
+    ticket.unwrap().wait().unwrap()
+}
+
+/// `iters` requests queued on `queuer` in bursts, one on each of `ids` (each
+/// burst's action from `action`), every ticket then waited for: the time per
+/// request, scaled to `iters`.
+fn bursts(
+    queuer: &Queuer,
+    rt: &Runtime,
+    ids: &[ObjectId],
+    actor: &Actor,
+    iters: u64,
+    action: &mut impl FnMut() -> ActionId,
+) -> Duration {
+    let rounds = iters.div_ceil(ids.len() as u64);
+    let start = Instant::now();
+    for _ in 0..rounds {
+        let a = action();
+        let tickets: Vec<_> = ids
+            .iter()
+            .map(|id| queuer.request(rt, id, actor, a).run(|_| Ok(())).unwrap())
+            .collect();
+        for t in tickets {
+            black_box(t.wait().unwrap());
+        }
+    }
+    start
+        .elapsed()
+        .mul_f64(iters as f64 / (rounds * ids.len() as u64) as f64)
+}
+
 /// The queuer against calling the runtime directly: throughput over 512 objects
 /// (a request on each, then every ticket awaited), and the round trip of one
 /// request on an idle queuer.
@@ -761,23 +801,7 @@ fn bench_queue(c: &mut Criterion) {
         })
     });
     g.bench_function(QUEUE_CASES[1], |b| {
-        b.iter_custom(|iters| {
-            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
-            let start = Instant::now();
-            for _ in 0..rounds {
-                let a = action();
-                let tickets: Vec<_> = ids
-                    .iter()
-                    .map(|id| queuer.request(&rt, id, &actor, a).run(|_| Ok(())).unwrap())
-                    .collect();
-                for t in tickets {
-                    black_box(t.wait().unwrap());
-                }
-            }
-            start
-                .elapsed()
-                .mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
-        })
+        b.iter_custom(|iters| bursts(&queuer, &rt, &ids, &actor, iters, &mut action))
     });
     g.bench_function(QUEUE_CASES[2], |b| {
         b.iter_custom(|iters| {
@@ -812,16 +836,7 @@ fn bench_queue(c: &mut Criterion) {
         b.iter(|| black_box(rt.run(id, &actor, action()).unwrap()))
     });
     g.bench_function(LATENCY_CASES[1], |b| {
-        b.iter(|| {
-            black_box(
-                queuer
-                    .request(&rt, id, &actor, action())
-                    .run(|_| Ok(()))
-                    .unwrap()
-                    .wait()
-                    .unwrap(),
-            )
-        })
+        b.iter(|| black_box(round_trip(&queuer, &rt, id, &actor, action())))
     });
     g.finish();
 
@@ -847,15 +862,7 @@ fn bench_queue(c: &mut Criterion) {
         b.iter(|| black_box(rt.run(id, &actor, action()).unwrap()))
     });
     g.bench_function(OWN_PATH_CASES[1], |b| {
-        b.iter(|| {
-            black_box(
-                held.request(&rt, id, &actor, action())
-                    .run(|_| Ok(()))
-                    .unwrap()
-                    .wait()
-                    .unwrap(),
-            )
-        })
+        b.iter(|| black_box(round_trip(&held, &rt, id, &actor, action())))
     });
     g.finish();
     release.send(()).unwrap();
@@ -870,49 +877,27 @@ fn bench_queue(c: &mut Criterion) {
     // Objects of its own, each alternating start and stop in step with
     // `turn` (the objects above moved out of step with `action` when the
     // latency cases moved only the first).
+    let mut round = 0usize;
     let parked: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
         .map(|i| ObjectId::from(format!("p-{i}")))
         .collect();
     for id in &parked {
         rt.create(id, &actor).unwrap();
     }
-    let mut turn = 0usize;
+    let mut turn = move || {
+        round += 1;
+        ActionId((round + 1) % 2)
+    };
     let mut g = c.benchmark_group("queue-no-spin");
     g.throughput(Throughput::Elements(1));
     g.bench_function(NO_SPIN_CASES[0], |b| {
         b.iter(|| black_box(rt.run(id, &actor, action()).unwrap()))
     });
     g.bench_function(NO_SPIN_CASES[1], |b| {
-        b.iter_custom(|iters| {
-            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
-            let start = Instant::now();
-            for _ in 0..rounds {
-                turn += 1;
-                let a = ActionId((turn + 1) % 2);
-                let tickets: Vec<_> = parked
-                    .iter()
-                    .map(|id| parking.request(&rt, id, &actor, a).run(|_| Ok(())).unwrap())
-                    .collect();
-                for t in tickets {
-                    black_box(t.wait().unwrap());
-                }
-            }
-            start
-                .elapsed()
-                .mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
-        })
+        b.iter_custom(|iters| bursts(&parking, &rt, &parked, &actor, iters, &mut turn))
     });
     g.bench_function(NO_SPIN_CASES[2], |b| {
-        b.iter(|| {
-            black_box(
-                parking
-                    .request(&rt, id, &actor, action())
-                    .run(|_| Ok(()))
-                    .unwrap()
-                    .wait()
-                    .unwrap(),
-            )
-        })
+        b.iter(|| black_box(round_trip(&parking, &rt, id, &actor, action())))
     });
     g.finish();
     parking.terminate();
