@@ -92,12 +92,23 @@ fn bad_name(cx: &Cx<'_>, out: &mut Out) {
             }
             _ => format!("{what} name `{}` {fault}", name.escape_debug()),
         };
+        // (No `.` advised: XState reads it in a state's name as a step into
+        // a child state.)
+        let (label, help) = if spaced {
+            (
+                "roles and guards are named in messages, diagrams and token files",
+                "use printable characters",
+            )
+        } else {
+            (
+                "names travel in URLs, store keys, diagrams and other tools' formats",
+                "use letters, digits, `_` or `-`",
+            )
+        };
         out.push(
             Diagnostic::new(Lint::BadName, site, message)
-                .with_label("names travel in URLs, store keys, diagrams and other tools' formats")
-                .with_help(Help::Text(
-                    "use letters, digits, `_`, `-` or `.`, with no spaces".into(),
-                )),
+                .with_label(label)
+                .with_help(Help::Text(help.into())),
         );
     }
 }

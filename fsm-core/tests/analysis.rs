@@ -224,12 +224,15 @@ provision = { from = "Init", to = "Provisioned" }
             good_with(r#"stop = { from = "RUNNING", to = "HALTED" }"#, r#"stop = { from = "RUNNING", via = "STARTING", to = "HALTED" }"#)
                 .replace(r#"name = "t""#, "name = \"t\"\nallow = [\"shared-transition\"]"),
         ),
+        // A role's name may hold a space (it travels in no URL, key or
+        // event), not a control character.
         case(
             "bad_name",
-            &[BadName, BadName, BadName],
+            &[BadName, BadName, BadName, BadName],
             good_with(r#"name = "t""#, r#"name = "t 1""#)
-                .replace(r#"stop = { from"#, r#""st op" = { from"#)
-                .replace(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, renamed_from = "" }"#),
+                .replace(r#"stop = { from"#, r#""st op" = { roles = ["night watch", "ops\tteam"], from"#)
+                .replace(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, renamed_from = "" }"#)
+                .replace("[states]", "[roles]\n\"night watch\" = \"Walks at night\"\n\"ops\\tteam\" = \"Operators\"\n\n[states]"),
         ),
         case(
             "every_finding_at_once",

@@ -194,13 +194,14 @@ pub(crate) fn spin_until(spin: Duration, yielding: bool, mut done: impl FnMut() 
     }
 }
 
-/// Under the model checker, which has no clock: a spin is two looks, with a
-/// yield between (every interleaving of a spin that ends either way).
+/// Under the model checker, which has no clock: a spin is one look and a
+/// yield, so that others run meanwhile; the caller looks again after it
+/// (as it does after a spin that ran out), so every interleaving of a spin
+/// that ends either way is there.
 #[cfg(fsm_loom)]
 pub(crate) fn spin_until(spin: Duration, _yielding: bool, mut done: impl FnMut() -> bool) {
     if done() || spin.is_zero() {
         return;
     }
     loom::thread::yield_now();
-    let _ = done();
 }

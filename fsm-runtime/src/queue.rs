@@ -585,7 +585,7 @@ impl Queuer {
     /// use fsm_runtime::Queuer;
     ///
     /// // On a machine shared with other services: workers park as soon as
-    /// // they are idle, and waiting tickets block at once.
+    /// // they are idle, and waiting tickets do not spin.
     /// let queuer = Queuer::builder()
     ///     .workers(4)
     ///     .spin(Duration::ZERO)

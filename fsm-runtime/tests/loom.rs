@@ -186,7 +186,7 @@ fn watchers_see_each_objects_writes_in_order() {
 /// deadlock. Without spinning, two jobs (a worker that takes one and sees the
 /// other passes the wake-up on); with spinning (a worker counted spinning spares
 /// the pusher its wake-up), one job: two would take minutes. About 125,000 and
-/// 620,000 interleavings, 35 s in all. Checked to fail, as a deadlock, with the
+/// 540,000 interleavings, 30 s in all. Checked to fail, as a deadlock, with the
 /// pusher's fence removed (each configuration), and with the parking worker's
 /// last look removed (without spinning).
 #[test]
