@@ -36,14 +36,19 @@ pub(crate) const LINTS: &[fn(&Cx<'_>, &mut Out)] = &[
 ];
 
 /// Why `name` cannot serve as a name, if it cannot. A role's or a guard's name
-/// (`spaced`) may hold spaces: it travels in no URL, key or event.
-fn name_fault(name: &str, spaced: bool) -> Option<&'static str> {
+/// (`spaced`) may hold spaces: it travels in no URL, key or event. The
+/// machine's name (`segment`) may not hold a `/`: it is one segment of a URL
+/// (`/v1/<machine>/objects`) and of a store's keys (`<prefix><machine>/`),
+/// where `a/b` would read as the machine `a`'s keys.
+fn name_fault(name: &str, spaced: bool, segment: bool) -> Option<&'static str> {
     if name.is_empty() {
         Some("is empty")
     } else if name.chars().any(char::is_control) {
         Some("holds a control character")
     } else if !spaced && name.chars().any(char::is_whitespace) {
         Some("holds whitespace")
+    } else if segment && name.contains('/') {
+        Some("holds a `/`")
     } else {
         None
     }
@@ -81,7 +86,7 @@ fn bad_name(cx: &Cx<'_>, out: &mut Out) {
     );
     for (site, what, name) in names {
         let spaced = matches!(site, Site::Role(_) | Site::Guard(_));
-        let Some(fault) = name_fault(name, spaced) else {
+        let Some(fault) = name_fault(name, spaced, site == Site::MachineName) else {
             continue;
         };
         let message = match site {

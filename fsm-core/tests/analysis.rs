@@ -234,6 +234,8 @@ provision = { from = "Init", to = "Provisioned" }
                 .replace(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, renamed_from = "" }"#)
                 .replace("[states]", "[roles]\n\"night watch\" = \"Walks at night\"\n\"ops\\tteam\" = \"Operators\"\n\n[states]"),
         ),
+        // The machine's name is a segment of URLs and store keys.
+        case("bad_machine_name", &[BadName], good_with(r#"name = "t""#, r#"name = "ovc/vm""#)),
         case(
             "every_finding_at_once",
             &[StaticVia, UnknownState, UnknownState, UnknownGuard],

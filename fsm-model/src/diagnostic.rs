@@ -80,7 +80,8 @@ lints! {
     /// A name that is empty or holds a control character; or the machine's, a
     /// state's or an action's name (or an earlier one) holding whitespace:
     /// those travel in URLs, store keys, diagrams and other tools' formats,
-    /// where such a name is lost or splits in two.
+    /// where such a name is lost or splits in two; or a machine's name holding
+    /// a `/` (one segment of URLs and of store keys).
     BadName = ("bad-name", Error),
     /// Two states have the same name, ignoring case.
     DuplicateState = ("duplicate-state", Error),
