@@ -32,6 +32,14 @@ enum Command {
         /// into this directory (`<group>/<spec>.<ext>` full, `<spec>.folded.<ext>`).
         #[arg(long, value_name = "DIR")]
         diagrams: Option<PathBuf>,
+        /// Print each finding, each file that cannot be read, and the summary
+        /// as one line of JSON each (`"reason"`: `finding`, `unreadable`,
+        /// `summary`) on standard output, instead of text: for CI annotations
+        /// and editors. A finding's `line` and `column` are where the text at
+        /// fault starts, `end_line` and `end_column` just past it (1-based,
+        /// columns in characters). The exit code is the same.
+        #[arg(long)]
+        json: bool,
     },
     /// Is FROM → TO one step of the table? Prints `allowed` (exit 0) or
     /// `refused: <why>` (exit 1); an unknown state exits 2.
@@ -151,7 +159,11 @@ struct Unusable;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { paths, diagrams } => check(&paths, diagrams.as_deref()),
+        Command::Check {
+            paths,
+            diagrams,
+            json,
+        } => check(&paths, diagrams.as_deref(), json),
         Command::Validate { spec, from, to } => validate(&spec, &from, &to),
         Command::Actions { spec, state } => actions(&spec, &state),
         Command::Diagram {
@@ -241,7 +253,7 @@ fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unusable> {
     Ok(out)
 }
 
-fn check(paths: &[PathBuf], diagrams: Option<&Path>) -> Result<ExitCode, Unusable> {
+fn check(paths: &[PathBuf], diagrams: Option<&Path>, json: bool) -> Result<ExitCode, Unusable> {
     let files = spec_files(paths)?;
     let (mut errors, mut warnings, mut unusable) = (0, 0, false);
     for path in &files {
@@ -250,14 +262,27 @@ fn check(paths: &[PathBuf], diagrams: Option<&Path>) -> Result<ExitCode, Unusabl
             Err(e) => {
                 // Counted: the summary line must not say `0 errors` of a
                 // run that exits 2.
-                eprintln!("error: {e}");
+                match json {
+                    true => println!(
+                        "{}",
+                        serde_json::json!({ "reason": "unreadable", "file": path, "message": e.to_string() })
+                    ),
+                    false => eprintln!("error: {e}"),
+                }
                 errors += 1;
                 unusable = true;
                 continue;
             }
         };
         let report = file.check();
-        eprint!("{}", rendered(&report));
+        match json {
+            true => {
+                for d in &report.diagnostics {
+                    println!("{}", finding_json(&report, d));
+                }
+            }
+            false => eprint!("{}", rendered(&report)),
+        }
         for d in &report.diagnostics {
             match d.severity() {
                 Severity::Error => errors += 1,
@@ -269,15 +294,28 @@ fn check(paths: &[PathBuf], diagrams: Option<&Path>) -> Result<ExitCode, Unusabl
             write_diagrams(dir, path, machine)?;
         }
     }
-    println!(
-        "checked {} spec{}: {errors} error{}, {warnings} warning{}",
-        files.len(),
-        plural(files.len()),
-        plural(errors),
-        plural(warnings)
-    );
-    if let Some(dir) = diagrams {
-        println!("diagrams written to {}", dir.display());
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "reason": "summary",
+                "specs": files.len(),
+                "errors": errors,
+                "warnings": warnings,
+                "diagrams": diagrams,
+            })
+        );
+    } else {
+        println!(
+            "checked {} spec{}: {errors} error{}, {warnings} warning{}",
+            files.len(),
+            plural(files.len()),
+            plural(errors),
+            plural(warnings)
+        );
+        if let Some(dir) = diagrams {
+            println!("diagrams written to {}", dir.display());
+        }
     }
     Ok(if unusable {
         ExitCode::from(2)
@@ -286,6 +324,48 @@ fn check(paths: &[PathBuf], diagrams: Option<&Path>) -> Result<ExitCode, Unusabl
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One finding of `fsm check --json`: what, where (1-based line and column,
+/// in characters, of the start and the end of the text at fault), the remark
+/// under it, the fix, and the related places.
+fn finding_json(report: &fsm_core::spec::Checked, d: &fsm_core::Diagnostic) -> serde_json::Value {
+    let text = report.file().text();
+    let place = |at: Option<fsm_core::spec::Location>| match at {
+        Some(at) => {
+            let end = fsm_core::spec::Location::of(text, at.span.end..at.span.end);
+            serde_json::json!({
+                "line": at.line,
+                "column": at.column,
+                "end_line": end.line,
+                "end_column": end.column,
+            })
+        }
+        None => serde_json::json!({}),
+    };
+    let related: Vec<serde_json::Value> = d
+        .related
+        .iter()
+        .map(|(site, message)| {
+            let mut related = place(report.locate(site));
+            related["message"] = message.as_str().into();
+            related
+        })
+        .collect();
+    let mut finding = serde_json::json!({
+        "reason": "finding",
+        "file": report.file().path(),
+        "lint": d.lint.code(),
+        "severity": d.severity().to_string(),
+        "message": d.message,
+        "label": d.label,
+        "help": report.help(d),
+        "related": related,
+    });
+    if let serde_json::Value::Object(at) = place(report.location(d)) {
+        finding.as_object_mut().expect("an object").extend(at);
+    }
+    finding
 }
 
 fn plural(n: usize) -> &'static str {

@@ -162,6 +162,68 @@ fn check_exits_2_on_malformed_or_missing_input() {
     assert_eq!(stdout.trim(), "checked 2 specs: 1 error, 0 warnings");
 }
 
+/// `--json`: a line of JSON per finding (with where it starts and ends, the
+/// remark, the fix and the related places), per unreadable file, and the
+/// summary; nothing on standard error; the same exit code.
+#[test]
+fn check_json_gives_one_line_per_finding_and_the_summary() {
+    let dir = scratch("json");
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[machine]\nname = \"m\"\ninitial = \"A\"\n[states]\nA = {}\nB = { transition = true }\nC = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"B\" }\nend = { from = \"A\", to = \"C\" }\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = fsm(&[
+        "check",
+        "--json",
+        &bad.display().to_string(),
+        &dir.join("absent.toml").display().to_string(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.is_empty(), "{stderr}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let reasons: Vec<&str> = lines
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["finding", "finding", "unreadable", "summary"]);
+    let target = &lines[1];
+    assert_eq!(target["lint"], "transition-target");
+    assert_eq!(target["severity"], "error");
+    assert_eq!(
+        target["message"],
+        "action `go` ends in transition state `B`"
+    );
+    // `"B"` on line 9, from column 25 to just past it.
+    let at = |v: &serde_json::Value| {
+        [&v["line"], &v["column"], &v["end_line"], &v["end_column"]].map(|n| n.as_u64().unwrap())
+    };
+    assert_eq!(at(target), [9, 25, 9, 28]);
+    assert_eq!(target["label"], "an action must end in a static state");
+    assert_eq!(at(&target["related"][0]), [6, 1, 6, 2]);
+    assert_eq!(
+        target["related"][0]["message"],
+        "declared as a transition state here"
+    );
+    assert_eq!(
+        lines[0]["help"],
+        "name it in an action's `via`, or make `B` static"
+    );
+    assert!(lines[2]["file"].as_str().unwrap().ends_with("absent.toml"));
+    assert_eq!(
+        (
+            &lines[3]["specs"],
+            &lines[3]["errors"],
+            &lines[3]["warnings"]
+        ),
+        (&2.into(), &3.into(), &0.into())
+    );
+}
+
 #[test]
 fn validate_allows_each_kind_of_step() {
     let vm = spec("ovc/vm.toml");

@@ -126,7 +126,18 @@ impl Checked {
 
     /// Where a finding points in the file.
     pub fn location(&self, diagnostic: &Diagnostic) -> Option<Location> {
-        self.map.locate(&self.file.text, &diagnostic.site)
+        self.locate(&diagnostic.site)
+    }
+
+    /// Where a site of the definition is in the file: for a finding's related
+    /// places ([`Diagnostic::related`]).
+    pub fn locate(&self, site: &Site) -> Option<Location> {
+        self.map.locate(&self.file.text, site)
+    }
+
+    /// A finding's fix, said in the spec file's own syntax.
+    pub fn help(&self, diagnostic: &Diagnostic) -> Option<String> {
+        diagnostic.help.as_ref().map(fsm_toml::help)
     }
 
     /// True when a finding is an error.
