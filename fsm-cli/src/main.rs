@@ -265,7 +265,7 @@ fn check(paths: &[PathBuf], diagrams: Option<&Path>, json: bool) -> Result<ExitC
                 match json {
                     true => println!(
                         "{}",
-                        serde_json::json!({ "reason": "unreadable", "file": path, "message": e.to_string() })
+                        serde_json::json!({ "reason": "unreadable", "file": path.display().to_string(), "message": e.to_string() })
                     ),
                     false => eprintln!("error: {e}"),
                 }
@@ -302,7 +302,7 @@ fn check(paths: &[PathBuf], diagrams: Option<&Path>, json: bool) -> Result<ExitC
                 "specs": files.len(),
                 "errors": errors,
                 "warnings": warnings,
-                "diagrams": diagrams,
+                "diagrams": diagrams.map(|dir| dir.display().to_string()),
             })
         );
     } else {
@@ -354,7 +354,8 @@ fn finding_json(report: &fsm_core::spec::Checked, d: &fsm_core::Diagnostic) -> s
         .collect();
     let mut finding = serde_json::json!({
         "reason": "finding",
-        "file": report.file().path(),
+        // (Displayed: a path that is not UTF-8 does not serialize.)
+        "file": report.file().path().display().to_string(),
         "lint": d.lint.code(),
         "severity": d.severity().to_string(),
         "message": d.message,

@@ -222,6 +222,38 @@ fn check_json_gives_one_line_per_finding_and_the_summary() {
         ),
         (&2.into(), &3.into(), &0.into())
     );
+
+    // A file name that is not UTF-8 is shown, lossily, not a panic.
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = dir.join(std::ffi::OsStr::from_bytes(b"odd\xffname.toml"));
+        std::fs::copy(&bad, &odd).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsm"))
+            .args(["check".as_ref(), "--json".as_ref(), odd.as_os_str()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let first: serde_json::Value = serde_json::from_str(
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            first["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("odd\u{fffd}name.toml")
+        );
+    }
 }
 
 #[test]
