@@ -92,7 +92,8 @@ fn bad_name(cx: &Cx<'_>, out: &mut Out) {
         let message = match site {
             Site::MachineName => format!("{what} {fault}"),
             _ if name.is_empty() => {
-                let article = if what.starts_with('e') { "an" } else { "a" };
+                let vowel = what.starts_with(['a', 'e', 'i', 'o', 'u']);
+                let article = if vowel { "an" } else { "a" };
                 format!("{article} {what} name {fault}")
             }
             _ => format!("{what} name `{}` {fault}", name.escape_debug()),

@@ -228,8 +228,9 @@ provision = { from = "Init", to = "Provisioned" }
         // event), not a control character.
         case(
             "bad_name",
-            &[BadName, BadName, BadName, BadName],
+            &[BadName, BadName, BadName, BadName, BadName],
             good_with(r#"name = "t""#, r#"name = "t 1""#)
+                .replace("destroy = {", "\"\" = { from = \"HALTED\", to = \"GONE\" }\ndestroy = {")
                 .replace(r#"stop = { from"#, r#""st op" = { roles = ["night watch", "ops\tteam"], from"#)
                 .replace(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, renamed_from = "" }"#)
                 .replace("[states]", "[roles]\n\"night watch\" = \"Walks at night\"\n\"ops\\tteam\" = \"Operators\"\n\n[states]"),

@@ -33,6 +33,22 @@ fn a_dot_in_a_state_name_is_a_step_into_a_child_state_for_xstate() {
 }
 
 #[test]
+fn an_action_name_in_a_shared_child_state_is_a_step_for_xstate() {
+    // Two actions share STARTING: its children are named `<action>_<origin>`,
+    // so `go.fast`'s dot would land in a child state's key.
+    let m = machine(
+        "A = {}\nSTARTING = { transition = true }\nB = { terminal = true }",
+        "\"go.fast\" = { from = \"A\", via = \"STARTING\", to = \"B\" }\ngo = { from = \"A\", via = \"STARTING\", to = \"B\" }",
+    );
+    let e = xstate(&m).unwrap_err();
+    assert_eq!((e.what, e.name.as_str()), ("action", "go.fast"), "{e}");
+    assert!(
+        e.why.contains("the child state `go.fast_A` of `STARTING`"),
+        "{e}"
+    );
+}
+
+#[test]
 fn an_scxml_state_id_is_an_xml_name() {
     let m = machine(
         "A = {}\n\"1B\" = { terminal = true }",
