@@ -914,6 +914,9 @@ fn main() {
         report::print_ratios(&group(t, Objects::Hot), "action", 1.0, &CASES[1..]);
     }
     report::print_ratios("queue", "action", 1.0, &QUEUE_CASES);
+    // What a queued request adds to a direct run (issue #18's "throughput
+    // overhead"), beside the ratio above.
+    report::print_overhead("queue", "action", QUEUE_CASES[0], QUEUE_CASES[1]);
     // The queuer against the bare hand-off: what its own work costs.
     report::print_ratios("queue", "action", 1.0, &[QUEUE_CASES[2], QUEUE_CASES[1]]);
     report::print_ratios("queue-latency", "action", 1.0, &LATENCY_CASES);

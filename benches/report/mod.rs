@@ -43,3 +43,18 @@ pub fn print_ratios(group: &str, unit: &str, units: f64, cases: &[&str]) {
         }
     }
 }
+
+/// Prints what `case` adds to `baseline` in `group`, per unit of work, and that
+/// overhead as a multiple of the baseline: (case − baseline) ÷ baseline.
+#[allow(dead_code)] // not every bench prints one
+pub fn print_overhead(group: &str, unit: &str, baseline: &str, case: &str) {
+    let (Some(base), Some(ns)) = (mean_ns(group, baseline), mean_ns(group, case)) else {
+        return;
+    };
+    println!(
+        "{group}: `{case}` adds {:.1} ns/{unit} to `{baseline}` ({:.1}): overhead {:.2}× it",
+        ns - base,
+        base,
+        (ns - base) / base
+    );
+}
