@@ -348,7 +348,11 @@ fn state(
     state.description = attr::doc(&v.attributes);
     for item in items {
         match (item.name().as_str(), &item.body) {
-            ("name", Body::Value(Value::Str(s, _))) => state.name = s.clone(),
+            ("name", Body::Value(Value::Str(s, span))) => {
+                // The state's name is this string, not the variant's identifier.
+                spans.at(Site::State(i), *span);
+                state.name = s.clone();
+            }
             ("transition", Body::Flag) => state.kind = StateKind::Transition,
             ("terminal", Body::Flag) => {
                 state.terminal = true;

@@ -276,6 +276,17 @@ fn parse<T: serde::de::DeserializeOwned>(
             e.body_text(),
         )
     })?;
+    if body.trim_ascii().is_empty() {
+        // (serde_json would say "EOF ... at line 1 column 0": its columns
+        // start at 1, and 0 there means before the first character.)
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            "the body is empty: a JSON body is expected",
+        )
+        .with("line", 1)
+        .with("column", 1));
+    }
     serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,

@@ -179,6 +179,18 @@ async fn every_status_of_the_contract() {
         (Some("malformed"), Some(3), Some(3)),
         "{body}"
     );
+    // An empty body is at line 1, column 1 (serde_json would say column 0).
+    let (status, body) = post(&c, &objects, OPS, None).await;
+    assert_eq!(
+        (
+            status,
+            body["error"].as_str(),
+            body["line"].as_u64(),
+            body["column"].as_u64()
+        ),
+        (StatusCode::BAD_REQUEST, Some("malformed"), Some(1), Some(1)),
+        "{body}"
+    );
     let (status, body) = post(&c, &objects, OPS, Some(json!({ "id": "" }))).await;
     assert_eq!(
         (status, body["error"].as_str()),
