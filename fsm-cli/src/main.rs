@@ -117,9 +117,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-    /// Import a diagram of another tool as a spec (TOML).
+    /// Import another tool's machine as a spec (TOML): an XState config or a PlantUML diagram.
     Import {
-        /// The diagram's format.
+        /// The format read.
         #[command(subcommand)]
         from: ImportFrom,
     },
@@ -143,6 +143,19 @@ enum ImportFrom {
         /// The diagram file.
         file: PathBuf,
         /// The machine's name, unless the diagram names itself (default: the
+        /// file's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Write the spec to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// An XState v5 machine config (JSON, what `createMachine` takes), flat or
+    /// as `fsm export --format xstate` writes it.
+    Xstate {
+        /// The config file.
+        file: PathBuf,
+        /// The machine's name, unless the config has an `id` (default: the
         /// file's name).
         #[arg(long)]
         name: Option<String>,
@@ -188,7 +201,12 @@ fn main() -> ExitCode {
         } => export(&spec, format, output.as_deref()),
         Command::Import {
             from: ImportFrom::Plantuml { file, name, output },
-        } => import_plantuml(&file, name.as_deref(), output.as_deref()),
+        } => import(&file, name.as_deref(), output.as_deref(), from_plantuml),
+        Command::Import {
+            from: ImportFrom::Xstate { file, name, output },
+        } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
+            fsm_interchange::from_xstate(&text, name)
+        }),
         Command::Serve { args } => serve(&args),
     };
     result.unwrap_or(ExitCode::from(2))
@@ -583,12 +601,14 @@ fn export(spec: &Path, format: ExportFormat, output: Option<&Path>) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-/// Imports a PlantUML diagram; the spec it writes is checked before it is
-/// written, so what comes out loads. Exit 2 when the diagram cannot be read.
-fn import_plantuml(
+/// Imports `file` with `read` (its text, the machine's name unless the file
+/// names it); the spec it writes is checked before it is written, so what
+/// comes out loads. Exit 2 when the file cannot be read.
+fn import(
     file: &Path,
     name: Option<&str>,
     output: Option<&Path>,
+    read: impl FnOnce(String, &str) -> Result<String, fsm_interchange::ImportError>,
 ) -> Result<ExitCode, Unusable> {
     let text = std::fs::read_to_string(file).map_err(|e| {
         eprintln!("error: cannot read {}: {e}", file.display());
@@ -598,18 +618,10 @@ fn import_plantuml(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "machine".into());
-    let unreadable = |e: fsm_interchange::ImportError| {
+    let spec = read(text, name.unwrap_or(&stem)).map_err(|e| {
         eprintln!("error: {}: {e}", file.display());
         Unusable
-    };
-    // A document that holds the diagram as a PlantUML server's image address
-    // (Markdown, like the sabakan seed) is read through the address.
-    let text = if !text.contains("@startuml") && text.contains("/plantuml/") {
-        fsm_interchange::source_from_url(&text).map_err(unreadable)?
-    } else {
-        text
-    };
-    let spec = fsm_interchange::plantuml(&text, name.unwrap_or(&stem)).map_err(unreadable)?;
+    })?;
     if let Err(e) = fsm_core::spec::load_str("imported.toml", &spec) {
         eprintln!(
             "error: {} imports as a spec that does not check:\n{e}",
@@ -622,6 +634,18 @@ fn import_plantuml(
         None => print!("{spec}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A PlantUML diagram's text, or that of a document holding the diagram as a
+/// PlantUML server's image address (Markdown, like the sabakan seed), as a
+/// spec.
+fn from_plantuml(text: String, name: &str) -> Result<String, fsm_interchange::ImportError> {
+    let text = if !text.contains("@startuml") && text.contains("/plantuml/") {
+        fsm_interchange::source_from_url(&text)?
+    } else {
+        text
+    };
+    fsm_interchange::plantuml(&text, name)
 }
 
 fn diagram(

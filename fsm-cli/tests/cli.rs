@@ -660,6 +660,52 @@ fn import_plantuml_reads_a_diagram_or_its_address() {
 }
 
 #[test]
+fn import_xstate_reads_back_what_export_wrote() {
+    let dir = scratch("import-xstate");
+    let (code, config, stderr) = fsm(&["export", "--format", "xstate", &spec("ovc/disk.toml")]);
+    assert_eq!(code, 0, "{stderr}");
+    let exported = dir.join("disk.json");
+    std::fs::write(&exported, &config).unwrap();
+    let imported = dir.join("disk.toml");
+    let (code, _, stderr) = fsm(&[
+        "import",
+        "xstate",
+        &exported.display().to_string(),
+        "-o",
+        &imported.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let toml = std::fs::read_to_string(&imported).unwrap();
+    assert!(
+        toml.contains(
+            "delete = { from = [\"ASSIGNED\", \"CREATED\"], via = \"DELETING\", \
+             to = { ASSIGNED = \"TOBEDELETED\", CREATED = \"DELETED\" } }"
+        ),
+        "{toml}"
+    );
+    // It checks clean, as the original does.
+    let (code, stdout, _) = fsm(&["check", &imported.display().to_string()]);
+    assert_eq!(
+        (code, stdout.trim_end()),
+        (0, "checked 1 spec: 0 errors, 0 warnings")
+    );
+
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\"initial\": \"a\",\n \"states\": {\"a\": {\"always\": \"a\"}}}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = fsm(&["import", "xstate", &bad.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("bad.json: line 2, column 29: eventless transitions (`always`) cannot be said in a table"),
+        "{stderr}"
+    );
+}
+
+#[test]
 #[cfg(unix)]
 fn serve_runs_the_server_binary_with_its_arguments() {
     use std::os::unix::fs::PermissionsExt;

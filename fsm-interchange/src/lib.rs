@@ -1,6 +1,7 @@
 //! Machines exchanged with other tools: exported as an XState v5 machine config
-//! ([`xstate`]) or a W3C SCXML document ([`scxml`]), imported from a PlantUML state
-//! diagram ([`plantuml`]), also one carried in a PlantUML server's image address
+//! ([`xstate`]) or a W3C SCXML document ([`scxml`]); imported from an XState v5
+//! machine config ([`from_xstate`]), or from a PlantUML state diagram
+//! ([`plantuml`]), also one carried in a PlantUML server's image address
 //! ([`source_from_url`]).
 //!
 //! # The contract of both exports
@@ -30,12 +31,39 @@
 mod names;
 mod plantuml;
 mod scxml;
+mod spec_text;
 mod xstate;
+mod xstate_import;
 
 pub use names::ExportError;
-pub use plantuml::{ImportError, plantuml, source_from_url};
+pub use plantuml::{plantuml, source_from_url};
 pub use scxml::scxml;
 pub use xstate::xstate;
+pub use xstate_import::from_xstate;
+
+/// A place in an imported file (a PlantUML diagram, an XState config) that the
+/// importer could not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub column: usize,
+    /// What was expected, and what was found.
+    pub message: String,
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for ImportError {}
 
 use fsm_model::{ActionId, Machine, StateId};
 

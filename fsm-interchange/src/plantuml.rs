@@ -1,30 +1,10 @@
 //! PlantUML state diagrams to specs.
 
+use fsm_model::{ActionDef, MachineDef, NamedDef, StateDef, StateKind, TargetDef};
+
+use crate::ImportError;
+use crate::spec_text;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
-
-/// A line of a PlantUML file that the importer could not read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportError {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column (in characters).
-    pub column: usize,
-    /// What was expected, and what was found.
-    pub message: String,
-}
-
-impl fmt::Display for ImportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "line {}, column {}: {}",
-            self.line, self.column, self.message
-        )
-    }
-}
-
-impl std::error::Error for ImportError {}
 
 /// A state as the diagram says it.
 #[derive(Debug, Default, Clone)]
@@ -127,25 +107,6 @@ fn parse_label(label: &str) -> Label {
         };
     }
     parsed
-}
-
-fn quote(s: &str) -> String {
-    let mut q = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
-}
-
-fn list(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
-    format!("[{}]", quoted.join(", "))
 }
 
 /// The diagram as read, before the spec is written.
@@ -492,108 +453,81 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
         }
     }
 
-    let mut out = String::new();
-    out.push_str("# Imported from a PlantUML state diagram by `fsm import plantuml`.\n");
+    let mut comments =
+        vec!["Imported from a PlantUML state diagram by `fsm import plantuml`.".to_owned()];
     let drawn_by_fsm = d.states.iter().any(|(_, s)| s.transition || s.terminal);
     if !drawn_by_fsm {
-        out.push_str(
-            "#\n# A diagram cannot say which states are transition states (an action's\n\
-             # status while it runs), nor who may perform each action (roles) or what\n\
-             # must hold first (guards): add `via`, `roles` and `guards` where they apply.\n",
+        comments.extend(
+            [
+                "",
+                "A diagram cannot say which states are transition states (an action's",
+                "status while it runs), nor who may perform each action (roles) or what",
+                "must hold first (guards): add `via`, `roles` and `guards` where they apply.",
+            ]
+            .map(String::from),
         );
     }
     for (id, s) in &d.states {
         if s.ends && !s.terminal && d.arrows.iter().any(|a| a.from == *id && a.to != *id) {
-            out.push_str(&format!(
-                "# The diagram ends objects in {} (`{id} --> [*]`), which also has ways out.\n",
+            comments.push(format!(
+                "The diagram ends objects in {} (`{id} --> [*]`), which also has ways out.",
                 s.name
             ));
         }
     }
-    out.push_str("\n[machine]\n");
-    out.push_str(&format!(
-        "name = {}\n",
-        quote(&snake(d.name.as_deref().unwrap_or(name)))
-    ));
-    out.push_str(&format!("initial = {}\n", quote(&display(initial))));
-
-    let roles: Vec<String> = {
-        let mut r: Vec<String> = actions
-            .iter()
-            .flat_map(|(_, a)| a.label.roles.clone())
-            .collect();
-        r.extend(d.states.iter().filter_map(|(_, s)| s.owner.clone()));
-        r.sort();
-        r.dedup();
-        r
+    let mut def = MachineDef {
+        name: snake(d.name.as_deref().unwrap_or(name)),
+        initial: Some(display(initial)),
+        ..MachineDef::default()
     };
-    if !roles.is_empty() {
-        out.push_str("\n[roles]\n");
-        for r in &roles {
-            out.push_str(&format!("{} = \"Imported from the diagram\"\n", quote(r)));
-        }
-    }
-    let guards: Vec<String> = {
-        let mut g: Vec<String> = actions
-            .iter()
-            .flat_map(|(_, a)| a.label.guards.clone())
-            .collect();
-        g.sort();
-        g.dedup();
-        g
+    let declared = |names: Vec<String>, description: &str| -> Vec<NamedDef> {
+        let mut names = names;
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .map(|name| NamedDef {
+                name,
+                description: Some(description.to_owned()),
+                cel: None,
+            })
+            .collect()
     };
-    if !guards.is_empty() {
-        out.push_str("\n[guards]\n");
-        for g in &guards {
-            out.push_str(&format!(
-                "{} = \"Imported from the diagram: say what must hold\"\n",
-                quote(g)
-            ));
-        }
-    }
+    let roles = actions
+        .iter()
+        .flat_map(|(_, a)| a.label.roles.clone())
+        .chain(d.states.iter().filter_map(|(_, s)| s.owner.clone()))
+        .collect();
+    def.roles = declared(roles, "Imported from the diagram");
+    let guards = actions
+        .iter()
+        .flat_map(|(_, a)| a.label.guards.clone())
+        .collect();
+    def.guards = declared(guards, "Imported from the diagram: say what must hold");
 
-    out.push_str("\n[states]\n");
     for (id, s) in &d.states {
         let has_exit = d.arrows.iter().any(|a| a.from == *id && a.to != *id);
-        let terminal = s.terminal || (s.ends && !has_exit);
-        let mut fields = Vec::new();
-        if s.transition {
-            fields.push("transition = true".to_owned());
-        }
-        if terminal {
-            fields.push("terminal = true".to_owned());
-        }
-        if let Some(owner) = &s.owner {
-            fields.push(format!("owner = {}", quote(owner)));
-        }
-        if !s.persisted {
-            fields.push("persisted = false".to_owned());
-        }
-        if !s.descriptions.is_empty() {
-            fields.push(format!(
-                "description = {}",
-                quote(&s.descriptions.join("; "))
-            ));
-        }
-        let value = if fields.is_empty() {
-            quote(&s.name)
+        let kind = if s.transition {
+            StateKind::Transition
         } else {
-            format!("{{ {} }}", fields.join(", "))
+            StateKind::Static
         };
-        out.push_str(&format!("{} = {value}\n", quote(&s.name)));
+        let mut state = StateDef::new(s.name.clone(), kind);
+        state.terminal = s.terminal || (s.ends && !has_exit);
+        state.owner = s.owner.clone();
+        state.persisted = s.persisted;
+        if !s.descriptions.is_empty() {
+            state.description = Some(s.descriptions.join("; "));
+        }
+        def.states.push(state);
     }
 
-    out.push_str("\n[actions]\n");
-    for (name, a) in &actions {
-        let mut origins: Vec<String> = Vec::new();
+    for (name, a) in actions {
+        let mut from: Vec<String> = Vec::new();
         for (o, _) in &a.moves {
-            if !origins.contains(o) {
-                origins.push(o.clone());
+            if !from.contains(o) {
+                from.push(o.clone());
             }
-        }
-        let mut fields = vec![format!("from = {}", list(&origins))];
-        if let Some(via) = &a.via {
-            fields.push(format!("via = {}", quote(via)));
         }
         let targets: BTreeMap<&str, &str> = a
             .moves
@@ -603,31 +537,32 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
         let mut distinct: Vec<&str> = targets.values().copied().collect();
         distinct.sort();
         distinct.dedup();
-        if a.back || (a.via.is_some() && a.moves.iter().all(|(o, t)| o == t)) {
-            fields.push("to_origin = true".to_owned());
+        let to = if a.back || (a.via.is_some() && a.moves.iter().all(|(o, t)| o == t)) {
+            TargetDef::Origin
         } else if a.in_place && a.via.is_none() {
             // An action that changes no state: allowed in its origins only.
+            TargetDef::Unset
         } else if distinct.len() == 1 {
-            fields.push(format!("to = {}", quote(distinct[0])));
+            TargetDef::State(distinct[0].to_owned())
         } else {
-            let per: Vec<String> = origins
-                .iter()
-                .map(|o| format!("{} = {}", quote(o), quote(targets[o.as_str()])))
-                .collect();
-            fields.push(format!("to = {{ {} }}", per.join(", ")));
-        }
-        if !a.label.roles.is_empty() {
-            fields.push(format!("roles = {}", list(&a.label.roles)));
-        }
-        if !a.label.guards.is_empty() {
-            fields.push(format!("guards = {}", list(&a.label.guards)));
-        }
-        if a.label.hidden {
-            fields.push("hidden = true".to_owned());
-        }
-        out.push_str(&format!("{} = {{ {} }}\n", quote(name), fields.join(", ")));
+            TargetDef::PerOrigin(
+                from.iter()
+                    .map(|o| (o.clone(), targets[o.as_str()].to_owned()))
+                    .collect(),
+            )
+        };
+        def.actions.push(ActionDef {
+            name,
+            from,
+            via: a.via,
+            to,
+            roles: a.label.roles,
+            guards: a.label.guards,
+            hidden: a.label.hidden,
+            ..ActionDef::default()
+        });
     }
-    out
+    spec_text::write(&def, &comments)
 }
 
 const ALPHABET: &[u8; 64] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";

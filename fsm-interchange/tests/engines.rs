@@ -1,7 +1,9 @@
 //! The exports run in the engines that own their formats: XState 5 in node, and
 //! python-statemachine's SCXML interpreter. From every reachable position (every
 //! static state, and every transition state as entered from each origin), every
-//! event is tried, and the engine's state must be the table's.
+//! event is tried, and the engine's state must be the table's. The other way,
+//! XState runs the configs written by hand that `fsm import xstate` reads
+//! (`tests/xstate/`), and must agree with the tables imported from them.
 //!
 //! The engines come from `scripts/setup` (npm and PyPI, pinned). Missing, the tests
 //! fail saying so, unless `FSM_SKIP_TOOLS=1`.
@@ -235,6 +237,40 @@ fn xstate_runs_every_exported_machine_as_the_table_says() {
             )
         },
     );
+}
+
+#[test]
+fn xstate_runs_each_imported_config_as_the_imported_table_says() {
+    let dir = std::env::temp_dir().join(format!("fsm-engines-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xstate");
+    let mut checked = 0;
+    for config in std::fs::read_dir(configs).unwrap() {
+        let config = config.unwrap().path();
+        let text = std::fs::read_to_string(&config).unwrap();
+        let spec = fsm_interchange::from_xstate(&text, "unused")
+            .unwrap_or_else(|e| panic!("{}: {e}", config.display()));
+        let m = fsm_core::spec::load_str("imported.toml", &spec).unwrap();
+        let cases = cases(&m);
+        let cases_file = dir.join("cases.json");
+        std::fs::write(&cases_file, cases.to_string()).unwrap();
+        let Some((ok, out)) = engine(
+            Path::new("node"),
+            &[&scripts().join("xstate-check.mjs"), &config, &cases_file],
+            "XState (node)",
+        ) else {
+            return;
+        };
+        assert!(
+            ok,
+            "XState disagrees with the table imported from {}:\n{out}\n{spec}",
+            config.display()
+        );
+        checked += cases.as_array().unwrap().len();
+    }
+    // (Every event from every state: the two configs' tables.)
+    assert!(checked >= 20, "{checked} cases");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

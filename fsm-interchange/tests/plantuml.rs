@@ -61,7 +61,10 @@ fn the_sabakan_seed_diagram_imports_as_its_arrows() {
     // And what the diagram could not say is said.
     assert!(spec.contains("A diagram cannot say which states are transition states"));
     assert!(spec.contains("`Retired --> [*]`"), "{spec}");
-    assert!(spec.contains("\"detects_an_error\""), "{spec}");
+    assert!(
+        spec.contains("\ndetects_an_error = { from = \"Healthy\""),
+        "{spec}"
+    );
 }
 
 #[test]

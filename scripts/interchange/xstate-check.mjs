@@ -1,10 +1,13 @@
-// Runs an XState v5 machine config (fsm export --format xstate) in XState and
-// checks it against cases computed from the table:
+// Runs an XState v5 machine config (fsm export --format xstate, or one written
+// by hand that fsm import xstate read) in XState and checks it against cases
+// computed from the table:
 //
 //   node scripts/interchange/xstate-check.mjs MACHINE.json CASES.json
 //
 // CASES.json: [{"events": [...], "expect": "STATE"}, ...]. For each case a fresh
 // actor takes the events in order; its state's top-level node must be "expect".
+// Every guard the config names passes (the table's answer is the move an action
+// makes once its guards pass), and every named action does nothing.
 // Prints one JSON line per disagreement and a last line {"cases": N, "failed": M};
 // exits 0 when none failed, 1 otherwise, 2 when XState is missing.
 import { readFileSync } from "node:fs";
@@ -24,7 +27,23 @@ try {
 const { createMachine, createActor } = xstate;
 
 const [machineFile, casesFile] = process.argv.slice(2);
-const machine = createMachine(JSON.parse(readFileSync(machineFile, "utf8")));
+const config = JSON.parse(readFileSync(machineFile, "utf8"));
+const guards = {};
+const actions = {};
+const named = (v) => (typeof v === "string" ? v : v && typeof v.type === "string" ? v.type : null);
+const walk = (v) => {
+  if (Array.isArray(v)) return v.forEach(walk);
+  if (!v || typeof v !== "object") return;
+  for (const [key, x] of Object.entries(v)) {
+    if (key === "guard" && named(x)) guards[named(x)] = () => true;
+    if (["actions", "entry", "exit"].includes(key)) {
+      for (const a of [x].flat()) if (named(a)) actions[named(a)] = () => {};
+    }
+    walk(x);
+  }
+};
+walk(config);
+const machine = createMachine(config, { guards, actions });
 const cases = JSON.parse(readFileSync(casesFile, "utf8"));
 
 const top = (value) => (typeof value === "string" ? value : Object.keys(value)[0]);

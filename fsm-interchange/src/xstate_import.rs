@@ -1,0 +1,829 @@
+//! XState v5 machine configs (JSON) to specs.
+//!
+//! A flat machine (states with `on` transitions, final states) reads as it
+//! is: each event is an action, allowed from every state that has a
+//! transition for it. A transition state the way [`xstate`](crate::xstate)
+//! writes one (a compound state with `meta.transition`, a child per way in,
+//! `<action>_done` and `<action>_failed` there) reads back as the action's
+//! `via`, and the metadata it writes (roles, guards, owners, deadlines, hidden
+//! and in-place actions) back as the spec's. What would change the machine's
+//! moves without a table to say it (nested or parallel states, eventless,
+//! delayed and invoked transitions, several guarded targets for one event) is
+//! refused, with where it is.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use fsm_model::{ActionDef, MachineDef, NamedDef, StateDef, StateKind, TargetDef};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::{ImportError, spec_text};
+
+type Raw<'a> = &'a RawValue;
+
+/// The text read, to say where each value is.
+struct Json<'a> {
+    text: &'a str,
+}
+
+/// An object's members in the order written.
+struct Members<'a>(Vec<(String, Raw<'a>)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Ordered;
+        impl<'de> Visitor<'de> for Ordered {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, Raw<'de>>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(Ordered)
+    }
+}
+
+impl<'a> Json<'a> {
+    /// An error at `at`, a value of the text.
+    fn error(&self, at: Raw<'a>, message: impl Into<String>) -> ImportError {
+        // Every value read is a slice of the text (borrowed, never copied).
+        let offset = (at.get().as_ptr() as usize)
+            .saturating_sub(self.text.as_ptr() as usize)
+            .min(self.text.len());
+        let before = self.text.get(..offset).unwrap_or("");
+        ImportError {
+            line: before.matches('\n').count() + 1,
+            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+            message: message.into(),
+        }
+    }
+
+    /// The members of an object; `what` names it in the error otherwise.
+    fn object(&self, raw: Raw<'a>, what: &str) -> Result<Vec<(String, Raw<'a>)>, ImportError> {
+        let Members(members) = serde_json::from_str(raw.get())
+            .map_err(|_| self.error(raw, format!("expected an object for {what}")))?;
+        for (i, (key, value)) in members.iter().enumerate() {
+            if members[..i].iter().any(|(k, _)| k == key) {
+                return Err(self.error(value, format!("`{key}` appears twice in {what}")));
+            }
+        }
+        Ok(members)
+    }
+
+    fn string(&self, raw: Raw<'a>, what: &str) -> Result<String, ImportError> {
+        serde_json::from_str(raw.get())
+            .map_err(|_| self.error(raw, format!("expected a string for {what}")))
+    }
+
+    fn array(&self, raw: Raw<'a>, what: &str) -> Result<Vec<Raw<'a>>, ImportError> {
+        serde_json::from_str(raw.get())
+            .map_err(|_| self.error(raw, format!("expected an array for {what}")))
+    }
+
+    fn boolean(&self, raw: Raw<'a>, what: &str) -> Result<bool, ImportError> {
+        serde_json::from_str(raw.get())
+            .map_err(|_| self.error(raw, format!("expected true or false for {what}")))
+    }
+
+    /// A number of seconds, as a duration.
+    fn seconds(&self, raw: Raw<'a>, what: &str) -> Result<Duration, ImportError> {
+        let seconds: f64 = serde_json::from_str(raw.get())
+            .map_err(|_| self.error(raw, format!("expected a number of seconds for {what}")))?;
+        Duration::try_from_secs_f64(seconds)
+            .map_err(|_| self.error(raw, format!("{what}: {seconds} is not a duration")))
+    }
+
+    /// Strings, from a string or an array of them.
+    fn strings(&self, raw: Raw<'a>, what: &str) -> Result<Vec<String>, ImportError> {
+        if raw.get().starts_with('"') {
+            return Ok(vec![self.string(raw, what)?]);
+        }
+        let items = self.array(raw, what)?;
+        items.into_iter().map(|i| self.string(i, what)).collect()
+    }
+
+    /// Whether the value is an empty object or array, or null: a key that is
+    /// there but says nothing.
+    fn is_empty(&self, raw: Raw<'a>) -> bool {
+        let text: String = raw.get().chars().filter(|c| !c.is_whitespace()).collect();
+        matches!(text.as_str(), "{}" | "[]" | "null")
+    }
+}
+
+/// What `fsm export` writes about an action: its `meta`.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Carried {
+    roles: Vec<String>,
+    guards: Vec<String>,
+    hidden: bool,
+    deadline: Option<Duration>,
+    description: Option<String>,
+}
+
+/// An action from one origin, as the config says it.
+struct Way<'a> {
+    origin: String,
+    /// Where the transition was written, for errors.
+    at: Raw<'a>,
+    via: Option<String>,
+    /// `None`: the action changes no state.
+    target: Option<String>,
+    carried: Carried,
+}
+
+/// A top-level state node, read.
+struct Node<'a> {
+    name: String,
+    def: StateDef,
+    on: Vec<(String, Raw<'a>)>,
+    /// The children of a transition state, by name.
+    children: Vec<(String, Raw<'a>)>,
+    in_place: Vec<Raw<'a>>,
+}
+
+/// Keys of a state node or the machine that change no move and that a spec
+/// has no place for: left out, and said so in a comment.
+const LEFT_OUT: [&str; 8] = [
+    "entry", "exit", "tags", "context", "output", "types", "version", "schemas",
+];
+
+/// Keys that make moves a table cannot say.
+const REFUSED: [(&str, &str); 4] = [
+    ("after", "delayed transitions (`after`)"),
+    ("always", "eventless transitions (`always`)"),
+    (
+        "invoke",
+        "invoked actors (`invoke`, with their `onDone` and `onError`)",
+    ),
+    ("on", "transitions on the machine itself (`on` at its top)"),
+];
+
+/// Reads an XState v5 machine config (JSON, what `createMachine` takes) and
+/// writes a spec (TOML) with the same moves, named after its `id`, else
+/// `name`.
+///
+/// Each event is an action, allowed from every state with a transition for it
+/// (to one target, or a target per origin); a targetless transition is an
+/// action that changes no state; `type: "final"` states are terminal; a
+/// transition's `guard` is one of the action's guards. A config written by
+/// [`xstate`](crate::xstate) imports back to the same table, its transition
+/// states, roles, guards, owners, deadlines and hidden actions included
+/// (guards' CEL, accepted lints and earlier names are not exported).
+///
+/// # Errors
+///
+/// Text that is not JSON, and what a table cannot say: child states other
+/// than a transition state's, parallel and history states, delayed,
+/// eventless or invoked transitions, an event with several alternative
+/// targets from one state, an action whose guards, roles or transition
+/// state differ between its origins; each with its line and column.
+pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
+    let root: Raw<'_> = serde_json::from_str(text).map_err(|e| {
+        let message = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        ImportError {
+            line: e.line().max(1),
+            column: e.column().max(1),
+            message: format!(
+                "not JSON: {}",
+                message.strip_suffix(&suffix).unwrap_or(&message)
+            ),
+        }
+    })?;
+    let json = Json { text };
+    let mut def = MachineDef {
+        name: name.to_owned(),
+        ..MachineDef::default()
+    };
+    let mut left_out: Vec<String> = Vec::new();
+    let mut initial = None;
+    let mut states = None;
+    let mut meta = None;
+    for (key, value) in json.object(root, "the machine config")? {
+        match key.as_str() {
+            "id" => def.name = json.string(value, "the machine's `id`")?,
+            "initial" => initial = Some(value),
+            "description" => def.description = Some(json.string(value, "`description`")?),
+            "states" => states = Some(value),
+            "meta" => meta = Some(value),
+            "type" => {
+                let kind = json.string(value, "`type`")?;
+                if kind == "parallel" {
+                    return Err(json.error(
+                        value,
+                        "a parallel machine is in several states at once; a table is in one",
+                    ));
+                }
+            }
+            k => refuse_or_leave_out(&json, k, value, &mut left_out)?,
+        }
+    }
+    let Some(states) = states else {
+        return Err(json.error(root, "the machine has no `states`"));
+    };
+    let mut nodes = Vec::new();
+    for (name, node) in json.object(states, "`states`")? {
+        nodes.push(read_node(&json, name, node, &mut left_out)?);
+    }
+    if nodes.is_empty() {
+        return Err(json.error(states, "the machine has no states"));
+    }
+    let Some(initial) = initial else {
+        return Err(json.error(root, "the machine has no `initial` state"));
+    };
+    let initial_name = json.string(initial, "`initial`")?;
+    if !nodes.iter().any(|n| n.name == initial_name) {
+        return Err(json.error(
+            initial,
+            format!("the initial state `{initial_name}` is not one of the machine's states"),
+        ));
+    }
+    def.initial = Some(initial_name);
+    let described = read_machine_meta(&json, meta, &mut def)?;
+
+    let mut ways = Vec::new();
+    let targets = Targets {
+        json: &json,
+        machine: &def.name,
+        nodes: &nodes,
+    };
+    for node in nodes.iter().filter(|n| n.def.kind == StateKind::Static) {
+        for (event, transition) in &node.on {
+            if let Some(way) = read_way(&targets, node, event, transition)? {
+                ways.push((event.clone(), way));
+            }
+        }
+        for raw in &node.in_place {
+            let (action, carried) = read_action_meta(&json, raw)?;
+            let Some(action) = action else {
+                return Err(json.error(raw, "expected `action` in an entry of `meta.in_place`"));
+            };
+            ways.push((
+                action,
+                Way {
+                    origin: node.name.clone(),
+                    at: raw,
+                    via: None,
+                    target: None,
+                    carried,
+                },
+            ));
+        }
+    }
+    def.actions = assemble(&json, ways)?;
+    def.states = nodes.into_iter().map(|n| n.def).collect();
+    declare_used(&mut def, described);
+
+    let mut comments =
+        vec!["Imported from an XState machine config by `fsm import xstate`.".to_owned()];
+    if !described {
+        comments.extend(
+            [
+                "",
+                "A config written by hand cannot say which states are transition states",
+                "(an action's status while it runs), nor who may perform each action",
+                "(roles): add `via` and `roles` where they apply, and say what each guard",
+                "checks.",
+            ]
+            .map(String::from),
+        );
+    }
+    if !left_out.is_empty() {
+        left_out.sort();
+        left_out.dedup();
+        comments.push(String::new());
+        comments.push(format!(
+            "Left out (a table has no place for them): {}.",
+            left_out.join(", ")
+        ));
+    }
+    Ok(spec_text::write(&def, &comments))
+}
+
+/// A key of the machine or a state other than those read: refused when it
+/// makes moves, left out (and said so) when it does not.
+fn refuse_or_leave_out(
+    json: &Json<'_>,
+    key: &str,
+    value: Raw<'_>,
+    left_out: &mut Vec<String>,
+) -> Result<(), ImportError> {
+    if let Some((_, what)) = REFUSED.iter().find(|(k, _)| *k == key) {
+        if json.is_empty(value) {
+            return Ok(());
+        }
+        return Err(json.error(value, format!("{what} cannot be said in a table")));
+    }
+    if LEFT_OUT.contains(&key) {
+        left_out.push(format!("`{key}`"));
+        return Ok(());
+    }
+    Err(json.error(
+        value,
+        format!("unknown key `{key}`; expected one of: id, initial, description, states, meta, type, on, entry, exit, tags"),
+    ))
+}
+
+/// A top-level state: its kind, its metadata and what it holds.
+fn read_node<'a>(
+    json: &Json<'a>,
+    name: String,
+    raw: Raw<'a>,
+    left_out: &mut Vec<String>,
+) -> Result<Node<'a>, ImportError> {
+    let mut node = Node {
+        def: StateDef::new(name.clone(), StateKind::Static),
+        name,
+        on: Vec::new(),
+        children: Vec::new(),
+        in_place: Vec::new(),
+    };
+    let what = format!("state `{}`", node.name);
+    for (key, value) in json.object(raw, &what)? {
+        match key.as_str() {
+            "description" => node.def.description = Some(json.string(value, "`description`")?),
+            "type" => match json.string(value, "`type`")?.as_str() {
+                "final" => node.def.terminal = true,
+                "atomic" | "compound" => {}
+                "parallel" | "history" => {
+                    return Err(json.error(
+                        value,
+                        format!("{what} is a parallel or history state; a table has neither"),
+                    ));
+                }
+                other => {
+                    return Err(json.error(
+                        value,
+                        format!("unknown state type `{other}`; expected atomic, compound or final"),
+                    ));
+                }
+            },
+            "on" => node.on = json.object(value, &format!("the `on` of {what}"))?,
+            "states" => node.children = json.object(value, &format!("the states of {what}"))?,
+            // A transition state's first child, which `fsm export` names.
+            "initial" => {}
+            "meta" => {
+                for (k, v) in json.object(value, &format!("the `meta` of {what}"))? {
+                    match k.as_str() {
+                        "transition" if json.boolean(v, "`meta.transition`")? => {
+                            node.def.kind = StateKind::Transition
+                        }
+                        "owner" => node.def.owner = Some(json.string(v, "`meta.owner`")?),
+                        "persisted" => node.def.persisted = json.boolean(v, "`meta.persisted`")?,
+                        "deadline_seconds" => {
+                            node.def.deadline = Some(json.seconds(v, "`meta.deadline_seconds`")?)
+                        }
+                        "in_place" => node.in_place = json.array(v, "`meta.in_place`")?,
+                        // Anything else a user keeps in `meta` is theirs.
+                        _ => {}
+                    }
+                }
+            }
+            k => refuse_or_leave_out(json, k, value, left_out)?,
+        }
+    }
+    if !node.children.is_empty() && node.def.kind != StateKind::Transition {
+        return Err(json.error(
+            raw,
+            format!(
+                "{what} has child states; a table's states are flat, but for the transition \
+                 states `fsm export` writes (`meta.transition`, a child per way in)"
+            ),
+        ));
+    }
+    Ok(node)
+}
+
+/// The machine's `meta` as `fsm export` writes it: roles, guards and whether
+/// one actor may leave each state. `true` when it was there.
+fn read_machine_meta(
+    json: &Json<'_>,
+    meta: Option<Raw<'_>>,
+    def: &mut MachineDef,
+) -> Result<bool, ImportError> {
+    let Some(meta) = meta else { return Ok(false) };
+    let mut described = false;
+    for (key, value) in json.object(meta, "the machine's `meta`")? {
+        let named = |json: &Json<'_>| -> Result<Vec<NamedDef>, ImportError> {
+            let mut out = Vec::new();
+            for (name, description) in json.object(value, &format!("`meta.{key}`"))? {
+                let description = if json.is_empty(description) {
+                    None
+                } else {
+                    Some(json.string(description, &format!("`meta.{key}.{name}`"))?)
+                };
+                out.push(NamedDef {
+                    name,
+                    description,
+                    cel: None,
+                });
+            }
+            Ok(out)
+        };
+        match key.as_str() {
+            "roles" => (def.roles, described) = (named(json)?, true),
+            "guards" => (def.guards, described) = (named(json)?, true),
+            "single_mutator" => {
+                def.single_mutator = json.boolean(value, "`meta.single_mutator`")?
+            }
+            _ => {}
+        }
+    }
+    Ok(described)
+}
+
+/// What `fsm export` writes in a transition's `meta`: the action's name (if
+/// there) and what it carries.
+fn read_action_meta(
+    json: &Json<'_>,
+    raw: Raw<'_>,
+) -> Result<(Option<String>, Carried), ImportError> {
+    let mut action = None;
+    let mut carried = Carried::default();
+    for (key, value) in json.object(raw, "an action's `meta`")? {
+        match key.as_str() {
+            "action" => action = Some(json.string(value, "`meta.action`")?),
+            "roles" => carried.roles = json.strings(value, "`meta.roles`")?,
+            "guards" => carried.guards = json.strings(value, "`meta.guards`")?,
+            "hidden" => carried.hidden = json.boolean(value, "`meta.hidden`")?,
+            "deadline_seconds" => {
+                carried.deadline = Some(json.seconds(value, "`meta.deadline_seconds`")?)
+            }
+            "description" => carried.description = Some(json.string(value, "`meta.description`")?),
+            _ => {}
+        }
+    }
+    Ok((action, carried))
+}
+
+/// A state a target names: `#<id>.A`, `#<id>.VIA.child`, or a sibling `A`
+/// (`VIA.child`), as the path of names under the machine.
+fn resolve<'a>(
+    json: &Json<'a>,
+    machine: &str,
+    from: &str,
+    target: &str,
+    at: Raw<'a>,
+) -> Result<Vec<String>, ImportError> {
+    let path = if let Some(absolute) = target.strip_prefix('#') {
+        match absolute
+            .strip_prefix(machine)
+            .and_then(|p| p.strip_prefix('.'))
+        {
+            Some(path) => path,
+            None => {
+                return Err(json.error(
+                    at,
+                    format!("target `{target}` names a state by an id other than the machine's (`#{machine}.STATE`)"),
+                ));
+            }
+        }
+    } else if target.starts_with('.') {
+        return Err(json.error(
+            at,
+            format!("target `{target}` is a child of state `{from}`, which has none"),
+        ));
+    } else {
+        target
+    };
+    Ok(path.split('.').map(str::to_owned).collect())
+}
+
+/// What a transition's target is read against: the text, the machine's id
+/// and its top-level states.
+struct Targets<'n, 'a> {
+    json: &'n Json<'a>,
+    machine: &'n str,
+    nodes: &'n [Node<'a>],
+}
+
+/// One transition of `event` out of `node`, as a way of its action; `None`
+/// for a forbidden transition (`[]`).
+fn read_way<'a>(
+    cx: &Targets<'_, 'a>,
+    node: &Node<'a>,
+    event: &str,
+    raw: Raw<'a>,
+) -> Result<Option<Way<'a>>, ImportError> {
+    let (json, machine, nodes) = (cx.json, cx.machine, cx.nodes);
+    if event == "*" || event.ends_with(".*") {
+        return Err(json.error(
+            raw,
+            format!("the wildcard event `{event}` takes events a table names one by one"),
+        ));
+    }
+    let mut transition = raw;
+    if raw.get().starts_with('[') {
+        match json.array(raw, "a transition")?.as_slice() {
+            [] => return Ok(None),
+            [one] => transition = one,
+            [_, second, ..] => {
+                return Err(json.error(
+                    second,
+                    format!(
+                        "event `{event}` has several guarded targets from state `{}`; a table has \
+                         one target for an action from each state",
+                        node.name
+                    ),
+                ));
+            }
+        }
+    }
+    let mut target = None;
+    let mut carried = Carried::default();
+    if transition.get().starts_with('"') {
+        target = Some((json.string(transition, "a target")?, transition));
+    } else {
+        for (key, value) in json.object(transition, &format!("the transition of `{event}`"))? {
+            match key.as_str() {
+                "target" => {
+                    let targets = json.strings(value, "`target`")?;
+                    match targets.as_slice() {
+                        [] => {}
+                        [one] => target = Some((one.clone(), value)),
+                        _ => {
+                            return Err(json.error(
+                                value,
+                                "several targets at once are parallel states; a table is in one",
+                            ));
+                        }
+                    }
+                }
+                "guard" | "cond" => {
+                    let guard = if value.get().starts_with('{') {
+                        let typed = json.object(value, "a guard")?;
+                        match typed.iter().find(|(k, _)| k == "type") {
+                            Some((_, name)) => json.string(name, "a guard's `type`")?,
+                            None => return Err(json.error(value, "expected a guard's `type`")),
+                        }
+                    } else {
+                        json.string(value, "a guard")?
+                    };
+                    carried.guards.push(guard);
+                }
+                "meta" => {
+                    let (_, from_meta) = read_action_meta(json, value)?;
+                    carried = Carried {
+                        guards: if from_meta.guards.is_empty() {
+                            carried.guards
+                        } else {
+                            from_meta.guards.clone()
+                        },
+                        ..from_meta
+                    };
+                }
+                "description" => carried.description = Some(json.string(value, "`description`")?),
+                // Side effects, and how a self-transition re-enters.
+                "actions" | "reenter" | "internal" => {}
+                k => {
+                    return Err(json.error(
+                        value,
+                        format!("unknown key `{k}` in a transition; expected target, guard, actions, description or meta"),
+                    ));
+                }
+            }
+        }
+    }
+    let Some((target, at)) = target else {
+        return Ok(Some(Way {
+            origin: node.name.clone(),
+            at: transition,
+            via: None,
+            target: None,
+            carried,
+        }));
+    };
+    let path = resolve(json, machine, &node.name, &target, at)?;
+    let Some(first) = nodes.iter().find(|n| n.name == path[0]) else {
+        return Err(json.error(
+            at,
+            format!("target `{target}` is not one of the machine's states"),
+        ));
+    };
+    let (via, target) = match path.as_slice() {
+        [_] if first.def.kind == StateKind::Transition => {
+            return Err(json.error(
+                at,
+                format!(
+                    "target `{target}` is a transition state; a way into one names its child for \
+                     the origin (`{}.{}`)",
+                    first.name, node.name
+                ),
+            ));
+        }
+        [_] if first.name == node.name => (None, None),
+        [_] => (None, Some(first.name.clone())),
+        [_, child] if first.def.kind == StateKind::Transition => {
+            let done = ends(cx, first, child, event, &node.name, at)?;
+            (Some(first.name.clone()), Some(done))
+        }
+        _ => {
+            return Err(json.error(
+                at,
+                format!("target `{target}` is a child state; a table's states are flat"),
+            ));
+        }
+    };
+    Ok(Some(Way {
+        origin: node.name.clone(),
+        at: transition,
+        via,
+        target,
+        carried,
+    }))
+}
+
+/// Where `event`, entering transition state `via` by its child `child` from
+/// `origin`, ends: the target of `<event>_done` there; `<event>_failed` must
+/// lead back to `origin`.
+fn ends<'a>(
+    cx: &Targets<'_, 'a>,
+    via: &Node<'a>,
+    child: &str,
+    event: &str,
+    origin: &str,
+    at: Raw<'a>,
+) -> Result<String, ImportError> {
+    let (json, machine, nodes) = (cx.json, cx.machine, cx.nodes);
+    let Some((_, raw)) = via.children.iter().find(|(name, _)| name == child) else {
+        return Err(json.error(
+            at,
+            format!("transition state `{}` has no child `{child}`", via.name),
+        ));
+    };
+    let what = format!("child `{child}` of transition state `{}`", via.name);
+    let mut on = Vec::new();
+    for (key, value) in json.object(raw, &what)? {
+        match key.as_str() {
+            "on" => on = json.object(value, &format!("the `on` of {what}"))?,
+            _ => {
+                return Err(json.error(
+                    value,
+                    format!("unexpected `{key}` in {what}: it holds only `on`, with `{event}_done` and `{event}_failed`"),
+                ));
+            }
+        }
+    }
+    let (done, failed) = (format!("{event}_done"), format!("{event}_failed"));
+    let mut found = (None, None);
+    for (name, transition) in &on {
+        let target = if transition.get().starts_with('"') {
+            (json.string(transition, "a target")?, *transition)
+        } else {
+            let members = json.object(transition, &format!("`{name}`"))?;
+            match members.iter().find(|(k, _)| k == "target") {
+                Some((_, t)) => (json.string(t, "`target`")?, *t),
+                None => return Err(json.error(transition, format!("`{name}` has no target"))),
+            }
+        };
+        let path = resolve(json, machine, child, &target.0, target.1)?;
+        let state = match path.as_slice() {
+            [one] if nodes.iter().any(|n| n.name == *one) => one.clone(),
+            _ => {
+                return Err(json.error(
+                    target.1,
+                    format!(
+                        "`{name}` must lead to one of the machine's states, not `{}`",
+                        target.0
+                    ),
+                ));
+            }
+        };
+        if *name == done {
+            found.0 = Some(state);
+        } else if *name == failed {
+            if state != origin {
+                return Err(json.error(
+                    target.1,
+                    format!("`{failed}` leads to `{state}`; a failed action returns to its origin, `{origin}`"),
+                ));
+            }
+            found.1 = Some(state);
+        } else {
+            return Err(json.error(
+                transition,
+                format!("unexpected event `{name}` in {what}: expected `{done}` and `{failed}`"),
+            ));
+        }
+    }
+    match found {
+        (Some(done), Some(_)) => Ok(done),
+        _ => Err(json.error(raw, format!("{what} needs both `{done}` and `{failed}`"))),
+    }
+}
+
+/// The actions, one per event, from their ways in the order first met.
+fn assemble(json: &Json<'_>, ways: Vec<(String, Way<'_>)>) -> Result<Vec<ActionDef>, ImportError> {
+    let mut by_action: Vec<(String, Vec<Way<'_>>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (action, way) in ways {
+        match index.get(&action) {
+            Some(&at) => by_action[at].1.push(way),
+            None => {
+                index.insert(action.clone(), by_action.len());
+                by_action.push((action, vec![way]));
+            }
+        }
+    }
+    let mut actions = Vec::new();
+    for (name, ways) in by_action {
+        let first = &ways[0];
+        for way in &ways[1..] {
+            let differs = if way.via != first.via {
+                Some("enters a different transition state")
+            } else if way.target.is_none() != first.target.is_none() {
+                Some("changes the state from one origin and not from the other")
+            } else if way.carried.guards != first.carried.guards {
+                Some("has different guards")
+            } else if way.carried.roles != first.carried.roles {
+                Some("has different roles")
+            } else if way.carried.hidden != first.carried.hidden {
+                Some("is hidden from one origin only")
+            } else {
+                None
+            };
+            if let Some(differs) = differs {
+                return Err(json.error(
+                    way.at,
+                    format!(
+                        "event `{name}` {differs} from `{}` than from `{}`: an action is the \
+                         same from every origin",
+                        way.origin, first.origin
+                    ),
+                ));
+            }
+        }
+        let from: Vec<String> = ways.iter().map(|w| w.origin.clone()).collect();
+        let targets: Vec<(String, String)> = ways
+            .iter()
+            .filter_map(|w| Some((w.origin.clone(), w.target.clone()?)))
+            .collect();
+        let to = if targets.is_empty() {
+            TargetDef::Unset
+        } else if first.via.is_some() && targets.iter().all(|(o, t)| o == t) {
+            TargetDef::Origin
+        } else if targets.iter().all(|(_, t)| *t == targets[0].1) {
+            TargetDef::State(targets[0].1.clone())
+        } else {
+            TargetDef::PerOrigin(targets)
+        };
+        let carried = first.carried.clone();
+        actions.push(ActionDef {
+            name,
+            from,
+            via: first.via.clone(),
+            to,
+            roles: carried.roles,
+            guards: carried.guards,
+            hidden: carried.hidden,
+            deadline: carried.deadline,
+            renamed_from: Vec::new(),
+            description: carried.description,
+        });
+    }
+    Ok(actions)
+}
+
+/// Declares the roles and guards the actions and owners name that the
+/// machine's `meta` did not (all of them, for a config written by hand).
+fn declare_used(def: &mut MachineDef, described: bool) {
+    let note = if described {
+        "Named in the XState config, not declared in its `meta`"
+    } else {
+        "Imported from XState: say what must hold"
+    };
+    let owners = def.states.iter().filter_map(|s| s.owner.clone());
+    let roles: Vec<String> = def
+        .actions
+        .iter()
+        .flat_map(|a| a.roles.clone())
+        .chain(owners)
+        .collect();
+    for role in roles {
+        if !def.roles.iter().any(|r| r.name == role) {
+            def.roles.push(NamedDef {
+                name: role,
+                description: Some("Imported from XState".into()),
+                cel: None,
+            });
+        }
+    }
+    let guards: Vec<String> = def.actions.iter().flat_map(|a| a.guards.clone()).collect();
+    for guard in guards {
+        if !def.guards.iter().any(|g| g.name == guard) {
+            def.guards.push(NamedDef {
+                name: guard,
+                description: Some(note.into()),
+                cel: None,
+            });
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! `fsm import xstate`: every shipped spec exported as an XState config imports
+//! back to the same table (states, rules, roles, guards, owners, deadlines,
+//! hidden and in-place actions); a config written by hand imports by its
+//! events; what a table cannot say is refused with its line and column.
+
+#[path = "../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeSet;
+
+use fsm_core::Machine;
+use fsm_interchange::{ImportError, from_xstate, xstate};
+
+fn load(spec: &str) -> Machine {
+    fsm_core::spec::load_str("imported.toml", spec).unwrap_or_else(|e| panic!("{e}\n{spec}"))
+}
+
+/// Every rule by name: action, origin, transition state, target, and whether
+/// it moves the object.
+fn rules(m: &Machine) -> BTreeSet<(String, String, Option<String>, String, bool)> {
+    m.rules()
+        .map(|r| {
+            (
+                m.action(r.action).name.to_string(),
+                m.state(r.origin).name.to_string(),
+                r.via.map(|v| m.state(v).name.to_string()),
+                m.state(r.target).name.to_string(),
+                r.changes_state,
+            )
+        })
+        .collect()
+}
+
+/// What a state is, besides its rules.
+fn states(m: &Machine) -> BTreeSet<String> {
+    m.states()
+        .iter()
+        .map(|s| {
+            format!(
+                "{} transition={} terminal={} owner={:?} persisted={} deadline={:?} description={:?}",
+                s.name,
+                s.is_transition(),
+                s.terminal,
+                s.owner,
+                s.persisted,
+                s.deadline,
+                s.description
+            )
+        })
+        .collect()
+}
+
+/// What an action carries besides its rules.
+fn actions(m: &Machine) -> BTreeSet<String> {
+    m.action_ids()
+        .map(|a| {
+            let x = m.action(a);
+            format!(
+                "{} roles={:?} guards={:?} hidden={} deadline={:?} description={:?}",
+                x.name,
+                x.roles,
+                m.guard_names(a),
+                x.hidden,
+                x.deadline,
+                x.description
+            )
+        })
+        .collect()
+}
+
+/// The declared roles, with what each means.
+fn roles(m: &Machine) -> BTreeSet<(String, Option<String>)> {
+    let described = |r: &fsm_core::Role| {
+        (
+            r.name.to_string(),
+            r.description.as_deref().map(String::from),
+        )
+    };
+    m.roles().iter().map(described).collect()
+}
+
+/// The declared guards, with what each means (their CEL is not exported).
+fn guards(m: &Machine) -> BTreeSet<(String, String)> {
+    let described = |g: &fsm_core::Guard| (g.name.to_string(), g.description.to_string());
+    m.guards().iter().map(described).collect()
+}
+
+#[test]
+fn every_shipped_spec_round_trips_through_its_xstate_export() {
+    for path in common::specs() {
+        let m = fsm_core::spec::load(&path).unwrap();
+        let config = xstate(&m).unwrap();
+        let spec = from_xstate(&config, "unused")
+            .unwrap_or_else(|e| panic!("{}: {e}\n{config}", path.display()));
+        let back = load(&spec);
+        let at = path.display();
+        assert_eq!(back.name(), m.name(), "{at}");
+        assert_eq!(back.description(), m.description(), "{at}");
+        assert_eq!(back.single_mutator(), m.single_mutator(), "{at}");
+        assert_eq!(
+            back.state(back.initial()).name,
+            m.state(m.initial()).name,
+            "{at}"
+        );
+        assert_eq!(states(&back), states(&m), "{at}:\n{spec}");
+        assert_eq!(rules(&back), rules(&m), "{at}:\n{spec}");
+        assert_eq!(actions(&back), actions(&m), "{at}:\n{spec}");
+        assert_eq!(roles(&back), roles(&m), "{at}");
+        assert_eq!(guards(&back), guards(&m), "{at}");
+    }
+}
+
+/// A traffic light as XState's own docs write one: string targets, a guard,
+/// a targetless transition, a forbidden one, a final state.
+const LIGHT: &str = include_str!("xstate/light.json");
+
+/// A door: per-origin targets, a self-transition, a target in an array.
+const DOOR: &str = include_str!("xstate/door.json");
+
+#[test]
+fn a_config_written_by_hand_imports_by_its_events() {
+    let spec = from_xstate(LIGHT, "unused").unwrap();
+    let m = load(&spec);
+    assert_eq!(m.name(), "light");
+    assert_eq!(m.state(m.initial()).name.as_ref(), "green");
+    let by_name = |r: &BTreeSet<(String, String, Option<String>, String, bool)>| {
+        r.iter()
+            .map(|(a, o, _, t, moves)| {
+                format!("{a}: {o} -> {t}{}", if *moves { "" } else { " (in place)" })
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        by_name(&rules(&m)),
+        [
+            "BREAK: green -> broken",
+            "BREAK: yellow -> broken",
+            "PING: green -> green (in place)",
+            "PING: yellow -> yellow (in place)",
+            "TIMER: green -> yellow",
+            "TIMER: red -> green",
+            "TIMER: yellow -> red",
+        ]
+    );
+    let brk = m.find_action("BREAK").unwrap();
+    assert_eq!(m.guard_names(brk), ["isBroken"]);
+    let broken = m.state(m.state_id("broken").unwrap());
+    assert!(broken.terminal);
+    assert_eq!(broken.description.as_deref(), Some("Out of order"));
+    // What the spec could not carry is said at its top.
+    assert!(
+        spec.contains("cannot say which states are transition states"),
+        "{spec}"
+    );
+    assert!(
+        spec.contains("Left out (a table has no place for them): `entry`."),
+        "{spec}"
+    );
+
+    let door = load(&from_xstate(DOOR, "unused").unwrap());
+    assert_eq!(
+        by_name(&rules(&door)),
+        [
+            "knock: closed -> closed (in place)",
+            "lock: closed -> locked",
+            "remove: closed -> removed",
+            "remove: open -> removed",
+            "toggle: closed -> open",
+            "toggle: open -> closed",
+            "unlock: locked -> closed",
+        ]
+    );
+    assert_eq!(
+        door.description(),
+        Some("A door, written by hand for XState")
+    );
+}
+
+#[test]
+fn descriptions_keep_every_character_through_the_spec() {
+    // Quotes, backslashes, a tab, a newline and a control character, which a
+    // TOML string must escape.
+    let text = "say \"hi\" \\ to\tall\nat once \u{7}";
+    let config = serde_json::json!({
+        "id": "m",
+        "initial": "a",
+        "description": text,
+        "states": { "a": { "description": text, "type": "final" } }
+    });
+    let m = load(&from_xstate(&config.to_string(), "unused").unwrap());
+    assert_eq!(m.description(), Some(text));
+    assert_eq!(m.state(m.initial()).description.as_deref(), Some(text));
+}
+
+#[test]
+fn what_a_table_cannot_say_is_refused_where_it_is() {
+    let err = |text: &str| from_xstate(text, "m").unwrap_err().to_string();
+    assert_eq!(
+        err("{\n  \"initial\": \"a\",\n  \"states\": { \"a\": { \"on\": { \"go\": \"b\" } } \n"),
+        "line 4, column 1: not JSON: EOF while parsing an object"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"after": {"1000": "b"}}, "b": {}}}"#),
+        "line 1, column 44: delayed transitions (`after`) cannot be said in a table"
+    );
+    assert_eq!(
+        err(
+            "{\"initial\": \"a\",\n \"states\": {\"a\": {\"initial\": \"x\", \"states\": {\"x\": {}}}}}"
+        ),
+        "line 2, column 18: state `a` has child states; a table's states are flat, but for the \
+         transition states `fsm export` writes (`meta.transition`, a child per way in)"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "type": "parallel", "states": {"a": {}}}"#),
+        "line 1, column 26: a parallel machine is in several states at once; a table is in one"
+    );
+    assert_eq!(
+        err(
+            r#"{"initial": "a", "states": {"a": {"on": {"go": [{"target": "b", "guard": "g"}, {"target": "c"}]}}, "b": {}, "c": {}}}"#
+        ),
+        "line 1, column 80: event `go` has several guarded targets from state `a`; a table has \
+         one target for an action from each state"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"on": {"go": "nowhere"}}}}"#),
+        "line 1, column 48: target `nowhere` is not one of the machine's states"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"on": {"*": "a"}}}}"#),
+        "line 1, column 47: the wildcard event `*` takes events a table names one by one"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {}, "a": {}}}"#),
+        "line 1, column 43: `a` appears twice in `states`"
+    );
+    assert_eq!(
+        err(
+            r#"{"initial": "a", "states": {"a": {"on": {"go": {"target": "b", "guard": "g"}}}, "b": {"on": {"go": "a"}}}}"#
+        ),
+        "line 1, column 100: event `go` has different guards from `b` than from `a`: an action \
+         is the same from every origin"
+    );
+    assert_eq!(
+        err(r#"{"initial": "z", "states": {"a": {}}}"#),
+        "line 1, column 13: the initial state `z` is not one of the machine's states"
+    );
+    assert_eq!(
+        from_xstate("[1, 2]", "m").unwrap_err(),
+        ImportError {
+            line: 1,
+            column: 1,
+            message: "expected an object for the machine config".into()
+        }
+    );
+}
