@@ -117,7 +117,7 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-    /// Import another tool's machine as a spec (TOML): an XState config or a PlantUML diagram.
+    /// Import another tool's machine as a spec (TOML): an XState config, an SCXML document or a PlantUML diagram.
     Import {
         /// The format read.
         #[command(subcommand)]
@@ -156,6 +156,18 @@ enum ImportFrom {
         /// The config file.
         file: PathBuf,
         /// The machine's name, unless the config has an `id` (default: the
+        /// file's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Write the spec to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// A W3C SCXML document, flat or as `fsm export --format scxml` writes it.
+    Scxml {
+        /// The document.
+        file: PathBuf,
+        /// The machine's name, unless the document has a `name` (default: the
         /// file's name).
         #[arg(long)]
         name: Option<String>,
@@ -206,6 +218,11 @@ fn main() -> ExitCode {
             from: ImportFrom::Xstate { file, name, output },
         } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
             fsm_interchange::from_xstate(&text, name)
+        }),
+        Command::Import {
+            from: ImportFrom::Scxml { file, name, output },
+        } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
+            fsm_interchange::from_scxml(&text, name)
         }),
         Command::Serve { args } => serve(&args),
     };

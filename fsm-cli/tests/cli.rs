@@ -706,6 +706,35 @@ fn import_xstate_reads_back_what_export_wrote() {
 }
 
 #[test]
+fn import_scxml_reads_back_what_export_wrote() {
+    let dir = scratch("import-scxml");
+    let (code, document, stderr) = fsm(&["export", "--format", "scxml", &spec("ovc/node.toml")]);
+    assert_eq!(code, 0, "{stderr}");
+    let exported = dir.join("node.scxml");
+    std::fs::write(&exported, &document).unwrap();
+    let (code, toml, stderr) = fsm(&["import", "scxml", &exported.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        toml.contains(
+            "decommission = { from = [\"ENABLED\", \"MAINTENANCE\"], via = \"DECOMMISSIONING\", to = \"DECOMMISSIONED\" }"
+        ),
+        "{toml}"
+    );
+    let bad = dir.join("bad.scxml");
+    std::fs::write(
+        &bad,
+        "<scxml initial=\"a\">\n  <state id=\"a\"><invoke src=\"x\"/></state>\n</scxml>\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = fsm(&["import", "scxml", &bad.display().to_string()]);
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert!(
+        stderr.contains("bad.scxml: line 2, column 17: an invoked service (`<invoke>`) ends in events a table does not name"),
+        "{stderr}"
+    );
+}
+
+#[test]
 #[cfg(unix)]
 fn serve_runs_the_server_binary_with_its_arguments() {
     use std::os::unix::fs::PermissionsExt;

@@ -1,6 +1,7 @@
 //! Machines exchanged with other tools: exported as an XState v5 machine config
 //! ([`xstate`]) or a W3C SCXML document ([`scxml`]); imported from an XState v5
-//! machine config ([`from_xstate`]), or from a PlantUML state diagram
+//! machine config ([`from_xstate`]), an SCXML document ([`from_scxml`]), or a
+//! PlantUML state diagram
 //! ([`plantuml`]), also one carried in a PlantUML server's image address
 //! ([`source_from_url`]).
 //!
@@ -28,42 +29,22 @@
 //! event from every reachable state; the test suite checks it with the engines
 //! themselves (`xstate` in node, python-statemachine's SCXML interpreter).
 
+mod import;
 mod names;
 mod plantuml;
 mod scxml;
+mod scxml_import;
 mod spec_text;
 mod xstate;
 mod xstate_import;
 
+pub use import::ImportError;
 pub use names::ExportError;
 pub use plantuml::{plantuml, source_from_url};
 pub use scxml::scxml;
+pub use scxml_import::from_scxml;
 pub use xstate::xstate;
 pub use xstate_import::from_xstate;
-
-/// A place in an imported file (a PlantUML diagram, an XState config) that the
-/// importer could not read, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportError {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column (in characters).
-    pub column: usize,
-    /// What was expected, and what was found.
-    pub message: String,
-}
-
-impl std::fmt::Display for ImportError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "line {}, column {}: {}",
-            self.line, self.column, self.message
-        )
-    }
-}
-
-impl std::error::Error for ImportError {}
 
 use fsm_model::{ActionId, Machine, StateId};
 

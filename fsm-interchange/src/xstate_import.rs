@@ -11,15 +11,15 @@
 //! delayed and invoked transitions, several guarded targets for one event) is
 //! refused, with where it is.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
-use fsm_model::{ActionDef, MachineDef, NamedDef, StateDef, StateKind, TargetDef};
+use fsm_model::{MachineDef, NamedDef, StateDef, StateKind};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::{ImportError, spec_text};
+use crate::ImportError;
+use crate::import::{Carried, Pos, Way, assemble, declare_used, written};
 
 type Raw<'a> = &'a RawValue;
 
@@ -52,18 +52,16 @@ impl<'de> Deserialize<'de> for Members<'de> {
 }
 
 impl<'a> Json<'a> {
+    /// Where `at`, a value of the text, is.
+    fn pos(&self, at: Raw<'a>) -> Pos {
+        // Every value read is a slice of the text (borrowed, never copied).
+        let offset = (at.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize);
+        Pos::at(self.text, offset)
+    }
+
     /// An error at `at`, a value of the text.
     fn error(&self, at: Raw<'a>, message: impl Into<String>) -> ImportError {
-        // Every value read is a slice of the text (borrowed, never copied).
-        let offset = (at.get().as_ptr() as usize)
-            .saturating_sub(self.text.as_ptr() as usize)
-            .min(self.text.len());
-        let before = self.text.get(..offset).unwrap_or("");
-        ImportError {
-            line: before.matches('\n').count() + 1,
-            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
-            message: message.into(),
-        }
+        self.pos(at).error(message)
     }
 
     /// The members of an object; `what` names it in the error otherwise.
@@ -116,27 +114,6 @@ impl<'a> Json<'a> {
         let text: String = raw.get().chars().filter(|c| !c.is_whitespace()).collect();
         matches!(text.as_str(), "{}" | "[]" | "null")
     }
-}
-
-/// What `fsm export` writes about an action: its `meta`.
-#[derive(Debug, Default, Clone, PartialEq)]
-struct Carried {
-    roles: Vec<String>,
-    guards: Vec<String>,
-    hidden: bool,
-    deadline: Option<Duration>,
-    description: Option<String>,
-}
-
-/// An action from one origin, as the config says it.
-struct Way<'a> {
-    origin: String,
-    /// Where the transition was written, for errors.
-    at: Raw<'a>,
-    via: Option<String>,
-    /// `None`: the action changes no state.
-    target: Option<String>,
-    carried: Carried,
 }
 
 /// A top-level state node, read.
@@ -270,7 +247,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
                 action,
                 Way {
                     origin: node.name.clone(),
-                    at: raw,
+                    at: json.pos(raw),
                     via: None,
                     target: None,
                     carried,
@@ -278,9 +255,9 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
             ));
         }
     }
-    def.actions = assemble(&json, ways)?;
+    def.actions = assemble(ways)?;
     def.states = nodes.into_iter().map(|n| n.def).collect();
-    declare_used(&mut def, described);
+    declare_used(&mut def, "XState");
 
     let mut comments =
         vec!["Imported from an XState machine config by `fsm import xstate`.".to_owned()];
@@ -296,16 +273,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
             .map(String::from),
         );
     }
-    if !left_out.is_empty() {
-        left_out.sort();
-        left_out.dedup();
-        comments.push(String::new());
-        comments.push(format!(
-            "Left out (a table has no place for them): {}.",
-            left_out.join(", ")
-        ));
-    }
-    Ok(spec_text::write(&def, &comments))
+    Ok(written(&def, comments, left_out))
 }
 
 /// A key of the machine or a state other than those read: refused when it
@@ -512,7 +480,7 @@ fn read_way<'a>(
     node: &Node<'a>,
     event: &str,
     raw: Raw<'a>,
-) -> Result<Option<Way<'a>>, ImportError> {
+) -> Result<Option<Way>, ImportError> {
     let (json, machine, nodes) = (cx.json, cx.machine, cx.nodes);
     if event == "*" || event.ends_with(".*") {
         return Err(json.error(
@@ -595,7 +563,7 @@ fn read_way<'a>(
     let Some((target, at)) = target else {
         return Ok(Some(Way {
             origin: node.name.clone(),
-            at: transition,
+            at: json.pos(transition),
             via: None,
             target: None,
             carried,
@@ -634,7 +602,7 @@ fn read_way<'a>(
     };
     Ok(Some(Way {
         origin: node.name.clone(),
-        at: transition,
+        at: json.pos(transition),
         via,
         target,
         carried,
@@ -717,113 +685,5 @@ fn ends<'a>(
     match found {
         (Some(done), Some(_)) => Ok(done),
         _ => Err(json.error(raw, format!("{what} needs both `{done}` and `{failed}`"))),
-    }
-}
-
-/// The actions, one per event, from their ways in the order first met.
-fn assemble(json: &Json<'_>, ways: Vec<(String, Way<'_>)>) -> Result<Vec<ActionDef>, ImportError> {
-    let mut by_action: Vec<(String, Vec<Way<'_>>)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for (action, way) in ways {
-        match index.get(&action) {
-            Some(&at) => by_action[at].1.push(way),
-            None => {
-                index.insert(action.clone(), by_action.len());
-                by_action.push((action, vec![way]));
-            }
-        }
-    }
-    let mut actions = Vec::new();
-    for (name, ways) in by_action {
-        let first = &ways[0];
-        for way in &ways[1..] {
-            let differs = if way.via != first.via {
-                Some("enters a different transition state")
-            } else if way.target.is_none() != first.target.is_none() {
-                Some("changes the state from one origin and not from the other")
-            } else if way.carried.guards != first.carried.guards {
-                Some("has different guards")
-            } else if way.carried.roles != first.carried.roles {
-                Some("has different roles")
-            } else if way.carried.hidden != first.carried.hidden {
-                Some("is hidden from one origin only")
-            } else {
-                None
-            };
-            if let Some(differs) = differs {
-                return Err(json.error(
-                    way.at,
-                    format!(
-                        "event `{name}` {differs} from `{}` than from `{}`: an action is the \
-                         same from every origin",
-                        way.origin, first.origin
-                    ),
-                ));
-            }
-        }
-        let from: Vec<String> = ways.iter().map(|w| w.origin.clone()).collect();
-        let targets: Vec<(String, String)> = ways
-            .iter()
-            .filter_map(|w| Some((w.origin.clone(), w.target.clone()?)))
-            .collect();
-        let to = if targets.is_empty() {
-            TargetDef::Unset
-        } else if first.via.is_some() && targets.iter().all(|(o, t)| o == t) {
-            TargetDef::Origin
-        } else if targets.iter().all(|(_, t)| *t == targets[0].1) {
-            TargetDef::State(targets[0].1.clone())
-        } else {
-            TargetDef::PerOrigin(targets)
-        };
-        let carried = first.carried.clone();
-        actions.push(ActionDef {
-            name,
-            from,
-            via: first.via.clone(),
-            to,
-            roles: carried.roles,
-            guards: carried.guards,
-            hidden: carried.hidden,
-            deadline: carried.deadline,
-            renamed_from: Vec::new(),
-            description: carried.description,
-        });
-    }
-    Ok(actions)
-}
-
-/// Declares the roles and guards the actions and owners name that the
-/// machine's `meta` did not (all of them, for a config written by hand).
-fn declare_used(def: &mut MachineDef, described: bool) {
-    let note = if described {
-        "Named in the XState config, not declared in its `meta`"
-    } else {
-        "Imported from XState: say what must hold"
-    };
-    let owners = def.states.iter().filter_map(|s| s.owner.clone());
-    let roles: Vec<String> = def
-        .actions
-        .iter()
-        .flat_map(|a| a.roles.clone())
-        .chain(owners)
-        .collect();
-    for role in roles {
-        if !def.roles.iter().any(|r| r.name == role) {
-            def.roles.push(NamedDef {
-                name: role,
-                description: Some("Imported from XState".into()),
-                cel: None,
-            });
-        }
-    }
-    let guards: Vec<String> = def.actions.iter().flat_map(|a| a.guards.clone()).collect();
-    for guard in guards {
-        if !def.guards.iter().any(|g| g.name == guard) {
-            def.guards.push(NamedDef {
-                name: guard,
-                description: Some(note.into()),
-                cel: None,
-            });
-        }
     }
 }

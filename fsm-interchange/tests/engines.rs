@@ -2,8 +2,9 @@
 //! python-statemachine's SCXML interpreter. From every reachable position (every
 //! static state, and every transition state as entered from each origin), every
 //! event is tried, and the engine's state must be the table's. The other way,
-//! XState runs the configs written by hand that `fsm import xstate` reads
-//! (`tests/xstate/`), and must agree with the tables imported from them.
+//! each engine runs the files written by hand that `fsm import xstate|scxml`
+//! reads (`tests/xstate/`, `tests/scxml/`), and must agree with the tables
+//! imported from them.
 //!
 //! The engines come from `scripts/setup` (npm and PyPI, pinned). Missing, the tests
 //! fail saying so, unless `FSM_SKIP_TOOLS=1`.
@@ -239,38 +240,63 @@ fn xstate_runs_every_exported_machine_as_the_table_says() {
     );
 }
 
-#[test]
-fn xstate_runs_each_imported_config_as_the_imported_table_says() {
-    let dir = std::env::temp_dir().join(format!("fsm-engines-import-{}", std::process::id()));
+/// Runs each file written by hand in `tests/<what>/` in its engine (`run`),
+/// against the table `import` made of it.
+fn check_imported(
+    what: &str,
+    import: fn(&str, &str) -> Result<String, fsm_interchange::ImportError>,
+    run: impl Fn(&Path, &Path) -> Option<(bool, String)>,
+) {
+    let dir =
+        std::env::temp_dir().join(format!("fsm-engines-import-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xstate");
+    let files = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(what);
     let mut checked = 0;
-    for config in std::fs::read_dir(configs).unwrap() {
-        let config = config.unwrap().path();
-        let text = std::fs::read_to_string(&config).unwrap();
-        let spec = fsm_interchange::from_xstate(&text, "unused")
-            .unwrap_or_else(|e| panic!("{}: {e}", config.display()));
+    for file in std::fs::read_dir(files).unwrap() {
+        let file = file.unwrap().path();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let spec = import(&text, "unused").unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let m = fsm_core::spec::load_str("imported.toml", &spec).unwrap();
         let cases = cases(&m);
         let cases_file = dir.join("cases.json");
         std::fs::write(&cases_file, cases.to_string()).unwrap();
-        let Some((ok, out)) = engine(
-            Path::new("node"),
-            &[&scripts().join("xstate-check.mjs"), &config, &cases_file],
-            "XState (node)",
-        ) else {
+        let Some((ok, out)) = run(&file, &cases_file) else {
             return;
         };
         assert!(
             ok,
-            "XState disagrees with the table imported from {}:\n{out}\n{spec}",
-            config.display()
+            "{what}'s engine disagrees with the table imported from {}:\n{out}\n{spec}",
+            file.display()
         );
         checked += cases.as_array().unwrap().len();
     }
-    // (Every event from every state: the two configs' tables.)
+    // (Every event from every state of each file's table.)
     assert!(checked >= 20, "{checked} cases");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn xstate_runs_each_imported_config_as_the_imported_table_says() {
+    check_imported("xstate", fsm_interchange::from_xstate, |config, cases| {
+        engine(
+            Path::new("node"),
+            &[&scripts().join("xstate-check.mjs"), config, cases],
+            "XState (node)",
+        )
+    });
+}
+
+#[test]
+fn python_statemachine_runs_each_imported_document_as_the_imported_table_says() {
+    check_imported("scxml", fsm_interchange::from_scxml, |document, cases| {
+        engine(
+            &scripts().join("../python/.venv/bin/python"),
+            &[&scripts().join("scxml_check.py"), document, cases],
+            "python-statemachine",
+        )
+    });
 }
 
 #[test]

@@ -1,0 +1,201 @@
+//! What the importers share: where a place in the file is, the ways of each
+//! action as a file says them, assembled into the spec's actions.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fsm_model::{ActionDef, MachineDef, NamedDef, TargetDef};
+
+/// A place in an imported file (a PlantUML diagram, an XState config, an SCXML
+/// document) that the importer could not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub column: usize,
+    /// What was expected, and what was found.
+    pub message: String,
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// A place in an imported file: 1-based line and column (in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pos {
+    pub(crate) line: usize,
+    pub(crate) column: usize,
+}
+
+impl Pos {
+    /// The place `offset` bytes into `text`.
+    pub(crate) fn at(text: &str, offset: usize) -> Pos {
+        let before = text.get(..offset.min(text.len())).unwrap_or("");
+        Pos {
+            line: before.matches('\n').count() + 1,
+            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+        }
+    }
+
+    /// An error here.
+    pub(crate) fn error(self, message: impl Into<String>) -> ImportError {
+        ImportError {
+            line: self.line,
+            column: self.column,
+            message: message.into(),
+        }
+    }
+}
+
+/// What an action carries besides its moves: what the format says of its
+/// guards, and what `fsm export` wrote of the rest.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Carried {
+    pub(crate) roles: Vec<String>,
+    pub(crate) guards: Vec<String>,
+    pub(crate) hidden: bool,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) description: Option<String>,
+}
+
+/// An action from one origin, as the imported file says it.
+pub(crate) struct Way {
+    pub(crate) origin: String,
+    /// Where the transition is written, for errors.
+    pub(crate) at: Pos,
+    /// The transition state it enters, if any.
+    pub(crate) via: Option<String>,
+    /// `None`: the action changes no state.
+    pub(crate) target: Option<String>,
+    pub(crate) carried: Carried,
+}
+
+/// The actions, one per event, from their ways in the order first met.
+pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, ImportError> {
+    let mut by_action: Vec<(String, Vec<Way>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (action, way) in ways {
+        match index.get(&action) {
+            Some(&at) => by_action[at].1.push(way),
+            None => {
+                index.insert(action.clone(), by_action.len());
+                by_action.push((action, vec![way]));
+            }
+        }
+    }
+    let mut actions = Vec::new();
+    for (name, ways) in by_action {
+        let first = &ways[0];
+        for way in &ways[1..] {
+            let differs = if way.via != first.via {
+                Some("enters a different transition state")
+            } else if way.target.is_none() != first.target.is_none() {
+                Some("changes the state from one origin and not from the other")
+            } else if way.carried.guards != first.carried.guards {
+                Some("has different guards")
+            } else if way.carried.roles != first.carried.roles {
+                Some("has different roles")
+            } else if way.carried.hidden != first.carried.hidden {
+                Some("is hidden from one origin only")
+            } else {
+                None
+            };
+            if let Some(differs) = differs {
+                return Err(way.at.error(format!(
+                    "event `{name}` {differs} from `{}` than from `{}`: an action is the \
+                     same from every origin",
+                    way.origin, first.origin
+                )));
+            }
+        }
+        let from: Vec<String> = ways.iter().map(|w| w.origin.clone()).collect();
+        let targets: Vec<(String, String)> = ways
+            .iter()
+            .filter_map(|w| Some((w.origin.clone(), w.target.clone()?)))
+            .collect();
+        let to = if targets.is_empty() {
+            TargetDef::Unset
+        } else if first.via.is_some() && targets.iter().all(|(o, t)| o == t) {
+            TargetDef::Origin
+        } else if targets.iter().all(|(_, t)| *t == targets[0].1) {
+            TargetDef::State(targets[0].1.clone())
+        } else {
+            TargetDef::PerOrigin(targets)
+        };
+        let carried = first.carried.clone();
+        actions.push(ActionDef {
+            name,
+            from,
+            via: first.via.clone(),
+            to,
+            roles: carried.roles,
+            guards: carried.guards,
+            hidden: carried.hidden,
+            deadline: carried.deadline,
+            renamed_from: Vec::new(),
+            description: carried.description,
+        });
+    }
+    Ok(actions)
+}
+
+/// Declares the roles and guards the actions and owners name that the
+/// machine's `meta` did not (all of them, for a config written by hand).
+pub(crate) fn declare_used(def: &mut MachineDef, format: &str) {
+    let note = format!("Imported from {format}: say what must hold");
+    let owners = def.states.iter().filter_map(|s| s.owner.clone());
+    let roles: Vec<String> = def
+        .actions
+        .iter()
+        .flat_map(|a| a.roles.clone())
+        .chain(owners)
+        .collect();
+    for role in roles {
+        if !def.roles.iter().any(|r| r.name == role) {
+            def.roles.push(NamedDef {
+                name: role,
+                description: Some(format!("Imported from {format}")),
+                cel: None,
+            });
+        }
+    }
+    let guards: Vec<String> = def.actions.iter().flat_map(|a| a.guards.clone()).collect();
+    for guard in guards {
+        if !def.guards.iter().any(|g| g.name == guard) {
+            def.guards.push(NamedDef {
+                name: guard,
+                description: Some(note.clone()),
+                cel: None,
+            });
+        }
+    }
+}
+
+/// The spec of `def`, under `comments` and a line naming what the file held
+/// that was `left_out`.
+pub(crate) fn written(
+    def: &MachineDef,
+    mut comments: Vec<String>,
+    mut left_out: Vec<String>,
+) -> String {
+    if !left_out.is_empty() {
+        left_out.sort();
+        left_out.dedup();
+        comments.push(String::new());
+        comments.push(format!(
+            "Left out (a table has no place for them): {}.",
+            left_out.join(", ")
+        ));
+    }
+    crate::spec_text::write(def, &comments)
+}

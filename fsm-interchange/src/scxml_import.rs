@@ -1,0 +1,393 @@
+//! W3C SCXML documents to specs.
+//!
+//! A flat document (top-level `<state>`s with `<transition event target>`,
+//! `<final>` states) reads as it is: each event is an action, allowed from
+//! every state with a transition for it. A transition state the way
+//! [`scxml`](crate::scxml) writes one (a compound state with a child per way
+//! in, `<action>_done` and `<action>_failed` there) reads back as the action's
+//! `via`. What `fsm export` writes as comments (roles, guards, owners,
+//! descriptions, hidden and in-place actions) is not read back. What would
+//! change the machine's moves without a table to say it (nested, parallel or
+//! history states, eventless transitions, events raised or sent, invoked
+//! services, several targets or alternatives for one event, wildcards, an
+//! event that is the `.`-prefix of another) is refused, with where it is.
+
+use fsm_model::{MachineDef, StateDef, StateKind};
+use roxmltree::{Document, Node};
+
+use crate::ImportError;
+use crate::import::{Carried, Pos, Way, assemble, declare_used, written};
+
+/// The document, to say where each node is.
+struct Doc<'a> {
+    text: &'a str,
+}
+
+impl Doc<'_> {
+    fn pos(&self, node: Node<'_, '_>) -> Pos {
+        Pos::at(self.text, node.range().start)
+    }
+
+    /// Where the value of `node`'s attribute `name` is (the node's, if it
+    /// has none).
+    fn attr_pos(&self, node: Node<'_, '_>, name: &str) -> Pos {
+        node.attribute_node(name).map_or_else(
+            || self.pos(node),
+            |a| Pos::at(self.text, a.range_value().start),
+        )
+    }
+}
+
+/// A top-level state, read.
+struct State<'a, 'i> {
+    def: StateDef,
+    /// Its transitions (a static state's).
+    transitions: Vec<Node<'a, 'i>>,
+    /// Its children (a transition state's), by id.
+    children: Vec<(String, Node<'a, 'i>)>,
+}
+
+/// Elements of the document or a state that change no move and that a spec
+/// has no place for: left out, and said so in a comment.
+const LEFT_OUT: [&str; 5] = ["datamodel", "script", "onentry", "onexit", "donedata"];
+
+/// Reads a W3C SCXML document and writes a spec (TOML) with the same moves,
+/// named after its `name`, else `name`.
+///
+/// Each event is an action, allowed from every top-level state with a
+/// transition for it (to one target, or a target per origin); a targetless
+/// transition is an action that changes no state; `<final>` states are
+/// terminal; a transition's `cond` is one of the action's guards, named by
+/// its expression. A document written by [`scxml`](crate::scxml) imports back
+/// to the same states and moves, its transition states included (what it
+/// writes as comments is not read).
+///
+/// # Errors
+///
+/// Text that is not XML or not SCXML, and what a table cannot say: child
+/// states other than a transition state's, parallel and history states,
+/// eventless transitions, `<raise>` and `<send>`, `<invoke>`, several targets
+/// or transitions for one event from one state, wildcard events, an event
+/// that is the `.`-prefix of another (SCXML's `go` also takes `go.fast`), an
+/// action whose guards or transition state differ between its origins; each
+/// with its line and column.
+pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
+    let parsed = Document::parse(text).map_err(|e| {
+        let at = e.pos();
+        let message = e.to_string();
+        let suffix = format!(" at {at}");
+        ImportError {
+            line: at.row as usize,
+            column: at.col as usize,
+            message: format!(
+                "not XML: {}",
+                message.strip_suffix(&suffix).unwrap_or(&message)
+            ),
+        }
+    })?;
+    let doc = Doc { text };
+    let root = parsed.root_element();
+    if root.tag_name().name() != "scxml" {
+        return Err(doc.pos(root).error(format!(
+            "expected `<scxml>`, found `<{}>`",
+            root.tag_name().name()
+        )));
+    }
+    let mut def = MachineDef {
+        name: root.attribute("name").unwrap_or(name).to_owned(),
+        ..MachineDef::default()
+    };
+    let mut left_out = Vec::new();
+    let mut states: Vec<State<'_, '_>> = Vec::new();
+    for node in root.children().filter(Node::is_element) {
+        match node.tag_name().name() {
+            "state" | "final" => states.push(read_state(&doc, node, &mut left_out)?),
+            other if LEFT_OUT.contains(&other) => left_out.push(format!("`<{other}>`")),
+            other => return Err(refused(&doc, node, other)),
+        }
+    }
+    if states.is_empty() {
+        return Err(doc.pos(root).error("the document has no states"));
+    }
+    def.initial = Some(match root.attribute("initial") {
+        Some(initial) => {
+            let at = doc.attr_pos(root, "initial");
+            if initial.split_whitespace().count() > 1 {
+                return Err(
+                    at.error("several initial states are parallel states; a table is in one")
+                );
+            }
+            if !states.iter().any(|s| s.def.name == initial) {
+                return Err(at.error(format!(
+                    "the initial state `{initial}` is not one of the document's top-level states"
+                )));
+            }
+            initial.to_owned()
+        }
+        // SCXML's default: the first state in document order.
+        None => states[0].def.name.clone(),
+    });
+
+    let mut ways = Vec::new();
+    let mut events: Vec<(String, Pos)> = Vec::new();
+    for state in states.iter().filter(|s| s.def.kind == StateKind::Static) {
+        for &transition in &state.transitions {
+            for (event, way) in read_way(&doc, &states, state, transition)? {
+                events.push((event.clone(), way.at));
+                ways.push((event, way));
+            }
+        }
+    }
+    for (event, at) in &events {
+        let prefixed = |(other, _): &&(String, Pos)| {
+            other
+                .strip_prefix(event.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
+        };
+        if let Some((other, _)) = events.iter().find(prefixed) {
+            return Err(at.error(format!(
+                "event `{event}` also takes `{other}` in SCXML; a table's action is taken by its own name only"
+            )));
+        }
+    }
+    def.actions = assemble(ways)?;
+    def.states = states.into_iter().map(|s| s.def).collect();
+    declare_used(&mut def, "SCXML");
+
+    let comments = vec![
+        "Imported from an SCXML document by `fsm import scxml`.".to_owned(),
+        String::new(),
+        "SCXML cannot say who may perform each action (roles), who owns a state, or".to_owned(),
+        "which actions change no state; add `roles` and `owner` where they apply, and".to_owned(),
+        "say what each guard checks.".to_owned(),
+    ];
+    Ok(written(&def, comments, left_out))
+}
+
+/// The error for an element a table cannot say, or that SCXML does not have
+/// there.
+fn refused(doc: &Doc<'_>, node: Node<'_, '_>, name: &str) -> ImportError {
+    let why = match name {
+        "parallel" => "a parallel state is in several states at once; a table is in one".to_owned(),
+        "history" => "a history state remembers where it was; a table's states are flat".to_owned(),
+        "invoke" => {
+            "an invoked service (`<invoke>`) ends in events a table does not name".to_owned()
+        }
+        "raise" | "send" => {
+            format!("`<{name}>` makes an event of its own; a table's moves are each one action")
+        }
+        other => format!("unexpected `<{other}>` here"),
+    };
+    doc.pos(node).error(why)
+}
+
+/// A top-level `<state>` or `<final>`: its kind, description and what it
+/// holds.
+fn read_state<'a, 'i>(
+    doc: &Doc<'_>,
+    node: Node<'a, 'i>,
+    left_out: &mut Vec<String>,
+) -> Result<State<'a, 'i>, ImportError> {
+    let Some(id) = node.attribute("id") else {
+        return Err(doc
+            .pos(node)
+            .error("a top-level state needs an `id`: transitions name it"));
+    };
+    let mut state = State {
+        def: StateDef::new(id, StateKind::Static),
+        transitions: Vec::new(),
+        children: Vec::new(),
+    };
+    state.def.terminal = node.tag_name().name() == "final";
+    for child in node.children().filter(Node::is_element) {
+        match child.tag_name().name() {
+            "transition" if !state.def.terminal => state.transitions.push(child),
+            "state" if !state.def.terminal => {
+                let Some(id) = child.attribute("id") else {
+                    return Err(doc
+                        .pos(child)
+                        .error("a transition state's child needs an `id`"));
+                };
+                state.children.push((id.to_owned(), child));
+            }
+            // A compound state's first child: a transition state's is the one
+            // `fsm export` writes, of no meaning to a table.
+            "initial" if !state.def.terminal => {}
+            other if LEFT_OUT.contains(&other) => left_out.push(format!("`<{other}>`")),
+            other => return Err(refused(doc, child, other)),
+        }
+    }
+    if !state.children.is_empty() {
+        // A transition state the way `fsm export` writes one: children that
+        // only end the action, and nothing of its own.
+        let ends_only = |child: &Node<'_, '_>| {
+            child.children().filter(Node::is_element).all(|t| {
+                t.tag_name().name() == "transition"
+                    && t.attribute("event")
+                        .is_some_and(|e| e.ends_with("_done") || e.ends_with("_failed"))
+            })
+        };
+        if !state.transitions.is_empty() || !state.children.iter().all(|(_, c)| ends_only(c)) {
+            return Err(doc.pos(node).error(format!(
+                "state `{id}` has child states; a table's states are flat, but for the transition \
+                 states `fsm export` writes (a child per way in, with only `<action>_done` and \
+                 `<action>_failed`)"
+            )));
+        }
+        state.def.kind = StateKind::Transition;
+    }
+    Ok(state)
+}
+
+/// A transition out of `state`, as a way of each of its events' actions.
+fn read_way(
+    doc: &Doc<'_>,
+    states: &[State<'_, '_>],
+    state: &State<'_, '_>,
+    transition: Node<'_, '_>,
+) -> Result<Vec<(String, Way)>, ImportError> {
+    let origin = &state.def.name;
+    let at = doc.pos(transition);
+    if let Some(made) = transition
+        .descendants()
+        .find(|n| matches!(n.tag_name().name(), "raise" | "send"))
+    {
+        return Err(refused(doc, made, made.tag_name().name()));
+    }
+    let Some(events) = transition.attribute("event") else {
+        return Err(at.error(format!(
+            "an eventless transition out of `{origin}` moves on its own; a table's moves are each an action"
+        )));
+    };
+    let mut carried = Carried::default();
+    if let Some(cond) = transition.attribute("cond") {
+        carried.guards.push(cond.trim().to_owned());
+    }
+    let (via, target) = match transition.attribute("target") {
+        None => (None, None),
+        Some(targets) => {
+            let target_at = doc.attr_pos(transition, "target");
+            let mut ids = targets.split_whitespace();
+            let (Some(id), None) = (ids.next(), ids.next()) else {
+                return Err(target_at
+                    .error("several targets at once are parallel states; a table is in one"));
+            };
+            resolve(states, origin, id, target_at)?
+        }
+    };
+    let mut out = Vec::new();
+    for event in events.split_whitespace() {
+        if event == "*" || event.ends_with(".*") {
+            return Err(doc.attr_pos(transition, "event").error(format!(
+                "the wildcard event `{event}` takes events a table names one by one"
+            )));
+        }
+        let earlier = state.transitions.iter().take_while(|t| **t != transition);
+        if earlier
+            .filter_map(|t| t.attribute("event"))
+            .any(|e| e.split_whitespace().any(|e| e == event))
+        {
+            return Err(at.error(format!(
+                "a second transition for event `{event}` out of `{origin}`; a table has one \
+                 target for an action from each state"
+            )));
+        }
+        let (via, target) = match &via {
+            Some((via, child)) => {
+                let done = ends(doc, states, via, child, event, origin, at)?;
+                (Some(via.def.name.clone()), Some(done))
+            }
+            None => (None, target.clone().filter(|t| t != origin)),
+        };
+        out.push((
+            event.to_owned(),
+            Way {
+                origin: origin.clone(),
+                at,
+                via,
+                target,
+                carried: carried.clone(),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// A target id: a top-level state (`(None, Some(name))`), or a child of a
+/// transition state (`(Some((via, child)), None)`).
+#[allow(clippy::type_complexity)]
+fn resolve<'s, 'a, 'i>(
+    states: &'s [State<'a, 'i>],
+    origin: &str,
+    id: &str,
+    at: Pos,
+) -> Result<(Option<(&'s State<'a, 'i>, Node<'a, 'i>)>, Option<String>), ImportError> {
+    if let Some(state) = states.iter().find(|s| s.def.name == id) {
+        if state.def.kind == StateKind::Transition {
+            return Err(at.error(format!(
+                "target `{id}` is a transition state; a way into one names its child for the origin `{origin}`"
+            )));
+        }
+        return Ok((None, Some(id.to_owned())));
+    }
+    for state in states {
+        if let Some((_, child)) = state.children.iter().find(|(c, _)| c == id) {
+            return Ok((Some((state, *child)), None));
+        }
+    }
+    Err(at.error(format!(
+        "target `{id}` is not one of the document's top-level states"
+    )))
+}
+
+/// Where `event`, entering transition state `via` by its child `child` from
+/// `origin`, ends: the target of `<event>_done` there; `<event>_failed` must
+/// lead back to `origin`.
+fn ends(
+    doc: &Doc<'_>,
+    states: &[State<'_, '_>],
+    via: &State<'_, '_>,
+    child: &Node<'_, '_>,
+    event: &str,
+    origin: &str,
+    at: Pos,
+) -> Result<String, ImportError> {
+    let (done, failed) = (format!("{event}_done"), format!("{event}_failed"));
+    let what = format!(
+        "child `{}` of transition state `{}`",
+        child.attribute("id").unwrap_or_default(),
+        via.def.name
+    );
+    let target = |name: &str| -> Result<Option<(String, Pos)>, ImportError> {
+        let Some(t) = child
+            .children()
+            .find(|t| t.attribute("event") == Some(name))
+        else {
+            return Ok(None);
+        };
+        let target_at = doc.attr_pos(t, "target");
+        match t.attribute("target") {
+            Some(id)
+                if states
+                    .iter()
+                    .any(|s| s.def.name == id && s.def.kind == StateKind::Static) =>
+            {
+                Ok(Some((id.to_owned(), target_at)))
+            }
+            _ => Err(target_at.error(format!(
+                "`{name}` in {what} must lead to one of the document's static states"
+            ))),
+        }
+    };
+    match (target(&done)?, target(&failed)?) {
+        (Some((done, _)), Some((back, back_at))) => {
+            if back != origin {
+                return Err(back_at.error(format!(
+                    "`{failed}` leads to `{back}`; a failed action returns to its origin, `{origin}`"
+                )));
+            }
+            Ok(done)
+        }
+        _ => Err(at.error(format!("{what} needs both `{done}` and `{failed}`"))),
+    }
+}

@@ -1,0 +1,183 @@
+//! `fsm import scxml`: every shipped spec exported as SCXML imports back to the
+//! same states and moves (transition states included); a document written by
+//! hand imports by its events; what a table cannot say is refused with its line
+//! and column.
+
+#[path = "../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeSet;
+
+use fsm_core::Machine;
+use fsm_interchange::{ImportError, from_scxml, scxml};
+
+fn load(spec: &str) -> Machine {
+    fsm_core::spec::load_str("imported.toml", spec).unwrap_or_else(|e| panic!("{e}\n{spec}"))
+}
+
+/// Every rule that moves an object, by name: action, origin, transition
+/// state, target. (SCXML carries actions that change no state as comments.)
+fn moves(m: &Machine) -> BTreeSet<String> {
+    m.rules()
+        .filter(|r| r.changes_state)
+        .map(|r| {
+            let via = r.via.map(|v| format!(" via {}", m.state(v).name));
+            format!(
+                "{}: {} -> {}{}",
+                m.action(r.action).name,
+                m.state(r.origin).name,
+                m.state(r.target).name,
+                via.unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// Each state's name, kind and whether it is terminal.
+fn states(m: &Machine) -> BTreeSet<(String, bool, bool)> {
+    m.states()
+        .iter()
+        .map(|s| (s.name.to_string(), s.is_transition(), s.terminal))
+        .collect()
+}
+
+#[test]
+fn every_shipped_spec_round_trips_through_its_scxml_export() {
+    for path in common::specs() {
+        let m = fsm_core::spec::load(&path).unwrap();
+        let document = scxml(&m).unwrap();
+        let spec = from_scxml(&document, "unused")
+            .unwrap_or_else(|e| panic!("{}: {e}\n{document}", path.display()));
+        let back = load(&spec);
+        let at = path.display();
+        assert_eq!(back.name(), m.name(), "{at}");
+        assert_eq!(
+            back.state(back.initial()).name,
+            m.state(m.initial()).name,
+            "{at}"
+        );
+        assert_eq!(states(&back), states(&m), "{at}:\n{spec}");
+        assert_eq!(moves(&back), moves(&m), "{at}:\n{spec}");
+    }
+}
+
+#[test]
+fn a_document_written_by_hand_imports_by_its_events() {
+    let spec = from_scxml(include_str!("scxml/door.scxml"), "unused").unwrap();
+    let m = load(&spec);
+    assert_eq!(m.name(), "door");
+    let rules: Vec<String> = m
+        .rules()
+        .map(|r| {
+            let moves = if r.changes_state { "" } else { " (in place)" };
+            format!(
+                "{}: {} -> {}{moves}",
+                m.action(r.action).name,
+                m.state(r.origin).name,
+                m.state(r.target).name
+            )
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "knock: closed -> closed (in place)",
+            "lock: closed -> locked",
+            "remove: closed -> removed",
+            "remove: open -> removed",
+            "take_down: closed -> removed",
+            "toggle: closed -> open",
+            "toggle: open -> closed",
+            "unlock: locked -> closed",
+            "wave: open -> open (in place)",
+        ]
+    );
+    assert!(m.state(m.state_id("removed").unwrap()).terminal);
+    assert!(
+        spec.contains("Left out (a table has no place for them): `<onentry>`."),
+        "{spec}"
+    );
+
+    // A condition is a guard, named by its expression.
+    let guarded = from_scxml(
+        r#"<scxml xmlns="http://www.w3.org/2005/07/scxml" initial="a"><state id="a"><transition event="go" cond="x &gt; 1" target="b"/></state><final id="b"/></scxml>"#,
+        "m",
+    )
+    .unwrap();
+    let g = load(&guarded);
+    assert_eq!(g.name(), "m");
+    assert_eq!(g.guard_names(g.find_action("go").unwrap()), ["x > 1"]);
+}
+
+#[test]
+fn what_a_table_cannot_say_is_refused_where_it_is() {
+    let err = |body: &str| {
+        let text = format!(
+            "<scxml xmlns=\"http://www.w3.org/2005/07/scxml\" initial=\"a\">\n{body}\n</scxml>\n"
+        );
+        from_scxml(&text, "m").unwrap_err().to_string()
+    };
+    assert_eq!(
+        err(
+            "<state id=\"a\"><transition event=\"go\" target=\"b\"/></state>\n<parallel id=\"b\"/>"
+        ),
+        "line 3, column 1: a parallel state is in several states at once; a table is in one"
+    );
+    assert_eq!(
+        err("<state id=\"a\">\n  <transition target=\"a\"/>\n</state>"),
+        "line 3, column 3: an eventless transition out of `a` moves on its own; a table's \
+         moves are each an action"
+    );
+    assert_eq!(
+        err("<state id=\"a\"><transition event=\"go\" target=\"b c\"/></state>"),
+        "line 2, column 46: several targets at once are parallel states; a table is in one"
+    );
+    assert_eq!(
+        err("<state id=\"a\"><transition event=\"go\" target=\"nowhere\"/></state>"),
+        "line 2, column 46: target `nowhere` is not one of the document's top-level states"
+    );
+    assert_eq!(
+        err(
+            "<state id=\"a\"><transition event=\"go\" target=\"b\"/><transition event=\"go.fast\" target=\"b\"/></state><final id=\"b\"/>"
+        ),
+        "line 2, column 15: event `go` also takes `go.fast` in SCXML; a table's action is \
+         taken by its own name only"
+    );
+    assert_eq!(
+        err(
+            "<state id=\"a\"><transition event=\"go\" target=\"b\"><raise event=\"again\"/></transition></state><final id=\"b\"/>"
+        ),
+        "line 2, column 49: `<raise>` makes an event of its own; a table's moves are each one action"
+    );
+    assert_eq!(
+        err("<state id=\"a\"><state id=\"a1\"/><transition event=\"go\" target=\"a\"/></state>"),
+        "line 2, column 1: state `a` has child states; a table's states are flat, but for the \
+         transition states `fsm export` writes (a child per way in, with only `<action>_done` \
+         and `<action>_failed`)"
+    );
+    assert_eq!(
+        err(
+            "<state id=\"a\"><transition event=\"go\" target=\"b\"/><transition event=\"go\" target=\"a\"/></state><final id=\"b\"/>"
+        ),
+        "line 2, column 50: a second transition for event `go` out of `a`; a table has one \
+         target for an action from each state"
+    );
+    assert_eq!(
+        err("<state id=\"a\"><transition event=\"*\" target=\"a\"/></state>"),
+        "line 2, column 34: the wildcard event `*` takes events a table names one by one"
+    );
+    assert_eq!(
+        from_scxml("<scxml>\n  <state id=\"a\">\n</scxml>", "m").unwrap_err(),
+        ImportError {
+            line: 3,
+            column: 1,
+            message: "not XML: expected 'state' tag, not 'scxml'".into()
+        }
+    );
+    assert_eq!(
+        from_scxml("<machine/>", "m").unwrap_err().to_string(),
+        "line 1, column 1: expected `<scxml>`, found `<machine>`"
+    );
+}
