@@ -506,7 +506,10 @@ fn read_way<'a>(
         }
     }
     let mut target = None;
+    // What `fsm export` wrote in `meta`, then the transition's own guards
+    // and description over it, whatever the order of the keys.
     let mut carried = Carried::default();
+    let (mut guards, mut description) = (Vec::new(), None);
     if transition.get().starts_with('"') {
         target = Some((json.string(transition, "a target")?, transition));
     } else {
@@ -535,20 +538,10 @@ fn read_way<'a>(
                     } else {
                         json.string(value, "a guard")?
                     };
-                    carried.guards.push(guard);
+                    guards.push(guard);
                 }
-                "meta" => {
-                    let (_, from_meta) = read_action_meta(json, value)?;
-                    carried = Carried {
-                        guards: if from_meta.guards.is_empty() {
-                            carried.guards
-                        } else {
-                            from_meta.guards.clone()
-                        },
-                        ..from_meta
-                    };
-                }
-                "description" => carried.description = Some(json.string(value, "`description`")?),
+                "meta" => carried = read_action_meta(json, value)?.1,
+                "description" => description = Some(json.string(value, "`description`")?),
                 // Side effects, and how a self-transition re-enters.
                 "actions" | "reenter" | "internal" => {}
                 k => {
@@ -560,6 +553,12 @@ fn read_way<'a>(
             }
         }
     }
+    for guard in guards {
+        if !carried.guards.contains(&guard) {
+            carried.guards.push(guard);
+        }
+    }
+    carried.description = description.or(carried.description);
     let Some((target, at)) = target else {
         return Ok(Some(Way {
             origin: node.name.clone(),

@@ -174,6 +174,13 @@ fn a_config_written_by_hand_imports_by_its_events() {
         door.description(),
         Some("A door, written by hand for XState")
     );
+    // A transition's description and guard stand beside a `meta` of the user's.
+    let lock = door.find_action("lock").unwrap();
+    assert_eq!(
+        door.action(lock).description.as_deref(),
+        Some("Turn the key")
+    );
+    assert_eq!(door.guard_names(lock), ["hasKey"]);
 }
 
 #[test]
