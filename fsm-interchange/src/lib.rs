@@ -1,9 +1,8 @@
 //! Machines exchanged with other tools: exported as an XState v5 machine config
 //! ([`xstate`]) or a W3C SCXML document ([`scxml`]); imported from an XState v5
 //! machine config ([`from_xstate`]), an SCXML document ([`from_scxml`]), or a
-//! PlantUML state diagram
-//! ([`plantuml`]), also one carried in a PlantUML server's image address
-//! ([`source_from_url`]).
+//! PlantUML state diagram ([`plantuml`]), also one carried in a PlantUML
+//! server's image address ([`source_from_url`]).
 //!
 //! # The contract of both exports
 //!
@@ -28,6 +27,41 @@
 //! The machine a tool runs from either export agrees with the table on every
 //! event from every reachable state; the test suite checks it with the engines
 //! themselves (`xstate` in node, python-statemachine's SCXML interpreter).
+//!
+//! # The imports
+//!
+//! Each import writes a spec (TOML) with the same moves as the file, or refuses
+//! what a table cannot say with an [`ImportError`] at its line and column; it
+//! never drops a move silently. What the file holds that changes no move and
+//! has no place in a spec (entry and exit actions, a data model) is named in a
+//! comment at the top of the spec.
+//!
+//! - What either export writes imports back to the same states and moves;
+//!   from XState, with every piece of metadata the export carries.
+//! - A file written by hand imports by its events: each event is an action,
+//!   allowed from every state with a transition for it.
+//! - The test suite runs the files written by hand in the engines, against the
+//!   tables imported from them.
+//!
+//! ```
+//! let config = r#"{
+//!   "id": "light", "initial": "green",
+//!   "states": {
+//!     "green": { "on": { "TIMER": "yellow" } },
+//!     "yellow": { "on": { "TIMER": "red" } },
+//!     "red": { "on": { "TIMER": "green" } }
+//!   }
+//! }"#;
+//! let spec = fsm_interchange::from_xstate(config, "light")?;
+//! assert!(spec.contains(r#"TIMER = { from = ["green", "yellow", "red"], to = { green = "yellow", yellow = "red", red = "green" } }"#));
+//!
+//! let refused = fsm_interchange::from_xstate(r#"{"initial": "a", "states": {"a": {"after": {"500": "a"}}}}"#, "m");
+//! assert_eq!(
+//!     refused.unwrap_err().to_string(),
+//!     "line 1, column 44: delayed transitions (`after`) cannot be said in a table"
+//! );
+//! # Ok::<(), fsm_interchange::ImportError>(())
+//! ```
 
 mod import;
 mod names;
