@@ -120,10 +120,14 @@ struct Diagram {
 }
 
 impl Diagram {
-    fn state(&mut self, id: &str) -> &mut DrawnState {
+    /// The state with diagram id `id`, made when first met; refused when
+    /// another state is already drawn with `id` as its name (a spec names
+    /// each state once).
+    fn state(&mut self, id: &str) -> Result<&mut DrawnState, String> {
         let at = match self.states.iter().position(|(i, _)| i == id) {
             Some(at) => at,
             None => {
+                self.named_once(id, id)?;
                 self.states.push((
                     id.to_owned(),
                     DrawnState {
@@ -135,7 +139,17 @@ impl Diagram {
                 self.states.len() - 1
             }
         };
-        &mut self.states[at].1
+        Ok(&mut self.states[at].1)
+    }
+
+    /// Refuses `name` for the state with id `id` when another state has it.
+    fn named_once(&self, id: &str, name: &str) -> Result<(), String> {
+        match self.states.iter().find(|(i, s)| i != id && s.name == name) {
+            Some((other, _)) => Err(format!(
+                "two states are named `{name}`: `{other}` and `{id}`; a spec names each state once"
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -191,7 +205,9 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
                 format!("expected a state id, found `{rest}`"),
             ));
         }
-        let state = d.state(&id);
+        let at = col(indent + 6);
+        d.named_once(&id, &name).map_err(|e| (at, e))?;
+        let state = d.state(&id).map_err(|e| (at, e))?;
         state.name = name;
         match stereotype.as_deref() {
             Some("transition") => state.transition = true,
@@ -233,13 +249,13 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
                         ),
                     ));
                 }
-                d.state(to);
+                d.state(to).map_err(|e| (col(indent), e))?;
                 d.initial = Some((to.to_owned(), line));
             }
-            (from, "[*]") => d.state(from).ends = true,
+            (from, "[*]") => d.state(from).map_err(|e| (col(indent), e))?.ends = true,
             (from, to) => {
-                d.state(from);
-                d.state(to);
+                d.state(from).map_err(|e| (col(indent), e))?;
+                d.state(to).map_err(|e| (col(indent), e))?;
                 d.arrows.push(Arrow {
                     from: from.to_owned(),
                     to: to.to_owned(),
@@ -254,7 +270,7 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
         && is_ident(id)
         && !label.is_empty()
     {
-        let state = d.state(id);
+        let state = d.state(id).map_err(|e| (col(indent), e))?;
         if let Some(owner) = label.strip_prefix("owner: ") {
             state.owner = Some(owner.trim().to_owned());
         } else if label == "not persisted" {

@@ -101,7 +101,28 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     let mut states: Vec<State<'_, '_>> = Vec::new();
     for node in root.children().filter(Node::is_element) {
         match node.tag_name().name() {
-            "state" | "final" => states.push(read_state(&doc, node, &mut left_out)?),
+            "state" | "final" => {
+                let state = read_state(&doc, node, &mut left_out)?;
+                // SCXML's ids are the document's: one state each, children
+                // of transition states included.
+                let ids = |s: &State<'_, '_>| {
+                    let children = s.children.iter().map(|(id, _)| id.clone());
+                    std::iter::once(s.def.name.clone())
+                        .chain(children)
+                        .collect::<Vec<_>>()
+                };
+                let taken: Vec<String> = states.iter().flat_map(ids).collect();
+                let mut seen = Vec::new();
+                for id in ids(&state) {
+                    if taken.contains(&id) || seen.contains(&id) {
+                        return Err(doc.pos(node).error(format!(
+                            "state id `{id}` appears twice; SCXML names each state once"
+                        )));
+                    }
+                    seen.push(id);
+                }
+                states.push(state);
+            }
             other if LEFT_OUT.contains(&other) => left_out.push(format!("`<{other}>`")),
             other => return Err(refused(&doc, node, other)),
         }

@@ -135,6 +135,15 @@ fn bad_plantuml_says_where() {
         err("@startuml\n[*] --> A\nstate A {\n}\n@enduml\n").to_string(),
         "line 3, column 1: composite states are not supported: a spec's states are flat"
     );
+    // Two ids drawn with one name would write the state twice.
+    assert_eq!(
+        err("@startuml\nstate \"B\" as X\n[*] --> A\nA --> B\n@enduml\n").to_string(),
+        "line 4, column 1: two states are named `B`: `X` and `B`; a spec names each state once"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\nA --> B\nstate \"B\" as X\n@enduml\n").to_string(),
+        "line 4, column 7: two states are named `B`: `B` and `X`; a spec names each state once"
+    );
     assert_eq!(
         err("@startuml\n[*] --> A\nA --> B!\n@enduml\n").to_string(),
         "line 3, column 7: expected a state id or `[*]`, found `B!`"

@@ -165,6 +165,10 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
          target for an action from each state"
     );
     assert_eq!(
+        err("<state id=\"a\"/>\n<final id=\"a\"/>"),
+        "line 3, column 1: state id `a` appears twice; SCXML names each state once"
+    );
+    assert_eq!(
         err("<state id=\"a\"><transition event=\"*\" target=\"a\"/></state>"),
         "line 2, column 34: the wildcard event `*` takes events a table names one by one"
     );
