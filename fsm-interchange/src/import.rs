@@ -80,6 +80,23 @@ pub(crate) struct Way {
     pub(crate) carried: Carried,
 }
 
+/// Refuses the second of two names a spec would read as one: states and
+/// actions are compared ignoring (ASCII) case. `what` says what they name.
+pub(crate) fn distinct<'n>(
+    what: &str,
+    names: impl IntoIterator<Item = (&'n str, Pos)>,
+) -> Result<(), ImportError> {
+    let mut seen: HashMap<String, &str> = HashMap::new();
+    for (name, at) in names {
+        if let Some(first) = seen.insert(name.to_ascii_lowercase(), name) {
+            return Err(at.error(format!(
+                "{what} `{name}` and `{first}` differ only in case; a spec compares names ignoring case"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The actions, one per event, from their ways in the order first met.
 pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, ImportError> {
     let mut by_action: Vec<(String, Vec<Way>)> = Vec::new();
@@ -93,10 +110,23 @@ pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, Impor
             }
         }
     }
+    distinct(
+        "events",
+        by_action
+            .iter()
+            .map(|(name, ways)| (name.as_str(), ways[0].at)),
+    )?;
     let mut actions = Vec::new();
     for (name, ways) in by_action {
         let first = &ways[0];
-        for way in &ways[1..] {
+        for (i, way) in ways.iter().enumerate().skip(1) {
+            if ways[..i].iter().any(|w| w.origin == way.origin) {
+                return Err(way.at.error(format!(
+                    "event `{name}` again from `{}`; a table has one move for an action from \
+                     each state",
+                    way.origin
+                )));
+            }
             let differs = if way.via != first.via {
                 Some("enters a different transition state")
             } else if way.target.is_none() != first.target.is_none() {

@@ -144,9 +144,10 @@ impl Diagram {
 
     /// Refuses `name` for the state with id `id` when another state has it.
     fn named_once(&self, id: &str, name: &str) -> Result<(), String> {
-        match self.states.iter().find(|(i, s)| i != id && s.name == name) {
+        match (self.states.iter()).find(|(i, s)| i != id && s.name.eq_ignore_ascii_case(name)) {
             Some((other, _)) => Err(format!(
-                "two states are named `{name}`: `{other}` and `{id}`; a spec names each state once"
+                "two states are named `{name}`: `{other}` and `{id}`; a spec names each state \
+                 once, ignoring case"
             )),
             None => Ok(()),
         }
@@ -395,7 +396,10 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
     let is_transition = |id: &str| d.states.iter().any(|(i, s)| i == id && s.transition);
     let mut actions: Vec<(String, Assembled)> = Vec::new();
     let slot = |name: &str, actions: &mut Vec<(String, Assembled)>| -> usize {
-        match actions.iter().position(|(n, _)| n == name) {
+        match actions
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
             Some(at) => at,
             None => {
                 actions.push((name.to_owned(), Assembled::default()));
@@ -456,7 +460,7 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
             // Several arrows with one name but different targets from one origin
             // cannot be one action: the later ones are named after their target.
             let mut key = label.action.clone();
-            if let Some((_, existing)) = actions.iter().find(|(n, _)| *n == key)
+            if let Some((_, existing)) = actions.iter().find(|(n, _)| n.eq_ignore_ascii_case(&key))
                 && existing.moves.iter().any(|(o, t)| *o == from && *t != to)
             {
                 key = format!("{}_to_{}", key, snake(&to));

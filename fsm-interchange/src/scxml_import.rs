@@ -16,7 +16,7 @@ use fsm_model::{MachineDef, StateDef, StateKind};
 use roxmltree::{Document, Node};
 
 use crate::ImportError;
-use crate::import::{Carried, Pos, Way, assemble, declare_used, written};
+use crate::import::{Carried, Pos, Way, assemble, declare_used, distinct, written};
 
 /// The document, to say where each node is.
 struct Doc<'a> {
@@ -41,6 +41,8 @@ impl Doc<'_> {
 /// A top-level state, read.
 struct State<'a, 'i> {
     def: StateDef,
+    /// Where it is written.
+    at: Pos,
     /// Its transitions (a static state's).
     transitions: Vec<Node<'a, 'i>>,
     /// Its children (a transition state's), by id.
@@ -130,6 +132,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     if states.is_empty() {
         return Err(doc.pos(root).error("the document has no states"));
     }
+    distinct("states", states.iter().map(|s| (s.def.name.as_str(), s.at)))?;
     def.initial = Some(match root.attribute("initial") {
         Some(initial) => {
             let at = doc.attr_pos(root, "initial");
@@ -216,6 +219,7 @@ fn read_state<'a, 'i>(
     };
     let mut state = State {
         def: StateDef::new(id, StateKind::Static),
+        at: doc.pos(node),
         transitions: Vec::new(),
         children: Vec::new(),
     };

@@ -19,7 +19,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::ImportError;
-use crate::import::{Carried, Pos, Way, assemble, declare_used, written};
+use crate::import::{Carried, Pos, Way, assemble, declare_used, distinct, written};
 
 type Raw<'a> = &'a RawValue;
 
@@ -119,6 +119,8 @@ impl<'a> Json<'a> {
 /// A top-level state node, read.
 struct Node<'a> {
     name: String,
+    /// Where it is written.
+    at: Pos,
     def: StateDef,
     on: Vec<(String, Raw<'a>)>,
     /// The children of a transition state, by name.
@@ -213,6 +215,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
     if nodes.is_empty() {
         return Err(json.error(states, "the machine has no states"));
     }
+    distinct("states", nodes.iter().map(|n| (n.name.as_str(), n.at)))?;
     let Some(initial) = initial else {
         return Err(json.error(root, "the machine has no `initial` state"));
     };
@@ -310,6 +313,7 @@ fn read_node<'a>(
     let mut node = Node {
         def: StateDef::new(name.clone(), StateKind::Static),
         name,
+        at: json.pos(raw),
         on: Vec::new(),
         children: Vec::new(),
         in_place: Vec::new(),

@@ -1,7 +1,8 @@
 //! The importers never panic, whatever the text: mangled copies of what the
 //! exports write (and of the files written by hand) are refused with a line and
-//! column inside the text, or import as a spec that is TOML the spec reader
-//! takes (whatever its findings about the machine).
+//! column inside the text, or import as a spec that the spec reader takes and
+//! whose names, origins and targets hold together (whatever else it finds
+//! about the machine).
 
 #[path = "../../fsm-core/tests/common/mangle.rs"]
 mod mangle;
@@ -42,6 +43,9 @@ const SNIPPETS: &[&str] = &[
     "&amp;",
     "_done",
     ".",
+    " go go",
+    "\"in_place\": [{\"action\": \"",
+    "--> A : ",
 ];
 
 /// What each importer reads: the exports of every spec above, and the files
@@ -90,11 +94,28 @@ proptest! {
             }
             Ok(spec) => {
                 let report = SpecFile::new("imported.toml", spec.clone()).check();
-                let unread = report
-                    .diagnostics
-                    .iter()
-                    .find(|d| matches!(d.lint, Lint::Syntax | Lint::Schema));
-                prop_assert!(unread.is_none(), "{format}: {unread:?}\n{spec}");
+                // Findings that would mean the importer wrote what the file
+                // did not say: a spec the reader cannot take, or names,
+                // origins and targets that do not hold together.
+                let miswritten = report.diagnostics.iter().find(|d| {
+                    matches!(
+                        d.lint,
+                        Lint::Syntax
+                            | Lint::Schema
+                            | Lint::ConflictingTarget
+                            | Lint::UnknownState
+                            | Lint::UnknownRole
+                            | Lint::UnknownGuard
+                            | Lint::DuplicateState
+                            | Lint::DuplicateAction
+                            | Lint::DuplicateOrigin
+                            | Lint::MissingInitial
+                            | Lint::NoOrigin
+                            | Lint::StaticVia
+                            | Lint::PerOriginMismatch
+                    )
+                });
+                prop_assert!(miswritten.is_none(), "{format}: {miswritten:?}\n{spec}");
             }
         }
     }

@@ -107,6 +107,24 @@ fn every_shipped_spec_round_trips_through_its_plantuml_drawing() {
 }
 
 #[test]
+fn labels_that_differ_only_in_case_are_one_action() {
+    // A spec compares names ignoring case: `Go` and `go` are one action, from
+    // each of its origins to its own target.
+    let spec = plantuml(
+        "@startuml\n[*] --> A\nA --> B : Go\nB --> A : go\n@enduml\n",
+        "m",
+    )
+    .unwrap();
+    let m = load(&spec);
+    let go = m.find_action("go").unwrap();
+    assert_eq!(m.action(go).name.as_ref(), "Go", "{spec}");
+    assert_eq!(
+        moves(&m),
+        BTreeSet::from([("A".into(), "B".into()), ("B".into(), "A".into())])
+    );
+}
+
+#[test]
 fn bad_plantuml_says_where() {
     let err = |text: &str| plantuml(text, "m").unwrap_err();
     assert_eq!(
@@ -138,11 +156,13 @@ fn bad_plantuml_says_where() {
     // Two ids drawn with one name would write the state twice.
     assert_eq!(
         err("@startuml\nstate \"B\" as X\n[*] --> A\nA --> B\n@enduml\n").to_string(),
-        "line 4, column 1: two states are named `B`: `X` and `B`; a spec names each state once"
+        "line 4, column 1: two states are named `B`: `X` and `B`; a spec names each state once, \
+         ignoring case"
     );
     assert_eq!(
         err("@startuml\n[*] --> A\nA --> B\nstate \"B\" as X\n@enduml\n").to_string(),
-        "line 4, column 7: two states are named `B`: `B` and `X`; a spec names each state once"
+        "line 4, column 7: two states are named `B`: `B` and `X`; a spec names each state once, \
+         ignoring case"
     );
     assert_eq!(
         err("@startuml\n[*] --> A\nA --> B!\n@enduml\n").to_string(),

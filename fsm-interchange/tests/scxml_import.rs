@@ -165,6 +165,20 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
          target for an action from each state"
     );
     assert_eq!(
+        err("<state id=\"a\"><transition event=\"go go\" target=\"b\"/></state><final id=\"b\"/>"),
+        "line 2, column 15: event `go` again from `a`; a table has one move for an action from each state"
+    );
+    assert_eq!(
+        err("<state id=\"a\"><transition event=\"go\" target=\"A\"/></state>\n<final id=\"A\"/>"),
+        "line 3, column 1: states `A` and `a` differ only in case; a spec compares names ignoring case"
+    );
+    assert_eq!(
+        err(
+            "<state id=\"a\"><transition event=\"go\" target=\"b\"/><transition event=\"Go\" target=\"b\"/></state><final id=\"b\"/>"
+        ),
+        "line 2, column 50: events `Go` and `go` differ only in case; a spec compares names ignoring case"
+    );
+    assert_eq!(
         err("<state id=\"a\"/>\n<final id=\"a\"/>"),
         "line 3, column 1: state id `a` appears twice; SCXML names each state once"
     );

@@ -248,6 +248,16 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
          is the same from every origin"
     );
     assert_eq!(
+        err(
+            r#"{"initial": "a", "states": {"a": {"on": {"go": {}}, "meta": {"in_place": [{"action": "go"}]}}}}"#
+        ),
+        "line 1, column 75: event `go` again from `a`; a table has one move for an action from each state"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"on": {"go": "A"}}, "A": {"type": "final"}}}"#),
+        "line 1, column 60: states `A` and `a` differ only in case; a spec compares names ignoring case"
+    );
+    assert_eq!(
         err(r#"{"initial": "z", "states": {"a": {}}}"#),
         "line 1, column 13: the initial state `z` is not one of the machine's states"
     );
