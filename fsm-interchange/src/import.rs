@@ -128,22 +128,22 @@ pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, Impor
                 )));
             }
             let differs = if way.via != first.via {
-                Some("enters a different transition state")
+                Some("it enters another transition state")
             } else if way.target.is_none() != first.target.is_none() {
-                Some("changes the state from one origin and not from the other")
+                Some("it changes the state from one and not from the other")
             } else if way.carried.guards != first.carried.guards {
-                Some("has different guards")
+                Some("its guards differ")
             } else if way.carried.roles != first.carried.roles {
-                Some("has different roles")
+                Some("its roles differ")
             } else if way.carried.hidden != first.carried.hidden {
-                Some("is hidden from one origin only")
+                Some("it is hidden from one only")
             } else {
                 None
             };
             if let Some(differs) = differs {
                 return Err(way.at.error(format!(
-                    "event `{name}` {differs} from `{}` than from `{}`: an action is the \
-                     same from every origin",
+                    "event `{name}` from `{}` is not the action it is from `{}`: {differs}; an \
+                     action is the same from every origin",
                     way.origin, first.origin
                 )));
             }

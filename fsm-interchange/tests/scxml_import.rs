@@ -186,6 +186,36 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         err("<state id=\"a\"><transition event=\"*\" target=\"a\"/></state>"),
         "line 2, column 34: the wildcard event `*` takes events a table names one by one"
     );
+    // What `fsm export` writes, with a transition state's ends changed.
+    let node = fsm_core::spec::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../specs/ovc/node.toml"
+    ))
+    .unwrap();
+    let document = scxml(&node).unwrap();
+    let back = document.replacen(
+        "<transition event=\"enable_failed\" target=\"MAINTENANCE\"/>",
+        "<transition event=\"enable_failed\" target=\"ENABLED\"/>",
+        1,
+    );
+    assert_ne!(back, document);
+    let refused = from_scxml(&back, "m").unwrap_err().to_string();
+    assert!(
+        refused.ends_with(
+            "`enable_failed` leads to `ENABLED`; a failed action returns to its origin, `MAINTENANCE`"
+        ),
+        "{refused}"
+    );
+    let direct = document.replacen("target=\"ENABLING.MAINTENANCE\"", "target=\"ENABLING\"", 1);
+    assert_ne!(direct, document);
+    let refused = from_scxml(&direct, "m").unwrap_err().to_string();
+    assert!(
+        refused.ends_with(
+            "target `ENABLING` is a transition state; a way into one names its child for the \
+             origin `MAINTENANCE`"
+        ),
+        "{refused}"
+    );
     assert_eq!(
         from_scxml("<scxml>\n  <state id=\"a\">\n</scxml>", "m").unwrap_err(),
         ImportError {

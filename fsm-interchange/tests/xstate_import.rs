@@ -244,8 +244,8 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         err(
             r#"{"initial": "a", "states": {"a": {"on": {"go": {"target": "b", "guard": "g"}}}, "b": {"on": {"go": "a"}}}}"#
         ),
-        "line 1, column 100: event `go` has different guards from `b` than from `a`: an action \
-         is the same from every origin"
+        "line 1, column 100: event `go` from `b` is not the action it is from `a`: its guards \
+         differ; an action is the same from every origin"
     );
     assert_eq!(
         err(
@@ -256,6 +256,43 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     assert_eq!(
         err(r#"{"initial": "a", "states": {"a": {"on": {"go": "A"}}, "A": {"type": "final"}}}"#),
         "line 1, column 60: states `A` and `a` differ only in case; a spec compares names ignoring case"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"type": "final"}}, "colour": 1}"#),
+        "line 1, column 64: unknown key `colour`; expected one of: id, initial, description, \
+         states, meta, type, on, entry, exit, tags"
+    );
+    // What `fsm export` writes, with a transition state's ends changed.
+    let node = fsm_core::spec::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../specs/ovc/node.toml"
+    ))
+    .unwrap();
+    let config = xstate(&node).unwrap();
+    let back = config.replacen(
+        "\"decommission_failed\": {\n              \"target\": \"#node.ENABLED\"",
+        "\"decommission_failed\": {\n              \"target\": \"#node.MAINTENANCE\"",
+        1,
+    );
+    assert_ne!(back, config);
+    assert_eq!(
+        err(&back),
+        "line 30, column 25: `decommission_failed` leads to `MAINTENANCE`; a failed action \
+         returns to its origin, `ENABLED`"
+    );
+    let direct = config.replacen(
+        "\"#node.DECOMMISSIONING.ENABLED\"",
+        "\"#node.DECOMMISSIONING\"",
+        1,
+    );
+    assert_ne!(direct, config);
+    assert!(
+        err(&direct).ends_with(
+            "target `#node.DECOMMISSIONING` is a transition state; a way into one names its \
+             child for the origin (`DECOMMISSIONING.ENABLED`)"
+        ),
+        "{}",
+        err(&direct)
     );
     assert_eq!(
         err(r#"{"initial": "z", "states": {"a": {}}}"#),
