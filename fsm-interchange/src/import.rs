@@ -1,7 +1,7 @@
 //! What the importers share: where a place in the file is, the ways of each
 //! action as a file says them, assembled into the spec's actions.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use fsm_model::{ActionDef, MachineDef, NamedDef, TargetDef};
@@ -37,16 +37,37 @@ pub(crate) struct Pos {
     pub(crate) column: usize,
 }
 
-impl Pos {
-    /// The place `offset` bytes into `text`.
-    pub(crate) fn at(text: &str, offset: usize) -> Pos {
-        let before = text.get(..offset.min(text.len())).unwrap_or("");
-        Pos {
-            line: before.matches('\n').count() + 1,
-            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+/// Where each line of a text starts, to tell a byte offset's line and column
+/// without reading the text up to it (an importer places every transition).
+pub(crate) struct Lines<'t> {
+    text: &'t str,
+    starts: Vec<usize>,
+}
+
+impl<'t> Lines<'t> {
+    pub(crate) fn new(text: &'t str) -> Self {
+        let breaks = text.match_indices('\n').map(|(at, _)| at + 1);
+        Lines {
+            text,
+            starts: std::iter::once(0).chain(breaks).collect(),
         }
     }
 
+    /// The place `offset` bytes into the text.
+    pub(crate) fn pos(&self, offset: usize) -> Pos {
+        let offset = offset.min(self.text.len());
+        let line = self.starts.partition_point(|&start| start <= offset);
+        let start = self.starts[line - 1];
+        let column = self
+            .text
+            .get(start..offset)
+            .map_or(0, |l| l.chars().count())
+            + 1;
+        Pos { line, column }
+    }
+}
+
+impl Pos {
     /// An error here.
     pub(crate) fn error(self, message: impl Into<String>) -> ImportError {
         ImportError {
@@ -119,8 +140,10 @@ pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, Impor
     let mut actions = Vec::new();
     for (name, ways) in by_action {
         let first = &ways[0];
-        for (i, way) in ways.iter().enumerate().skip(1) {
-            if ways[..i].iter().any(|w| w.origin == way.origin) {
+        let mut origins = HashSet::with_capacity(ways.len());
+        origins.insert(first.origin.as_str());
+        for way in &ways[1..] {
+            if !origins.insert(way.origin.as_str()) {
                 return Err(way.at.error(format!(
                     "event `{name}` again from `{}`; a table has one move for an action from \
                      each state",

@@ -4,7 +4,7 @@ use fsm_model::{ActionDef, MachineDef, NamedDef, StateDef, StateKind, TargetDef}
 
 use crate::ImportError;
 use crate::spec_text;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// A state as the diagram says it.
 #[derive(Debug, Default, Clone)]
@@ -113,21 +113,27 @@ fn parse_label(label: &str) -> Label {
 #[derive(Default)]
 struct Diagram {
     name: Option<String>,
-    /// By the id the diagram uses.
+    /// By the id the diagram uses, in the order first met.
     states: Vec<(String, DrawnState)>,
+    /// Each id's place in `states`.
+    index: HashMap<String, usize>,
+    /// The id of the state drawn with each name, lowercased.
+    named: HashMap<String, String>,
     arrows: Vec<Arrow>,
     initial: Option<(String, usize)>,
 }
 
 impl Diagram {
-    /// The state with diagram id `id`, made when first met; refused when
-    /// another state is already drawn with `id` as its name (a spec names
-    /// each state once).
+    /// The state with diagram id `id`, made when first met (named `id`);
+    /// refused when another state is already drawn with that name (a spec
+    /// names each state once).
     fn state(&mut self, id: &str) -> Result<&mut DrawnState, String> {
-        let at = match self.states.iter().position(|(i, _)| i == id) {
-            Some(at) => at,
+        let at = match self.index.get(id) {
+            Some(&at) => at,
             None => {
                 self.named_once(id, id)?;
+                self.named.insert(id.to_ascii_lowercase(), id.to_owned());
+                self.index.insert(id.to_owned(), self.states.len());
                 self.states.push((
                     id.to_owned(),
                     DrawnState {
@@ -142,14 +148,24 @@ impl Diagram {
         Ok(&mut self.states[at].1)
     }
 
+    /// The state with id `id`, drawn with the name `name`.
+    fn named_state(&mut self, id: &str, name: String) -> Result<&mut DrawnState, String> {
+        self.named_once(id, &name)?;
+        let state = self.state(id)?;
+        let old = std::mem::replace(&mut state.name, name.clone());
+        self.named.remove(&old.to_ascii_lowercase());
+        self.named.insert(name.to_ascii_lowercase(), id.to_owned());
+        self.state(id)
+    }
+
     /// Refuses `name` for the state with id `id` when another state has it.
     fn named_once(&self, id: &str, name: &str) -> Result<(), String> {
-        match (self.states.iter()).find(|(i, s)| i != id && s.name.eq_ignore_ascii_case(name)) {
-            Some((other, _)) => Err(format!(
+        match self.named.get(&name.to_ascii_lowercase()) {
+            Some(other) if other != id => Err(format!(
                 "two states are named `{name}`: `{other}` and `{id}`; a spec names each state \
                  once, ignoring case"
             )),
-            None => Ok(()),
+            _ => Ok(()),
         }
     }
 }
@@ -207,9 +223,7 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
             ));
         }
         let at = col(indent + 6);
-        d.named_once(&id, &name).map_err(|e| (at, e))?;
-        let state = d.state(&id).map_err(|e| (at, e))?;
-        state.name = name;
+        let state = d.named_state(&id, name).map_err(|e| (at, e))?;
         match stereotype.as_deref() {
             Some("transition") => state.transition = true,
             Some("terminal") => state.terminal = true,
@@ -386,38 +400,44 @@ struct Assembled {
     label: Label,
 }
 
+/// An arrow out of a transition state: its target, its label read, and as
+/// drawn.
+type Finish<'d> = (String, Label, &'d str);
+
 fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
-    let display = |id: &str| -> String {
-        d.states
-            .iter()
-            .find(|(i, _)| i == id)
-            .map_or(id.to_owned(), |(_, s)| s.name.clone())
-    };
-    let is_transition = |id: &str| d.states.iter().any(|(i, s)| i == id && s.transition);
+    let drawn = |id: &str| d.index.get(id).map(|&at| &d.states[at].1);
+    let display = |id: &str| drawn(id).map_or(id.to_owned(), |s| s.name.clone());
+    let is_transition = |id: &str| drawn(id).is_some_and(|s| s.transition);
     let mut actions: Vec<(String, Assembled)> = Vec::new();
-    let slot = |name: &str, actions: &mut Vec<(String, Assembled)>| -> usize {
-        match actions
-            .iter()
-            .position(|(n, _)| n.eq_ignore_ascii_case(name))
-        {
-            Some(at) => at,
-            None => {
-                actions.push((name.to_owned(), Assembled::default()));
-                actions.len() - 1
-            }
-        }
+    // Each action's place in `actions`, by its name lowercased (a spec
+    // compares names ignoring case).
+    let mut slots: HashMap<String, usize> = HashMap::new();
+    let slot = |name: &str,
+                actions: &mut Vec<(String, Assembled)>,
+                slots: &mut HashMap<String, usize>|
+     -> usize {
+        *slots.entry(name.to_ascii_lowercase()).or_insert_with(|| {
+            actions.push((name.to_owned(), Assembled::default()));
+            actions.len() - 1
+        })
     };
-    // Arrows out of a transition state end the action that entered it.
-    let mut finishes: HashMap<(String, String), Vec<(String, Label)>> = HashMap::new();
+    // Arrows out of a transition state end the action that entered it (with
+    // their labels as drawn, which may name the origins they are for).
+    let mut finishes: HashMap<(String, String), Vec<Finish<'_>>> = HashMap::new();
     for a in &d.arrows {
         if is_transition(&a.from) {
             let label = parse_label(&a.label);
             finishes
                 .entry((a.from.clone(), label.action.clone()))
                 .or_default()
-                .push((a.to.clone(), label));
+                .push((a.to.clone(), label, &a.label));
         }
     }
+    // States an arrow leaves for another.
+    let left: HashSet<&str> = (d.arrows.iter())
+        .filter(|a| a.from != a.to)
+        .map(|a| a.from.as_str())
+        .collect();
     for a in d.arrows.iter().filter(|a| !is_transition(&a.from)) {
         let label = if a.label.is_empty() {
             Label {
@@ -433,26 +453,25 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
                 .get(&(a.to.clone(), label.action.clone()))
                 .cloned()
                 .unwrap_or_default();
-            let at = slot(&label.action, &mut actions);
+            let at = slot(&label.action, &mut actions, &mut slots);
             let action = &mut actions[at].1;
             action.via = Some(display(&a.to));
             action.label = label.clone();
-            action.back = ends.iter().any(|(_, l)| l.back);
+            action.back = ends.iter().any(|(_, l, _)| l.back);
             // The target from this origin: the one finish arrow, or the one whose
             // label names this origin.
-            let target = ends.iter().find(|(_, l)| !l.back).map(|(t, _)| display(t));
-            let per_origin = d.arrows.iter().find(|f| {
-                f.from == a.to
-                    && parse_label(&f.label).action == label.action
-                    && f.label.contains("(from ")
-                    && f.label.split("(from ").nth(1).is_some_and(|o| {
-                        o.trim_end_matches(')')
-                            .split(" / ")
-                            .any(|o| o.trim() == from)
-                    })
+            let target = (ends.iter())
+                .find(|(_, l, _)| !l.back)
+                .map(|(t, _, _)| display(t));
+            let per_origin = ends.iter().find(|(_, _, raw)| {
+                raw.split("(from ").nth(1).is_some_and(|o| {
+                    o.trim_end_matches(')')
+                        .split(" / ")
+                        .any(|o| o.trim() == from)
+                })
             });
             let target = per_origin
-                .map(|f| display(&f.to))
+                .map(|(to, _, _)| display(to))
                 .or(target)
                 .unwrap_or_else(|| from.clone());
             action.moves.push((from, target));
@@ -460,12 +479,16 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
             // Several arrows with one name but different targets from one origin
             // cannot be one action: the later ones are named after their target.
             let mut key = label.action.clone();
-            if let Some((_, existing)) = actions.iter().find(|(n, _)| n.eq_ignore_ascii_case(&key))
-                && existing.moves.iter().any(|(o, t)| *o == from && *t != to)
+            if let Some(&at) = slots.get(&key.to_ascii_lowercase())
+                && actions[at]
+                    .1
+                    .moves
+                    .iter()
+                    .any(|(o, t)| *o == from && *t != to)
             {
                 key = format!("{}_to_{}", key, snake(&to));
             }
-            let at = slot(&key, &mut actions);
+            let at = slot(&key, &mut actions, &mut slots);
             let action = &mut actions[at].1;
             action.label = label;
             action.in_place = a.from == a.to;
@@ -488,7 +511,7 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
         );
     }
     for (id, s) in &d.states {
-        if s.ends && !s.terminal && d.arrows.iter().any(|a| a.from == *id && a.to != *id) {
+        if s.ends && !s.terminal && left.contains(id.as_str()) {
             comments.push(format!(
                 "The diagram ends objects in {} (`{id} --> [*]`), which also has ways out.",
                 s.name
@@ -526,7 +549,7 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
     def.guards = declared(guards, "Imported from the diagram: say what must hold");
 
     for (id, s) in &d.states {
-        let has_exit = d.arrows.iter().any(|a| a.from == *id && a.to != *id);
+        let has_exit = left.contains(id.as_str());
         let kind = if s.transition {
             StateKind::Transition
         } else {

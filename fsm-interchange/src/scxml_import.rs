@@ -12,29 +12,30 @@
 //! services, several targets or alternatives for one event, wildcards, an
 //! event that is the `.`-prefix of another) is refused, with where it is.
 
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
+
 use fsm_model::{MachineDef, StateDef, StateKind};
 use roxmltree::{Document, Node};
 
 use crate::ImportError;
-use crate::import::{Carried, Pos, Way, assemble, declare_used, distinct, written};
+use crate::import::{Carried, Lines, Pos, Way, assemble, declare_used, distinct, written};
 
 /// The document, to say where each node is.
 struct Doc<'a> {
-    text: &'a str,
+    lines: Lines<'a>,
 }
 
 impl Doc<'_> {
     fn pos(&self, node: Node<'_, '_>) -> Pos {
-        Pos::at(self.text, node.range().start)
+        self.lines.pos(node.range().start)
     }
 
     /// Where the value of `node`'s attribute `name` is (the node's, if it
     /// has none).
     fn attr_pos(&self, node: Node<'_, '_>, name: &str) -> Pos {
-        node.attribute_node(name).map_or_else(
-            || self.pos(node),
-            |a| Pos::at(self.text, a.range_value().start),
-        )
+        node.attribute_node(name)
+            .map_or_else(|| self.pos(node), |a| self.lines.pos(a.range_value().start))
     }
 }
 
@@ -47,6 +48,36 @@ struct State<'a, 'i> {
     transitions: Vec<Node<'a, 'i>>,
     /// Its children (a transition state's), by id.
     children: Vec<(String, Node<'a, 'i>)>,
+}
+
+/// What an id names: a top-level state (its place among them), or a child
+/// of a transition state (that state's place, and the child).
+#[derive(Clone, Copy)]
+enum Place<'a, 'i> {
+    Top(usize),
+    Child(usize, Node<'a, 'i>),
+}
+
+/// Every state's id, top-level and children of transition states, each
+/// once: SCXML's ids are the document's.
+fn index<'s, 'a, 'i>(
+    doc: &Doc<'_>,
+    states: &'s [State<'a, 'i>],
+) -> Result<HashMap<&'s str, Place<'a, 'i>>, ImportError> {
+    let mut ids = HashMap::with_capacity(states.len());
+    for (i, state) in states.iter().enumerate() {
+        let own = (state.def.name.as_str(), Place::Top(i), state.at);
+        let children = (state.children.iter())
+            .map(|(id, node)| (id.as_str(), Place::Child(i, *node), doc.pos(*node)));
+        for (id, place, at) in std::iter::once(own).chain(children) {
+            if ids.insert(id, place).is_some() {
+                return Err(at.error(format!(
+                    "state id `{id}` appears twice; SCXML names each state once"
+                )));
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// Elements of the document or a state that change no move and that a spec
@@ -87,7 +118,9 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
             ),
         }
     })?;
-    let doc = Doc { text };
+    let doc = Doc {
+        lines: Lines::new(text),
+    };
     let root = parsed.root_element();
     if root.tag_name().name() != "scxml" {
         return Err(doc.pos(root).error(format!(
@@ -103,28 +136,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     let mut states: Vec<State<'_, '_>> = Vec::new();
     for node in root.children().filter(Node::is_element) {
         match node.tag_name().name() {
-            "state" | "final" => {
-                let state = read_state(&doc, node, &mut left_out)?;
-                // SCXML's ids are the document's: one state each, children
-                // of transition states included.
-                let ids = |s: &State<'_, '_>| {
-                    let children = s.children.iter().map(|(id, _)| id.clone());
-                    std::iter::once(s.def.name.clone())
-                        .chain(children)
-                        .collect::<Vec<_>>()
-                };
-                let taken: Vec<String> = states.iter().flat_map(ids).collect();
-                let mut seen = Vec::new();
-                for id in ids(&state) {
-                    if taken.contains(&id) || seen.contains(&id) {
-                        return Err(doc.pos(node).error(format!(
-                            "state id `{id}` appears twice; SCXML names each state once"
-                        )));
-                    }
-                    seen.push(id);
-                }
-                states.push(state);
-            }
+            "state" | "final" => states.push(read_state(&doc, node, &mut left_out)?),
             other if LEFT_OUT.contains(&other) => left_out.push(format!("`<{other}>`")),
             other => return Err(refused(&doc, node, other)),
         }
@@ -132,6 +144,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     if states.is_empty() {
         return Err(doc.pos(root).error("the document has no states"));
     }
+    let ids = index(&doc, &states)?;
     distinct("states", states.iter().map(|s| (s.def.name.as_str(), s.at)))?;
     def.initial = Some(match root.attribute("initial") {
         Some(initial) => {
@@ -141,7 +154,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
                     at.error("several initial states are parallel states; a table is in one")
                 );
             }
-            if !states.iter().any(|s| s.def.name == initial) {
+            if !matches!(ids.get(initial), Some(Place::Top(_))) {
                 return Err(at.error(format!(
                     "the initial state `{initial}` is not one of the document's top-level states"
                 )));
@@ -156,19 +169,20 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     let mut events: Vec<(String, Pos)> = Vec::new();
     for state in states.iter().filter(|s| s.def.kind == StateKind::Static) {
         for &transition in &state.transitions {
-            for (event, way) in read_way(&doc, &states, state, transition)? {
+            for (event, way) in read_way(&doc, &states, &ids, state, transition)? {
                 events.push((event.clone(), way.at));
                 ways.push((event, way));
             }
         }
     }
+    // Events that start with `go.` follow `go` in sorted order.
+    let sorted: BTreeSet<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
     for (event, at) in &events {
-        let prefixed = |(other, _): &&(String, Pos)| {
-            other
-                .strip_prefix(event.as_str())
-                .is_some_and(|rest| rest.starts_with('.'))
-        };
-        if let Some((other, _)) = events.iter().find(prefixed) {
+        let after = sorted.range::<str, _>((Bound::Excluded(event.as_str()), Bound::Unbounded));
+        let prefixed = after
+            .take_while(|other| other.starts_with(event.as_str()))
+            .find(|other| other[event.len()..].starts_with('.'));
+        if let Some(other) = prefixed {
             return Err(at.error(format!(
                 "event `{event}` also takes `{other}` in SCXML; a table's action is taken by its own name only"
             )));
@@ -265,11 +279,12 @@ fn read_state<'a, 'i>(
 }
 
 /// A transition out of `state`, as a way of each of its events' actions.
-fn read_way(
+fn read_way<'a, 'i>(
     doc: &Doc<'_>,
-    states: &[State<'_, '_>],
-    state: &State<'_, '_>,
-    transition: Node<'_, '_>,
+    states: &[State<'a, 'i>],
+    ids: &HashMap<&str, Place<'a, 'i>>,
+    state: &State<'a, 'i>,
+    transition: Node<'a, 'i>,
 ) -> Result<Vec<(String, Way)>, ImportError> {
     let origin = &state.def.name;
     let at = doc.pos(transition);
@@ -292,12 +307,25 @@ fn read_way(
         None => (None, None),
         Some(targets) => {
             let target_at = doc.attr_pos(transition, "target");
-            let mut ids = targets.split_whitespace();
-            let (Some(id), None) = (ids.next(), ids.next()) else {
+            let mut listed = targets.split_whitespace();
+            let (Some(id), None) = (listed.next(), listed.next()) else {
                 return Err(target_at
                     .error("several targets at once are parallel states; a table is in one"));
             };
-            resolve(states, origin, id, target_at)?
+            match ids.get(id) {
+                Some(&Place::Top(i)) if states[i].def.kind == StateKind::Transition => {
+                    return Err(target_at.error(format!(
+                        "target `{id}` is a transition state; a way into one names its child for the origin `{origin}`"
+                    )));
+                }
+                Some(&Place::Top(_)) => (None, Some(id.to_owned())),
+                Some(&Place::Child(i, child)) => (Some((&states[i], child)), None),
+                None => {
+                    return Err(target_at.error(format!(
+                        "target `{id}` is not one of the document's top-level states"
+                    )));
+                }
+            }
         }
     };
     let mut out = Vec::new();
@@ -319,7 +347,7 @@ fn read_way(
         }
         let (via, target) = match &via {
             Some((via, child)) => {
-                let done = ends(doc, states, via, child, event, origin, at)?;
+                let done = ends(doc, states, ids, via, child, event, origin, at)?;
                 (Some(via.def.name.clone()), Some(done))
             }
             None => (None, target.clone().filter(|t| t != origin)),
@@ -338,39 +366,14 @@ fn read_way(
     Ok(out)
 }
 
-/// A target id: a top-level state (`(None, Some(name))`), or a child of a
-/// transition state (`(Some((via, child)), None)`).
-#[allow(clippy::type_complexity)]
-fn resolve<'s, 'a, 'i>(
-    states: &'s [State<'a, 'i>],
-    origin: &str,
-    id: &str,
-    at: Pos,
-) -> Result<(Option<(&'s State<'a, 'i>, Node<'a, 'i>)>, Option<String>), ImportError> {
-    if let Some(state) = states.iter().find(|s| s.def.name == id) {
-        if state.def.kind == StateKind::Transition {
-            return Err(at.error(format!(
-                "target `{id}` is a transition state; a way into one names its child for the origin `{origin}`"
-            )));
-        }
-        return Ok((None, Some(id.to_owned())));
-    }
-    for state in states {
-        if let Some((_, child)) = state.children.iter().find(|(c, _)| c == id) {
-            return Ok((Some((state, *child)), None));
-        }
-    }
-    Err(at.error(format!(
-        "target `{id}` is not one of the document's top-level states"
-    )))
-}
-
 /// Where `event`, entering transition state `via` by its child `child` from
 /// `origin`, ends: the target of `<event>_done` there; `<event>_failed` must
 /// lead back to `origin`.
+#[allow(clippy::too_many_arguments)]
 fn ends(
     doc: &Doc<'_>,
     states: &[State<'_, '_>],
+    ids: &HashMap<&str, Place<'_, '_>>,
     via: &State<'_, '_>,
     child: &Node<'_, '_>,
     event: &str,
@@ -392,11 +395,7 @@ fn ends(
         };
         let target_at = doc.attr_pos(t, "target");
         match t.attribute("target") {
-            Some(id)
-                if states
-                    .iter()
-                    .any(|s| s.def.name == id && s.def.kind == StateKind::Static) =>
-            {
+            Some(id) if matches!(ids.get(id), Some(&Place::Top(i)) if states[i].def.kind == StateKind::Static) => {
                 Ok(Some((id.to_owned(), target_at)))
             }
             _ => Err(target_at.error(format!(

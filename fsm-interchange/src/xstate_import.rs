@@ -11,6 +11,7 @@
 //! delayed and invoked transitions, several guarded targets for one event) is
 //! refused, with where it is.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -19,13 +20,14 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::ImportError;
-use crate::import::{Carried, Pos, Way, assemble, declare_used, distinct, written};
+use crate::import::{Carried, Lines, Pos, Way, assemble, declare_used, distinct, written};
 
 type Raw<'a> = &'a RawValue;
 
 /// The text read, to say where each value is.
 struct Json<'a> {
     text: &'a str,
+    lines: Lines<'a>,
 }
 
 /// An object's members in the order written.
@@ -56,7 +58,7 @@ impl<'a> Json<'a> {
     fn pos(&self, at: Raw<'a>) -> Pos {
         // Every value read is a slice of the text (borrowed, never copied).
         let offset = (at.get().as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize);
-        Pos::at(self.text, offset)
+        self.lines.pos(offset)
     }
 
     /// An error at `at`, a value of the text.
@@ -68,8 +70,9 @@ impl<'a> Json<'a> {
     fn object(&self, raw: Raw<'a>, what: &str) -> Result<Vec<(String, Raw<'a>)>, ImportError> {
         let Members(members) = serde_json::from_str(raw.get())
             .map_err(|_| self.error(raw, format!("expected an object for {what}")))?;
-        for (i, (key, value)) in members.iter().enumerate() {
-            if members[..i].iter().any(|(k, _)| k == key) {
+        let mut keys = HashSet::with_capacity(members.len());
+        for (key, value) in &members {
+            if !keys.insert(key.as_str()) {
                 return Err(self.error(value, format!("`{key}` appears twice in {what}")));
             }
         }
@@ -177,7 +180,10 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
             ),
         }
     })?;
-    let json = Json { text };
+    let json = Json {
+        text,
+        lines: Lines::new(text),
+    };
     let mut def = MachineDef {
         name: name.to_owned(),
         ..MachineDef::default()
@@ -234,6 +240,9 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
         json: &json,
         machine: &def.name,
         nodes: &nodes,
+        index: (nodes.iter().enumerate())
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect(),
     };
     for node in nodes.iter().filter(|n| n.def.kind == StateKind::Static) {
         for (event, transition) in &node.on {
@@ -475,6 +484,14 @@ struct Targets<'n, 'a> {
     json: &'n Json<'a>,
     machine: &'n str,
     nodes: &'n [Node<'a>],
+    /// Each top-level state's place in `nodes`, by name.
+    index: HashMap<&'n str, usize>,
+}
+
+impl<'n, 'a> Targets<'n, 'a> {
+    fn node(&self, name: &str) -> Option<&'n Node<'a>> {
+        self.index.get(name).map(|&i| &self.nodes[i])
+    }
 }
 
 /// One transition of `event` out of `node`, as a way of its action; `None`
@@ -485,7 +502,7 @@ fn read_way<'a>(
     event: &str,
     raw: Raw<'a>,
 ) -> Result<Option<Way>, ImportError> {
-    let (json, machine, nodes) = (cx.json, cx.machine, cx.nodes);
+    let (json, machine) = (cx.json, cx.machine);
     if event == "*" || event.ends_with(".*") {
         return Err(json.error(
             raw,
@@ -573,7 +590,7 @@ fn read_way<'a>(
         }));
     };
     let path = resolve(json, machine, &node.name, &target, at)?;
-    let Some(first) = nodes.iter().find(|n| n.name == path[0]) else {
+    let Some(first) = cx.node(&path[0]) else {
         return Err(json.error(
             at,
             format!("target `{target}` is not one of the machine's states"),
@@ -623,7 +640,7 @@ fn ends<'a>(
     origin: &str,
     at: Raw<'a>,
 ) -> Result<String, ImportError> {
-    let (json, machine, nodes) = (cx.json, cx.machine, cx.nodes);
+    let (json, machine) = (cx.json, cx.machine);
     let Some((_, raw)) = via.children.iter().find(|(name, _)| name == child) else {
         return Err(json.error(
             at,
@@ -657,7 +674,7 @@ fn ends<'a>(
         };
         let path = resolve(json, machine, child, &target.0, target.1)?;
         let state = match path.as_slice() {
-            [one] if nodes.iter().any(|n| n.name == *one) => one.clone(),
+            [one] if cx.node(one).is_some() => one.clone(),
             _ => {
                 return Err(json.error(
                     target.1,
