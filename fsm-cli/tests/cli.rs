@@ -678,8 +678,8 @@ fn import_xstate_reads_back_what_export_wrote() {
     let toml = std::fs::read_to_string(&imported).unwrap();
     assert!(
         toml.contains(
-            "delete = { from = [\"ASSIGNED\", \"CREATED\"], via = \"DELETING\", \
-             to = { ASSIGNED = \"TOBEDELETED\", CREATED = \"DELETED\" } }"
+            "delete = { from = [\"CREATED\", \"ASSIGNED\"], via = \"DELETING\", \
+             to = { CREATED = \"DELETED\", ASSIGNED = \"TOBEDELETED\" } }"
         ),
         "{toml}"
     );

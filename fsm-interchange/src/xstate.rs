@@ -1,14 +1,38 @@
 //! XState v5: a machine config as JSON, for `createMachine(config)`.
 
 use fsm_model::{ActionId, Machine};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::{ExportError, child, done_event, entries, failed_event};
 
+/// A JSON object whose members keep the order they were put in (serde_json's
+/// `Map` sorts them): states in the spec's order, transitions in the
+/// table's.
+enum Ordered {
+    Object(Vec<(String, Ordered)>),
+    Value(Value),
+}
+
+impl Serialize for Ordered {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Ordered::Value(value) => value.serialize(serializer),
+            Ordered::Object(members) => {
+                let mut map = serializer.serialize_map(Some(members.len()))?;
+                for (key, value) in members {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
 /// `machine` as an XState v5 machine config (JSON, for `createMachine`), under
 /// the contract in the crate's documentation: the machine's `id` is its name,
-/// states keep their names, a transition state is a compound state with a child
-/// per way in.
+/// states keep their names (and the spec's order), a transition state is a
+/// compound state with a child per way in.
 ///
 /// # Errors
 ///
@@ -17,12 +41,12 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
     crate::names::for_xstate(m)?;
     let id = m.name();
     let at = |path: &str| format!("#{id}.{path}");
-    let mut states = Map::new();
+    let mut states = Vec::new();
     for s in m.state_ids() {
         let state = m.state(s);
-        let mut node = Map::new();
+        let mut node = Vec::new();
         if let Some(d) = &state.description {
-            node.insert("description".into(), json!(d.as_ref()));
+            node.push(("description".into(), Ordered::Value(json!(d.as_ref()))));
         }
         let mut meta = Map::new();
         meta.insert("transition".into(), json!(state.is_transition()));
@@ -36,9 +60,9 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
             meta.insert("deadline_seconds".into(), json!(deadline.as_secs_f64()));
         }
         if state.terminal {
-            node.insert("type".into(), json!("final"));
+            node.push(("type".into(), Ordered::Value(json!("final"))));
         }
-        let mut on = Map::new();
+        let mut on = Vec::new();
         let mut in_place = Vec::new();
         for rule in m.rules_from(s) {
             let event = m.action(rule.action).name.to_string();
@@ -54,52 +78,53 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
                 )),
                 None => at(&m.state(rule.target).name),
             };
-            let mut transition = Map::new();
-            transition.insert("target".into(), json!(target));
+            let mut transition = vec![("target".into(), Ordered::Value(json!(target)))];
             if let Some(d) = &m.action(rule.action).description {
-                transition.insert("description".into(), json!(d.as_ref()));
+                transition.push(("description".into(), Ordered::Value(json!(d.as_ref()))));
             }
-            transition.insert("meta".into(), action_meta(m, rule.action));
-            on.insert(event, Value::Object(transition));
+            transition.push(("meta".into(), Ordered::Value(action_meta(m, rule.action))));
+            on.push((event, Ordered::Object(transition)));
         }
         if !in_place.is_empty() {
             meta.insert("in_place".into(), Value::Array(in_place));
         }
         if state.is_transition() {
-            let mut children = Map::new();
             let ways = entries(m, s);
-            for way in &ways {
-                let name = child(m, s, way.action, way.origin);
-                children.insert(
-                    name,
-                    json!({
-                        "on": {
-                            done_event(m, way.action): { "target": at(&m.state(way.target).name) },
-                            failed_event(m, way.action): { "target": at(&m.state(way.origin).name) },
-                        }
-                    }),
-                );
-            }
             if let Some(first) = ways.first() {
-                node.insert(
-                    "initial".into(),
-                    json!(child(m, s, first.action, first.origin)),
-                );
+                let initial = child(m, s, first.action, first.origin);
+                node.push(("initial".into(), Ordered::Value(json!(initial))));
             }
-            node.insert("states".into(), Value::Object(children));
+            let children = ways
+                .iter()
+                .map(|way| {
+                    let ends = Ordered::Object(vec![
+                        (
+                            done_event(m, way.action),
+                            Ordered::Value(json!({ "target": at(&m.state(way.target).name) })),
+                        ),
+                        (
+                            failed_event(m, way.action),
+                            Ordered::Value(json!({ "target": at(&m.state(way.origin).name) })),
+                        ),
+                    ]);
+                    let name = child(m, s, way.action, way.origin);
+                    (name, Ordered::Object(vec![("on".into(), ends)]))
+                })
+                .collect();
+            node.push(("states".into(), Ordered::Object(children)));
         }
         if !on.is_empty() {
-            node.insert("on".into(), Value::Object(on));
+            node.push(("on".into(), Ordered::Object(on)));
         }
-        node.insert("meta".into(), Value::Object(meta));
-        states.insert(state.name.to_string(), Value::Object(node));
+        node.push(("meta".into(), Ordered::Value(Value::Object(meta))));
+        states.push((state.name.to_string(), Ordered::Object(node)));
     }
-    let mut machine = Map::new();
-    machine.insert("id".into(), json!(id));
-    machine.insert("initial".into(), json!(m.state(m.initial()).name.as_ref()));
+    let mut machine = vec![("id".into(), Ordered::Value(json!(id)))];
     if let Some(d) = m.description() {
-        machine.insert("description".into(), json!(d));
+        machine.push(("description".into(), Ordered::Value(json!(d))));
     }
+    let initial = m.state(m.initial()).name.as_ref();
+    machine.push(("initial".into(), Ordered::Value(json!(initial))));
     let roles: Map<String, Value> = m
         .roles()
         .iter()
@@ -110,13 +135,11 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
         .iter()
         .map(|g| (g.name.to_string(), json!(g.description.as_ref())))
         .collect();
-    machine.insert(
-        "meta".into(),
-        json!({ "roles": roles, "guards": guards, "single_mutator": m.single_mutator() }),
-    );
-    machine.insert("states".into(), Value::Object(states));
+    let meta = json!({ "roles": roles, "guards": guards, "single_mutator": m.single_mutator() });
+    machine.push(("meta".into(), Ordered::Value(meta)));
+    machine.push(("states".into(), Ordered::Object(states)));
     let mut out =
-        serde_json::to_string_pretty(&Value::Object(machine)).expect("a JSON value serializes");
+        serde_json::to_string_pretty(&Ordered::Object(machine)).expect("a JSON value serializes");
     out.push('\n');
     Ok(out)
 }

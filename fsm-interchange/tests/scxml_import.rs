@@ -57,6 +57,11 @@ fn every_shipped_spec_round_trips_through_its_scxml_export() {
             "{at}"
         );
         assert_eq!(states(&back), states(&m), "{at}:\n{spec}");
+        // In the spec's order.
+        let order = |m: &Machine| -> Vec<String> {
+            m.states().iter().map(|s| s.name.to_string()).collect()
+        };
+        assert_eq!(order(&back), order(&m), "{at}");
         assert_eq!(moves(&back), moves(&m), "{at}:\n{spec}");
     }
 }

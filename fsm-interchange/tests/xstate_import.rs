@@ -103,6 +103,11 @@ fn every_shipped_spec_round_trips_through_its_xstate_export() {
             "{at}"
         );
         assert_eq!(states(&back), states(&m), "{at}:\n{spec}");
+        // In the spec's order.
+        let order = |m: &Machine| -> Vec<String> {
+            m.states().iter().map(|s| s.name.to_string()).collect()
+        };
+        assert_eq!(order(&back), order(&m), "{at}");
         assert_eq!(rules(&back), rules(&m), "{at}:\n{spec}");
         assert_eq!(actions(&back), actions(&m), "{at}:\n{spec}");
         assert_eq!(roles(&back), roles(&m), "{at}");
@@ -277,7 +282,7 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     assert_ne!(back, config);
     assert_eq!(
         err(&back),
-        "line 30, column 25: `decommission_failed` leads to `MAINTENANCE`; a failed action \
+        "line 96, column 25: `decommission_failed` leads to `MAINTENANCE`; a failed action \
          returns to its origin, `ENABLED`"
     );
     let direct = config.replacen(
