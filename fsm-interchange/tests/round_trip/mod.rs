@@ -1,0 +1,56 @@
+//! What the import tests share: loading an imported spec, and the round trip
+//! of every shipped spec through an export and its import.
+
+use std::path::PathBuf;
+
+use fsm_core::Machine;
+use fsm_interchange::{ExportError, ImportError};
+
+#[path = "../../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+/// An imported spec's text, loaded; it must check.
+pub fn load(spec: &str) -> Machine {
+    fsm_core::spec::load_str("imported.toml", spec).unwrap_or_else(|e| panic!("{e}\n{spec}"))
+}
+
+/// A shipped spec and what came back through a format.
+pub struct Back {
+    pub path: PathBuf,
+    pub original: Machine,
+    pub back: Machine,
+    /// The imported spec's text.
+    pub spec: String,
+}
+
+/// Every shipped spec exported with `export` and imported back with `import`:
+/// the machine's name, its initial state and its states' names, in the spec's
+/// order, already compared; the rest is the caller's, per format.
+pub fn every_spec(
+    export: fn(&Machine) -> Result<String, ExportError>,
+    import: fn(&str, &str) -> Result<String, ImportError>,
+) -> Vec<Back> {
+    let names =
+        |m: &Machine| -> Vec<String> { m.states().iter().map(|s| s.name.to_string()).collect() };
+    common::specs()
+        .into_iter()
+        .map(|path| {
+            let original = fsm_core::spec::load(&path).unwrap();
+            let text = export(&original).unwrap();
+            let spec = import(&text, "unused")
+                .unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()));
+            let back = load(&spec);
+            let at = path.display();
+            assert_eq!(back.name(), original.name(), "{at}");
+            let initial = |m: &Machine| m.state(m.initial()).name.to_string();
+            assert_eq!(initial(&back), initial(&original), "{at}");
+            assert_eq!(names(&back), names(&original), "{at}:\n{spec}");
+            Back {
+                path,
+                original,
+                back,
+                spec,
+            }
+        })
+        .collect()
+}
