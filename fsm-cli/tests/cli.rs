@@ -638,6 +638,16 @@ fn export_writes_xstate_and_scxml() {
     );
 }
 
+/// What `fsm import FORMAT` says of `text`, written to `file` in `dir`: it
+/// must refuse it (exit 2) and write no spec.
+fn import_refused(format: &str, dir: &std::path::Path, file: &str, text: &str) -> String {
+    let bad = dir.join(file);
+    std::fs::write(&bad, text).unwrap();
+    let (code, stdout, stderr) = fsm(&["import", format, &bad.display().to_string()]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    stderr
+}
+
 #[test]
 fn import_plantuml_reads_a_diagram_or_its_address() {
     let seed = spec("sabakan/seed.md");
@@ -648,11 +658,12 @@ fn import_plantuml_reads_a_diagram_or_its_address() {
         "{toml}"
     );
     let dir = scratch("import");
-    let bad = dir.join("bad.puml");
-    std::fs::write(&bad, "@startuml\n[*] --> A\nA ==> B\n@enduml\n").unwrap();
-    let (code, stdout, stderr) = fsm(&["import", "plantuml", &bad.display().to_string()]);
-    assert_eq!(code, 2);
-    assert!(stdout.is_empty());
+    let stderr = import_refused(
+        "plantuml",
+        &dir,
+        "bad.puml",
+        "@startuml\n[*] --> A\nA ==> B\n@enduml\n",
+    );
     assert!(
         stderr.contains("bad.puml: line 3, column 1: expected `state"),
         "{stderr}"
@@ -690,15 +701,8 @@ fn import_xstate_reads_back_what_export_wrote() {
         (0, "checked 1 spec: 0 errors, 0 warnings")
     );
 
-    let bad = dir.join("bad.json");
-    std::fs::write(
-        &bad,
-        "{\"initial\": \"a\",\n \"states\": {\"a\": {\"always\": \"a\"}}}\n",
-    )
-    .unwrap();
-    let (code, stdout, stderr) = fsm(&["import", "xstate", &bad.display().to_string()]);
-    assert_eq!(code, 2);
-    assert!(stdout.is_empty());
+    let config = "{\"initial\": \"a\",\n \"states\": {\"a\": {\"always\": \"a\"}}}\n";
+    let stderr = import_refused("xstate", &dir, "bad.json", config);
     assert!(
         stderr.contains("bad.json: line 2, column 29: eventless transitions (`always`) cannot be said in a table"),
         "{stderr}"
@@ -720,14 +724,9 @@ fn import_scxml_reads_back_what_export_wrote() {
         ),
         "{toml}"
     );
-    let bad = dir.join("bad.scxml");
-    std::fs::write(
-        &bad,
-        "<scxml initial=\"a\">\n  <state id=\"a\"><invoke src=\"x\"/></state>\n</scxml>\n",
-    )
-    .unwrap();
-    let (code, stdout, stderr) = fsm(&["import", "scxml", &bad.display().to_string()]);
-    assert_eq!((code, stdout.as_str()), (2, ""));
+    let document =
+        "<scxml initial=\"a\">\n  <state id=\"a\"><invoke src=\"x\"/></state>\n</scxml>\n";
+    let stderr = import_refused("scxml", &dir, "bad.scxml", document);
     assert!(
         stderr.contains("bad.scxml: line 2, column 17: an invoked service (`<invoke>`) ends in events a table does not name"),
         "{stderr}"
