@@ -122,6 +122,8 @@ impl<'a> Json<'a> {
 /// A top-level state node, read.
 struct Node<'a> {
     name: String,
+    /// Its own `id`, which targets may name it by (`#id`).
+    id: Option<String>,
     /// Where it is written.
     at: Pos,
     def: StateDef,
@@ -136,6 +138,13 @@ struct Node<'a> {
 const LEFT_OUT: [&str; 8] = [
     "entry", "exit", "tags", "context", "output", "types", "version", "schemas",
 ];
+
+/// The keys a machine config may have, for the error on any other.
+const MACHINE_KEYS: &str =
+    "id, initial, description, states, meta, type, entry, exit, context, tags, output";
+
+/// The keys a state node may have, for the error on any other.
+const STATE_KEYS: &str = "id, description, type, on, states, initial, meta, entry, exit, tags";
 
 /// Keys that make moves a table cannot say.
 const REFUSED: [(&str, &str); 4] = [
@@ -208,7 +217,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
                     ));
                 }
             }
-            k => refuse_or_leave_out(&json, k, value, &mut left_out)?,
+            k => refuse_or_leave_out(&json, k, value, MACHINE_KEYS, &mut left_out)?,
         }
     }
     let Some(states) = states else {
@@ -242,6 +251,9 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
         nodes: &nodes,
         index: (nodes.iter().enumerate())
             .map(|(i, n)| (n.name.as_str(), i))
+            .collect(),
+        ids: (nodes.iter().enumerate())
+            .filter_map(|(i, n)| Some((n.id.as_deref()?, i)))
             .collect(),
     };
     for node in nodes.iter().filter(|n| n.def.kind == StateKind::Static) {
@@ -294,6 +306,7 @@ fn refuse_or_leave_out(
     json: &Json<'_>,
     key: &str,
     value: Raw<'_>,
+    known: &str,
     left_out: &mut Vec<String>,
 ) -> Result<(), ImportError> {
     if let Some((_, what)) = REFUSED.iter().find(|(k, _)| *k == key) {
@@ -308,7 +321,7 @@ fn refuse_or_leave_out(
     }
     Err(json.error(
         value,
-        format!("unknown key `{key}`; expected one of: id, initial, description, states, meta, type, on, entry, exit, tags"),
+        format!("unknown key `{key}`; expected one of: {known}"),
     ))
 }
 
@@ -322,6 +335,7 @@ fn read_node<'a>(
     let mut node = Node {
         def: StateDef::new(name.clone(), StateKind::Static),
         name,
+        id: None,
         at: json.pos(raw),
         on: Vec::new(),
         children: Vec::new(),
@@ -331,6 +345,7 @@ fn read_node<'a>(
     for (key, value) in json.object(raw, &what)? {
         match key.as_str() {
             "description" => node.def.description = Some(json.string(value, "`description`")?),
+            "id" => node.id = Some(json.string(value, "a state's `id`")?),
             "type" => match json.string(value, "`type`")?.as_str() {
                 "final" => node.def.terminal = true,
                 "atomic" | "compound" => {}
@@ -368,7 +383,7 @@ fn read_node<'a>(
                     }
                 }
             }
-            k => refuse_or_leave_out(json, k, value, left_out)?,
+            k => refuse_or_leave_out(json, k, value, STATE_KEYS, left_out)?,
         }
     }
     if !node.children.is_empty() && node.def.kind != StateKind::Transition {
@@ -445,39 +460,6 @@ fn read_action_meta(
     Ok((action, carried))
 }
 
-/// A state a target names: `#<id>.A`, `#<id>.VIA.child`, or a sibling `A`
-/// (`VIA.child`), as the path of names under the machine.
-fn resolve<'a>(
-    json: &Json<'a>,
-    machine: &str,
-    from: &str,
-    target: &str,
-    at: Raw<'a>,
-) -> Result<Vec<String>, ImportError> {
-    let path = if let Some(absolute) = target.strip_prefix('#') {
-        match absolute
-            .strip_prefix(machine)
-            .and_then(|p| p.strip_prefix('.'))
-        {
-            Some(path) => path,
-            None => {
-                return Err(json.error(
-                    at,
-                    format!("target `{target}` names a state by an id other than the machine's (`#{machine}.STATE`)"),
-                ));
-            }
-        }
-    } else if target.starts_with('.') {
-        return Err(json.error(
-            at,
-            format!("target `{target}` is a child of state `{from}`, which has none"),
-        ));
-    } else {
-        target
-    };
-    Ok(path.split('.').map(str::to_owned).collect())
-}
-
 /// What a transition's target is read against: the text, the machine's id
 /// and its top-level states.
 struct Targets<'n, 'a> {
@@ -486,11 +468,49 @@ struct Targets<'n, 'a> {
     nodes: &'n [Node<'a>],
     /// Each top-level state's place in `nodes`, by name.
     index: HashMap<&'n str, usize>,
+    /// The same, by the states' own ids.
+    ids: HashMap<&'n str, usize>,
 }
 
 impl<'n, 'a> Targets<'n, 'a> {
     fn node(&self, name: &str) -> Option<&'n Node<'a>> {
         self.index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// The state a target names, as the path of names under the machine:
+    /// `#<machine>.A`, `#<machine>.VIA.child`, `#<a state's own id>` (and a
+    /// child of it), or a sibling `A` (`VIA.child`).
+    fn resolve(&self, from: &str, target: &str, at: Raw<'a>) -> Result<Vec<String>, ImportError> {
+        let (machine, json) = (self.machine, self.json);
+        let path: Vec<String> = if let Some(absolute) = target.strip_prefix('#') {
+            let (id, rest) = absolute.split_once('.').unwrap_or((absolute, ""));
+            let named = (id != machine)
+                .then(|| self.ids.get(id).map(|&i| &self.nodes[i]))
+                .flatten();
+            match (id == machine, named) {
+                (true, _) if !rest.is_empty() => rest.split('.').map(str::to_owned).collect(),
+                (_, Some(node)) => std::iter::once(node.name.clone())
+                    .chain(rest.split('.').filter(|p| !p.is_empty()).map(str::to_owned))
+                    .collect(),
+                _ => {
+                    return Err(json.error(
+                        at,
+                        format!(
+                            "target `{target}` names no state: expected `#{machine}.STATE` or a \
+                             state's own `id`"
+                        ),
+                    ));
+                }
+            }
+        } else if target.starts_with('.') {
+            return Err(json.error(
+                at,
+                format!("target `{target}` is a child of state `{from}`, which has none"),
+            ));
+        } else {
+            target.split('.').map(str::to_owned).collect()
+        };
+        Ok(path)
     }
 }
 
@@ -502,7 +522,7 @@ fn read_way<'a>(
     event: &str,
     raw: Raw<'a>,
 ) -> Result<Option<Way>, ImportError> {
-    let (json, machine) = (cx.json, cx.machine);
+    let json = cx.json;
     if event == "*" || event.ends_with(".*") {
         return Err(json.error(
             raw,
@@ -589,7 +609,7 @@ fn read_way<'a>(
             carried,
         }));
     };
-    let path = resolve(json, machine, &node.name, &target, at)?;
+    let path = cx.resolve(&node.name, &target, at)?;
     let Some(first) = cx.node(&path[0]) else {
         return Err(json.error(
             at,
@@ -640,7 +660,7 @@ fn ends<'a>(
     origin: &str,
     at: Raw<'a>,
 ) -> Result<String, ImportError> {
-    let (json, machine) = (cx.json, cx.machine);
+    let json = cx.json;
     let Some((_, raw)) = via.children.iter().find(|(name, _)| name == child) else {
         return Err(json.error(
             at,
@@ -672,7 +692,7 @@ fn ends<'a>(
                 None => return Err(json.error(transition, format!("`{name}` has no target"))),
             }
         };
-        let path = resolve(json, machine, child, &target.0, target.1)?;
+        let path = cx.resolve(child, &target.0, target.1)?;
         let state = match path.as_slice() {
             [one] if cx.node(one).is_some() => one.clone(),
             _ => {

@@ -220,6 +220,11 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
          one target for an action from each state"
     );
     assert_eq!(
+        err(r##"{"initial": "a", "states": {"a": {"on": {"go": "#elsewhere.b"}}}}"##),
+        "line 1, column 48: target `#elsewhere.b` names no state: expected `#m.STATE` or a \
+         state's own `id`"
+    );
+    assert_eq!(
         err(r#"{"initial": "a", "states": {"a": {"on": {"go": "nowhere"}}}}"#),
         "line 1, column 48: target `nowhere` is not one of the machine's states"
     );
@@ -251,7 +256,7 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     assert_eq!(
         err(r#"{"initial": "a", "states": {"a": {"type": "final"}}, "colour": 1}"#),
         "line 1, column 64: unknown key `colour`; expected one of: id, initial, description, \
-         states, meta, type, on, entry, exit, tags"
+         states, meta, type, entry, exit, context, tags, output"
     );
     // What `fsm export` writes, with a transition state's ends changed.
     let node = fsm_core::spec::load(concat!(
