@@ -308,9 +308,15 @@ fn read_way<'a, 'i>(
         Some(targets) => {
             let target_at = doc.attr_pos(transition, "target");
             let mut listed = targets.split_whitespace();
-            let (Some(id), None) = (listed.next(), listed.next()) else {
-                return Err(target_at
-                    .error("several targets at once are parallel states; a table is in one"));
+            let id = match (listed.next(), listed.next()) {
+                (Some(id), None) => id,
+                (None, _) => {
+                    return Err(target_at.error("an empty `target`: expected a state's id"));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(target_at
+                        .error("several targets at once are parallel states; a table is in one"));
+                }
             };
             match ids.get(id) {
                 Some(&Place::Top(i)) if states[i].def.kind == StateKind::Transition => {

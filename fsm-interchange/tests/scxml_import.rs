@@ -126,6 +126,10 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         "line 2, column 46: several targets at once are parallel states; a table is in one"
     );
     assert_eq!(
+        err("<state id=\"a\"><transition event=\"go\" target=\" \"/></state>"),
+        "line 2, column 46: an empty `target`: expected a state's id"
+    );
+    assert_eq!(
         err("<state id=\"a\"><transition event=\"go\" target=\"nowhere\"/></state>"),
         "line 2, column 46: target `nowhere` is not one of the document's top-level states"
     );
