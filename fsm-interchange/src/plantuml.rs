@@ -173,6 +173,23 @@ impl Diagram {
 const EXPECTED: &str =
     "expected `state \"NAME\" as ID`, an arrow `A --> B : label`, or a description `A : text`";
 
+/// PlantUML's stereotypes for pseudo-states: points a move passes through,
+/// which a table has no state for (other stereotypes only style a state).
+const PSEUDO_STATES: [&str; 12] = [
+    "choice",
+    "fork",
+    "join",
+    "start",
+    "end",
+    "entryPoint",
+    "exitPoint",
+    "inputPin",
+    "outputPin",
+    "expansionInput",
+    "expansionOutput",
+    "history",
+];
+
 /// Reads one line; `Err` with the column at fault.
 fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, String)> {
     let indent = text.len() - text.trim_start().len();
@@ -186,10 +203,17 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
                     col(indent + 6 + at),
                     "a stereotype `<<...>>` is not closed".to_owned(),
                 ))?;
-                (
-                    rest[..at].trim(),
-                    Some(rest[at + 2..at + end].trim().to_owned()),
-                )
+                let stereotype = rest[at + 2..at + end].trim();
+                if PSEUDO_STATES.contains(&stereotype) {
+                    return Err((
+                        col(indent + 6 + at),
+                        format!(
+                            "`<<{stereotype}>>` is a pseudo-state, not a state an object rests \
+                             in: a spec's actions go from state to state"
+                        ),
+                    ));
+                }
+                (rest[..at].trim(), Some(stereotype.to_owned()))
             }
             None => (rest, None),
         };

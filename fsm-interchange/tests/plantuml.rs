@@ -153,6 +153,19 @@ fn bad_plantuml_says_where() {
         err("@startuml\n[*] --> A\nstate A {\n}\n@enduml\n").to_string(),
         "line 3, column 1: composite states are not supported: a spec's states are flat"
     );
+    // A pseudo-state is no state of a table; a stereotype that only styles
+    // a state is read as the state.
+    assert_eq!(
+        err("@startuml\n[*] --> A\nstate C <<choice>>\nA --> C\n@enduml\n").to_string(),
+        "line 3, column 9: `<<choice>>` is a pseudo-state, not a state an object rests in: a \
+         spec's actions go from state to state"
+    );
+    let styled = plantuml(
+        "@startuml\n[*] --> A\nstate B <<Warning>>\nA --> B : go\nB --> A : back\n@enduml\n",
+        "m",
+    )
+    .unwrap();
+    assert_eq!(moves(&load(&styled)).len(), 2, "{styled}");
     // Two ids drawn with one name would write the state twice.
     assert_eq!(
         err("@startuml\nstate \"B\" as X\n[*] --> A\nA --> B\n@enduml\n").to_string(),
