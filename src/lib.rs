@@ -153,7 +153,7 @@
 //! | `testing` | `testing`: your system against its table, on proptest-state-machine (`Reference`, `Expected::check`) and along the test paths (`Harness`) |
 //! | `proptest` | `strategy`: proptest strategies over any derived machine |
 //! | `serde` | `Serialize`/`Deserialize` on derived enums, by the spec's names |
-//! | `interchange` | `interchange`: XState v5 and SCXML export and import, PlantUML import (the `fsm-interchange` crate) |
+//! | `interchange` | `interchange`: XState v5 and SCXML export and import, PlantUML and Mermaid import (the `fsm-interchange` crate) |
 //! | `full` | every feature above but `diagram` |
 //! | `diagram` | each derived enum's documentation page draws its machine (an SVG laid out at compile time: no tool, nothing fetched, shown offline and on docs.rs) and prints its table of actions |
 
@@ -221,7 +221,7 @@ pub mod strategy;
 
 /// Machines to and from other tools (feature `interchange`; also usable on its own
 /// as the `fsm-interchange` crate): XState v5 and SCXML export and import,
-/// PlantUML import.
+/// PlantUML and Mermaid import.
 #[cfg(feature = "interchange")]
 pub use fsm_interchange as interchange;
 

@@ -117,7 +117,7 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-    /// Import another tool's machine as a spec (TOML): an XState config, an SCXML document or a PlantUML diagram.
+    /// Import another tool's machine as a spec (TOML): an XState config, an SCXML document, a PlantUML or Mermaid diagram.
     Import {
         /// The format read.
         #[command(subcommand)]
@@ -156,6 +156,19 @@ enum ImportFrom {
         /// The config file.
         file: PathBuf,
         /// The machine's name, unless the config has an `id` (default: the
+        /// file's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Write the spec to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// A Mermaid state diagram (`stateDiagram-v2` ...), or a Markdown
+    /// document holding one in a fenced `mermaid` block.
+    Mermaid {
+        /// The diagram file, or the document.
+        file: PathBuf,
+        /// The machine's name, unless the diagram has a `title` (default: the
         /// file's name).
         #[arg(long)]
         name: Option<String>,
@@ -218,6 +231,11 @@ fn main() -> ExitCode {
             from: ImportFrom::Xstate { file, name, output },
         } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
             fsm_interchange::from_xstate(&text, name)
+        }),
+        Command::Import {
+            from: ImportFrom::Mermaid { file, name, output },
+        } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
+            fsm_interchange::mermaid(&text, name)
         }),
         Command::Import {
             from: ImportFrom::Scxml { file, name, output },

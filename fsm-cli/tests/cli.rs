@@ -710,6 +710,37 @@ fn import_xstate_reads_back_what_export_wrote() {
 }
 
 #[test]
+fn import_mermaid_reads_a_diagram_in_a_markdown_document() {
+    let dir = scratch("import-mermaid");
+    let doc = dir.join("design.md");
+    std::fs::write(
+        &doc,
+        "# Node\n\n```mermaid\nstateDiagram-v2\n    [*] --> ENABLED\n    ENABLED --> MAINTENANCE: put_in_maintenance\n    MAINTENANCE --> ENABLED: enable\n```\n",
+    )
+    .unwrap();
+    let (code, toml, stderr) = fsm(&["import", "mermaid", &doc.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        toml.contains("[machine]\nname = \"design\"\ninitial = \"ENABLED\""),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("put_in_maintenance = { from = \"ENABLED\", to = \"MAINTENANCE\" }"),
+        "{toml}"
+    );
+    let stderr = import_refused(
+        "mermaid",
+        &dir,
+        "bad.md",
+        "```mermaid\nstateDiagram-v2\n  [*] --> A\n  --\n```\n",
+    );
+    assert!(
+        stderr.contains("bad.md: line 4, column 3: concurrent regions (`--`)"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn import_scxml_reads_back_what_export_wrote() {
     let dir = scratch("import-scxml");
     let (code, document, stderr) = fsm(&["export", "--format", "scxml", &spec("ovc/node.toml")]);

@@ -1,6 +1,6 @@
 //! The importers on generated specs of three sizes: each spec exported as an
-//! XState config, an SCXML document and a PlantUML drawing (outside the
-//! timing), then each imported back to a spec's text, as `fsm import` does.
+//! XState config, an SCXML document, a PlantUML and a Mermaid drawing (outside
+//! the timing), then each imported back to a spec's text, as `fsm import` does.
 //!
 //! ```sh
 //! cargo bench -p fsm-interchange --bench import
@@ -28,6 +28,7 @@ fn import(c: &mut Criterion) {
         let xstate = fsm_interchange::xstate(&machine).expect("exported");
         let scxml = fsm_interchange::scxml(&machine).expect("exported");
         let plantuml = render::render(&machine, Format::PlantUml, View::Full);
+        let mermaid = render::render(&machine, Format::Mermaid, View::Full);
         group.bench_with_input(BenchmarkId::new("xstate", &size), &xstate, |b, config| {
             b.iter(|| fsm_interchange::from_xstate(config, "generated").expect("imported"))
         });
@@ -39,6 +40,13 @@ fn import(c: &mut Criterion) {
             &plantuml,
             |b, diagram| {
                 b.iter(|| fsm_interchange::plantuml(diagram, "generated").expect("imported"))
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("mermaid", &size),
+            &mermaid,
+            |b, diagram| {
+                b.iter(|| fsm_interchange::mermaid(diagram, "generated").expect("imported"))
             },
         );
     }

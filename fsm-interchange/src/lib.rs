@@ -1,8 +1,9 @@
 //! Machines exchanged with other tools: exported as an XState v5 machine config
 //! ([`xstate`]) or a W3C SCXML document ([`scxml`]); imported from an XState v5
-//! machine config ([`from_xstate`]), an SCXML document ([`from_scxml`]), or a
+//! machine config ([`from_xstate`]), an SCXML document ([`from_scxml`]), a
 //! PlantUML state diagram ([`plantuml`]), also one carried in a PlantUML
-//! server's image address ([`source_from_url`]).
+//! server's image address ([`source_from_url`]), or a Mermaid state diagram
+//! ([`mermaid`]), also one in a Markdown document.
 //!
 //! # The contract of both exports
 //!
@@ -74,7 +75,7 @@ mod xstate_import;
 
 pub use import::ImportError;
 pub use names::ExportError;
-pub use plantuml::{plantuml, source_from_url};
+pub use plantuml::{mermaid, plantuml, source_from_url};
 pub use scxml::scxml;
 pub use scxml_import::from_scxml;
 pub use xstate::xstate;

@@ -1,4 +1,5 @@
-//! PlantUML state diagrams to specs.
+//! PlantUML and Mermaid state diagrams to specs: one reader for the lines the
+//! two share (states, arrows, descriptions), each format's own around it.
 
 use fsm_model::{ActionDef, MachineDef, NamedDef, StateDef, StateKind, TargetDef};
 
@@ -396,21 +397,214 @@ pub fn plantuml(text: &str, name: &str) -> Result<String, ImportError> {
             message,
         })?;
     }
-    if !started {
+    let missing = "expected `@startuml`: the text holds no PlantUML diagram";
+    let from = "a PlantUML state diagram by `fsm import plantuml`";
+    finished(&d, started.then_some(lines.len()), missing, name, from)
+}
+
+/// The spec of a diagram read to its end (`Some(lines)` when its header was
+/// met, `missing` the error otherwise), named `name` unless it names itself;
+/// `from` says what it was imported from.
+fn finished(
+    d: &Diagram,
+    read: Option<usize>,
+    missing: &str,
+    name: &str,
+    from: &str,
+) -> Result<String, ImportError> {
+    let Some(lines) = read else {
         return Err(ImportError {
             line: 1,
             column: 1,
-            message: "expected `@startuml`: the text holds no PlantUML diagram".into(),
+            message: missing.into(),
         });
-    }
-    let Some((initial, _)) = d.initial.clone() else {
+    };
+    let Some((initial, _)) = &d.initial else {
         return Err(ImportError {
-            line: lines.len().max(1),
+            line: lines.max(1),
             column: 1,
             message: "no initial state: expected an arrow `[*] --> STATE`".into(),
         });
     };
-    Ok(write_spec(&d, name, &initial))
+    Ok(write_spec(d, name, initial, from))
+}
+
+/// Reads a Mermaid state diagram (`stateDiagram-v2` ... ), or the first one
+/// in a Markdown document's fenced ```` ```mermaid ```` blocks, and writes a
+/// spec (TOML) with the same moves, named `name` unless the diagram's front
+/// matter gives it a `title`.
+///
+/// The lines Mermaid shares with PlantUML read as [`plantuml`] reads them
+/// (`state "NAME" as ID`, arrows and their labels, `[*]`, `ID : text`).
+/// `class ID transition` and `class ID terminal`, as `fsm diagram` writes
+/// them, mark transition and terminal states, and so do `ID:::transition` and
+/// `ID:::terminal`; `note right of ID` says what `ID : text` says (an owner,
+/// `not persisted`, a description). `classDef`, `direction`, other classes,
+/// notes left of a state and `%%` comments change no move and are skipped.
+///
+/// # Errors
+///
+/// Text that holds no state diagram, a line neither format reads, composite
+/// and pseudo-states and concurrent regions (`--`), no initial state; each
+/// with its line and column (in the whole document).
+pub fn mermaid(text: &str, name: &str) -> Result<String, ImportError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(range) = mermaid_block(&lines) else {
+        return Err(ImportError {
+            line: 1,
+            column: 1,
+            message: NO_MERMAID.into(),
+        });
+    };
+    let mut d = Diagram::default();
+    let mut started = false;
+    let mut front_matter = false;
+    // Inside a note block: the state it is on (`None` for one left of it).
+    let mut note: Option<Option<String>> = None;
+    for i in range {
+        let (raw, line) = (lines[i], i + 1);
+        let t = raw.trim();
+        let indent = raw.len() - raw.trim_start().len();
+        let at = |column: usize, message: String| ImportError {
+            line,
+            column,
+            message,
+        };
+        let col = |byte: usize| raw[..byte].chars().count() + 1;
+        if let Some(on) = &note {
+            if t == "end note" {
+                note = None;
+            } else if let Some(id) = on
+                && !t.is_empty()
+            {
+                read_line(&mut d, &format!("{id} : {t}"), line)
+                    .map_err(|(_, message)| at(col(indent), message))?;
+            }
+            continue;
+        }
+        if !started {
+            if t == "---" {
+                front_matter = !front_matter;
+            } else if front_matter {
+                if let Some(title) = t.strip_prefix("title:") {
+                    d.name = Some(title.trim().to_owned());
+                }
+            } else if t == "stateDiagram-v2" || t == "stateDiagram" {
+                started = true;
+            } else if !t.is_empty() && !t.starts_with("%%") {
+                return Err(at(
+                    col(indent),
+                    format!("expected `stateDiagram-v2`, found `{t}`"),
+                ));
+            }
+            continue;
+        }
+        if t.is_empty()
+            || t.starts_with("%%")
+            || ["classDef ", "direction ", "accTitle", "accDescr"]
+                .iter()
+                .any(|p| t.starts_with(p))
+        {
+            continue;
+        }
+        if t == "--" {
+            return Err(at(
+                col(indent),
+                "concurrent regions (`--`) are in several states at once; a spec is in one".into(),
+            ));
+        }
+        if let Some(rest) = t.strip_prefix("class ") {
+            let (ids, class) = rest.trim().rsplit_once(' ').unwrap_or((rest, ""));
+            for id in ids.split(',').map(str::trim) {
+                mark(&mut d, id, class.trim()).map_err(|message| at(col(indent), message))?;
+            }
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("note ") {
+            let (head, text) = match rest.split_once(':') {
+                Some((head, text)) => (head, Some(text.trim())),
+                None => (rest, None),
+            };
+            let of = head.trim().strip_prefix("right of ").map(str::trim);
+            match (of, text) {
+                (Some(id), Some(text)) => read_line(&mut d, &format!("{id} : {text}"), line)
+                    .map_err(|(_, message)| at(col(indent), message))?,
+                (_, Some(_)) => {}
+                (of, None) => note = Some(of.map(str::to_owned)),
+            }
+            continue;
+        }
+        // `ID:::class` marks a state where it stands.
+        let mut classes = Vec::new();
+        let mut plain = String::with_capacity(raw.len());
+        let mut rest = raw;
+        while let Some(at) = rest.find(":::") {
+            let id_start = rest[..at]
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |(i, c)| i + c.len_utf8());
+            let after = &rest[at + 3..];
+            let class_len = after
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(after.len());
+            classes.push((rest[id_start..at].to_owned(), after[..class_len].to_owned()));
+            plain.push_str(&rest[..at]);
+            rest = &after[class_len..];
+        }
+        plain.push_str(rest);
+        read_line(&mut d, &plain, line).map_err(|(column, message)| at(column, message))?;
+        for (id, class) in classes {
+            mark(&mut d, &id, &class).map_err(|message| at(col(indent), message))?;
+        }
+    }
+    let from = "a Mermaid state diagram by `fsm import mermaid`";
+    finished(&d, started.then_some(lines.len()), NO_MERMAID, name, from)
+}
+
+/// The error for a text with no Mermaid state diagram.
+const NO_MERMAID: &str = "expected `stateDiagram-v2`: the text holds no Mermaid state diagram";
+
+/// The lines of a Markdown document's first fenced `mermaid` block that
+/// holds a state diagram, or every line of a text with no `mermaid` fence;
+/// `None` for a document whose `mermaid` blocks hold no state diagram.
+fn mermaid_block(lines: &[&str]) -> Option<std::ops::Range<usize>> {
+    let fence = |l: &str| l.trim_start().starts_with("```") || l.trim_start().starts_with("~~~");
+    let mut fenced = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let opens = lines[i].trim_start();
+        if fence(opens) && opens[3..].trim_start().starts_with("mermaid") {
+            fenced = true;
+            let end = (i + 1..lines.len())
+                .find(|&j| fence(lines[j]))
+                .unwrap_or(lines.len());
+            if lines[i + 1..end]
+                .iter()
+                .any(|l| l.trim().starts_with("stateDiagram"))
+            {
+                return Some(i + 1..end);
+            }
+            i = end;
+        }
+        i += 1;
+    }
+    (!fenced).then_some(0..lines.len())
+}
+
+/// Applies Mermaid class `class` to state `id`: `transition` and `terminal`
+/// as `fsm diagram` writes them; any other class only styles the state.
+fn mark(d: &mut Diagram, id: &str, class: &str) -> Result<(), String> {
+    if !is_ident(id) {
+        return Err(format!("expected a state id, found `{id}`"));
+    }
+    let state = d.state(id)?;
+    match class {
+        "transition" => state.transition = true,
+        "terminal" => state.terminal = true,
+        _ => {}
+    }
+    Ok(())
 }
 
 /// An action being assembled from arrows.
@@ -428,7 +622,9 @@ struct Assembled {
 /// drawn.
 type Finish<'d> = (String, Label, &'d str);
 
-fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
+/// The spec of diagram `d`, named `name` unless it names itself, starting
+/// in `initial`; `from` says what it was imported from, for its first line.
+fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
     let drawn = |id: &str| d.index.get(id).map(|&at| &d.states[at].1);
     let display = |id: &str| drawn(id).map_or(id.to_owned(), |s| s.name.clone());
     let is_transition = |id: &str| drawn(id).is_some_and(|s| s.transition);
@@ -520,8 +716,7 @@ fn write_spec(d: &Diagram, name: &str, initial: &str) -> String {
         }
     }
 
-    let mut comments =
-        vec!["Imported from a PlantUML state diagram by `fsm import plantuml`.".to_owned()];
+    let mut comments = vec![format!("Imported from {from}.")];
     let drawn_by_fsm = d.states.iter().any(|(_, s)| s.transition || s.terminal);
     if !drawn_by_fsm {
         comments.extend(

@@ -10,7 +10,7 @@ mod mangle;
 use fsm_core::render::{self, Format, View};
 use fsm_core::spec::SpecFile;
 use fsm_core::{Lint, Machine};
-use fsm_interchange::{ImportError, from_scxml, from_xstate, plantuml};
+use fsm_interchange::{ImportError, from_scxml, from_xstate, mermaid, plantuml};
 use mangle::{SPECS, apply, edit};
 use proptest::prelude::*;
 
@@ -46,6 +46,12 @@ const SNIPPETS: &[&str] = &[
     " go go",
     "\"in_place\": [{\"action\": \"",
     "--> A : ",
+    "class A transition",
+    ":::terminal",
+    "note right of A",
+    "end note",
+    "```",
+    "stateDiagram-v2",
 ];
 
 /// What each importer reads: the exports of every spec above, and the files
@@ -55,12 +61,14 @@ fn inputs() -> Vec<(&'static str, String)> {
         ("xstate", include_str!("xstate/light.json").to_owned()),
         ("xstate", include_str!("xstate/door.json").to_owned()),
         ("scxml", include_str!("scxml/door.scxml").to_owned()),
+        ("mermaid", include_str!("mermaid/door.md").to_owned()),
     ];
     for text in SPECS {
         let m: Machine = fsm_core::spec::load_str("spec.toml", text).unwrap();
         out.push(("xstate", fsm_interchange::xstate(&m).unwrap()));
         out.push(("scxml", fsm_interchange::scxml(&m).unwrap()));
         out.push(("plantuml", render::render(&m, Format::PlantUml, View::Full)));
+        out.push(("mermaid", render::render(&m, Format::Mermaid, View::Full)));
     }
     out
 }
@@ -69,6 +77,7 @@ fn import(format: &str, text: &str) -> Result<String, ImportError> {
     match format {
         "xstate" => from_xstate(text, "m"),
         "scxml" => from_scxml(text, "m"),
+        "mermaid" => mermaid(text, "m"),
         _ => plantuml(text, "m"),
     }
 }

@@ -47,6 +47,8 @@ fn every_shipped_spec_round_trips_through_its_scxml_export() {
     } in round_trip::every_spec(scxml, from_scxml)
     {
         let at = path.display();
+        // In the spec's order.
+        assert_eq!(round_trip::names(&back), round_trip::names(&m), "{at}");
         assert_eq!(states(&back), states(&m), "{at}:\n{spec}");
         assert_eq!(moves(&back), moves(&m), "{at}:\n{spec}");
     }

@@ -91,6 +91,8 @@ fn every_shipped_spec_round_trips_through_its_xstate_export() {
     } in round_trip::every_spec(xstate, from_xstate)
     {
         let at = path.display();
+        // In the spec's order.
+        assert_eq!(round_trip::names(&back), round_trip::names(&m), "{at}");
         assert_eq!(back.description(), m.description(), "{at}");
         assert_eq!(back.single_mutator(), m.single_mutator(), "{at}");
         assert_eq!(states(&back), states(&m), "{at}:\n{spec}");
