@@ -4,7 +4,8 @@
 //! event is tried, and the engine's state must be the table's. The other way,
 //! each engine runs the files written by hand that `fsm import xstate|scxml`
 //! reads (`tests/xstate/`, `tests/scxml/`), and must agree with the tables
-//! imported from them.
+//! imported from them; and Mermaid renders the diagrams `fsm import mermaid`
+//! reads (`tests/mermaid/`).
 //!
 //! The engines come from `scripts/setup` (npm and PyPI, pinned). Missing, the tests
 //! fail saying so, unless `FSM_SKIP_TOOLS=1`.
@@ -297,6 +298,53 @@ fn python_statemachine_runs_each_imported_document_as_the_imported_table_says() 
             "python-statemachine",
         )
     });
+}
+
+/// Mermaid has no engine that runs a state diagram, but it draws one: Mermaid
+/// itself (in headless Chromium) renders each diagram written by hand that
+/// `fsm import mermaid` reads (`tests/mermaid/`), so the importer's tests read
+/// Mermaid as Mermaid reads it.
+#[test]
+fn mermaid_renders_each_diagram_the_import_tests_read() {
+    let dir = std::env::temp_dir().join(format!("fsm-engines-mermaid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mermaid");
+    let mut files = Vec::new();
+    for doc in std::fs::read_dir(docs).unwrap() {
+        let doc = doc.unwrap().path();
+        let text = std::fs::read_to_string(&doc).unwrap();
+        // The fenced block's lines, as Mermaid is given them.
+        let diagram: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("```mermaid"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        assert!(!diagram.is_empty(), "{}", doc.display());
+        let file = dir.join(format!(
+            "{}.mmd",
+            doc.file_stem().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&file, diagram.join("\n")).unwrap();
+        files.push(file);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/browser/mermaid-check.mjs");
+    let mut args: Vec<&Path> = vec![&script];
+    args.extend(files.iter().map(PathBuf::as_path));
+    let Some((ok, out)) = engine(Path::new("node"), &args, "Mermaid (node, Chromium)") else {
+        return;
+    };
+    assert!(ok, "Mermaid refused a diagram:\n{out}");
+    for (file, line) in files.iter().zip(out.lines()) {
+        let head = format!("{{\"file\":{:?},\"svg\":\"<svg", file.display().to_string());
+        assert!(
+            line.starts_with(&head),
+            "Mermaid refused {}: {line}",
+            file.display()
+        );
+    }
+    assert_eq!(out.lines().count(), files.len(), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -96,6 +96,8 @@ fn a_diagram_in_a_markdown_document_imports_as_drawn() {
     let closed = m.state(m.state_id("Closed").unwrap());
     assert_eq!(closed.owner.as_deref(), Some("resident"));
     assert!(m.state(m.state_id("Removed").unwrap()).terminal);
+    let open = m.state(m.state_id("Open").unwrap());
+    assert_eq!(open.description.as_deref(), Some("Wide open"));
 }
 
 #[test]
