@@ -131,32 +131,40 @@ impl Diagram {
     fn state(&mut self, id: &str) -> Result<&mut DrawnState, String> {
         let at = match self.index.get(id) {
             Some(&at) => at,
-            None => {
-                self.named_once(id, id)?;
-                self.named.insert(id.to_ascii_lowercase(), id.to_owned());
-                self.index.insert(id.to_owned(), self.states.len());
-                self.states.push((
-                    id.to_owned(),
-                    DrawnState {
-                        name: id.to_owned(),
-                        persisted: true,
-                        ..DrawnState::default()
-                    },
-                ));
-                self.states.len() - 1
-            }
+            None => self.add(id, id.to_owned())?,
         };
         Ok(&mut self.states[at].1)
     }
 
-    /// The state with id `id`, drawn with the name `name`.
+    /// The state with id `id`, drawn with the name `name` (made if new).
     fn named_state(&mut self, id: &str, name: String) -> Result<&mut DrawnState, String> {
+        let at = match self.index.get(id) {
+            Some(&at) => {
+                self.named_once(id, &name)?;
+                let old = std::mem::replace(&mut self.states[at].1.name, name.clone());
+                self.named.remove(&old.to_ascii_lowercase());
+                self.named.insert(name.to_ascii_lowercase(), id.to_owned());
+                at
+            }
+            None => self.add(id, name)?,
+        };
+        Ok(&mut self.states[at].1)
+    }
+
+    /// A new state with id `id`, named `name`: its place in `states`.
+    fn add(&mut self, id: &str, name: String) -> Result<usize, String> {
         self.named_once(id, &name)?;
-        let state = self.state(id)?;
-        let old = std::mem::replace(&mut state.name, name.clone());
-        self.named.remove(&old.to_ascii_lowercase());
         self.named.insert(name.to_ascii_lowercase(), id.to_owned());
-        self.state(id)
+        self.index.insert(id.to_owned(), self.states.len());
+        self.states.push((
+            id.to_owned(),
+            DrawnState {
+                name,
+                persisted: true,
+                ..DrawnState::default()
+            },
+        ));
+        Ok(self.states.len() - 1)
     }
 
     /// Refuses `name` for the state with id `id` when another state has it.

@@ -1,9 +1,8 @@
 //! A definition written as a spec (TOML), for the importers.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
-use fsm_model::{MachineDef, NamedDef, StateKind, TargetDef};
+use fsm_model::{MachineDef, NamedDef, StateKind, TargetDef, format_duration};
 
 /// `s` as a TOML basic string: quotes, backslashes and control characters
 /// escaped.
@@ -37,15 +36,6 @@ pub(crate) fn key(s: &str) -> String {
 pub(crate) fn list(items: &[String]) -> String {
     let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
     format!("[{}]", quoted.join(", "))
-}
-
-/// A duration as the spec writes one (`30s`, `1500ms`).
-fn duration(d: Duration) -> String {
-    if d.subsec_millis() == 0 && d.as_secs() > 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
 }
 
 /// `def` as a spec, under `comments` (each a line, written as `# line`).
@@ -91,14 +81,16 @@ pub(crate) fn write(def: &MachineDef, comments: &[String]) -> String {
             fields.push("persisted = false".to_owned());
         }
         if let Some(d) = s.deadline {
-            fields.push(format!("deadline = {}", quote(&duration(d))));
+            fields.push(format!("deadline = {}", quote(&format_duration(d))));
         }
         if !s.renamed_from.is_empty() {
             fields.push(format!("renamed_from = {}", list(&s.renamed_from)));
         }
+        // A description alone is the state's value; a state with nothing
+        // to say is `{}` (no description made up from its name).
         let value = match (&s.description, fields.is_empty()) {
             (Some(d), true) => quote(d),
-            (None, true) => quote(&s.name),
+            (None, true) => "{}".to_owned(),
             (d, false) => {
                 if let Some(d) = d {
                     fields.push(format!("description = {}", quote(d)));
@@ -141,7 +133,7 @@ pub(crate) fn write(def: &MachineDef, comments: &[String]) -> String {
             fields.push("hidden = true".to_owned());
         }
         if let Some(d) = a.deadline {
-            fields.push(format!("deadline = {}", quote(&duration(d))));
+            fields.push(format!("deadline = {}", quote(&format_duration(d))));
         }
         if !a.renamed_from.is_empty() {
             fields.push(format!("renamed_from = {}", list(&a.renamed_from)));

@@ -121,7 +121,6 @@ impl<'a> Json<'a> {
 
 /// A top-level state node, read.
 struct Node<'a> {
-    name: String,
     /// Its own `id`, which targets may name it by (`#id`).
     id: Option<String>,
     /// Where it is written.
@@ -139,12 +138,19 @@ const LEFT_OUT: [&str; 8] = [
     "entry", "exit", "tags", "context", "output", "types", "version", "schemas",
 ];
 
-/// The keys a machine config may have, for the error on any other.
-const MACHINE_KEYS: &str =
-    "id, initial, description, states, meta, type, entry, exit, context, tags, output";
+/// The keys of a machine config that are read.
+const MACHINE_KEYS: [&str; 6] = ["id", "initial", "description", "states", "meta", "type"];
 
-/// The keys a state node may have, for the error on any other.
-const STATE_KEYS: &str = "id, description, type, on, states, initial, meta, entry, exit, tags";
+/// The keys of a state node that are read.
+const STATE_KEYS: [&str; 7] = [
+    "id",
+    "description",
+    "type",
+    "on",
+    "states",
+    "initial",
+    "meta",
+];
 
 /// Keys that make moves a table cannot say.
 const REFUSED: [(&str, &str); 4] = [
@@ -217,7 +223,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
                     ));
                 }
             }
-            k => refuse_or_leave_out(&json, k, value, MACHINE_KEYS, &mut left_out)?,
+            k => refuse_or_leave_out(&json, k, value, &MACHINE_KEYS, &mut left_out)?,
         }
     }
     let Some(states) = states else {
@@ -230,12 +236,12 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
     if nodes.is_empty() {
         return Err(json.error(states, "the machine has no states"));
     }
-    distinct("states", nodes.iter().map(|n| (n.name.as_str(), n.at)))?;
+    distinct("states", nodes.iter().map(|n| (n.def.name.as_str(), n.at)))?;
     let Some(initial) = initial else {
         return Err(json.error(root, "the machine has no `initial` state"));
     };
     let initial_name = json.string(initial, "`initial`")?;
-    if !nodes.iter().any(|n| n.name == initial_name) {
+    if !nodes.iter().any(|n| n.def.name == initial_name) {
         return Err(json.error(
             initial,
             format!("the initial state `{initial_name}` is not one of the machine's states"),
@@ -250,7 +256,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
         machine: &def.name,
         nodes: &nodes,
         index: (nodes.iter().enumerate())
-            .map(|(i, n)| (n.name.as_str(), i))
+            .map(|(i, n)| (n.def.name.as_str(), i))
             .collect(),
         ids: (nodes.iter().enumerate())
             .filter_map(|(i, n)| Some((n.id.as_deref()?, i)))
@@ -270,7 +276,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
             ways.push((
                 action,
                 Way {
-                    origin: node.name.clone(),
+                    origin: node.def.name.clone(),
                     at: json.pos(raw),
                     via: None,
                     target: None,
@@ -306,7 +312,7 @@ fn refuse_or_leave_out(
     json: &Json<'_>,
     key: &str,
     value: Raw<'_>,
-    known: &str,
+    read: &[&str],
     left_out: &mut Vec<String>,
 ) -> Result<(), ImportError> {
     if let Some((_, what)) = REFUSED.iter().find(|(k, _)| *k == key) {
@@ -319,9 +325,13 @@ fn refuse_or_leave_out(
         left_out.push(format!("`{key}`"));
         return Ok(());
     }
+    // The keys read, then those left out, then those refused when not empty.
+    let mut known = [read, &LEFT_OUT[..], &REFUSED.map(|(k, _)| k)[..]].concat();
+    let mut seen = HashSet::new();
+    known.retain(|k| seen.insert(*k));
     Err(json.error(
         value,
-        format!("unknown key `{key}`; expected one of: {known}"),
+        format!("unknown key `{key}`; expected one of: {}", known.join(", ")),
     ))
 }
 
@@ -333,15 +343,14 @@ fn read_node<'a>(
     left_out: &mut Vec<String>,
 ) -> Result<Node<'a>, ImportError> {
     let mut node = Node {
-        def: StateDef::new(name.clone(), StateKind::Static),
-        name,
+        def: StateDef::new(name, StateKind::Static),
         id: None,
         at: json.pos(raw),
         on: Vec::new(),
         children: Vec::new(),
         in_place: Vec::new(),
     };
-    let what = format!("state `{}`", node.name);
+    let what = format!("state `{}`", node.def.name);
     for (key, value) in json.object(raw, &what)? {
         match key.as_str() {
             "description" => node.def.description = Some(json.string(value, "`description`")?),
@@ -383,7 +392,7 @@ fn read_node<'a>(
                     }
                 }
             }
-            k => refuse_or_leave_out(json, k, value, STATE_KEYS, left_out)?,
+            k => refuse_or_leave_out(json, k, value, &STATE_KEYS, left_out)?,
         }
     }
     if !node.children.is_empty() && node.def.kind != StateKind::Transition {
@@ -489,7 +498,7 @@ impl<'n, 'a> Targets<'n, 'a> {
                 .flatten();
             match (id == machine, named) {
                 (true, _) if !rest.is_empty() => rest.split('.').map(str::to_owned).collect(),
-                (_, Some(node)) => std::iter::once(node.name.clone())
+                (_, Some(node)) => std::iter::once(node.def.name.clone())
                     .chain(rest.split('.').filter(|p| !p.is_empty()).map(str::to_owned))
                     .collect(),
                 _ => {
@@ -540,7 +549,7 @@ fn read_way<'a>(
                     format!(
                         "event `{event}` has several guarded targets from state `{}`; a table has \
                          one target for an action from each state",
-                        node.name
+                        node.def.name
                     ),
                 ));
             }
@@ -602,14 +611,14 @@ fn read_way<'a>(
     carried.description = description.or(carried.description);
     let Some((target, at)) = target else {
         return Ok(Some(Way {
-            origin: node.name.clone(),
+            origin: node.def.name.clone(),
             at: json.pos(transition),
             via: None,
             target: None,
             carried,
         }));
     };
-    let path = cx.resolve(&node.name, &target, at)?;
+    let path = cx.resolve(&node.def.name, &target, at)?;
     let Some(first) = cx.node(&path[0]) else {
         return Err(json.error(
             at,
@@ -623,15 +632,15 @@ fn read_way<'a>(
                 format!(
                     "target `{target}` is a transition state; a way into one names its child for \
                      the origin (`{}.{}`)",
-                    first.name, node.name
+                    first.def.name, node.def.name
                 ),
             ));
         }
-        [_] if first.name == node.name => (None, None),
-        [_] => (None, Some(first.name.clone())),
+        [_] if first.def.name == node.def.name => (None, None),
+        [_] => (None, Some(first.def.name.clone())),
         [_, child] if first.def.kind == StateKind::Transition => {
-            let done = ends(cx, first, child, event, &node.name, at)?;
-            (Some(first.name.clone()), Some(done))
+            let done = ends(cx, first, child, event, &node.def.name, at)?;
+            (Some(first.def.name.clone()), Some(done))
         }
         _ => {
             return Err(json.error(
@@ -641,7 +650,7 @@ fn read_way<'a>(
         }
     };
     Ok(Some(Way {
-        origin: node.name.clone(),
+        origin: node.def.name.clone(),
         at: json.pos(transition),
         via,
         target,
@@ -664,10 +673,10 @@ fn ends<'a>(
     let Some((_, raw)) = via.children.iter().find(|(name, _)| name == child) else {
         return Err(json.error(
             at,
-            format!("transition state `{}` has no child `{child}`", via.name),
+            format!("transition state `{}` has no child `{child}`", via.def.name),
         ));
     };
-    let what = format!("child `{child}` of transition state `{}`", via.name);
+    let what = format!("child `{child}` of transition state `{}`", via.def.name);
     let mut on = Vec::new();
     for (key, value) in json.object(raw, &what)? {
         match key.as_str() {

@@ -125,6 +125,19 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         err("stateDiagram-v2\n  A --> B\n"),
         "line 2, column 1: no initial state: expected an arrow `[*] --> STATE`"
     );
+    // Classes mark transition and terminal states where they stand, or in a
+    // `class` line naming several states.
+    let classed = load(
+        &mermaid(
+            "stateDiagram-v2\n  [*] --> A\n  A --> Going:::transition : go\n  Going --> B : go\n  B --> C : stop\n  B --> D : drop\n  class C,D terminal\n",
+            "m",
+        )
+        .unwrap(),
+    );
+    let state = |name: &str| classed.state(classed.state_id(name).unwrap());
+    assert!(state("Going").is_transition());
+    assert!(state("C").terminal && state("D").terminal);
+    assert!(!state("B").terminal);
     assert_eq!(
         err("graph TD\n"),
         "line 1, column 1: expected `stateDiagram-v2`, found `graph TD`"

@@ -166,6 +166,18 @@ fn bad_plantuml_says_where() {
     )
     .unwrap();
     assert_eq!(moves(&load(&styled)).len(), 2, "{styled}");
+    // An id may be another state's name, as long as no two names meet.
+    let swapped = plantuml(
+        "@startuml\nstate \"X\" as Y\nstate \"B\" as X\n[*] --> Y\nY --> X : go\nX --> Y : back\n@enduml\n",
+        "m",
+    )
+    .unwrap();
+    let m = load(&swapped);
+    assert_eq!(
+        moves(&m),
+        BTreeSet::from([("X".into(), "B".into()), ("B".into(), "X".into())]),
+        "{swapped}"
+    );
     // Two ids drawn with one name would write the state twice.
     assert_eq!(
         err("@startuml\nstate \"B\" as X\n[*] --> A\nA --> B\n@enduml\n").to_string(),

@@ -183,36 +183,48 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         err("<state id=\"a\"><transition event=\"*\" target=\"a\"/></state>"),
         "line 2, column 34: the wildcard event `*` takes events a table names one by one"
     );
+    assert_eq!(
+        err("<state><transition event=\"go\"/></state>"),
+        "line 2, column 1: a top-level state needs an `id`: transitions name it"
+    );
+    assert_eq!(
+        err("<state id=\"a\"><history id=\"h\"/></state>"),
+        "line 2, column 15: a history state remembers where it was; a table's states are flat"
+    );
     // What `fsm export` writes, with a transition state's ends changed.
-    let node = fsm_core::spec::load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../specs/ovc/node.toml"
-    ))
-    .unwrap();
-    let document = scxml(&node).unwrap();
-    let back = document.replacen(
-        "<transition event=\"enable_failed\" target=\"MAINTENANCE\"/>",
-        "<transition event=\"enable_failed\" target=\"ENABLED\"/>",
-        1,
-    );
-    assert_ne!(back, document);
-    let refused = from_scxml(&back, "m").unwrap_err().to_string();
-    assert!(
-        refused.ends_with(
-            "`enable_failed` leads to `ENABLED`; a failed action returns to its origin, `MAINTENANCE`"
+    let document = round_trip::node_in(scxml);
+    let edited = |from: &str, to: &str| round_trip::refused_edit(from_scxml, &document, from, to);
+    let failed = "<transition event=\"enable_failed\" target=\"MAINTENANCE\"/>";
+    let done = "<transition event=\"enable_done\" target=\"ENABLED\"/>";
+    for (from, to, refused) in [
+        (
+            failed,
+            "<transition event=\"enable_failed\" target=\"ENABLED\"/>",
+            "`enable_failed` leads to `ENABLED`; a failed action returns to its origin, \
+             `MAINTENANCE`",
         ),
-        "{refused}"
-    );
-    let direct = document.replacen("target=\"ENABLING.MAINTENANCE\"", "target=\"ENABLING\"", 1);
-    assert_ne!(direct, document);
-    let refused = from_scxml(&direct, "m").unwrap_err().to_string();
-    assert!(
-        refused.ends_with(
+        (
+            done,
+            "",
+            "child `ENABLING.MAINTENANCE` of transition state `ENABLING` needs both \
+             `enable_done` and `enable_failed`",
+        ),
+        (
+            done,
+            "<transition event=\"enable_done\" target=\"DECOMMISSIONING\"/>",
+            "`enable_done` in child `ENABLING.MAINTENANCE` of transition state `ENABLING` must \
+             lead to one of the document's static states",
+        ),
+        (
+            "target=\"ENABLING.MAINTENANCE\"",
+            "target=\"ENABLING\"",
             "target `ENABLING` is a transition state; a way into one names its child for the \
-             origin `MAINTENANCE`"
+             origin `MAINTENANCE`",
         ),
-        "{refused}"
-    );
+    ] {
+        let error = edited(from, to);
+        assert!(error.ends_with(refused), "{error}");
+    }
     assert_eq!(
         from_scxml("<scxml>\n  <state id=\"a\">\n</scxml>", "m").unwrap_err(),
         ImportError {

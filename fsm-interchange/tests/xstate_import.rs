@@ -137,6 +137,9 @@ fn a_config_written_by_hand_imports_by_its_events() {
     );
     let brk = m.find_action("BREAK").unwrap();
     assert_eq!(m.guard_names(brk), ["isBroken"]);
+    // A state the config does not describe has no description.
+    let green = m.state(m.state_id("green").unwrap());
+    assert_eq!(green.description, None, "{spec}");
     let broken = m.state(m.state_id("broken").unwrap());
     assert!(broken.terminal);
     assert_eq!(broken.description.as_deref(), Some("Out of order"));
@@ -258,40 +261,55 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     assert_eq!(
         err(r#"{"initial": "a", "states": {"a": {"type": "final"}}, "colour": 1}"#),
         "line 1, column 64: unknown key `colour`; expected one of: id, initial, description, \
-         states, meta, type, entry, exit, context, tags, output"
+         states, meta, type, entry, exit, tags, context, output, types, version, schemas, \
+         after, always, invoke, on"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"colour": 1, "type": "final"}}}"#),
+        "line 1, column 45: unknown key `colour`; expected one of: id, description, type, on, \
+         states, initial, meta, entry, exit, tags, context, output, types, version, schemas, \
+         after, always, invoke"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"type": "history"}}}"#),
+        "line 1, column 43: state `a` is a parallel or history state; a table has neither"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"on": {"go": ".inner"}}}}"#),
+        "line 1, column 48: target `.inner` is a child of state `a`, which has none"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"meta": {"in_place": [{"hidden": true}]}}}}"#),
+        "line 1, column 57: expected `action` in an entry of `meta.in_place`"
     );
     // What `fsm export` writes, with a transition state's ends changed.
-    let node = fsm_core::spec::load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../specs/ovc/node.toml"
-    ))
-    .unwrap();
-    let config = xstate(&node).unwrap();
-    let back = config.replacen(
-        "\"decommission_failed\": {\n              \"target\": \"#node.ENABLED\"",
-        "\"decommission_failed\": {\n              \"target\": \"#node.MAINTENANCE\"",
-        1,
-    );
-    assert_ne!(back, config);
+    let config = round_trip::node_in(xstate);
+    let edited = |from: &str, to: &str| round_trip::refused_edit(from_xstate, &config, from, to);
     assert_eq!(
-        err(&back),
+        edited(
+            "\"decommission_failed\": {\n              \"target\": \"#node.ENABLED\"",
+            "\"decommission_failed\": {\n              \"target\": \"#node.MAINTENANCE\"",
+        ),
         "line 96, column 25: `decommission_failed` leads to `MAINTENANCE`; a failed action \
          returns to its origin, `ENABLED`"
     );
-    let direct = config.replacen(
-        "\"#node.DECOMMISSIONING.ENABLED\"",
-        "\"#node.DECOMMISSIONING\"",
-        1,
-    );
-    assert_ne!(direct, config);
-    assert!(
-        err(&direct).ends_with(
-            "target `#node.DECOMMISSIONING` is a transition state; a way into one names its \
-             child for the origin (`DECOMMISSIONING.ENABLED`)"
+    for (from, to, refused) in [
+        (
+            "\"decommission_done\"",
+            "\"decommission_finished\"",
+            "unexpected event `decommission_finished` in child `ENABLED` of transition state \
+             `DECOMMISSIONING`: expected `decommission_done` and `decommission_failed`",
         ),
-        "{}",
-        err(&direct)
-    );
+        (
+            "\"#node.DECOMMISSIONING.ENABLED\"",
+            "\"#node.DECOMMISSIONING\"",
+            "target `#node.DECOMMISSIONING` is a transition state; a way into one names its \
+             child for the origin (`DECOMMISSIONING.ENABLED`)",
+        ),
+    ] {
+        let error = edited(from, to);
+        assert!(error.ends_with(refused), "{error}");
+    }
     assert_eq!(
         err(r#"{"initial": "z", "states": {"a": {}}}"#),
         "line 1, column 13: the initial state `z` is not one of the machine's states"

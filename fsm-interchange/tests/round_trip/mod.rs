@@ -1,5 +1,9 @@
-//! What the import tests share: loading an imported spec, and the round trip
-//! of every shipped spec through an export and its import.
+//! What the import tests share: loading an imported spec, the round trip of
+//! every shipped spec through an export and its import, and the refusal of an
+//! edited export.
+
+// Each test file uses what its format needs.
+#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -58,4 +62,27 @@ pub fn every_spec(
             }
         })
         .collect()
+}
+
+/// What `fsm export` wrote for OpenvCloud's node (`specs/ovc/node.toml`), in
+/// the format of `export`.
+pub fn node_in(export: fn(&Machine) -> Result<String, ExportError>) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/node.toml");
+    export(&fsm_core::spec::load(path).unwrap()).unwrap()
+}
+
+/// What `import` says of `text` with `from` (which must be there) replaced by
+/// `to`: it must refuse it, and its error is returned.
+pub fn refused_edit(
+    import: fn(&str, &str) -> Result<String, ImportError>,
+    text: &str,
+    from: &str,
+    to: &str,
+) -> String {
+    assert!(text.contains(from), "`{from}` is not in:\n{text}");
+    let edited = text.replacen(from, to, 1);
+    match import(&edited, "m") {
+        Ok(spec) => panic!("imported after `{from}` became `{to}`:\n{spec}"),
+        Err(e) => e.to_string(),
+    }
 }
