@@ -118,6 +118,11 @@ enum Command {
         args: Vec<std::ffi::OsString>,
     },
     /// Import another tool's machine as a spec (TOML): an XState config, an SCXML document, a PlantUML or Mermaid diagram.
+    ///
+    /// Exits 0 when the spec checks (its warnings printed), 1 when it has
+    /// errors (a state no action leaves, say: the spec is written all the same,
+    /// and the findings point into it), 2 when the file cannot be read as that
+    /// format.
     Import {
         /// The format read.
         #[command(subcommand)]
@@ -657,18 +662,23 @@ fn import(
         eprintln!("error: {}: {e}", file.display());
         Unusable
     })?;
-    if let Err(e) = fsm_core::spec::load_str("imported.toml", &spec) {
-        eprintln!(
-            "error: {} imports as a spec that does not check:\n{e}",
-            file.display()
-        );
-        return Err(Unusable);
-    }
+    // Checked as written, and named where it goes: the findings' lines and
+    // columns are the written spec's, which the user then edits.
+    let shown = output.map_or_else(|| PathBuf::from("<stdout>"), Path::to_path_buf);
+    let report = SpecFile::new(shown, spec.as_str()).check();
     match output {
         Some(path) => write_file(path, &spec)?,
         None => print!("{spec}"),
     }
-    Ok(ExitCode::SUCCESS)
+    eprint!("{}", rendered(&report));
+    if report.machine.is_some() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "error: {} imports as a spec with errors; it is written all the same, for you to mend",
+        file.display()
+    );
+    Ok(ExitCode::from(1))
 }
 
 /// A PlantUML diagram's text, or that of a document holding the diagram as a

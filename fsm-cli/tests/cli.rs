@@ -709,6 +709,61 @@ fn import_xstate_reads_back_what_export_wrote() {
     );
 }
 
+/// An import whose table has errors (here a state no action leaves) is
+/// written all the same, with the findings placed in the written spec, and
+/// exits 1; the spec, mended where the finding points, checks clean.
+#[test]
+fn import_with_errors_writes_the_spec_the_findings_point_into() {
+    let dir = scratch("import-errors");
+    let config = dir.join("door.json");
+    std::fs::write(
+        &config,
+        "{\"id\": \"door\", \"initial\": \"open\",\n \"states\": {\"open\": {\"on\": {\"close\": \"shut\"}}, \"shut\": {}}}\n",
+    )
+    .unwrap();
+    let imported = dir.join("door.toml");
+    let out = imported.display().to_string();
+    let (code, stdout, stderr) = fsm(&[
+        "import",
+        "xstate",
+        &config.display().to_string(),
+        "-o",
+        &out,
+    ]);
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    let toml = std::fs::read_to_string(&imported).unwrap();
+    let line = 1 + toml
+        .lines()
+        .position(|l| l == "shut = {}")
+        .expect("the state's line");
+    assert!(
+        stderr.contains(&format!("error[dead-end]: state `shut` is not terminal but no action leaves it\n  --> {out}:{line}:1")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("door.json imports as a spec with errors"),
+        "{stderr}"
+    );
+    // Without -o the findings name standard output, where the spec went.
+    let (code, printed, stderr) = fsm(&["import", "xstate", &config.display().to_string()]);
+    assert_eq!((code, printed.as_str()), (1, toml.as_str()), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--> <stdout>:{line}:1")),
+        "{stderr}"
+    );
+    // Mended where the finding points, it checks clean.
+    std::fs::write(
+        &imported,
+        toml.replace("shut = {}", "shut = { terminal = true }"),
+    )
+    .unwrap();
+    let (code, stdout, _) = fsm(&["check", &out]);
+    assert_eq!(
+        (code, stdout.trim_end()),
+        (0, "checked 1 spec: 0 errors, 0 warnings")
+    );
+}
+
 #[test]
 fn import_mermaid_reads_a_diagram_in_a_markdown_document() {
     let dir = scratch("import-mermaid");
