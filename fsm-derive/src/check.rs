@@ -152,7 +152,9 @@ fn attribute_help(help: &Help) -> String {
         Help::UseOrMakeStatic(state) => {
             format!("name it in an action's `via`, or remove `#[fsm(transition)]` from `{state}`")
         }
-        Help::LeaveOrTerminal => "add an action that leaves it, or mark it `#[fsm(terminal)]`".into(),
+        Help::LeaveOrTerminal => {
+            "add an action that leaves it, or mark it `#[fsm(terminal)]`".into()
+        }
         Help::KeepHiddenStill => "remove `via` and `to`, or make the action visible".into(),
         Help::NameOwner => {
             "add `#[fsm(owner = role)]` to the state or `roles = ...` to the actions leaving it"

@@ -27,7 +27,9 @@ pub fn help(help: &Help) -> String {
         Help::UseOrMakeStatic(state) => {
             format!("name it in an action's `via`, or make `{state}` static")
         }
-        Help::LeaveOrTerminal => "add an action that leaves it, or mark it `terminal = true`".into(),
+        Help::LeaveOrTerminal => {
+            "add an action that leaves it, or mark it `terminal = true`".into()
+        }
         Help::KeepHiddenStill => "remove `via` and `to`, or make the action visible".into(),
         Help::NameOwner => {
             "add `owner = \"ROLE\"` to the state or `roles` to the actions leaving it".into()
