@@ -710,10 +710,119 @@ mod handoff {
     }
 }
 
+/// The floor with two of the queuer's duties added, one after the other, to
+/// see what each costs: a task allocated for each request and shared by the
+/// caller and the worker (the queuer's holds the job and the outcome), and
+/// then an order per object, kept as the queuer keeps it: each request's key
+/// put in a map of its stripe's (one of 256, under a lock) and taken out by
+/// the worker that ends it. The queuer's other duties (its intake lock,
+/// tickets, spares, steps, panics caught, wake-ups, stop and retries) are
+/// what is left between the second and the queuer itself.
+mod duties {
+    use std::hash::BuildHasher;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use fsm_runtime::{InFlight, ObjectId, Record};
+
+    type Map = std::collections::HashMap<ObjectId, (), foldhash::fast::RandomState>;
+
+    /// A request's task: where the worker leaves the record, on lines of
+    /// its own, about the size of the queuer's task.
+    pub struct Task {
+        done: AtomicBool,
+        record: Mutex<Option<Record>>,
+        _job: [u64; 24],
+    }
+
+    impl Task {
+        pub fn new() -> Arc<Task> {
+            Arc::new(Task {
+                done: AtomicBool::new(false),
+                record: Mutex::new(None),
+                _job: [0; 24],
+            })
+        }
+
+        /// Spins until the record is there, and takes it.
+        pub fn take(&self) -> Record {
+            while !self.done.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            self.record.lock().unwrap().take().unwrap()
+        }
+    }
+
+    /// One stripe's keys with work, on lines of its own.
+    #[repr(align(128))]
+    #[derive(Default)]
+    struct Stripe(Mutex<Map>);
+
+    /// The tasks started and not yet taken by a worker, and, when `ordered`,
+    /// the keys with work.
+    pub struct Floor<'r> {
+        jobs: crossbeam_deque::Injector<(InFlight<'r>, Arc<Task>)>,
+        stripes: Option<Vec<Stripe>>,
+        stop: AtomicBool,
+    }
+
+    impl<'r> Floor<'r> {
+        pub fn new(ordered: bool) -> Self {
+            Floor {
+                jobs: Default::default(),
+                stripes: ordered.then(|| (0..256).map(|_| Stripe::default()).collect()),
+                stop: AtomicBool::new(false),
+            }
+        }
+
+        fn stripe(&self, id: &ObjectId) -> Option<&Stripe> {
+            let stripes = self.stripes.as_ref()?;
+            let hash = foldhash::fast::FixedState::with_seed(1).hash_one(id.as_str());
+            Some(&stripes[hash as usize % stripes.len()])
+        }
+
+        pub fn push(&self, id: &ObjectId, handle: InFlight<'r>, task: Arc<Task>) {
+            if let Some(stripe) = self.stripe(id) {
+                stripe.0.lock().unwrap().insert(id.clone(), ());
+            }
+            self.jobs.push((handle, task));
+        }
+
+        pub fn stop(&self) {
+            self.stop.store(true, Ordering::Release);
+        }
+
+        /// A worker: completes every handle it takes, takes its key out of
+        /// the map, and leaves the record in the task, until stopped.
+        pub fn work(&self) {
+            loop {
+                match self.jobs.steal().success() {
+                    Some((handle, task)) => {
+                        let id = handle.id().clone();
+                        let record = handle.complete().unwrap();
+                        if let Some(stripe) = self.stripe(&id) {
+                            stripe.0.lock().unwrap().remove(&id);
+                        }
+                        *task.record.lock().unwrap() = Some(record);
+                        task.done.store(true, Ordering::Release);
+                    }
+                    None if self.stop.load(Ordering::Acquire) => return,
+                    None => std::thread::yield_now(),
+                }
+            }
+        }
+    }
+}
+
 const QUEUE_CASES: [&str; 3] = [
     "direct runtime",
     "queued (2 workers)",
     "handoff by hand (floor, 2 workers)",
+];
+/// The floor with the queuer's duties added one after the other ([`duties`]).
+const DUTY_CASES: [&str; 2] = [
+    "handoff + task per request",
+    "handoff + task + order per object",
 ];
 const LATENCY_CASES: [&str; 2] = ["direct run", "queued request + wait"];
 const NO_SPIN_CASES: [&str; 3] = [
@@ -763,6 +872,30 @@ fn bursts(
         .mul_f64(iters as f64 / (rounds * ids.len() as u64) as f64)
 }
 
+/// Bursts of requests, one on each object (`burst`), timed while two threads
+/// run `work`, which `stop` ends after: the time per request, scaled to
+/// `iters`.
+fn with_workers(
+    iters: u64,
+    work: impl Fn() + Sync,
+    stop: impl FnOnce(),
+    mut burst: impl FnMut(),
+) -> Duration {
+    let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(&work);
+        }
+        let start = Instant::now();
+        for _ in 0..rounds {
+            burst();
+        }
+        let took = start.elapsed();
+        stop();
+        took.mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
+    })
+}
+
 /// The queuer against calling the runtime directly: throughput over 512 objects
 /// (a request on each, then every ticket awaited), and the round trip of one
 /// request on an idle queuer.
@@ -805,15 +938,13 @@ fn bench_queue(c: &mut Criterion) {
     });
     g.bench_function(QUEUE_CASES[2], |b| {
         b.iter_custom(|iters| {
-            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
             let slots: Vec<handoff::Slot> = ids.iter().map(|_| Default::default()).collect();
             let floor = handoff::Floor::default();
-            std::thread::scope(|s| {
-                for _ in 0..2 {
-                    s.spawn(|| floor.work());
-                }
-                let start = Instant::now();
-                for _ in 0..rounds {
+            with_workers(
+                iters,
+                || floor.work(),
+                || floor.stop(),
+                || {
                     let a = action();
                     for (id, slot) in ids.iter().zip(&slots) {
                         floor.push(rt.start(id, &actor, a).unwrap(), slot);
@@ -821,13 +952,36 @@ fn bench_queue(c: &mut Criterion) {
                     for slot in &slots {
                         black_box(slot.take());
                     }
-                }
-                let took = start.elapsed();
-                floor.stop();
-                took.mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
-            })
+                },
+            )
         })
     });
+    for (name, ordered) in [(DUTY_CASES[0], false), (DUTY_CASES[1], true)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let floor = duties::Floor::new(ordered);
+                with_workers(
+                    iters,
+                    || floor.work(),
+                    || floor.stop(),
+                    || {
+                        let a = action();
+                        let tasks: Vec<_> = ids
+                            .iter()
+                            .map(|id| {
+                                let task = duties::Task::new();
+                                floor.push(id, rt.start(id, &actor, a).unwrap(), task.clone());
+                                task
+                            })
+                            .collect();
+                        for task in tasks {
+                            black_box(task.take());
+                        }
+                    },
+                )
+            })
+        });
+    }
     g.finish();
 
     let mut g = c.benchmark_group("queue-latency");
@@ -917,8 +1071,14 @@ fn main() {
     // What a queued request adds to a direct run (issue #18's "throughput
     // overhead"), beside the ratio above.
     report::print_overhead("queue", "action", QUEUE_CASES[0], QUEUE_CASES[1]);
-    // The queuer against the bare hand-off: what its own work costs.
-    report::print_ratios("queue", "action", 1.0, &[QUEUE_CASES[2], QUEUE_CASES[1]]);
+    // The queuer against the bare hand-off: what its own work costs, and
+    // what two of its duties cost on their own.
+    report::print_ratios(
+        "queue",
+        "action",
+        1.0,
+        &[QUEUE_CASES[2], DUTY_CASES[0], DUTY_CASES[1], QUEUE_CASES[1]],
+    );
     report::print_ratios("queue-latency", "action", 1.0, &LATENCY_CASES);
     report::print_ratios("queue-own-path", "action", 1.0, &OWN_PATH_CASES);
     report::print_ratios("queue-no-spin", "action", 1.0, &NO_SPIN_CASES);
