@@ -32,8 +32,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
@@ -653,13 +653,25 @@ fn print_table(threads_list: &[usize]) {
 /// request: what is left is the start, the completion, and each request's cache
 /// lines (the object's, its holder's, its slot's) crossing between the caller's
 /// core and a worker's.
+///
+/// The same floor takes two of the queuer's duties, one after the other, to
+/// see what each costs: a [`Task`](handoff::Task) allocated for each request
+/// and shared by the caller and the worker (the queuer's holds the job and
+/// the outcome), and then an order per object (`ordered`), kept as the
+/// queuer keeps it: each request's key put in a map of its stripe's (one of
+/// 256, under a lock) and taken out by the worker that ends it. The queuer's
+/// other duties (its intake lock, tickets, spares, steps, panics caught,
+/// wake-ups, stop and retries) are what is left between those and the queuer
+/// itself.
 mod handoff {
+    use std::hash::BuildHasher;
+    use std::ops::Deref;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use fsm_runtime::{InFlight, Record};
+    use fsm_runtime::{InFlight, ObjectId, Record};
 
-    /// Where a worker leaves a request's record: one per object, reused.
+    /// Where a worker leaves a request's record.
     #[derive(Default)]
     pub struct Slot {
         done: AtomicBool,
@@ -675,98 +687,62 @@ mod handoff {
             self.done.store(false, Ordering::Relaxed);
             self.record.lock().unwrap().take().unwrap()
         }
+
+        fn give(&self, record: Record) {
+            *self.record.lock().unwrap() = Some(record);
+            self.done.store(true, Ordering::Release);
+        }
     }
 
-    /// The handles started and not yet taken by a worker, each with its slot.
+    /// A request's own task: its slot, on lines of its own, about the size
+    /// of the queuer's task.
     #[derive(Default)]
-    pub struct Floor<'r> {
-        jobs: crossbeam_deque::Injector<(InFlight<'r>, &'r Slot)>,
-        stop: AtomicBool,
-    }
-
-    impl<'r> Floor<'r> {
-        pub fn push(&self, handle: InFlight<'r>, slot: &'r Slot) {
-            self.jobs.push((handle, slot));
-        }
-
-        pub fn stop(&self) {
-            self.stop.store(true, Ordering::Release);
-        }
-
-        /// A worker: completes every handle it takes, until stopped.
-        pub fn work(&self) {
-            loop {
-                let job = self.jobs.steal().success();
-                match job {
-                    Some((handle, slot)) => {
-                        *slot.record.lock().unwrap() = Some(handle.complete().unwrap());
-                        slot.done.store(true, Ordering::Release);
-                    }
-                    None if self.stop.load(Ordering::Acquire) => return,
-                    None => std::thread::yield_now(),
-                }
-            }
-        }
-    }
-}
-
-/// The floor with two of the queuer's duties added, one after the other, to
-/// see what each costs: a task allocated for each request and shared by the
-/// caller and the worker (the queuer's holds the job and the outcome), and
-/// then an order per object, kept as the queuer keeps it: each request's key
-/// put in a map of its stripe's (one of 256, under a lock) and taken out by
-/// the worker that ends it. The queuer's other duties (its intake lock,
-/// tickets, spares, steps, panics caught, wake-ups, stop and retries) are
-/// what is left between the second and the queuer itself.
-mod duties {
-    use std::hash::BuildHasher;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    use fsm_runtime::{InFlight, ObjectId, Record};
-
-    type Map = std::collections::HashMap<ObjectId, (), foldhash::fast::RandomState>;
-
-    /// A request's task: where the worker leaves the record, on lines of
-    /// its own, about the size of the queuer's task.
     pub struct Task {
-        done: AtomicBool,
-        record: Mutex<Option<Record>>,
+        slot: Slot,
         _job: [u64; 24],
     }
 
-    impl Task {
-        pub fn new() -> Arc<Task> {
-            Arc::new(Task {
-                done: AtomicBool::new(false),
-                record: Mutex::new(None),
-                _job: [0; 24],
-            })
-        }
+    impl Deref for Task {
+        type Target = Slot;
 
-        /// Spins until the record is there, and takes it.
-        pub fn take(&self) -> Record {
-            while !self.done.load(Ordering::Acquire) {
-                std::hint::spin_loop();
-            }
-            self.record.lock().unwrap().take().unwrap()
+        fn deref(&self) -> &Slot {
+            &self.slot
         }
     }
+
+    /// Where a worker leaves a record: an object's slot, or a request's task.
+    pub trait Place: Send {
+        fn slot(&self) -> &Slot;
+    }
+
+    impl Place for &Slot {
+        fn slot(&self) -> &Slot {
+            self
+        }
+    }
+
+    impl Place for std::sync::Arc<Task> {
+        fn slot(&self) -> &Slot {
+            &self.slot
+        }
+    }
+
+    type Map = std::collections::HashMap<ObjectId, (), foldhash::fast::RandomState>;
 
     /// One stripe's keys with work, on lines of its own.
     #[repr(align(128))]
     #[derive(Default)]
     struct Stripe(Mutex<Map>);
 
-    /// The tasks started and not yet taken by a worker, and, when `ordered`,
-    /// the keys with work.
-    pub struct Floor<'r> {
-        jobs: crossbeam_deque::Injector<(InFlight<'r>, Arc<Task>)>,
+    /// The handles started and not yet taken by a worker, each with where its
+    /// record goes; and, when ordered, the keys with work.
+    pub struct Floor<'r, S> {
+        jobs: crossbeam_deque::Injector<(InFlight<'r>, S)>,
         stripes: Option<Vec<Stripe>>,
         stop: AtomicBool,
     }
 
-    impl<'r> Floor<'r> {
+    impl<'r, S: Place> Floor<'r, S> {
         pub fn new(ordered: bool) -> Self {
             Floor {
                 jobs: Default::default(),
@@ -781,11 +757,11 @@ mod duties {
             Some(&stripes[hash as usize % stripes.len()])
         }
 
-        pub fn push(&self, id: &ObjectId, handle: InFlight<'r>, task: Arc<Task>) {
-            if let Some(stripe) = self.stripe(id) {
-                stripe.0.lock().unwrap().insert(id.clone(), ());
+        pub fn push(&self, handle: InFlight<'r>, slot: S) {
+            if let Some(stripe) = self.stripe(handle.id()) {
+                stripe.0.lock().unwrap().insert(handle.id().clone(), ());
             }
-            self.jobs.push((handle, task));
+            self.jobs.push((handle, slot));
         }
 
         pub fn stop(&self) {
@@ -793,18 +769,18 @@ mod duties {
         }
 
         /// A worker: completes every handle it takes, takes its key out of
-        /// the map, and leaves the record in the task, until stopped.
+        /// the map when ordered, and leaves the record in its slot, until
+        /// stopped.
         pub fn work(&self) {
             loop {
                 match self.jobs.steal().success() {
-                    Some((handle, task)) => {
+                    Some((handle, slot)) => {
                         let id = handle.id().clone();
                         let record = handle.complete().unwrap();
                         if let Some(stripe) = self.stripe(&id) {
                             stripe.0.lock().unwrap().remove(&id);
                         }
-                        *task.record.lock().unwrap() = Some(record);
-                        task.done.store(true, Ordering::Release);
+                        slot.slot().give(record);
                     }
                     None if self.stop.load(Ordering::Acquire) => return,
                     None => std::thread::yield_now(),
@@ -819,7 +795,7 @@ const QUEUE_CASES: [&str; 3] = [
     "queued (2 workers)",
     "handoff by hand (floor, 2 workers)",
 ];
-/// The floor with the queuer's duties added one after the other ([`duties`]).
+/// The floor with the queuer's duties added one after the other ([`handoff`]).
 const DUTY_CASES: [&str; 2] = [
     "handoff + task per request",
     "handoff + task + order per object",
@@ -939,7 +915,7 @@ fn bench_queue(c: &mut Criterion) {
     g.bench_function(QUEUE_CASES[2], |b| {
         b.iter_custom(|iters| {
             let slots: Vec<handoff::Slot> = ids.iter().map(|_| Default::default()).collect();
-            let floor = handoff::Floor::default();
+            let floor = handoff::Floor::new(false);
             with_workers(
                 iters,
                 || floor.work(),
@@ -959,7 +935,7 @@ fn bench_queue(c: &mut Criterion) {
     for (name, ordered) in [(DUTY_CASES[0], false), (DUTY_CASES[1], true)] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let floor = duties::Floor::new(ordered);
+                let floor = handoff::Floor::new(ordered);
                 with_workers(
                     iters,
                     || floor.work(),
@@ -969,8 +945,8 @@ fn bench_queue(c: &mut Criterion) {
                         let tasks: Vec<_> = ids
                             .iter()
                             .map(|id| {
-                                let task = duties::Task::new();
-                                floor.push(id, rt.start(id, &actor, a).unwrap(), task.clone());
+                                let task = Arc::new(handoff::Task::default());
+                                floor.push(rt.start(id, &actor, a).unwrap(), task.clone());
                                 task
                             })
                             .collect();

@@ -711,9 +711,10 @@ fn import_xstate_reads_back_what_export_wrote() {
 
 /// An import whose table has errors (here a state no action leaves) is
 /// written all the same, with the findings placed in the written spec, and
-/// exits 1; the spec, mended where the finding points, checks clean.
+/// exits 1; the spec, mended where the finding points, checks clean. One with
+/// warnings only exits 0, the warnings placed the same way.
 #[test]
-fn import_with_errors_writes_the_spec_the_findings_point_into() {
+fn import_writes_the_spec_its_findings_point_into() {
     let dir = scratch("import-errors");
     let config = dir.join("door.json");
     std::fs::write(
@@ -761,6 +762,27 @@ fn import_with_errors_writes_the_spec_the_findings_point_into() {
     assert_eq!(
         (code, stdout.trim_end()),
         (0, "checked 1 spec: 0 errors, 0 warnings")
+    );
+
+    // A state nothing leads to is a warning: the spec is printed, exit 0.
+    std::fs::write(
+        &config,
+        "{\"id\": \"door\", \"initial\": \"open\", \"states\": {\"open\": {\"on\": {\"close\": \"shut\"}},\n \"shut\": {\"type\": \"final\"}, \"ajar\": {\"on\": {\"close\": \"shut\"}}}}\n",
+    )
+    .unwrap();
+    let (code, printed, stderr) = fsm(&["import", "xstate", &config.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    let line = 1 + printed
+        .lines()
+        .position(|l| l == "ajar = {}")
+        .expect("the state's line");
+    assert!(
+        stderr.contains(&format!("warning[unreachable]: state `ajar` cannot be reached from the initial state `open`\n  --> <stdout>:{line}:1")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("imports as a spec with errors"),
+        "{stderr}"
     );
 }
 
