@@ -21,9 +21,12 @@
 //!   exported: [`ExportError`] names it and says how the format reads it (`.` in
 //!   an XState state's name is a step into a child state; an SCXML state id must
 //!   be an XML name, and an SCXML event `go` also takes `go.fast`).
-//! - Hidden actions and actions that change no state are metadata, not moves;
-//!   roles, guards, owners, deadlines and descriptions are metadata too (XState
-//!   `meta` and `description`, SCXML comments). Terminal states are final states.
+//! - Hidden actions and actions that change no state are metadata, not moves
+//!   (in SCXML, an action that changes no state is a targetless transition,
+//!   which moves nothing); roles, guards, owners, deadlines and descriptions
+//!   are metadata too (XState `meta` and `description`; SCXML elements and
+//!   attributes in the [`FSM_NAMESPACE`], which engines ignore). Terminal
+//!   states are final states.
 //!
 //! The machine a tool runs from either export agrees with the table on every
 //! event from every reachable state; the test suite checks it with the engines
@@ -37,8 +40,8 @@
 //! has no place in a spec (entry and exit actions, a data model) is named in a
 //! comment at the top of the spec.
 //!
-//! - What either export writes imports back to the same states and moves;
-//!   from XState, with every piece of metadata the export carries.
+//! - What either export writes imports back to the same table: its states and
+//!   moves, and every piece of metadata the export carries.
 //! - A file written by hand imports by its events: each event is an action,
 //!   allowed from every state with a transition for it.
 //! - The test suite runs the files written by hand in the engines, against the
@@ -76,7 +79,7 @@ mod xstate_import;
 pub use import::ImportError;
 pub use names::ExportError;
 pub use plantuml::{mermaid, plantuml, source_from_url};
-pub use scxml::scxml;
+pub use scxml::{FSM_NAMESPACE, scxml};
 pub use scxml_import::from_scxml;
 pub use xstate::xstate;
 pub use xstate_import::from_xstate;

@@ -16,7 +16,8 @@ use crate::{child, done_event, entries, failed_event};
 pub struct ExportError {
     /// The format: `XState` or `SCXML`.
     pub format: &'static str,
-    /// What bears the name: `machine`, `state`, `action` or `event`.
+    /// What bears the name: `machine`, `state`, `action` or `event`; or
+    /// `the description of` a machine, state, action, role or guard.
     pub what: &'static str,
     /// The name.
     pub name: String,
@@ -133,7 +134,34 @@ pub(crate) fn for_scxml(m: &Machine) -> Result<(), ExportError> {
             return refused("event", event, why);
         }
     }
+    // Descriptions go into attributes, where XML 1.0 holds every character
+    // but most control characters.
+    let described = std::iter::once((m.name(), m.description()))
+        .chain(
+            m.states()
+                .iter()
+                .map(|s| (&*s.name, s.description.as_deref())),
+        )
+        .chain((m.action_ids().map(|a| m.action(a))).map(|a| (&*a.name, a.description.as_deref())))
+        .chain(
+            m.roles()
+                .iter()
+                .map(|r| (&*r.name, r.description.as_deref())),
+        )
+        .chain(m.guards().iter().map(|g| (&*g.name, Some(&*g.description))));
+    for (name, description) in described {
+        let bad = description.and_then(|d| d.chars().find(|&c| !is_xml_char(c)));
+        if let Some(c) = bad {
+            let why = format!("XML 1.0 cannot hold the character U+{:04X} in it", c as u32);
+            return refused("the description of", name, why);
+        }
+    }
     Ok(())
+}
+
+/// Whether XML 1.0 can hold `c` (its `Char` production).
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
 }
 
 /// An XML name without a colon (`NCName`), Unicode letters and digits included.

@@ -6,33 +6,65 @@ use fsm_model::{ActionId, Machine, xml_escape};
 
 use crate::{ExportError, child, done_event, entries, failed_event};
 
+/// The namespace of what `fsm export` writes beside SCXML's own elements
+/// (roles, guards, owners, deadlines, descriptions, hidden actions): engines
+/// ignore elements and attributes of namespaces they do not know, and
+/// [`from_scxml`](crate::from_scxml) reads them back.
+pub const FSM_NAMESPACE: &str = "urn:fsm:scxml";
+
 /// Text for inside an XML comment, which may not hold `--`.
 fn comment(text: &str) -> String {
     text.replace("--", "- -")
 }
 
-/// What an action carries besides its moves, as a comment's text.
-fn action_note(m: &Machine, a: ActionId) -> String {
+/// Text for an attribute's value: escaped, and its line breaks and tabs as
+/// references (a parser reads them as spaces otherwise).
+fn attr(text: &str) -> String {
+    xml_escape(text)
+        .replace('\n', "&#10;")
+        .replace('\r', "&#13;")
+        .replace('\t', "&#9;")
+}
+
+/// ` fsm:NAME="VALUE"` for each pair whose value is there.
+fn fsm_attrs(pairs: impl IntoIterator<Item = (&'static str, Option<String>)>) -> String {
+    let mut out = String::new();
+    for (name, value) in pairs {
+        if let Some(value) = value {
+            let _ = write!(out, " fsm:{name}=\"{}\"", attr(&value));
+        }
+    }
+    out
+}
+
+/// What an action carries besides its moves, as attributes of each of its
+/// transitions.
+fn action_attrs(m: &Machine, a: ActionId) -> String {
     let action = m.action(a);
-    let mut note = format!("action {}", action.name);
-    if action.hidden {
-        note.push_str(", hidden");
-    }
-    if !action.roles.is_empty() {
-        note.push_str(&format!("; roles: {}", action.roles.join(", ")));
-    }
-    if !action.guards.is_empty() {
-        note.push_str(&format!("; guards: {}", m.guard_names(a).join(", ")));
-    }
-    if let Some(d) = &action.description {
-        note.push_str(&format!("; {d}"));
-    }
-    comment(&note)
+    let listed = |names: Vec<&str>| (!names.is_empty()).then(|| names.join(" "));
+    fsm_attrs([
+        (
+            "roles",
+            listed(action.roles.iter().map(|r| r.as_ref()).collect()),
+        ),
+        ("guards", listed(m.guard_names(a))),
+        ("hidden", action.hidden.then(|| "true".to_owned())),
+        (
+            "deadline-seconds",
+            action.deadline.map(|d| d.as_secs_f64().to_string()),
+        ),
+        (
+            "description",
+            action.description.as_deref().map(String::from),
+        ),
+    ])
 }
 
 /// `machine` as a W3C SCXML document, under the contract in the crate's
-/// documentation: state ids are the states' names, a transition state's children
-/// are `<STATE>.<ORIGIN>`; roles, guards, owners and descriptions are comments.
+/// documentation: state ids are the states' names, a transition state's
+/// children are `<STATE>.<ORIGIN>`, an action that changes no state is a
+/// targetless transition; roles, guards, owners, deadlines, descriptions and
+/// hidden actions are elements and attributes in the [`FSM_NAMESPACE`].
 ///
 /// # Errors
 ///
@@ -48,104 +80,94 @@ pub fn scxml(m: &Machine) -> Result<String, ExportError> {
     );
     let _ = writeln!(
         out,
-        "<scxml xmlns=\"http://www.w3.org/2005/07/scxml\" version=\"1.0\" name=\"{}\" initial=\"{}\">",
-        xml_escape(m.name()),
-        xml_escape(&m.state(m.initial()).name)
+        "<scxml xmlns=\"http://www.w3.org/2005/07/scxml\" xmlns:fsm=\"{FSM_NAMESPACE}\" version=\"1.0\" name=\"{}\" initial=\"{}\"{}>",
+        attr(m.name()),
+        attr(&m.state(m.initial()).name),
+        fsm_attrs([
+            ("description", m.description().map(String::from)),
+            (
+                "single-mutator",
+                m.single_mutator().then(|| "true".to_owned())
+            ),
+        ])
     );
-    if let Some(d) = m.description() {
-        let _ = writeln!(out, "  <!-- {} -->", comment(d));
-    }
     for r in m.roles() {
-        let _ = writeln!(
-            out,
-            "  <!-- role {}: {} -->",
-            comment(&r.name),
-            comment(r.description.as_deref().unwrap_or(""))
-        );
+        let description = (r.description.as_deref())
+            .map(|d| format!(" description=\"{}\"", attr(d)))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  <fsm:role name=\"{}\"{description}/>", attr(&r.name));
     }
     for g in m.guards() {
         let _ = writeln!(
             out,
-            "  <!-- guard {}: {} -->",
-            comment(&g.name),
-            comment(&g.description)
+            "  <fsm:guard name=\"{}\" description=\"{}\"/>",
+            attr(&g.name),
+            attr(&g.description)
         );
     }
     for s in m.state_ids() {
         let state = m.state(s);
-        let id = xml_escape(&state.name);
+        let id = attr(&state.name);
         let element = if state.terminal { "final" } else { "state" };
         let ways = if state.is_transition() {
             entries(m, s)
         } else {
             Vec::new()
         };
-        match ways.first() {
-            Some(first) => {
-                let _ = writeln!(
-                    out,
-                    "  <{element} id=\"{id}\" initial=\"{id}.{}\">",
-                    xml_escape(&child(m, s, first.action, first.origin))
-                );
-            }
-            None => {
-                let _ = writeln!(out, "  <{element} id=\"{id}\">");
-            }
-        }
-        let mut notes = Vec::new();
-        if state.is_transition() {
-            notes.push("transition state".to_owned());
-        }
-        if let Some(owner) = &state.owner {
-            notes.push(format!("owner: {owner}"));
-        }
-        if !state.persisted {
-            notes.push("not persisted".to_owned());
-        }
-        if let Some(d) = &state.description {
-            notes.push(d.to_string());
-        }
-        if !notes.is_empty() {
-            let _ = writeln!(out, "    <!-- {} -->", comment(&notes.join("; ")));
-        }
+        let initial = ways
+            .first()
+            .map(|first| {
+                let first = child(m, s, first.action, first.origin);
+                format!(" initial=\"{id}.{}\"", attr(&first))
+            })
+            .unwrap_or_default();
+        let notes = fsm_attrs([
+            ("owner", state.owner.as_deref().map(String::from)),
+            ("persisted", (!state.persisted).then(|| "false".to_owned())),
+            (
+                "deadline-seconds",
+                state.deadline.map(|d| d.as_secs_f64().to_string()),
+            ),
+            (
+                "description",
+                state.description.as_deref().map(String::from),
+            ),
+        ]);
+        let _ = writeln!(out, "  <{element} id=\"{id}\"{initial}{notes}>");
         for rule in m.rules_from(s) {
-            let event = xml_escape(&m.action(rule.action).name);
-            if !rule.changes_state {
-                let _ = writeln!(
-                    out,
-                    "    <!-- in place, no move: {} -->",
-                    action_note(m, rule.action)
-                );
-                continue;
-            }
-            let target = match rule.via {
-                Some(via) => format!("{}.{}", m.state(via).name, child(m, via, rule.action, s)),
-                None => m.state(rule.target).name.to_string(),
+            let event = attr(&m.action(rule.action).name);
+            let target = match (rule.changes_state, rule.via) {
+                (false, _) => String::new(),
+                (true, Some(via)) => format!(
+                    " target=\"{}.{}\"",
+                    attr(&m.state(via).name),
+                    attr(&child(m, via, rule.action, s))
+                ),
+                (true, None) => format!(" target=\"{}\"", attr(&m.state(rule.target).name)),
             };
-            let _ = writeln!(out, "    <!-- {} -->", action_note(m, rule.action));
             let _ = writeln!(
                 out,
-                "    <transition event=\"{event}\" target=\"{}\"/>",
-                xml_escape(&target)
+                "    <transition event=\"{event}\"{target}{}/>",
+                action_attrs(m, rule.action)
             );
         }
         for way in &ways {
             let _ = writeln!(
                 out,
                 "    <state id=\"{id}.{}\">",
-                xml_escape(&child(m, s, way.action, way.origin))
+                attr(&child(m, s, way.action, way.origin))
             );
             let _ = writeln!(
                 out,
                 "      <transition event=\"{}\" target=\"{}\"/>",
-                xml_escape(&done_event(m, way.action)),
-                xml_escape(&m.state(way.target).name)
+                attr(&done_event(m, way.action)),
+                attr(&m.state(way.target).name)
             );
             let _ = writeln!(
                 out,
                 "      <transition event=\"{}\" target=\"{}\"/>",
-                xml_escape(&failed_event(m, way.action)),
-                xml_escape(&m.state(way.origin).name)
+                attr(&failed_event(m, way.action)),
+                attr(&m.state(way.origin).name)
             );
             out.push_str("    </state>\n");
         }

@@ -5,8 +5,9 @@
 //! every state with a transition for it. A transition state the way
 //! [`scxml`](crate::scxml) writes one (a compound state with a child per way
 //! in, `<action>_done` and `<action>_failed` there) reads back as the action's
-//! `via`. What `fsm export` writes as comments (roles, guards, owners,
-//! descriptions, hidden and in-place actions) is not read back. What would
+//! `via`, and what it writes in its own namespace ([`FSM_NAMESPACE`]: roles,
+//! guards, owners, deadlines, descriptions, hidden actions) back as the
+//! spec's. What would
 //! change the machine's moves without a table to say it (nested, parallel or
 //! history states, eventless transitions, events raised or sent, invoked
 //! services, several targets or alternatives for one event, wildcards, an
@@ -14,12 +15,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
+use std::time::Duration;
 
-use fsm_model::{MachineDef, StateDef, StateKind};
+use fsm_model::{MachineDef, NamedDef, StateDef, StateKind};
 use roxmltree::{Document, Node};
 
-use crate::ImportError;
 use crate::import::{Carried, Lines, Pos, Way, assemble, declare_used, distinct, written};
+use crate::{FSM_NAMESPACE, ImportError};
 
 /// The document, to say where each node is.
 struct Doc<'a> {
@@ -36,6 +38,53 @@ impl Doc<'_> {
     fn attr_pos(&self, node: Node<'_, '_>, name: &str) -> Pos {
         node.attribute_node(name)
             .map_or_else(|| self.pos(node), |a| self.lines.pos(a.range_value().start))
+    }
+
+    /// `node`'s attribute `name` in the [`FSM_NAMESPACE`], with where its
+    /// value is.
+    fn fsm<'n>(&self, node: Node<'n, '_>, name: &str) -> Option<(&'n str, Pos)> {
+        let a = node.attribute_node((FSM_NAMESPACE, name))?;
+        Some((a.value(), self.lines.pos(a.range_value().start)))
+    }
+
+    /// `fsm:NAME="true"` or `"false"` on `node`, if it is there.
+    fn fsm_flag(&self, node: Node<'_, '_>, name: &str) -> Result<Option<bool>, ImportError> {
+        match self.fsm(node, name) {
+            None => Ok(None),
+            Some(("true", _)) => Ok(Some(true)),
+            Some(("false", _)) => Ok(Some(false)),
+            Some((other, at)) => Err(at.error(format!(
+                "expected `true` or `false` for `fsm:{name}`, found `{other}`"
+            ))),
+        }
+    }
+
+    /// `fsm:deadline-seconds` on `node`, if it is there.
+    fn fsm_deadline(&self, node: Node<'_, '_>) -> Result<Option<Duration>, ImportError> {
+        let Some((text, at)) = self.fsm(node, "deadline-seconds") else {
+            return Ok(None);
+        };
+        let seconds = text.trim().parse::<f64>().ok();
+        match seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+            Some(deadline) => Ok(Some(deadline)),
+            None => Err(at.error(format!(
+                "expected a number of seconds for `fsm:deadline-seconds`, found `{text}`"
+            ))),
+        }
+    }
+
+    /// A role or guard `fsm export` declares (`<fsm:role name description>`).
+    fn declared(&self, node: Node<'_, '_>) -> Result<NamedDef, ImportError> {
+        let Some(name) = node.attribute("name") else {
+            return Err(self
+                .pos(node)
+                .error(format!("`<fsm:{}>` needs a `name`", node.tag_name().name())));
+        };
+        Ok(NamedDef {
+            name: name.to_owned(),
+            description: node.attribute("description").map(String::from),
+            cel: None,
+        })
     }
 }
 
@@ -92,8 +141,10 @@ const LEFT_OUT: [&str; 5] = ["datamodel", "script", "onentry", "onexit", "doneda
 /// transition is an action that changes no state; `<final>` states are
 /// terminal; a transition's `cond` is one of the action's guards, named by
 /// its expression. A document written by [`scxml`](crate::scxml) imports back
-/// to the same states and moves, its transition states included (what it
-/// writes as comments is not read).
+/// to the same table: its states and moves, transition states included, and
+/// what it writes in the [`FSM_NAMESPACE`] (roles and guards declared with
+/// what they mean, owners, deadlines, descriptions, hidden actions, whether
+/// the machine has a single mutator).
 ///
 /// # Errors
 ///
@@ -130,11 +181,25 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     }
     let mut def = MachineDef {
         name: root.attribute("name").unwrap_or(name).to_owned(),
+        description: doc.fsm(root, "description").map(|(d, _)| d.to_owned()),
+        single_mutator: doc.fsm_flag(root, "single-mutator")?.unwrap_or(false),
         ..MachineDef::default()
     };
     let mut left_out = Vec::new();
     let mut states: Vec<State<'_, '_>> = Vec::new();
     for node in root.children().filter(Node::is_element) {
+        if node.tag_name().namespace() == Some(FSM_NAMESPACE) {
+            match node.tag_name().name() {
+                "role" => def.roles.push(doc.declared(node)?),
+                "guard" => def.guards.push(doc.declared(node)?),
+                other => {
+                    return Err(doc.pos(node).error(format!(
+                        "unexpected `<fsm:{other}>`: `fsm export` writes `<fsm:role>` and `<fsm:guard>` here"
+                    )));
+                }
+            }
+            continue;
+        }
         match node.tag_name().name() {
             "state" | "final" => states.push(read_state(&doc, node, &mut left_out)?),
             other if LEFT_OUT.contains(&other) => left_out.push(format!("`<{other}>`")),
@@ -192,13 +257,18 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     def.states = states.into_iter().map(|s| s.def).collect();
     declare_used(&mut def, "SCXML");
 
-    let comments = vec![
-        "Imported from an SCXML document by `fsm import scxml`.".to_owned(),
-        String::new(),
-        "SCXML cannot say who may perform each action (roles), who owns a state, or".to_owned(),
-        "which actions change no state; add `roles` and `owner` where they apply, and".to_owned(),
-        "say what each guard checks.".to_owned(),
-    ];
+    let mut comments = vec!["Imported from an SCXML document by `fsm import scxml`.".to_owned()];
+    // A document `fsm export` wrote says all that; one written by hand does not.
+    if !root.namespaces().any(|ns| ns.uri() == FSM_NAMESPACE) {
+        comments.extend(
+            [
+                "",
+                "SCXML cannot say who may perform each action (roles) or who owns a state;",
+                "add `roles` and `owner` where they apply, and say what each guard checks.",
+            ]
+            .map(String::from),
+        );
+    }
     Ok(written(&def, comments, left_out))
 }
 
@@ -238,6 +308,10 @@ fn read_state<'a, 'i>(
         children: Vec::new(),
     };
     state.def.terminal = node.tag_name().name() == "final";
+    state.def.owner = doc.fsm(node, "owner").map(|(o, _)| o.to_owned());
+    state.def.persisted = doc.fsm_flag(node, "persisted")?.unwrap_or(true);
+    state.def.deadline = doc.fsm_deadline(node)?;
+    state.def.description = doc.fsm(node, "description").map(|(d, _)| d.to_owned());
     for child in node.children().filter(Node::is_element) {
         match child.tag_name().name() {
             "transition" if !state.def.terminal => state.transitions.push(child),
@@ -299,7 +373,20 @@ fn read_way<'a, 'i>(
             "an eventless transition out of `{origin}` moves on its own; a table's moves are each an action"
         )));
     };
-    let mut carried = Carried::default();
+    let listed = |name| {
+        doc.fsm(transition, name)
+            .map(|(names, _)| names.split_whitespace().map(String::from).collect())
+            .unwrap_or_default()
+    };
+    let mut carried = Carried {
+        roles: listed("roles"),
+        guards: listed("guards"),
+        hidden: doc.fsm_flag(transition, "hidden")?.unwrap_or(false),
+        deadline: doc.fsm_deadline(transition)?,
+        description: doc
+            .fsm(transition, "description")
+            .map(|(d, _)| d.to_owned()),
+    };
     if let Some(cond) = transition.attribute("cond") {
         carried.guards.push(cond.trim().to_owned());
     }

@@ -1,5 +1,6 @@
 //! `fsm import scxml`: every shipped spec exported as SCXML imports back to the
-//! same states and moves (transition states included); a document written by
+//! same table (states, rules, roles, guards, owners, deadlines, hidden and
+//! in-place actions, descriptions); a document written by
 //! hand imports by its events; what a table cannot say is refused with its line
 //! and column.
 
@@ -7,35 +8,8 @@ mod round_trip;
 
 use std::collections::BTreeSet;
 
-use fsm_core::Machine;
 use fsm_interchange::{ImportError, from_scxml, scxml};
-use round_trip::{Back, load};
-
-/// Every rule that moves an object, by name: action, origin, transition
-/// state, target. (SCXML carries actions that change no state as comments.)
-fn moves(m: &Machine) -> BTreeSet<String> {
-    m.rules()
-        .filter(|r| r.changes_state)
-        .map(|r| {
-            let via = r.via.map(|v| format!(" via {}", m.state(v).name));
-            format!(
-                "{}: {} -> {}{}",
-                m.action(r.action).name,
-                m.state(r.origin).name,
-                m.state(r.target).name,
-                via.unwrap_or_default()
-            )
-        })
-        .collect()
-}
-
-/// Each state's name, kind and whether it is terminal.
-fn states(m: &Machine) -> BTreeSet<(String, bool, bool)> {
-    m.states()
-        .iter()
-        .map(|s| (s.name.to_string(), s.is_transition(), s.terminal))
-        .collect()
-}
+use round_trip::{Back, actions, guards, load, roles, rules, states};
 
 #[test]
 fn every_shipped_spec_round_trips_through_its_scxml_export() {
@@ -49,8 +23,13 @@ fn every_shipped_spec_round_trips_through_its_scxml_export() {
         let at = path.display();
         // In the spec's order.
         assert_eq!(round_trip::names(&back), round_trip::names(&m), "{at}");
+        assert_eq!(back.description(), m.description(), "{at}");
+        assert_eq!(back.single_mutator(), m.single_mutator(), "{at}");
         assert_eq!(states(&back), states(&m), "{at}:\n{spec}");
-        assert_eq!(moves(&back), moves(&m), "{at}:\n{spec}");
+        assert_eq!(rules(&back), rules(&m), "{at}:\n{spec}");
+        assert_eq!(actions(&back), actions(&m), "{at}:\n{spec}");
+        assert_eq!(roles(&back), roles(&m), "{at}");
+        assert_eq!(guards(&back), guards(&m), "{at}");
     }
 }
 
@@ -225,6 +204,31 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         let error = edited(from, to);
         assert!(error.ends_with(refused), "{error}");
     }
+    // What `fsm export` writes in its namespace, with values it never writes.
+    let ours = |body: &str| {
+        let ns = "xmlns=\"http://www.w3.org/2005/07/scxml\" xmlns:fsm=\"urn:fsm:scxml\"";
+        let document = format!("<scxml {ns}>\n{body}\n</scxml>");
+        from_scxml(&document, "m").unwrap_err().to_string()
+    };
+    assert_eq!(
+        ours("  <state id=\"a\" fsm:persisted=\"no\"/>"),
+        "line 2, column 32: expected `true` or `false` for `fsm:persisted`, found `no`"
+    );
+    assert_eq!(
+        ours(
+            "  <state id=\"a\">\n    <transition event=\"go\" fsm:deadline-seconds=\"soon\"/>\n  </state>"
+        ),
+        "line 3, column 50: expected a number of seconds for `fsm:deadline-seconds`, found `soon`"
+    );
+    assert_eq!(
+        ours("  <fsm:owner name=\"admin\"/>\n  <state id=\"a\"/>"),
+        "line 2, column 3: unexpected `<fsm:owner>`: `fsm export` writes `<fsm:role>` and \
+         `<fsm:guard>` here"
+    );
+    assert_eq!(
+        ours("  <fsm:role description=\"who runs it\"/>\n  <state id=\"a\"/>"),
+        "line 2, column 3: `<fsm:role>` needs a `name`"
+    );
     assert_eq!(
         from_scxml("<scxml>\n  <state id=\"a\">\n</scxml>", "m").unwrap_err(),
         ImportError {
@@ -236,5 +240,43 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     assert_eq!(
         from_scxml("<machine/>", "m").unwrap_err().to_string(),
         "line 1, column 1: expected `<scxml>`, found `<machine>`"
+    );
+}
+
+#[test]
+fn descriptions_keep_every_character_xml_holds_and_refuse_the_others() {
+    // Quotes, markup, a comment's end, a tab, a newline and a carriage
+    // return: XML escapes some, and reads the others as spaces in an
+    // attribute unless they are written as references.
+    let text = "say \"hi\" & 'bye' <b> -- \\ to\tall\nat once\r\n";
+    let spec = |text: &str| {
+        // (A JSON string is a TOML basic string, escapes and all.)
+        let quoted = serde_json::to_string(text).unwrap();
+        format!(
+            "[machine]\nname = \"m\"\ninitial = \"A\"\ndescription = {quoted}\n\n\
+             [roles]\nadmin = {quoted}\n\n\
+             [states]\nA = {{ description = {quoted} }}\nB = {{ terminal = true }}\n\n\
+             [actions]\ngo = {{ from = \"A\", to = \"B\", roles = [\"admin\"], description = {quoted} }}\n"
+        )
+    };
+    let m = fsm_core::spec::load_str("m.toml", spec(text)).unwrap();
+    let back = load(&from_scxml(&scxml(&m).unwrap(), "unused").unwrap());
+    assert_eq!(back.description(), Some(text));
+    assert_eq!(
+        back.state(back.initial()).description.as_deref(),
+        Some(text)
+    );
+    assert_eq!(back.roles()[0].description.as_deref(), Some(text));
+    assert_eq!(
+        back.action(back.action_ids().next().unwrap())
+            .description
+            .as_deref(),
+        Some(text)
+    );
+    // A bell: XML 1.0 has no way to write it, so there is no export.
+    let bell = fsm_core::spec::load_str("m.toml", spec("ring \u{7}")).unwrap();
+    assert_eq!(
+        scxml(&bell).unwrap_err().to_string(),
+        "SCXML cannot carry the description of `m`: XML 1.0 cannot hold the character U+0007 in it"
     );
 }

@@ -86,3 +86,73 @@ pub fn refused_edit(
         Err(e) => e.to_string(),
     }
 }
+
+/// Every rule by name: action, origin, transition state, target, and whether
+/// it moves the object.
+pub fn rules(m: &Machine) -> BTreeSet<(String, String, Option<String>, String, bool)> {
+    m.rules()
+        .map(|r| {
+            (
+                m.action(r.action).name.to_string(),
+                m.state(r.origin).name.to_string(),
+                r.via.map(|v| m.state(v).name.to_string()),
+                m.state(r.target).name.to_string(),
+                r.changes_state,
+            )
+        })
+        .collect()
+}
+
+/// What a state is, besides its rules.
+pub fn states(m: &Machine) -> BTreeSet<String> {
+    m.states()
+        .iter()
+        .map(|s| {
+            format!(
+                "{} transition={} terminal={} owner={:?} persisted={} deadline={:?} description={:?}",
+                s.name,
+                s.is_transition(),
+                s.terminal,
+                s.owner,
+                s.persisted,
+                s.deadline,
+                s.description
+            )
+        })
+        .collect()
+}
+
+/// What an action carries besides its rules.
+pub fn actions(m: &Machine) -> BTreeSet<String> {
+    m.action_ids()
+        .map(|a| {
+            let x = m.action(a);
+            format!(
+                "{} roles={:?} guards={:?} hidden={} deadline={:?} description={:?}",
+                x.name,
+                x.roles,
+                m.guard_names(a),
+                x.hidden,
+                x.deadline,
+                x.description
+            )
+        })
+        .collect()
+}
+
+/// The declared roles, with what each means.
+pub fn roles(m: &Machine) -> BTreeSet<(String, Option<String>)> {
+    let described = |r: &fsm_core::Role| {
+        (
+            r.name.to_string(),
+            r.description.as_deref().map(String::from),
+        )
+    };
+    m.roles().iter().map(described).collect()
+}
+
+/// The declared guards, with what each means (their CEL is not exported).
+pub fn guards(m: &Machine) -> BTreeSet<(String, String)> {
+    let described = |g: &fsm_core::Guard| (g.name.to_string(), g.description.to_string());
+    m.guards().iter().map(described).collect()
+}
