@@ -155,8 +155,9 @@ enum ImportFrom {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// An XState v5 machine config (JSON, what `createMachine` takes), flat or
-    /// as `fsm export --format xstate` writes it.
+    /// An XState v5 machine config (JSON, what `createMachine` takes), flat,
+    /// nested (each state without children is one of the spec's, named by its
+    /// path, `a.b`), or as `fsm export --format xstate` writes it.
     Xstate {
         /// The config file.
         file: PathBuf,

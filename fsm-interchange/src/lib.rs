@@ -43,7 +43,9 @@
 //! - What either export writes imports back to the same table: its states and
 //!   moves, and every piece of metadata the export carries.
 //! - A file written by hand imports by its events: each event is an action,
-//!   allowed from every state with a transition for it.
+//!   allowed from every state with a transition for it. An XState config's
+//!   compound states flatten: each state without children is one of the
+//!   table's, named by its path (`active.playing`).
 //! - The test suite runs the files written by hand in the engines, against the
 //!   tables imported from them.
 //!

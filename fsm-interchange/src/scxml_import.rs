@@ -189,15 +189,24 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     let mut states: Vec<State<'_, '_>> = Vec::new();
     for node in root.children().filter(Node::is_element) {
         if node.tag_name().namespace() == Some(FSM_NAMESPACE) {
-            match node.tag_name().name() {
-                "role" => def.roles.push(doc.declared(node)?),
-                "guard" => def.guards.push(doc.declared(node)?),
+            let declared = match node.tag_name().name() {
+                "role" => &mut def.roles,
+                "guard" => &mut def.guards,
                 other => {
                     return Err(doc.pos(node).error(format!(
                         "unexpected `<fsm:{other}>`: `fsm export` writes `<fsm:role>` and `<fsm:guard>` here"
                     )));
                 }
+            };
+            let named = doc.declared(node)?;
+            if declared.iter().any(|d| d.name == named.name) {
+                return Err(doc.pos(node).error(format!(
+                    "`<fsm:{}>` `{}` is declared twice",
+                    node.tag_name().name(),
+                    named.name
+                )));
             }
+            declared.push(named);
             continue;
         }
         match node.tag_name().name() {

@@ -6,10 +6,13 @@
 //! writes one (a compound state with `meta.transition`, a child per way in,
 //! `<action>_done` and `<action>_failed` there) reads back as the action's
 //! `via`, and the metadata it writes (roles, guards, owners, deadlines, hidden
-//! and in-place actions) back as the spec's. What would change the machine's
-//! moves without a table to say it (nested or parallel states, eventless,
-//! delayed and invoked transitions, several guarded targets for one event) is
-//! refused, with where it is.
+//! and in-place actions) back as the spec's. Compound states flatten: each
+//! state without children is one of the table's, named by its path (`a.b`),
+//! and takes its parents' transitions for the events it has none for, as
+//! XState does. What would change the machine's moves without a table to say
+//! it (parallel and history states, a final state inside a compound one,
+//! eventless, delayed and invoked transitions, several guarded targets for
+//! one event) is refused, with where it is.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -119,17 +122,32 @@ impl<'a> Json<'a> {
     }
 }
 
-/// A top-level state node, read.
+/// A state node, read: a table's state (at the top, or a leaf of compound
+/// states), or a compound state, which is not one.
 struct Node<'a> {
     /// Its own `id`, which targets may name it by (`#id`).
     id: Option<String>,
     /// Where it is written.
     at: Pos,
+    /// As a table's state, named by its path from the top (`a.b` for the
+    /// child `b` of the compound state `a`).
     def: StateDef,
+    /// The names from the top down to it.
+    path: Vec<String>,
+    /// The compound state it is a child of (its place among the nodes).
+    parent: Option<usize>,
     on: Vec<(String, Raw<'a>)>,
     /// The children of a transition state, by name.
     children: Vec<(String, Raw<'a>)>,
     in_place: Vec<Raw<'a>>,
+    /// A compound state's first child, by name: `None` for a table's state.
+    initial: Option<(String, Raw<'a>)>,
+}
+
+impl Node<'_> {
+    fn is_compound(&self) -> bool {
+        self.initial.is_some()
+    }
 }
 
 /// Keys of a state node or the machine that change no move and that a spec
@@ -170,15 +188,21 @@ const REFUSED: [(&str, &str); 4] = [
 /// Each event is an action, allowed from every state with a transition for it
 /// (to one target, or a target per origin); a targetless transition is an
 /// action that changes no state; `type: "final"` states are terminal; a
-/// transition's `guard` is one of the action's guards. A config written by
+/// transition's `guard` is one of the action's guards. A compound state
+/// (`states` and `initial`) is not a state of the table: each of its
+/// children is, named by its path (`active.playing`), under the compound
+/// state's transitions for the events the child has none for (a forbidden
+/// one, `[]`, is none); a target that names a compound state enters its
+/// initial child, in turn. A config written by
 /// [`xstate`](crate::xstate) imports back to the same table, its transition
 /// states, roles, guards, owners, deadlines and hidden actions included
 /// (guards' CEL, accepted lints and earlier names are not exported).
 ///
 /// # Errors
 ///
-/// Text that is not JSON, and what a table cannot say: child states other
-/// than a transition state's, parallel and history states, delayed,
+/// Text that is not JSON, and what a table cannot say: a compound state
+/// without its `initial` child, a final or transition state inside a compound
+/// one, parallel and history states, delayed,
 /// eventless or invoked transitions, an event with several alternative
 /// targets from one state, an action whose guards, roles or transition
 /// state differ between its origins; each with its line and column.
@@ -231,29 +255,21 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
     };
     let mut nodes = Vec::new();
     for (name, node) in json.object(states, "`states`")? {
-        nodes.push(read_node(&json, name, node, &mut left_out)?);
+        read_node(&json, vec![name], None, node, &mut left_out, &mut nodes)?;
     }
     if nodes.is_empty() {
         return Err(json.error(states, "the machine has no states"));
     }
-    distinct("states", nodes.iter().map(|n| (n.def.name.as_str(), n.at)))?;
+    let table = || nodes.iter().filter(|n| !n.is_compound());
+    distinct("states", table().map(|n| (n.def.name.as_str(), n.at)))?;
     let Some(initial) = initial else {
         return Err(json.error(root, "the machine has no `initial` state"));
     };
     let initial_name = json.string(initial, "`initial`")?;
-    if !nodes.iter().any(|n| n.def.name == initial_name) {
-        return Err(json.error(
-            initial,
-            format!("the initial state `{initial_name}` is not one of the machine's states"),
-        ));
-    }
-    def.initial = Some(initial_name);
-    let described = read_machine_meta(&json, meta, &mut def)?;
-
-    let mut ways = Vec::new();
+    let machine = def.name.clone();
     let targets = Targets {
         json: &json,
-        machine: &def.name,
+        machine: &machine,
         nodes: &nodes,
         index: (nodes.iter().enumerate())
             .map(|(i, n)| (n.def.name.as_str(), i))
@@ -262,11 +278,42 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
             .filter_map(|(i, n)| Some((n.id.as_deref()?, i)))
             .collect(),
     };
-    for node in nodes.iter().filter(|n| n.def.kind == StateKind::Static) {
-        for (event, transition) in &node.on {
-            if let Some(way) = read_way(&targets, node, event, transition)? {
-                ways.push((event.clone(), way));
+    let Some(top) = targets
+        .index
+        .get(initial_name.as_str())
+        .filter(|&&i| nodes[i].parent.is_none())
+    else {
+        return Err(json.error(
+            initial,
+            format!("the initial state `{initial_name}` is not one of the machine's states"),
+        ));
+    };
+    def.initial = Some(nodes[targets.first_leaf(*top)].def.name.clone());
+    let described = read_machine_meta(&json, meta, &mut def)?;
+
+    let mut ways = Vec::new();
+    for (origin, node) in (nodes.iter().enumerate())
+        .filter(|(_, n)| n.def.kind == StateKind::Static && !n.is_compound())
+    {
+        // Its own transitions, then its parents' for the events it has none
+        // for (nearest first): XState takes an event in the deepest state
+        // that has a transition for it (its guards passing: a table's
+        // moves are those of an action whose guards pass).
+        let mut taken = HashSet::new();
+        let mut from = Some(origin);
+        while let Some(at) = from {
+            for (event, transition) in &nodes[at].on {
+                if taken.contains(event.as_str()) {
+                    continue;
+                }
+                // (A forbidden transition, `[]`, is none: XState looks for
+                // the event in the parent.)
+                if let Some(way) = read_way(&targets, origin, at, event, transition)? {
+                    taken.insert(event.as_str());
+                    ways.push((event.clone(), way));
+                }
             }
+            from = nodes[at].parent;
         }
         for raw in &node.in_place {
             let (action, carried) = read_action_meta(&json, raw)?;
@@ -286,7 +333,10 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
         }
     }
     def.actions = assemble(ways)?;
-    def.states = nodes.into_iter().map(|n| n.def).collect();
+    def.states = (nodes.into_iter())
+        .filter(|n| !n.is_compound())
+        .map(|n| n.def)
+        .collect();
     declare_used(&mut def, "XState");
 
     let mut comments =
@@ -335,22 +385,30 @@ fn refuse_or_leave_out(
     ))
 }
 
-/// A top-level state: its kind, its metadata and what it holds.
+/// A state at `path` (a child of the compound state `parent`), and each of
+/// its descendants when it is a compound state, into `nodes`: its kind, its
+/// metadata and what it holds.
 fn read_node<'a>(
     json: &Json<'a>,
-    name: String,
+    path: Vec<String>,
+    parent: Option<usize>,
     raw: Raw<'a>,
     left_out: &mut Vec<String>,
-) -> Result<Node<'a>, ImportError> {
+    nodes: &mut Vec<Node<'a>>,
+) -> Result<(), ImportError> {
     let mut node = Node {
-        def: StateDef::new(name, StateKind::Static),
+        def: StateDef::new(path.join("."), StateKind::Static),
         id: None,
         at: json.pos(raw),
+        path,
+        parent,
         on: Vec::new(),
         children: Vec::new(),
         in_place: Vec::new(),
+        initial: None,
     };
     let what = format!("state `{}`", node.def.name);
+    let mut initial = None;
     for (key, value) in json.object(raw, &what)? {
         match key.as_str() {
             "description" => node.def.description = Some(json.string(value, "`description`")?),
@@ -373,8 +431,9 @@ fn read_node<'a>(
             },
             "on" => node.on = json.object(value, &format!("the `on` of {what}"))?,
             "states" => node.children = json.object(value, &format!("the states of {what}"))?,
-            // A transition state's first child, which `fsm export` names.
-            "initial" => {}
+            // A compound state's first child (a transition state's, which
+            // `fsm export` names, means nothing to a table).
+            "initial" => initial = Some(value),
             "meta" => {
                 for (k, v) in json.object(value, &format!("the `meta` of {what}"))? {
                     match k.as_str() {
@@ -395,16 +454,64 @@ fn read_node<'a>(
             k => refuse_or_leave_out(json, k, value, &STATE_KEYS, left_out)?,
         }
     }
-    if !node.children.is_empty() && node.def.kind != StateKind::Transition {
+    let inside = parent.map(|p| nodes[p].def.name.clone());
+    if let Some(parent) = &inside {
+        let nested = if node.def.kind == StateKind::Transition {
+            Some("a transition state (`meta.transition`)")
+        } else if node.def.terminal {
+            Some("a final state, which ends its parent (`onDone`),")
+        } else {
+            None
+        };
+        if let Some(nested) = nested {
+            return Err(json.error(
+                raw,
+                format!(
+                    "{what} is {nested} inside compound state `{parent}`; a table has it only \
+                     among its own states"
+                ),
+            ));
+        }
+    }
+    if node.children.is_empty() || node.def.kind == StateKind::Transition {
+        nodes.push(node);
+        return Ok(());
+    }
+    // A compound state: not a table's state, but its children are, each under
+    // its transitions (unless the child has its own for the same event).
+    let of_a_state = node.def.owner.is_some() || node.def.deadline.is_some();
+    if node.def.terminal || !node.in_place.is_empty() || of_a_state || !node.def.persisted {
         return Err(json.error(
             raw,
             format!(
-                "{what} has child states; a table's states are flat, but for the transition \
-                 states `fsm export` writes (`meta.transition`, a child per way in)"
+                "{what} has child states: it is no state of the table, so it cannot be final \
+                 nor have an owner, a deadline, `persisted` or actions in place"
             ),
         ));
     }
-    Ok(node)
+    let Some(initial) = initial else {
+        return Err(json.error(raw, format!("compound {what} has no `initial` child")));
+    };
+    let first = json.string(initial, "`initial`")?;
+    if !node.children.iter().any(|(child, _)| *child == first) {
+        return Err(json.error(
+            initial,
+            format!("the initial child `{first}` is not one of the states of {what}"),
+        ));
+    }
+    if node.def.description.is_some() {
+        left_out.push(format!("the description of compound {what}"));
+    }
+    let children = std::mem::take(&mut node.children);
+    node.initial = Some((first, initial));
+    let at = nodes.len();
+    let path = node.path.clone();
+    nodes.push(node);
+    for (child, raw) in children {
+        let path = path.iter().cloned().chain([child]).collect();
+        read_node(json, path, Some(at), raw, left_out, nodes)?;
+    }
+    Ok(())
 }
 
 /// The machine's `meta` as `fsm export` writes it: roles, guards and whether
@@ -470,12 +577,12 @@ fn read_action_meta(
 }
 
 /// What a transition's target is read against: the text, the machine's id
-/// and its top-level states.
+/// and its states.
 struct Targets<'n, 'a> {
     json: &'n Json<'a>,
     machine: &'n str,
     nodes: &'n [Node<'a>],
-    /// Each top-level state's place in `nodes`, by name.
+    /// Each state's place in `nodes`, by its path's names joined by `.`.
     index: HashMap<&'n str, usize>,
     /// The same, by the states' own ids.
     ids: HashMap<&'n str, usize>,
@@ -486,10 +593,27 @@ impl<'n, 'a> Targets<'n, 'a> {
         self.index.get(name).map(|&i| &self.nodes[i])
     }
 
+    /// The table's state that entering the state `at` enters: itself, or
+    /// for a compound state its initial child's, in turn.
+    fn first_leaf(&self, mut at: usize) -> usize {
+        while let Some((first, _)) = &self.nodes[at].initial {
+            at = self.index[format!("{}.{first}", self.nodes[at].def.name).as_str()];
+        }
+        at
+    }
+
     /// The state a target names, as the path of names under the machine:
     /// `#<machine>.A`, `#<machine>.VIA.child`, `#<a state's own id>` (and a
-    /// child of it), or a sibling `A` (`VIA.child`).
-    fn resolve(&self, from: &str, target: &str, at: Raw<'a>) -> Result<Vec<String>, ImportError> {
+    /// child of it), a child `.a` of the state `on` is the path of, or a
+    /// sibling `A` (`VIA.child`) of that state (a top-level state when `on`
+    /// is `None`).
+    fn resolve(
+        &self,
+        on: Option<&[String]>,
+        target: &str,
+        at: Raw<'a>,
+    ) -> Result<Vec<String>, ImportError> {
+        let from = on.map(|path| path.join(".")).unwrap_or_default();
         let (machine, json) = (self.machine, self.json);
         let path: Vec<String> = if let Some(absolute) = target.strip_prefix('#') {
             let (id, rest) = absolute.split_once('.').unwrap_or((absolute, ""));
@@ -498,7 +622,7 @@ impl<'n, 'a> Targets<'n, 'a> {
                 .flatten();
             match (id == machine, named) {
                 (true, _) if !rest.is_empty() => rest.split('.').map(str::to_owned).collect(),
-                (_, Some(node)) => std::iter::once(node.def.name.clone())
+                (_, Some(node)) => (node.path.iter().cloned())
                     .chain(rest.split('.').filter(|p| !p.is_empty()).map(str::to_owned))
                     .collect(),
                 _ => {
@@ -511,27 +635,44 @@ impl<'n, 'a> Targets<'n, 'a> {
                     ));
                 }
             }
-        } else if target.starts_with('.') {
-            return Err(json.error(
-                at,
-                format!("target `{target}` is a child of state `{from}`, which has none"),
-            ));
+        } else if let Some(child) = target.strip_prefix('.') {
+            match on {
+                Some(on) if self.node(&from).is_some_and(Node::is_compound) => {
+                    (on.iter().map(String::as_str))
+                        .chain(child.split('.'))
+                        .map(str::to_owned)
+                        .collect()
+                }
+                _ => {
+                    return Err(json.error(
+                        at,
+                        format!("target `{target}` is a child of state `{from}`, which has none"),
+                    ));
+                }
+            }
         } else {
-            target.split('.').map(str::to_owned).collect()
+            let siblings = on.map_or(&[][..], |on| &on[..on.len() - 1]);
+            (siblings.iter().map(String::as_str))
+                .chain(target.split('.'))
+                .map(str::to_owned)
+                .collect()
         };
         Ok(path)
     }
 }
 
-/// One transition of `event` out of `node`, as a way of its action; `None`
-/// for a forbidden transition (`[]`).
+/// One transition of `event` out of the table's state `origin`, written on
+/// the state `on` (`origin` itself, or a compound state it is in), as a way
+/// of its action; `None` for a forbidden transition (`[]`).
 fn read_way<'a>(
     cx: &Targets<'_, 'a>,
-    node: &Node<'a>,
+    origin: usize,
+    on: usize,
     event: &str,
     raw: Raw<'a>,
 ) -> Result<Option<Way>, ImportError> {
     let json = cx.json;
+    let node = &cx.nodes[origin];
     if event == "*" || event.ends_with(".*") {
         return Err(json.error(
             raw,
@@ -618,35 +759,43 @@ fn read_way<'a>(
             carried,
         }));
     };
-    let path = cx.resolve(&node.def.name, &target, at)?;
-    let Some(first) = cx.node(&path[0]) else {
-        return Err(json.error(
-            at,
-            format!("target `{target}` is not one of the machine's states"),
-        ));
+    let path = cx.resolve(Some(&cx.nodes[on].path), &target, at)?;
+    let via = match path.as_slice() {
+        [via, child] => cx
+            .node(via)
+            .filter(|via| via.def.kind == StateKind::Transition)
+            .map(|via| (via, child)),
+        _ => None,
     };
-    let (via, target) = match path.as_slice() {
-        [_] if first.def.kind == StateKind::Transition => {
-            return Err(json.error(
-                at,
-                format!(
-                    "target `{target}` is a transition state; a way into one names its child for \
-                     the origin (`{}.{}`)",
-                    first.def.name, node.def.name
-                ),
-            ));
+    let (via, target) = match via {
+        Some((via, child)) => {
+            let done = ends(cx, via, child, event, &node.def.name, at)?;
+            (Some(via.def.name.clone()), Some(done))
         }
-        [_] if first.def.name == node.def.name => (None, None),
-        [_] => (None, Some(first.def.name.clone())),
-        [_, child] if first.def.kind == StateKind::Transition => {
-            let done = ends(cx, first, child, event, &node.def.name, at)?;
-            (Some(first.def.name.clone()), Some(done))
-        }
-        _ => {
-            return Err(json.error(
-                at,
-                format!("target `{target}` is a child state; a table's states are flat"),
-            ));
+        None => {
+            let Some(&named) = cx.index.get(path.join(".").as_str()) else {
+                return Err(json.error(
+                    at,
+                    format!("target `{target}` is not one of the machine's states"),
+                ));
+            };
+            let entered = cx.first_leaf(named);
+            let state = &cx.nodes[entered];
+            if state.def.kind == StateKind::Transition {
+                return Err(json.error(
+                    at,
+                    format!(
+                        "target `{target}` is a transition state; a way into one names its child \
+                         for the origin (`{}.{}`)",
+                        state.def.name, node.def.name
+                    ),
+                ));
+            }
+            if entered == origin {
+                (None, None)
+            } else {
+                (None, Some(state.def.name.clone()))
+            }
         }
     };
     Ok(Some(Way {
@@ -701,7 +850,7 @@ fn ends<'a>(
                 None => return Err(json.error(transition, format!("`{name}` has no target"))),
             }
         };
-        let path = cx.resolve(child, &target.0, target.1)?;
+        let path = cx.resolve(None, &target.0, target.1)?;
         let state = match path.as_slice() {
             [one] if cx.node(one).is_some() => one.clone(),
             _ => {

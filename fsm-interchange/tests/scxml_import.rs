@@ -230,6 +230,10 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         "line 2, column 3: `<fsm:role>` needs a `name`"
     );
     assert_eq!(
+        ours("  <fsm:guard name=\"g\"/>\n  <fsm:guard name=\"g\"/>\n  <state id=\"a\"/>"),
+        "line 3, column 3: `<fsm:guard>` `g` is declared twice"
+    );
+    assert_eq!(
         from_scxml("<scxml>\n  <state id=\"a\">\n</scxml>", "m").unwrap_err(),
         ImportError {
             line: 3,

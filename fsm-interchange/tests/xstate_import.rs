@@ -39,6 +39,10 @@ const LIGHT: &str = include_str!("xstate/light.json");
 /// A door: per-origin targets, a self-transition, a target in an array.
 const DOOR: &str = include_str!("xstate/door.json");
 
+/// A media player with nested states: a parent's transitions, a child's own
+/// for the same event, targets by id, by path and to a child.
+const PLAYER: &str = include_str!("xstate/player.json");
+
 #[test]
 fn a_config_written_by_hand_imports_by_its_events() {
     let spec = from_xstate(LIGHT, "unused").unwrap();
@@ -125,6 +129,52 @@ fn descriptions_keep_every_character_through_the_spec() {
 }
 
 #[test]
+fn nested_states_flatten_into_the_table() {
+    let m = load(&from_xstate(PLAYER, "unused").unwrap());
+    let names: Vec<String> = round_trip::names(&m);
+    // Each state of the table is a leaf, named by its path; the compound
+    // states `active` and `active.buffering` are not states of the table.
+    assert_eq!(
+        names,
+        [
+            "stopped",
+            "active.playing",
+            "active.paused",
+            "active.buffering.fetching",
+            "active.buffering.decoding",
+            "ejected"
+        ]
+    );
+    let moves: BTreeSet<String> = rules(&m)
+        .into_iter()
+        .map(|(a, o, _, t, moves)| {
+            format!("{a}: {o} -> {t}{}", if moves { "" } else { " (in place)" })
+        })
+        .collect();
+    for expected in [
+        // A target that is a compound state enters its initial child, in
+        // turn; `#on-air` is `active` by its own id.
+        "play: stopped -> active.playing",
+        "skip: active.playing -> active.buffering.fetching",
+        "decoded: active.buffering.decoding -> active.playing",
+        // The parent's transitions hold in every child...
+        "stop: active.paused -> stopped",
+        "eject: active.buffering.decoding -> ejected",
+        // ... but where a child has its own for the event,
+        "stop: active.buffering.fetching -> active.playing",
+        "reset: active.buffering.fetching -> stopped",
+        // and a forbidden transition (`[]`) in a child leaves the event to
+        // its parent, as XState does.
+        "eject: active.paused -> ejected",
+        // `.fetching`: a child of the state the transition is written on.
+        "reset: active.buffering.decoding -> active.buffering.fetching",
+    ] {
+        assert!(moves.contains(expected), "{expected} is not in {moves:#?}");
+    }
+    assert_eq!(moves.len(), 17, "{moves:#?}");
+}
+
+#[test]
 fn what_a_table_cannot_say_is_refused_where_it_is() {
     let err = |text: &str| from_xstate(text, "m").unwrap_err().to_string();
     assert_eq!(
@@ -135,12 +185,29 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         err(r#"{"initial": "a", "states": {"a": {"after": {"1000": "b"}}, "b": {}}}"#),
         "line 1, column 44: delayed transitions (`after`) cannot be said in a table"
     );
+    // Compound states flatten (see `nested_states_flatten_into_the_table`),
+    // but for what a table has only among its own states.
+    assert_eq!(
+        err("{\"initial\": \"a\",\n \"states\": {\"a\": {\"states\": {\"x\": {}}}}}"),
+        "line 2, column 18: compound state `a` has no `initial` child"
+    );
+    assert_eq!(
+        err(r#"{"initial": "a", "states": {"a": {"initial": "y", "states": {"x": {}}}}}"#),
+        "line 1, column 46: the initial child `y` is not one of the states of state `a`"
+    );
     assert_eq!(
         err(
-            "{\"initial\": \"a\",\n \"states\": {\"a\": {\"initial\": \"x\", \"states\": {\"x\": {}}}}}"
+            r#"{"initial": "a", "states": {"a": {"initial": "x", "states": {"x": {"type": "final"}}}}}"#
         ),
-        "line 2, column 18: state `a` has child states; a table's states are flat, but for the \
-         transition states `fsm export` writes (`meta.transition`, a child per way in)"
+        "line 1, column 67: state `a.x` is a final state, which ends its parent (`onDone`), \
+         inside compound state `a`; a table has it only among its own states"
+    );
+    assert_eq!(
+        err(
+            r#"{"initial": "a", "states": {"a": {"initial": "x", "states": {"x": {"meta": {"transition": true}}}}}}"#
+        ),
+        "line 1, column 67: state `a.x` is a transition state (`meta.transition`) inside \
+         compound state `a`; a table has it only among its own states"
     );
     assert_eq!(
         err(r#"{"initial": "a", "type": "parallel", "states": {"a": {}}}"#),

@@ -5,7 +5,9 @@
 //   node scripts/interchange/xstate-check.mjs MACHINE.json CASES.json
 //
 // CASES.json: [{"events": [...], "expect": "STATE"}, ...]. For each case a fresh
-// actor takes the events in order; its state's top-level node must be "expect".
+// actor takes the events in order; its state's top-level node must be "expect"
+// (its whole path, `a.b`, when "expect" has a dot: a table imported from nested
+// states names its states so).
 // Every guard the config names passes (the table's answer is the move an action
 // makes once its guards pass), and every named action does nothing.
 // Prints one JSON line per disagreement and a last line {"cases": N, "failed": M};
@@ -47,11 +49,18 @@ const machine = createMachine(config, { guards, actions });
 const cases = JSON.parse(readFileSync(casesFile, "utf8"));
 
 const top = (value) => (typeof value === "string" ? value : Object.keys(value)[0]);
+// The whole path, `a.b.c`: a table imported from nested states names each
+// state by it.
+const path = (value) =>
+  typeof value === "string"
+    ? value
+    : Object.entries(value).map(([k, v]) => `${k}.${path(v)}`)[0];
 let failed = 0;
 for (const [i, c] of cases.entries()) {
   const actor = createActor(machine).start();
   for (const type of c.events) actor.send({ type });
-  const got = top(actor.getSnapshot().value);
+  const value = actor.getSnapshot().value;
+  const got = c.expect.includes(".") ? path(value) : top(value);
   actor.stop();
   if (got !== c.expect) {
     failed += 1;
