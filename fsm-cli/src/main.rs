@@ -182,7 +182,8 @@ enum ImportFrom {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// A W3C SCXML document, flat or as `fsm export --format scxml` writes it.
+    /// A W3C SCXML document, flat, nested (each state without children is one
+    /// of the spec's, by its id), or as `fsm export --format scxml` writes it.
     Scxml {
         /// The document.
         file: PathBuf,

@@ -7,9 +7,11 @@
 //! in, `<action>_done` and `<action>_failed` there) reads back as the action's
 //! `via`, and what it writes in its own namespace ([`FSM_NAMESPACE`]: roles,
 //! guards, owners, deadlines, descriptions, hidden actions) back as the
-//! spec's. What would
-//! change the machine's moves without a table to say it (nested, parallel or
-//! history states, eventless transitions, events raised or sent, invoked
+//! spec's. Compound states flatten: each state without children is one of the
+//! table's, by its id, and takes its parents' transitions for the events it
+//! has none for, as SCXML does. What would change the machine's moves without
+//! a table to say it (parallel or history states, a final state inside a
+//! compound one, eventless transitions, events raised or sent, invoked
 //! services, several targets or alternatives for one event, wildcards, an
 //! event that is the `.`-prefix of another) is refused, with where it is.
 
@@ -88,27 +90,51 @@ impl Doc<'_> {
     }
 }
 
-/// A top-level state, read.
+/// A state, read: one of the table's (at the top, or without children inside
+/// compound states), or a compound state, which is not one.
 struct State<'a, 'i> {
     def: StateDef,
     /// Where it is written.
     at: Pos,
-    /// Its transitions (a static state's).
+    /// The compound state it is a child of (its place among the states).
+    parent: Option<usize>,
+    /// Its transitions (a static or compound state's).
     transitions: Vec<Node<'a, 'i>>,
     /// Its children (a transition state's), by id.
     children: Vec<(String, Node<'a, 'i>)>,
+    /// A compound state's initial child, by id: `None` for a table's state.
+    initial: Option<String>,
 }
 
-/// What an id names: a top-level state (its place among them), or a child
-/// of a transition state (that state's place, and the child).
+impl State<'_, '_> {
+    fn is_compound(&self) -> bool {
+        self.initial.is_some()
+    }
+}
+
+/// What an id names: a state (its place among them), or a child of a
+/// transition state (that state's place, and the child).
 #[derive(Clone, Copy)]
 enum Place<'a, 'i> {
     Top(usize),
     Child(usize, Node<'a, 'i>),
 }
 
-/// Every state's id, top-level and children of transition states, each
-/// once: SCXML's ids are the document's.
+/// The table's state that entering `at` enters: itself, or for a compound
+/// state its initial child's, in turn.
+fn first_leaf(
+    states: &[State<'_, '_>],
+    ids: &HashMap<&str, Place<'_, '_>>,
+    mut at: usize,
+) -> usize {
+    while let Some(Place::Top(child)) = (states[at].initial.as_deref()).and_then(|c| ids.get(c)) {
+        at = *child;
+    }
+    at
+}
+
+/// Every state's id, compound states', table states' and children of
+/// transition states', each once: SCXML's ids are the document's.
 fn index<'s, 'a, 'i>(
     doc: &Doc<'_>,
     states: &'s [State<'a, 'i>],
@@ -136,11 +162,15 @@ const LEFT_OUT: [&str; 5] = ["datamodel", "script", "onentry", "onexit", "doneda
 /// Reads a W3C SCXML document and writes a spec (TOML) with the same moves,
 /// named after its `name`, else `name`.
 ///
-/// Each event is an action, allowed from every top-level state with a
-/// transition for it (to one target, or a target per origin); a targetless
+/// Each event is an action, allowed from every state with a transition for
+/// it (to one target, or a target per origin); a targetless
 /// transition is an action that changes no state; `<final>` states are
 /// terminal; a transition's `cond` is one of the action's guards, named by
-/// its expression. A document written by [`scxml`](crate::scxml) imports back
+/// its expression. A compound state (a `<state>` with child states) is not a
+/// state of the table: each state without children is, by its id, under its
+/// parents' transitions for the events it has none for; a target naming a
+/// compound state enters its initial child (its `initial`, its `<initial>`,
+/// else its first), in turn. A document written by [`scxml`](crate::scxml) imports back
 /// to the same table: its states and moves, transition states included, and
 /// what it writes in the [`FSM_NAMESPACE`] (roles and guards declared with
 /// what they mean, owners, deadlines, descriptions, hidden actions, whether
@@ -148,8 +178,9 @@ const LEFT_OUT: [&str; 5] = ["datamodel", "script", "onentry", "onexit", "doneda
 ///
 /// # Errors
 ///
-/// Text that is not XML or not SCXML, and what a table cannot say: child
-/// states other than a transition state's, parallel and history states,
+/// Text that is not XML or not SCXML, and what a table cannot say: a final
+/// state inside a compound state, a compound state's initial child that is
+/// not one of its children, parallel and history states,
 /// eventless transitions, `<raise>` and `<send>`, `<invoke>`, several targets
 /// or transitions for one event from one state, wildcard events, an event
 /// that is the `.`-prefix of another (SCXML's `go` also takes `go.fast`), an
@@ -210,7 +241,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
             continue;
         }
         match node.tag_name().name() {
-            "state" | "final" => states.push(read_state(&doc, node, &mut left_out)?),
+            "state" | "final" => read_state(&doc, node, None, &mut states, &mut left_out)?,
             other if LEFT_OUT.contains(&other) => left_out.push(format!("`<{other}>`")),
             other => return Err(refused(&doc, node, other)),
         }
@@ -219,7 +250,8 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
         return Err(doc.pos(root).error("the document has no states"));
     }
     let ids = index(&doc, &states)?;
-    distinct("states", states.iter().map(|s| (s.def.name.as_str(), s.at)))?;
+    let table = || states.iter().filter(|s| !s.is_compound());
+    distinct("states", table().map(|s| (s.def.name.as_str(), s.at)))?;
     def.initial = Some(match root.attribute("initial") {
         Some(initial) => {
             let at = doc.attr_pos(root, "initial");
@@ -228,25 +260,42 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
                     at.error("several initial states are parallel states; a table is in one")
                 );
             }
-            if !matches!(ids.get(initial), Some(Place::Top(_))) {
+            let Some(&Place::Top(named)) = ids.get(initial) else {
                 return Err(at.error(format!(
-                    "the initial state `{initial}` is not one of the document's top-level states"
+                    "the initial state `{initial}` is not one of the document's states"
                 )));
-            }
-            initial.to_owned()
+            };
+            states[first_leaf(&states, &ids, named)].def.name.clone()
         }
         // SCXML's default: the first state in document order.
-        None => states[0].def.name.clone(),
+        None => states[first_leaf(&states, &ids, 0)].def.name.clone(),
     });
 
     let mut ways = Vec::new();
     let mut events: Vec<(String, Pos)> = Vec::new();
-    for state in states.iter().filter(|s| s.def.kind == StateKind::Static) {
-        for &transition in &state.transitions {
-            for (event, way) in read_way(&doc, &states, &ids, state, transition)? {
-                events.push((event.clone(), way.at));
-                ways.push((event, way));
+    let origins = (states.iter().enumerate())
+        .filter(|(_, s)| s.def.kind == StateKind::Static && !s.is_compound())
+        .map(|(origin, _)| origin);
+    for origin in origins {
+        // Its own transitions, then its parents' for the events it has none
+        // for (nearest first): SCXML takes an event in the deepest state that
+        // has a transition for it (its condition passing: a table's moves are
+        // those of an action whose guards pass).
+        let mut taken: Vec<String> = Vec::new();
+        let mut on = Some(origin);
+        while let Some(at) = on {
+            let mut here = Vec::new();
+            for &transition in &states[at].transitions {
+                for (event, way) in read_way(&doc, &states, &ids, origin, at, transition)? {
+                    if !taken.contains(&event) {
+                        here.push(event.clone());
+                        events.push((event.clone(), way.at));
+                        ways.push((event, way));
+                    }
+                }
             }
+            taken.extend(here);
+            on = states[at].parent;
         }
     }
     // Events that start with `go.` follow `go` in sorted order.
@@ -263,7 +312,10 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
         }
     }
     def.actions = assemble(ways)?;
-    def.states = states.into_iter().map(|s| s.def).collect();
+    def.states = (states.into_iter())
+        .filter(|s| !s.is_compound())
+        .map(|s| s.def)
+        .collect();
     declare_used(&mut def, "SCXML");
 
     let mut comments = vec!["Imported from an SCXML document by `fsm import scxml`.".to_owned()];
@@ -298,78 +350,150 @@ fn refused(doc: &Doc<'_>, node: Node<'_, '_>, name: &str) -> ImportError {
     doc.pos(node).error(why)
 }
 
-/// A top-level `<state>` or `<final>`: its kind, description and what it
-/// holds.
+/// A `<state>` or `<final>` (a child of the compound state `parent`), and
+/// each of its descendants when it is a compound state, into `states`: its
+/// kind, its metadata and what it holds.
 fn read_state<'a, 'i>(
     doc: &Doc<'_>,
     node: Node<'a, 'i>,
+    parent: Option<usize>,
+    states: &mut Vec<State<'a, 'i>>,
     left_out: &mut Vec<String>,
-) -> Result<State<'a, 'i>, ImportError> {
+) -> Result<(), ImportError> {
     let Some(id) = node.attribute("id") else {
         return Err(doc
             .pos(node)
-            .error("a top-level state needs an `id`: transitions name it"));
+            .error("a state needs an `id`: transitions name it"));
     };
     let mut state = State {
         def: StateDef::new(id, StateKind::Static),
         at: doc.pos(node),
+        parent,
         transitions: Vec::new(),
         children: Vec::new(),
+        initial: None,
     };
     state.def.terminal = node.tag_name().name() == "final";
     state.def.owner = doc.fsm(node, "owner").map(|(o, _)| o.to_owned());
     state.def.persisted = doc.fsm_flag(node, "persisted")?.unwrap_or(true);
     state.def.deadline = doc.fsm_deadline(node)?;
     state.def.description = doc.fsm(node, "description").map(|(d, _)| d.to_owned());
+    if let Some(parent) = parent.map(|p| &states[p].def.name)
+        && state.def.terminal
+    {
+        return Err(state.at.error(format!(
+            "state `{id}` is a final state inside compound state `{parent}`, which it ends \
+             (`done.state.{parent}`); a table has it only among its own states"
+        )));
+    }
+    let mut initial = None;
     for child in node.children().filter(Node::is_element) {
         match child.tag_name().name() {
             "transition" if !state.def.terminal => state.transitions.push(child),
-            "state" if !state.def.terminal => {
+            "state" | "final" if !state.def.terminal => {
                 let Some(id) = child.attribute("id") else {
-                    return Err(doc
-                        .pos(child)
-                        .error("a transition state's child needs an `id`"));
+                    return Err(doc.pos(child).error("a child state needs an `id`"));
                 };
                 state.children.push((id.to_owned(), child));
             }
-            // A compound state's first child: a transition state's is the one
-            // `fsm export` writes, of no meaning to a table.
-            "initial" if !state.def.terminal => {}
+            // A compound state's first child, said by a transition (a
+            // transition state's, which `fsm export` writes, means nothing to
+            // a table).
+            "initial" if !state.def.terminal => initial = Some(child),
             other if LEFT_OUT.contains(&other) => left_out.push(format!("`<{other}>`")),
             other => return Err(refused(doc, child, other)),
         }
     }
-    if !state.children.is_empty() {
-        // A transition state the way `fsm export` writes one: children that
-        // only end the action, and nothing of its own.
-        let ends_only = |child: &Node<'_, '_>| {
-            child.children().filter(Node::is_element).all(|t| {
+    if state.children.is_empty() {
+        states.push(state);
+        return Ok(());
+    }
+    // A transition state the way `fsm export` writes one (at the top): children
+    // that only end the action, and nothing of its own.
+    let ends_only = |child: &Node<'_, '_>| {
+        child.tag_name().name() == "state"
+            && child.children().any(|t| t.is_element())
+            && child.children().filter(Node::is_element).all(|t| {
                 t.tag_name().name() == "transition"
                     && t.attribute("event")
                         .is_some_and(|e| e.ends_with("_done") || e.ends_with("_failed"))
             })
-        };
-        if !state.transitions.is_empty() || !state.children.iter().all(|(_, c)| ends_only(c)) {
-            return Err(doc.pos(node).error(format!(
-                "state `{id}` has child states; a table's states are flat, but for the transition \
-                 states `fsm export` writes (a child per way in, with only `<action>_done` and \
-                 `<action>_failed`)"
-            )));
-        }
+    };
+    if parent.is_none()
+        && state.transitions.is_empty()
+        && state.children.iter().all(|(_, c)| ends_only(c))
+    {
         state.def.kind = StateKind::Transition;
+        states.push(state);
+        return Ok(());
     }
-    Ok(state)
+    // A compound state: not a table's state, but its children are, each under
+    // its transitions (unless the child has its own for the same event).
+    let what = format!("compound state `{id}`");
+    if state.def.owner.is_some() || state.def.deadline.is_some() || !state.def.persisted {
+        return Err(state.at.error(format!(
+            "{what} is no state of the table, so it cannot have an owner, a deadline or \
+             `fsm:persisted`"
+        )));
+    }
+    let first = match (node.attribute("initial"), initial) {
+        (Some(first), _) => {
+            let at = doc.attr_pos(node, "initial");
+            if first.split_whitespace().count() > 1 {
+                return Err(
+                    at.error("several initial states are parallel states; a table is in one")
+                );
+            }
+            (first.to_owned(), at)
+        }
+        (None, Some(element)) => {
+            let target = (element.children())
+                .find(|t| t.tag_name().name() == "transition")
+                .and_then(|t| t.attribute("target"));
+            match target {
+                Some(first) => (first.trim().to_owned(), doc.pos(element)),
+                None => {
+                    return Err(doc
+                        .pos(element)
+                        .error("an `<initial>` needs a `<transition target>`"));
+                }
+            }
+        }
+        // SCXML's default: the first child in document order.
+        (None, None) => (state.children[0].0.clone(), state.at),
+    };
+    if !state.children.iter().any(|(child, _)| *child == first.0) {
+        return Err(first.1.error(format!(
+            "the initial child `{}` is not one of the states of {what}",
+            first.0
+        )));
+    }
+    if state.def.description.is_some() {
+        left_out.push(format!("the description of {what}"));
+    }
+    let children = std::mem::take(&mut state.children);
+    state.initial = Some(first.0);
+    let at = states.len();
+    states.push(state);
+    for (_, child) in children {
+        read_state(doc, child, Some(at), states, left_out)?;
+    }
+    Ok(())
 }
 
-/// A transition out of `state`, as a way of each of its events' actions.
+/// A transition out of the table's state `origin`, written on the state `on`
+/// (`origin` itself, or a compound state it is in), as a way of each of its
+/// events' actions.
 fn read_way<'a, 'i>(
     doc: &Doc<'_>,
     states: &[State<'a, 'i>],
     ids: &HashMap<&str, Place<'a, 'i>>,
-    state: &State<'a, 'i>,
+    origin: usize,
+    on: usize,
     transition: Node<'a, 'i>,
 ) -> Result<Vec<(String, Way)>, ImportError> {
-    let origin = &state.def.name;
+    let (state, origin_at) = (&states[on], origin);
+    let origin = &states[origin].def.name;
     let at = doc.pos(transition);
     if let Some(made) = transition
         .descendants()
@@ -420,12 +544,15 @@ fn read_way<'a, 'i>(
                         "target `{id}` is a transition state; a way into one names its child for the origin `{origin}`"
                     )));
                 }
-                Some(&Place::Top(_)) => (None, Some(id.to_owned())),
+                Some(&Place::Top(i)) => {
+                    let entered = first_leaf(states, ids, i);
+                    let name = &states[entered].def.name;
+                    (None, (entered != origin_at).then(|| name.clone()))
+                }
                 Some(&Place::Child(i, child)) => (Some((&states[i], child)), None),
                 None => {
-                    return Err(target_at.error(format!(
-                        "target `{id}` is not one of the document's top-level states"
-                    )));
+                    return Err(target_at
+                        .error(format!("target `{id}` is not one of the document's states")));
                 }
             }
         }
@@ -452,7 +579,7 @@ fn read_way<'a, 'i>(
                 let done = ends(doc, states, ids, via, child, event, origin, at)?;
                 (Some(via.def.name.clone()), Some(done))
             }
-            None => (None, target.clone().filter(|t| t != origin)),
+            None => (None, target.clone()),
         };
         out.push((
             event.to_owned(),
@@ -497,7 +624,7 @@ fn ends(
         };
         let target_at = doc.attr_pos(t, "target");
         match t.attribute("target") {
-            Some(id) if matches!(ids.get(id), Some(&Place::Top(i)) if states[i].def.kind == StateKind::Static) => {
+            Some(id) if matches!(ids.get(id), Some(&Place::Top(i)) if states[i].def.kind == StateKind::Static && !states[i].is_compound()) => {
                 Ok(Some((id.to_owned(), target_at)))
             }
             _ => Err(target_at.error(format!(

@@ -60,7 +60,9 @@ fn inputs() -> Vec<(&'static str, String)> {
     let mut out = vec![
         ("xstate", include_str!("xstate/light.json").to_owned()),
         ("xstate", include_str!("xstate/door.json").to_owned()),
+        ("xstate", include_str!("xstate/player.json").to_owned()),
         ("scxml", include_str!("scxml/door.scxml").to_owned()),
+        ("scxml", include_str!("scxml/player.scxml").to_owned()),
         ("mermaid", include_str!("mermaid/door.md").to_owned()),
     ];
     for text in SPECS {

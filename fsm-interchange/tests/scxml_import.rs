@@ -84,6 +84,38 @@ fn a_document_written_by_hand_imports_by_its_events() {
 }
 
 #[test]
+fn nested_states_flatten_into_the_table() {
+    let m = load(&from_scxml(include_str!("scxml/player.scxml"), "unused").unwrap());
+    // Each state of the table is a state without children, by its own id
+    // (SCXML's ids are the document's); `active` and `buffering` are not
+    // states of the table.
+    assert_eq!(
+        round_trip::names(&m),
+        [
+            "stopped", "playing", "paused", "fetching", "decoding", "ejected"
+        ]
+    );
+    round_trip::has_moves(
+        &m,
+        &[
+            // A target that is a compound state enters its initial child: by
+            // `initial`, by `<initial>`, in turn.
+            "play: stopped -> playing",
+            "skip: playing -> fetching",
+            "decoded: decoding -> playing",
+            // The parent's transitions hold in every child...
+            "stop: paused -> stopped",
+            "eject: decoding -> ejected",
+            // ... but where a child has its own for the event.
+            "stop: fetching -> playing",
+            "reset: fetching -> stopped",
+            "reset: decoding -> fetching",
+        ],
+        17,
+    );
+}
+
+#[test]
 fn what_a_table_cannot_say_is_refused_where_it_is() {
     let err = |body: &str| {
         let text = format!(
@@ -112,7 +144,7 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     );
     assert_eq!(
         err("<state id=\"a\"><transition event=\"go\" target=\"nowhere\"/></state>"),
-        "line 2, column 46: target `nowhere` is not one of the document's top-level states"
+        "line 2, column 46: target `nowhere` is not one of the document's states"
     );
     assert_eq!(
         err(
@@ -127,11 +159,20 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         ),
         "line 2, column 49: `<raise>` makes an event of its own; a table's moves are each one action"
     );
+    // Compound states flatten (see `nested_states_flatten_into_the_table`),
+    // but for what a table has only among its own states.
     assert_eq!(
-        err("<state id=\"a\"><state id=\"a1\"/><transition event=\"go\" target=\"a\"/></state>"),
-        "line 2, column 1: state `a` has child states; a table's states are flat, but for the \
-         transition states `fsm export` writes (a child per way in, with only `<action>_done` \
-         and `<action>_failed`)"
+        err("<state id=\"a\">\n  <final id=\"a1\"/>\n</state>"),
+        "line 3, column 3: state `a1` is a final state inside compound state `a`, which it ends \
+         (`done.state.a`); a table has it only among its own states"
+    );
+    assert_eq!(
+        err("<state id=\"a\" initial=\"b\"><state id=\"a1\"/></state><state id=\"b\"/>"),
+        "line 2, column 24: the initial child `b` is not one of the states of compound state `a`"
+    );
+    assert_eq!(
+        err("<state id=\"a\">\n  <initial/>\n  <state id=\"a1\"/>\n</state>"),
+        "line 3, column 3: an `<initial>` needs a `<transition target>`"
     );
     assert_eq!(
         err(
@@ -164,7 +205,7 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     );
     assert_eq!(
         err("<state><transition event=\"go\"/></state>"),
-        "line 2, column 1: a top-level state needs an `id`: transitions name it"
+        "line 2, column 1: a state needs an `id`: transitions name it"
     );
     assert_eq!(
         err("<state id=\"a\"><history id=\"h\"/></state>"),

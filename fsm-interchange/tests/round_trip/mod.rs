@@ -156,3 +156,16 @@ pub fn guards(m: &Machine) -> BTreeSet<(String, String)> {
     let described = |g: &fsm_core::Guard| (g.name.to_string(), g.description.to_string());
     m.guards().iter().map(described).collect()
 }
+
+/// Asserts that `m` has each move of `expected` (`action: origin -> target`)
+/// and `count` moves in all.
+pub fn has_moves(m: &Machine, expected: &[&str], count: usize) {
+    let moves: BTreeSet<String> = rules(m)
+        .into_iter()
+        .map(|(a, o, _, t, _)| format!("{a}: {o} -> {t}"))
+        .collect();
+    for expected in expected {
+        assert!(moves.contains(*expected), "{expected} is not in {moves:#?}");
+    }
+    assert_eq!(moves.len(), count, "{moves:#?}");
+}
