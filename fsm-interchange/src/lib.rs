@@ -17,10 +17,14 @@
 //! - An action without a transition state moves straight to its target.
 //! - A refused event changes nothing (the engines ignore events a state has no
 //!   transition for).
+//! - A state named by steps (`active.playing`, as nested states import) is, in
+//!   XState, the child `playing` of a compound state `active` that has no
+//!   transitions of its own.
 //! - A machine with a name the format would read as something else is not
 //!   exported: [`ExportError`] names it and says how the format reads it (`.` in
-//!   an XState state's name is a step into a child state; an SCXML state id must
-//!   be an XML name, and an SCXML event `go` also takes `go.fast`).
+//!   an XState state's name is a step into a child state, so `a.b` cannot sit
+//!   beside a state `a`; an SCXML state id must be an XML name, and an SCXML
+//!   event `go` also takes `go.fast`).
 //! - Hidden actions and actions that change no state are metadata, not moves
 //!   (in SCXML, an action that changes no state is a targetless transition,
 //!   which moves nothing); roles, guards, owners, deadlines and descriptions

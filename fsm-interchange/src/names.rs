@@ -47,7 +47,9 @@ fn refuse(format: &'static str, what: &'static str, name: &str, why: String) -> 
 }
 
 /// XState: `.` separates the steps of a target (`#vm.DEPLOYING.VIRTUAL`), and
-/// `*` is a wildcard event.
+/// `*` is a wildcard event. A state named with steps (`active.playing`, as
+/// `fsm import xstate` names a nested state) is written as a child of compound
+/// states (`active`), which no state of the table may be.
 pub(crate) fn for_xstate(m: &Machine) -> Result<(), ExportError> {
     let refused = |what, name: &str, why: &str| Err(refuse("XState", what, name, why.to_owned()));
     let step = "XState reads `.` in a target as a step into a child state";
@@ -57,7 +59,34 @@ pub(crate) fn for_xstate(m: &Machine) -> Result<(), ExportError> {
     for s in m.state_ids() {
         let state = m.state(s);
         if state.name.contains('.') {
-            return refused("state", &state.name, step);
+            if state.is_transition() {
+                let why = format!("a transition state is a compound state of its own, and {step}");
+                return refused("state", &state.name, &why);
+            }
+            if state.terminal {
+                let why = format!(
+                    "{step}, and a final state inside a compound state ends its parent there, not \
+                     the machine"
+                );
+                return refused("state", &state.name, &why);
+            }
+            if state.name.split('.').any(str::is_empty) {
+                let why = format!("{step}, and one of its steps is empty");
+                return refused("state", &state.name, &why);
+            }
+            let parents = state
+                .name
+                .match_indices('.')
+                .map(|(at, _)| &state.name[..at]);
+            for parent in parents {
+                if m.state_ids().any(|p| m.state(p).name.as_ref() == parent) {
+                    let why = format!(
+                        "{step}: it would be a child of `{parent}`, a state of the table, which \
+                         XState would make a compound state"
+                    );
+                    return refused("state", &state.name, &why);
+                }
+            }
         }
         for way in entries(m, s) {
             let child = child(m, s, way.action, way.origin);

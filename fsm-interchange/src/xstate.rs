@@ -32,7 +32,8 @@ impl Serialize for Ordered {
 /// `machine` as an XState v5 machine config (JSON, for `createMachine`), under
 /// the contract in the crate's documentation: the machine's `id` is its name,
 /// states keep their names (and the spec's order), a transition state is a
-/// compound state with a child per way in.
+/// compound state with a child per way in, and a state named by steps
+/// (`active.playing`) is a child of compound states (`active`).
 ///
 /// # Errors
 ///
@@ -41,6 +42,9 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
     crate::names::for_xstate(m)?;
     let id = m.name();
     let at = |path: &str| format!("#{id}.{path}");
+    // The machine's initial state, as the path each compound state on it
+    // starts along.
+    let initial: Vec<&str> = m.state(m.initial()).name.split('.').collect();
     let mut states = Vec::new();
     for s in m.state_ids() {
         let state = m.state(s);
@@ -117,14 +121,15 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
             node.push(("on".into(), Ordered::Object(on)));
         }
         node.push(("meta".into(), Ordered::Value(Value::Object(meta))));
-        states.push((state.name.to_string(), Ordered::Object(node)));
+        let path: Vec<&str> = state.name.split('.').collect();
+        nest(&mut states, &path, Ordered::Object(node));
     }
+    let states = nested(states, &initial);
     let mut machine = vec![("id".into(), Ordered::Value(json!(id)))];
     if let Some(d) = m.description() {
         machine.push(("description".into(), Ordered::Value(json!(d))));
     }
-    let initial = m.state(m.initial()).name.as_ref();
-    machine.push(("initial".into(), Ordered::Value(json!(initial))));
+    machine.push(("initial".into(), Ordered::Value(json!(initial[0]))));
     let roles: Map<String, Value> = m
         .roles()
         .iter()
@@ -137,11 +142,66 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
         .collect();
     let meta = json!({ "roles": roles, "guards": guards, "single_mutator": m.single_mutator() });
     machine.push(("meta".into(), Ordered::Value(meta)));
-    machine.push(("states".into(), Ordered::Object(states)));
+    machine.push(("states".into(), states));
     let mut out =
         serde_json::to_string_pretty(&Ordered::Object(machine)).expect("a JSON value serializes");
     out.push('\n');
     Ok(out)
+}
+
+/// The states of one level, by name: a table's state, or a compound state
+/// that holds those whose names go on from its own (`active` holds
+/// `active.playing`).
+enum Level {
+    State(Ordered),
+    Compound(Vec<(String, Level)>),
+}
+
+/// Puts the state at `path` (its name's steps) with its `node` into `level`.
+fn nest(level: &mut Vec<(String, Level)>, path: &[&str], node: Ordered) {
+    let [first, rest @ ..] = path else { return };
+    if rest.is_empty() {
+        level.push(((*first).to_owned(), Level::State(node)));
+        return;
+    }
+    let at = match level.iter().position(|(name, _)| name == first) {
+        Some(at) => at,
+        None => {
+            level.push(((*first).to_owned(), Level::Compound(Vec::new())));
+            level.len() - 1
+        }
+    };
+    if let Level::Compound(children) = &mut level[at].1 {
+        nest(children, rest, node);
+    }
+    // (A state that is also another's parent is refused before: see
+    // `names::for_xstate`.)
+}
+
+/// `level` as XState's `states`: a compound state starts at its child on
+/// the path `initial` (the machine's initial state), else at its first.
+fn nested(level: Vec<(String, Level)>, initial: &[&str]) -> Ordered {
+    let members = (level.into_iter())
+        .map(|(name, level)| {
+            let node = match level {
+                Level::State(node) => node,
+                Level::Compound(children) => {
+                    let on_path = initial.first() == Some(&name.as_str());
+                    let inner = if on_path { &initial[1..] } else { &[][..] };
+                    let first = (inner.first().copied())
+                        .filter(|first| children.iter().any(|(c, _)| c == first))
+                        .unwrap_or(children[0].0.as_str())
+                        .to_owned();
+                    Ordered::Object(vec![
+                        ("initial".into(), Ordered::Value(json!(first))),
+                        ("states".into(), nested(children, inner)),
+                    ])
+                }
+            };
+            (name, node)
+        })
+        .collect();
+    Ordered::Object(members)
 }
 
 /// What an action carries besides its moves: roles, guards, hidden, deadline.

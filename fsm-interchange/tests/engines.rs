@@ -246,6 +246,7 @@ fn xstate_runs_every_exported_machine_as_the_table_says() {
 fn check_imported(
     what: &str,
     import: fn(&str, &str) -> Result<String, fsm_interchange::ImportError>,
+    export: fn(&Machine) -> Result<String, fsm_interchange::ExportError>,
     run: impl Fn(&Path, &Path) -> Option<(bool, String)>,
 ) {
     let dir =
@@ -271,6 +272,19 @@ fn check_imported(
             "{what}'s engine disagrees with the table imported from {}:\n{out}\n{spec}",
             file.display()
         );
+        // And the table exported again (nested states nested again) runs the
+        // same.
+        let again = dir.join(file.file_name().unwrap());
+        let text = export(&m).unwrap_or_else(|e| panic!("{}: {e}\n{spec}", file.display()));
+        std::fs::write(&again, &text).unwrap();
+        let Some((ok, out)) = run(&again, &cases_file) else {
+            return;
+        };
+        assert!(
+            ok,
+            "{what}'s engine disagrees with the table imported from {} and exported again:\n{out}\n{text}",
+            file.display()
+        );
         checked += cases.as_array().unwrap().len();
     }
     // (Every event from every state of each file's table.)
@@ -280,24 +294,34 @@ fn check_imported(
 
 #[test]
 fn xstate_runs_each_imported_config_as_the_imported_table_says() {
-    check_imported("xstate", fsm_interchange::from_xstate, |config, cases| {
-        engine(
-            Path::new("node"),
-            &[&scripts().join("xstate-check.mjs"), config, cases],
-            "XState (node)",
-        )
-    });
+    check_imported(
+        "xstate",
+        fsm_interchange::from_xstate,
+        fsm_interchange::xstate,
+        |config, cases| {
+            engine(
+                Path::new("node"),
+                &[&scripts().join("xstate-check.mjs"), config, cases],
+                "XState (node)",
+            )
+        },
+    );
 }
 
 #[test]
 fn python_statemachine_runs_each_imported_document_as_the_imported_table_says() {
-    check_imported("scxml", fsm_interchange::from_scxml, |document, cases| {
-        engine(
-            &scripts().join("../python/.venv/bin/python"),
-            &[&scripts().join("scxml_check.py"), document, cases],
-            "python-statemachine",
-        )
-    });
+    check_imported(
+        "scxml",
+        fsm_interchange::from_scxml,
+        fsm_interchange::scxml,
+        |document, cases| {
+            engine(
+                &scripts().join("../python/.venv/bin/python"),
+                &[&scripts().join("scxml_check.py"), document, cases],
+                "python-statemachine",
+            )
+        },
+    );
 }
 
 /// Mermaid has no engine that runs a state diagram, but it draws one: Mermaid

@@ -26,10 +26,41 @@ fn a_dot_in_a_state_name_is_a_step_into_a_child_state_for_xstate() {
     );
     assert_eq!(
         e.to_string(),
-        "XState cannot carry state `B.1`: XState reads `.` in a target as a step into a child state"
+        "XState cannot carry state `B.1`: XState reads `.` in a target as a step into a child \
+         state, and a final state inside a compound state ends its parent there, not the machine"
     );
     // SCXML ids may hold a dot: this one is unique, so it exports there.
     assert!(scxml(&m).unwrap().contains("<final id=\"B.1\">"));
+}
+
+#[test]
+fn states_named_by_steps_nest_in_xstate_unless_a_step_is_a_state() {
+    // `active.playing` and `active.paused` are children of a compound state
+    // `active`, which starts at the machine's initial state.
+    let m = machine(
+        "A = {}\n\"active.paused\" = {}\n\"active.playing\" = {}",
+        "go = { from = \"A\", to = \"active.playing\" }\n\
+         pause = { from = \"active.playing\", to = \"active.paused\" }\n\
+         quit = { from = [\"active.paused\", \"active.playing\"], to = \"A\" }",
+    );
+    let config: serde_json::Value = serde_json::from_str(&xstate(&m).unwrap()).unwrap();
+    let active = &config["states"]["active"];
+    assert_eq!(active["initial"], "paused");
+    assert!(
+        active["states"]["playing"]["on"]["pause"].is_object(),
+        "{active}"
+    );
+    // A state of the table cannot be another's parent.
+    let m = machine(
+        "A = {}\n\"A.b\" = {}",
+        "go = { from = \"A\", to = \"A.b\" }\nback = { from = \"A.b\", to = \"A\" }",
+    );
+    assert_eq!(
+        xstate(&m).unwrap_err().to_string(),
+        "XState cannot carry state `A.b`: XState reads `.` in a target as a step into a child \
+         state: it would be a child of `A`, a state of the table, which XState would make a \
+         compound state"
+    );
 }
 
 #[test]

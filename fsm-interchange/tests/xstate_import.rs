@@ -167,6 +167,11 @@ fn nested_states_flatten_into_the_table() {
         ],
         17,
     );
+    // Exported, its states nest again (`active` holding `playing`...), and
+    // import back to the same table.
+    let back = load(&from_xstate(&xstate(&m).unwrap(), "unused").unwrap());
+    assert_eq!(round_trip::names(&back), names);
+    assert_eq!(rules(&back), rules(&m));
 }
 
 #[test]
