@@ -56,6 +56,8 @@ pub(crate) fn for_xstate(m: &Machine) -> Result<(), ExportError> {
     if m.name().contains('.') {
         return refused("machine", m.name(), step);
     }
+    let names: std::collections::HashSet<&str> =
+        m.state_ids().map(|s| m.state(s).name.as_ref()).collect();
     for s in m.state_ids() {
         let state = m.state(s);
         if state.name.contains('.') {
@@ -79,7 +81,7 @@ pub(crate) fn for_xstate(m: &Machine) -> Result<(), ExportError> {
                 .match_indices('.')
                 .map(|(at, _)| &state.name[..at]);
             for parent in parents {
-                if m.state_ids().any(|p| m.state(p).name.as_ref() == parent) {
+                if names.contains(parent) {
                     let why = format!(
                         "{step}: it would be a child of `{parent}`, a state of the table, which \
                          XState would make a compound state"

@@ -597,7 +597,14 @@ impl<'n, 'a> Targets<'n, 'a> {
     /// for a compound state its initial child's, in turn.
     fn first_leaf(&self, mut at: usize) -> usize {
         while let Some((first, _)) = &self.nodes[at].initial {
-            at = self.index[format!("{}.{first}", self.nodes[at].def.name).as_str()];
+            // (Read as one of its children: see `read_node`.)
+            match self
+                .index
+                .get(format!("{}.{first}", self.nodes[at].def.name).as_str())
+            {
+                Some(&child) => at = child,
+                None => break,
+            }
         }
         at
     }
