@@ -47,11 +47,11 @@
 //! - What either export writes imports back to the same table: its states and
 //!   moves, and every piece of metadata the export carries.
 //! - A file written by hand imports by its events: each event is an action,
-//!   allowed from every state with a transition for it. Compound states
-//!   flatten: each state without children is one of the table's (named by its
-//!   path in XState, `active.playing`; by its id in SCXML, where ids are the
-//!   document's), under its parents' transitions for the events it has none
-//!   for.
+//!   allowed from every state with a transition for it. Compound (composite)
+//!   states flatten: each state without children is one of the table's (named
+//!   by its path in XState, `active.playing`; by its id in SCXML and the
+//!   diagrams, where ids are the document's), under its parents' transitions
+//!   for the events it has none for.
 //! - The test suite runs the files written by hand in the engines, against the
 //!   tables imported from them.
 //!

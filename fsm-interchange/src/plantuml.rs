@@ -18,6 +18,18 @@ struct DrawnState {
     descriptions: Vec<String>,
     /// `X --> [*]`.
     ends: bool,
+    /// The composite state it is drawn in (its id).
+    parent: Option<String>,
+    /// A composite state's: the line that opens it, and its initial state
+    /// (`[*] --> X` inside it).
+    composite: Option<Composite>,
+}
+
+/// What a composite state (`state A { ... }`) holds besides its states.
+#[derive(Debug, Default, Clone)]
+struct Composite {
+    line: usize,
+    initial: Option<String>,
 }
 
 /// An arrow between two states (`[*]` for the pseudo-state).
@@ -122,6 +134,10 @@ struct Diagram {
     named: HashMap<String, String>,
     arrows: Vec<Arrow>,
     initial: Option<(String, usize)>,
+    /// The composite states open at the line being read, innermost last.
+    open: Vec<String>,
+    /// What flattening its composite states left out, for the spec's comments.
+    left_out: Vec<String>,
 }
 
 impl Diagram {
@@ -161,6 +177,8 @@ impl Diagram {
             DrawnState {
                 name,
                 persisted: true,
+                // A state first met inside a composite state is one of its.
+                parent: self.open.last().cloned(),
                 ..DrawnState::default()
             },
         ));
@@ -205,7 +223,11 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
     let t = text.trim();
     let col = |byte: usize| text[..byte].chars().count() + 1;
     if let Some(rest) = t.strip_prefix("state ") {
-        let rest = rest.trim();
+        // `state A {`: a composite state, whose states follow until `}`.
+        let (rest, opens) = match rest.trim().strip_suffix('{') {
+            Some(rest) => (rest.trim(), true),
+            None => (rest.trim(), false),
+        };
         let (rest, stereotype) = match rest.find("<<") {
             Some(at) => {
                 let end = rest[at..].find(">>").ok_or((
@@ -226,12 +248,6 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
             }
             None => (rest, None),
         };
-        if rest.ends_with('{') {
-            return Err((
-                col(indent),
-                "composite states are not supported: a spec's states are flat".into(),
-            ));
-        }
         let (rest, description) = match rest.split_once(':') {
             Some((r, desc)) => (r.trim(), Some(desc.trim().to_owned())),
             None => (rest, None),
@@ -265,6 +281,28 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
         if let Some(desc) = description {
             state.descriptions.push(desc);
         }
+        if opens {
+            if state.transition || state.terminal || state.composite.is_some() {
+                return Err((
+                    col(indent),
+                    format!(
+                        "composite state `{id}` is drawn twice, or as a transition or terminal \
+                         state, which holds no states"
+                    ),
+                ));
+            }
+            state.composite = Some(Composite {
+                line,
+                initial: None,
+            });
+            d.open.push(id);
+        }
+        return Ok(());
+    }
+    if t == "}" {
+        if d.open.pop().is_none() {
+            return Err((col(indent), "`}` closes no composite state".into()));
+        }
         return Ok(());
     }
     // An arrow: FROM -...-> TO [: label].
@@ -288,6 +326,33 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
         }
         match (from, to) {
             ("[*]", "[*]") => return Err((col(indent), "an arrow from `[*]` to `[*]`".into())),
+            ("[*]", to) if !d.open.is_empty() => {
+                let inside = d.open.last().cloned().unwrap_or_default();
+                d.state(to).map_err(|e| (col(indent), e))?;
+                let composite = d.state(&inside).ok().and_then(|s| s.composite.as_mut());
+                if let Some(composite) = composite {
+                    if let Some(first) = &composite.initial {
+                        return Err((
+                            col(indent),
+                            format!(
+                                "a second initial state `{to}` in composite state `{inside}`: \
+                                 `{first}` is its initial state"
+                            ),
+                        ));
+                    }
+                    composite.initial = Some(to.to_owned());
+                }
+            }
+            (from, "[*]") if !d.open.is_empty() => {
+                return Err((
+                    col(indent),
+                    format!(
+                        "`{from} --> [*]` inside composite state `{}` ends the composite state, \
+                         not the object; a spec has no such move",
+                        d.open.last().cloned().unwrap_or_default()
+                    ),
+                ));
+            }
             ("[*]", to) => {
                 if let Some((first, at)) = &d.initial {
                     return Err((
@@ -338,7 +403,11 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
 /// or named after their free-text label (`Detects an error` → `detects_an_error`),
 /// or `to_<target>` when unlabelled. States drawn `<<transition>>` become
 /// transition states, and the arrows in and out of them one action with a `via`;
-/// `<<terminal>>`, or `X --> [*]` with no way out, terminal states. What a diagram
+/// `<<terminal>>`, or `X --> [*]` with no way out, terminal states. A composite
+/// state (`state A { ... }`, its initial state `[*] --> X` inside) is not a
+/// state of the spec: the states drawn in it are, each under the composite
+/// state's arrows for the actions it has no arrow of its own for, and an arrow
+/// into it enters its initial state, in turn. What a diagram
 /// cannot say (which states are transition states, roles and guards, unless it
 /// was drawn by `fsm diagram`) is said in comments at the top of the spec.
 pub fn plantuml(text: &str, name: &str) -> Result<String, ImportError> {
@@ -434,7 +503,142 @@ fn finished(
             message: "no initial state: expected an arrow `[*] --> STATE`".into(),
         });
     };
-    Ok(write_spec(d, name, initial, from))
+    let flat = flatten(d)?;
+    Ok(write_spec(&flat, name, &d.entry(initial), from))
+}
+
+impl Diagram {
+    /// The state an arrow into `id` enters: `id`, or a composite state's
+    /// initial state, in turn.
+    fn entry(&self, id: &str) -> String {
+        let mut id = id.to_owned();
+        while let Some(first) = (self.index.get(&id))
+            .and_then(|&at| self.states[at].1.composite.as_ref())
+            .and_then(|c| c.initial.clone())
+        {
+            id = first;
+        }
+        id
+    }
+
+    /// The composite state `id` is drawn in.
+    fn parent(&self, id: &str) -> Option<&str> {
+        let at = *self.index.get(id)?;
+        self.states[at].1.parent.as_deref()
+    }
+}
+
+/// `d` with its composite states (`state A { ... }`) flattened: each state
+/// drawn in one is a state of the spec, under the composite state's arrows
+/// for the actions it has no arrow of its own for (as the formats' engines
+/// take an event in the innermost state that has a transition for it); an
+/// arrow into a composite state enters its initial state, in turn; the
+/// composite states themselves are not states of the spec.
+fn flatten(d: &Diagram) -> Result<Diagram, ImportError> {
+    let error = |line: usize, message: String| ImportError {
+        line,
+        column: 1,
+        message,
+    };
+    let composite_line = |id: &str| {
+        (d.index.get(id))
+            .and_then(|&at| d.states[at].1.composite.as_ref())
+            .map_or(1, |c| c.line)
+    };
+    if let Some(open) = d.open.last() {
+        return Err(error(
+            composite_line(open),
+            format!("composite state `{open}` is not closed with `}}`"),
+        ));
+    }
+    let mut flat = Diagram {
+        name: d.name.clone(),
+        ..Diagram::default()
+    };
+    for (id, s) in &d.states {
+        if let Some(composite) = &s.composite {
+            if composite.initial.is_none() {
+                return Err(error(
+                    composite.line,
+                    format!(
+                        "composite state `{id}` has no initial state: expected `[*] --> STATE` \
+                         inside it"
+                    ),
+                ));
+            }
+            if s.ends {
+                return Err(error(
+                    composite.line,
+                    format!(
+                        "`{id} --> [*]`: composite state `{id}` holds states; end those instead"
+                    ),
+                ));
+            }
+            if !s.descriptions.is_empty() {
+                flat.left_out
+                    .push(format!("the description of composite state `{}`", s.name));
+            }
+            continue;
+        }
+        if let Some(parent) = s.parent.as_deref().filter(|_| s.transition) {
+            return Err(error(
+                composite_line(parent),
+                format!(
+                    "transition state `{id}` is drawn inside composite state `{parent}`; a spec \
+                     has transition states only among its own states"
+                ),
+            ));
+        }
+        flat.index.insert(id.clone(), flat.states.len());
+        flat.states.push((id.clone(), s.clone()));
+    }
+    // The action an arrow is, as `write_spec` names it.
+    let display =
+        |id: &str| (d.index.get(id)).map_or(id.to_owned(), |&at| d.states[at].1.name.clone());
+    let action = |a: &Arrow, to: &str| match a.label.as_str() {
+        "" => format!("to_{}", snake(&display(to))),
+        label => parse_label(label).action,
+    };
+    let own: HashSet<(&str, String)> = (d.arrows.iter())
+        .map(|a| (a.from.as_str(), action(a, &d.entry(&a.to))))
+        .collect();
+    for a in &d.arrows {
+        let to = d.entry(&a.to);
+        let is_composite = |id: &str| {
+            d.index
+                .get(id)
+                .is_some_and(|&at| d.states[at].1.composite.is_some())
+        };
+        if !is_composite(&a.from) {
+            flat.arrows.push(Arrow { to, ..a.clone() });
+            continue;
+        }
+        let act = action(a, &to);
+        for (leaf, _) in &flat.states {
+            // Under `a.from`, and with no arrow of its own (or of a composite
+            // state between) for the action.
+            let mut at = Some(leaf.as_str());
+            let mut under = false;
+            while let Some(id) = at {
+                if id == a.from {
+                    under = true;
+                    break;
+                }
+                if own.contains(&(id, act.clone())) {
+                    break;
+                }
+                at = d.parent(id);
+            }
+            if under {
+                flat.arrows.push(Arrow {
+                    from: leaf.clone(),
+                    to: to.clone(),
+                    label: a.label.clone(),
+                });
+            }
+        }
+    }
+    Ok(flat)
 }
 
 /// Reads a Mermaid state diagram (`stateDiagram-v2` ... ), or the first one
@@ -452,9 +656,10 @@ fn finished(
 ///
 /// # Errors
 ///
-/// Text that holds no state diagram, a line neither format reads, composite
-/// and pseudo-states and concurrent regions (`--`), no initial state; each
-/// with its line and column (in the whole document).
+/// Text that holds no state diagram, a line neither format reads,
+/// pseudo-states and concurrent regions (`--`), a composite state with no
+/// initial state or not closed, no initial state; each with its line and
+/// column (in the whole document).
 pub fn mermaid(text: &str, name: &str) -> Result<String, ImportError> {
     let lines: Vec<&str> = text.lines().collect();
     let Some(range) = mermaid_block(&lines) else {
@@ -725,6 +930,12 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
     }
 
     let mut comments = vec![format!("Imported from {from}.")];
+    if !d.left_out.is_empty() {
+        comments.push(format!(
+            "Left out (a table has no place for them): {}.",
+            d.left_out.join(", ")
+        ));
+    }
     let drawn_by_fsm = d.states.iter().any(|(_, s)| s.transition || s.terminal);
     if !drawn_by_fsm {
         comments.extend(

@@ -64,6 +64,7 @@ fn inputs() -> Vec<(&'static str, String)> {
         ("scxml", include_str!("scxml/door.scxml").to_owned()),
         ("scxml", include_str!("scxml/player.scxml").to_owned()),
         ("mermaid", include_str!("mermaid/door.md").to_owned()),
+        ("mermaid", include_str!("mermaid/player.md").to_owned()),
     ];
     for text in SPECS {
         let m: Machine = fsm_core::spec::load_str("spec.toml", text).unwrap();

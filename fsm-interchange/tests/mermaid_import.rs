@@ -101,6 +101,28 @@ fn a_diagram_in_a_markdown_document_imports_as_drawn() {
 }
 
 #[test]
+fn composite_states_flatten_into_the_table() {
+    let m = load(&mermaid(include_str!("mermaid/player.md"), "unused").unwrap());
+    assert_eq!(
+        round_trip::names(&m),
+        [
+            "Stopped", "Ejected", "Playing", "Paused", "Fetching", "Decoding"
+        ]
+    );
+    round_trip::has_moves(
+        &m,
+        &[
+            "play: Stopped -> Playing",
+            "stop: Paused -> Stopped",
+            "stop: Fetching -> Playing",
+            "reset: Decoding -> Fetching",
+            "eject: Fetching -> Ejected",
+        ],
+        17,
+    );
+}
+
+#[test]
 fn what_a_table_cannot_say_is_refused_where_it_is() {
     let err = |text: &str| mermaid(text, "m").unwrap_err().to_string();
     assert_eq!(
@@ -109,7 +131,8 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     );
     assert_eq!(
         err("# Doc\n\n```mermaid\nstateDiagram-v2\n  [*] --> A\n  state B {\n  }\n```\n"),
-        "line 6, column 3: composite states are not supported: a spec's states are flat"
+        "line 6, column 1: composite state `B` has no initial state: expected `[*] --> STATE` \
+         inside it"
     );
     assert_eq!(
         err("stateDiagram-v2\n  [*] --> A\n  state C <<fork>>\n"),

@@ -4,8 +4,9 @@
 //! imports back to the same moves, actions, roles and guards; bad input gets its
 //! line and column.
 
-#[path = "../../fsm-core/tests/common/mod.rs"]
-mod common;
+mod round_trip;
+
+use round_trip::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -125,6 +126,70 @@ fn labels_that_differ_only_in_case_are_one_action() {
 }
 
 #[test]
+fn composite_states_flatten_into_the_table() {
+    let spec = plantuml(
+        "@startuml player
+[*] --> Stopped
+Stopped --> Active : play
+Stopped --> Ejected : eject
+state Active : the player is on
+state Active {
+  [*] --> Playing
+  Playing --> Paused : pause
+  Paused --> Playing : play
+  Playing --> Buffering : skip
+  state Buffering {
+    [*] --> Fetching
+    Fetching --> Decoding : fetched
+    Fetching --> Stopped : reset
+    Decoding --> Active : decoded
+  }
+  Buffering --> Fetching : reset
+  Buffering --> Active : stop
+}
+Active --> Stopped : stop
+Active --> Ejected : eject
+Ejected --> [*]
+@enduml
+",
+        "unused",
+    )
+    .unwrap();
+    let m = load(&spec);
+    // The states drawn inside composite states are the spec's; `Active` and
+    // `Buffering` are not, and what was said of them is named as left out.
+    assert_eq!(
+        round_trip::names(&m),
+        [
+            "Stopped", "Ejected", "Playing", "Paused", "Fetching", "Decoding"
+        ]
+    );
+    assert!(
+        spec.contains(
+            "Left out (a table has no place for them): the description of composite state `Active`."
+        ),
+        "{spec}"
+    );
+    round_trip::has_moves(
+        &m,
+        &[
+            // An arrow into a composite state enters its initial state, in turn.
+            "play: Stopped -> Playing",
+            "skip: Playing -> Fetching",
+            "decoded: Decoding -> Playing",
+            // A composite state's arrows leave each state inside it...
+            "stop: Paused -> Stopped",
+            "eject: Decoding -> Ejected",
+            // ... but for the actions a state inside has its own arrow for.
+            "stop: Fetching -> Playing",
+            "reset: Fetching -> Stopped",
+            "reset: Decoding -> Fetching",
+        ],
+        17,
+    );
+}
+
+#[test]
 fn bad_plantuml_says_where() {
     let err = |text: &str| plantuml(text, "m").unwrap_err();
     assert_eq!(
@@ -149,9 +214,35 @@ fn bad_plantuml_says_where() {
         err("@startuml\n[*] --> A\n[*] --> B\n@enduml\n").to_string(),
         "line 3, column 1: a second initial state `B`: `A` is the initial state (line 2)"
     );
+    // Composite states flatten (see `composite_states_flatten_into_the_table`),
+    // but for what a table has only among its own states.
     assert_eq!(
         err("@startuml\n[*] --> A\nstate A {\n}\n@enduml\n").to_string(),
-        "line 3, column 1: composite states are not supported: a spec's states are flat"
+        "line 3, column 1: composite state `A` has no initial state: expected `[*] --> STATE` \
+         inside it"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\nstate A {\n  [*] --> B\n@enduml\n").to_string(),
+        "line 3, column 1: composite state `A` is not closed with `}`"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\n}\n@enduml\n").to_string(),
+        "line 3, column 1: `}` closes no composite state"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\nstate A {\n  [*] --> B\n  B --> [*]\n}\n@enduml\n").to_string(),
+        "line 5, column 3: `B --> [*]` inside composite state `A` ends the composite state, \
+         not the object; a spec has no such move"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\nstate A {\n  [*] --> B\n  [*] --> C\n}\n@enduml\n").to_string(),
+        "line 5, column 3: a second initial state `C` in composite state `A`: `B` is its \
+         initial state"
+    );
+    assert_eq!(
+        err("@startuml\n[*] --> A\nstate A <<transition>> {\n}\n@enduml\n").to_string(),
+        "line 3, column 1: composite state `A` is drawn twice, or as a transition or terminal \
+         state, which holds no states"
     );
     // A pseudo-state is no state of a table; a stereotype that only styles
     // a state is read as the state.

@@ -12,7 +12,7 @@ use fsm_core::Machine;
 use fsm_interchange::{ExportError, ImportError};
 
 #[path = "../../../fsm-core/tests/common/mod.rs"]
-mod common;
+pub mod common;
 
 /// An imported spec's text, loaded; it must check.
 pub fn load(spec: &str) -> Machine {
