@@ -557,11 +557,21 @@ fn flatten(d: &Diagram) -> Result<Diagram, ImportError> {
     };
     for (id, s) in &d.states {
         if let Some(composite) = &s.composite {
-            if composite.initial.is_none() {
+            let Some(initial) = &composite.initial else {
                 return Err(error(
                     composite.line,
                     format!(
                         "composite state `{id}` has no initial state: expected `[*] --> STATE` \
+                         inside it"
+                    ),
+                ));
+            };
+            // (So that entering it goes down, state by state, and ends.)
+            if d.parent(initial) != Some(id.as_str()) {
+                return Err(error(
+                    composite.line,
+                    format!(
+                        "the initial state `{initial}` of composite state `{id}` is not drawn \
                          inside it"
                     ),
                 ));
@@ -591,6 +601,10 @@ fn flatten(d: &Diagram) -> Result<Diagram, ImportError> {
         }
         flat.index.insert(id.clone(), flat.states.len());
         flat.states.push((id.clone(), s.clone()));
+    }
+    if d.states.iter().all(|(_, s)| s.composite.is_none()) {
+        flat.arrows = d.arrows.clone();
+        return Ok(flat);
     }
     // The action an arrow is, as `write_spec` names it.
     let display =

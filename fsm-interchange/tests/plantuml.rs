@@ -240,6 +240,10 @@ fn bad_plantuml_says_where() {
          initial state"
     );
     assert_eq!(
+        err("@startuml\n[*] --> A\nstate A {\n  [*] --> A\n}\n@enduml\n").to_string(),
+        "line 3, column 1: the initial state `A` of composite state `A` is not drawn inside it"
+    );
+    assert_eq!(
         err("@startuml\n[*] --> A\nstate A <<transition>> {\n}\n@enduml\n").to_string(),
         "line 3, column 1: composite state `A` is drawn twice, or as a transition or terminal \
          state, which holds no states"
