@@ -118,8 +118,13 @@ pub(crate) fn distinct<'n>(
     Ok(())
 }
 
-/// The actions, one per event, from their ways in the order first met.
-pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, ImportError> {
+/// The actions, one per event, from their ways in the order first met. An
+/// action has one description: the first way's that has one; another way's
+/// that differs is named in `left_out`.
+pub(crate) fn assemble(
+    ways: Vec<(String, Way)>,
+    left_out: &mut Vec<String>,
+) -> Result<Vec<ActionDef>, ImportError> {
     let mut by_action: Vec<(String, Vec<Way>)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for (action, way) in ways {
@@ -160,6 +165,8 @@ pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, Impor
                 Some("its roles differ")
             } else if way.carried.hidden != first.carried.hidden {
                 Some("it is hidden from one only")
+            } else if way.carried.deadline != first.carried.deadline {
+                Some("its deadlines differ")
             } else {
                 None
             };
@@ -185,7 +192,20 @@ pub(crate) fn assemble(ways: Vec<(String, Way)>) -> Result<Vec<ActionDef>, Impor
         } else {
             TargetDef::PerOrigin(targets)
         };
-        let carried = first.carried.clone();
+        let mut carried = first.carried.clone();
+        // The first description given; another that differs is named.
+        let described = ways.iter().find(|w| w.carried.description.is_some());
+        if let Some(kept) = described {
+            carried.description = kept.carried.description.clone();
+            for way in ways.iter().filter(|w| w.carried.description.is_some()) {
+                if way.carried.description != carried.description {
+                    left_out.push(format!(
+                        "the description of `{name}` from `{}` (the action keeps the one from `{}`)",
+                        way.origin, kept.origin
+                    ));
+                }
+            }
+        }
         actions.push(ActionDef {
             name,
             from,

@@ -311,7 +311,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
             )));
         }
     }
-    def.actions = assemble(ways)?;
+    def.actions = assemble(ways, &mut left_out)?;
     def.states = (states.into_iter())
         .filter(|s| !s.is_compound())
         .map(|s| s.def)

@@ -332,7 +332,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
             ));
         }
     }
-    def.actions = assemble(ways)?;
+    def.actions = assemble(ways, &mut left_out)?;
     def.states = (nodes.into_iter())
         .filter(|n| !n.is_compound())
         .map(|n| n.def)

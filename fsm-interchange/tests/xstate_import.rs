@@ -175,6 +175,45 @@ fn nested_states_flatten_into_the_table() {
 }
 
 #[test]
+fn an_action_keeps_one_description_and_names_the_others() {
+    let spec = from_xstate(
+        r#"{"id": "m", "initial": "a", "states": {
+            "a": {"on": {"go": {"target": "c", "description": "From a"}}},
+            "b": {"on": {"go": {"target": "c", "description": "From b"}}},
+            "c": {"on": {"go": {"target": "a"}}}
+        }}"#,
+        "unused",
+    )
+    .unwrap();
+    let m = load(&spec);
+    let go = m.action(m.action_ids().next().unwrap());
+    assert_eq!(go.description.as_deref(), Some("From a"));
+    assert!(
+        spec.contains(
+            "# Left out (a table has no place for them): the description of `go` from `b` (the \
+             action keeps the one from `a`)."
+        ),
+        "{spec}"
+    );
+    // A deadline is the healer's to act on: two are refused, not one dropped.
+    let err = from_xstate(
+        r#"{"initial": "a", "states": {
+            "a": {"on": {"go": {"target": "b", "meta": {"deadline_seconds": 5}}}},
+            "b": {"on": {"go": {"target": "a", "meta": {"deadline_seconds": 9}}}}
+        }}"#,
+        "m",
+    )
+    .unwrap_err();
+    assert!(
+        err.message.ends_with(
+            "event `go` from `b` is not the action it is from `a`: its deadlines differ; an \
+             action is the same from every origin"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn what_a_table_cannot_say_is_refused_where_it_is() {
     let err = |text: &str| from_xstate(text, "m").unwrap_err().to_string();
     assert_eq!(
