@@ -143,7 +143,8 @@ enum ExportFormat {
 #[derive(Subcommand)]
 enum ImportFrom {
     /// A PlantUML state diagram (`@startuml` ... `@enduml`), or a document
-    /// holding one as a PlantUML server's image address.
+    /// holding one as a PlantUML server's image address; composite states
+    /// (`state A { ... }`) flatten into the states drawn in them.
     Plantuml {
         /// The diagram file.
         file: PathBuf,
@@ -170,7 +171,8 @@ enum ImportFrom {
         output: Option<PathBuf>,
     },
     /// A Mermaid state diagram (`stateDiagram-v2` ...), or a Markdown
-    /// document holding one in a fenced `mermaid` block.
+    /// document holding one in a fenced `mermaid` block; composite states
+    /// (`state A { ... }`) flatten into the states drawn in them.
     Mermaid {
         /// The diagram file, or the document.
         file: PathBuf,

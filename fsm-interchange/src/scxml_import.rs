@@ -102,8 +102,9 @@ struct State<'a, 'i> {
     transitions: Vec<Node<'a, 'i>>,
     /// Its children (a transition state's), by id.
     children: Vec<(String, Node<'a, 'i>)>,
-    /// A compound state's initial child, by id: `None` for a table's state.
-    initial: Option<String>,
+    /// A compound state's initial state (a child, or deeper), by id, and
+    /// where it is said: `None` for a table's state.
+    initial: Option<(String, Pos)>,
 }
 
 impl State<'_, '_> {
@@ -127,7 +128,8 @@ fn first_leaf(
     ids: &HashMap<&str, Place<'_, '_>>,
     mut at: usize,
 ) -> usize {
-    while let Some(Place::Top(child)) = (states[at].initial.as_deref()).and_then(|c| ids.get(c)) {
+    let initial = |at: usize| states[at].initial.as_ref().map(|(id, _)| id.as_str());
+    while let Some(Place::Top(child)) = initial(at).and_then(|c| ids.get(c)) {
         at = *child;
     }
     at
@@ -163,15 +165,16 @@ const LEFT_OUT: [&str; 5] = ["datamodel", "script", "onentry", "onexit", "doneda
 /// named after its `name`, else `name`.
 ///
 /// Each event is an action, allowed from every state with a transition for
-/// it (to one target, or a target per origin); a targetless
-/// transition is an action that changes no state; `<final>` states are
-/// terminal; a transition's `cond` is one of the action's guards, named by
-/// its expression. A compound state (a `<state>` with child states) is not a
+/// it (to one target, or a target per origin); a targetless transition is an
+/// action that changes no state; `<final>` states are terminal; a
+/// transition's `cond` is one of the action's guards, named by its
+/// expression. A compound state (a `<state>` with child states) is not a
 /// state of the table: each state without children is, by its id, under its
 /// parents' transitions for the events it has none for; a target naming a
-/// compound state enters its initial child (its `initial`, its `<initial>`,
-/// else its first), in turn. A document written by [`scxml`](crate::scxml) imports back
-/// to the same table: its states and moves, transition states included, and
+/// compound state enters its initial state (its `initial`, its `<initial>`,
+/// else its first child; a child or deeper), in turn. A document written by
+/// [`scxml`](crate::scxml) imports back to the same table: its states and
+/// moves, transition states included, and
 /// what it writes in the [`FSM_NAMESPACE`] (roles and guards declared with
 /// what they mean, owners, deadlines, descriptions, hidden actions, whether
 /// the machine has a single mutator).
@@ -179,8 +182,8 @@ const LEFT_OUT: [&str; 5] = ["datamodel", "script", "onentry", "onexit", "doneda
 /// # Errors
 ///
 /// Text that is not XML or not SCXML, and what a table cannot say: a final
-/// state inside a compound state, a compound state's initial child that is
-/// not one of its children, parallel and history states,
+/// state inside a compound state, a compound state's initial state that is
+/// not inside it, parallel and history states,
 /// eventless transitions, `<raise>` and `<send>`, `<invoke>`, several targets
 /// or transitions for one event from one state, wildcard events, an event
 /// that is the `.`-prefix of another (SCXML's `go` also takes `go.fast`), an
@@ -250,6 +253,26 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
         return Err(doc.pos(root).error("the document has no states"));
     }
     let ids = index(&doc, &states)?;
+    // A compound state's initial state is inside it (a child, or deeper), so
+    // that entering it goes down, state by state, and ends.
+    for (compound, state) in states.iter().enumerate() {
+        let Some((first, at)) = &state.initial else {
+            continue;
+        };
+        let mut inside = match ids.get(first.as_str()) {
+            Some(&Place::Top(named)) => states[named].parent,
+            _ => None,
+        };
+        while inside.is_some_and(|p| p != compound) {
+            inside = inside.and_then(|p| states[p].parent);
+        }
+        if inside.is_none() {
+            return Err(at.error(format!(
+                "the initial state `{first}` is not one of the states of compound state `{}`",
+                state.def.name
+            )));
+        }
+    }
     let table = || states.iter().filter(|s| !s.is_compound());
     distinct("states", table().map(|s| (s.def.name.as_str(), s.at)))?;
     def.initial = Some(match root.attribute("initial") {
@@ -462,17 +485,11 @@ fn read_state<'a, 'i>(
         // SCXML's default: the first child in document order.
         (None, None) => (state.children[0].0.clone(), state.at),
     };
-    if !state.children.iter().any(|(child, _)| *child == first.0) {
-        return Err(first.1.error(format!(
-            "the initial child `{}` is not one of the states of {what}",
-            first.0
-        )));
-    }
     if state.def.description.is_some() {
         left_out.push(format!("the description of {what}"));
     }
     let children = std::mem::take(&mut state.children);
-    state.initial = Some(first.0);
+    state.initial = Some(first);
     let at = states.len();
     states.push(state);
     for (_, child) in children {

@@ -168,7 +168,22 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     );
     assert_eq!(
         err("<state id=\"a\" initial=\"b\"><state id=\"a1\"/></state><state id=\"b\"/>"),
-        "line 2, column 24: the initial child `b` is not one of the states of compound state `a`"
+        "line 2, column 24: the initial state `b` is not one of the states of compound state `a`"
+    );
+    // An initial state deeper than a child is one (SCXML allows it).
+    let deep = from_scxml(
+        "<scxml xmlns=\"http://www.w3.org/2005/07/scxml\" initial=\"b\">\n\
+         <state id=\"a\" initial=\"a12\">\n\
+           <state id=\"a1\"><state id=\"a11\"/><state id=\"a12\"/></state>\n\
+         </state>\n\
+         <state id=\"b\"><transition event=\"go\" target=\"a\"/></state>\n\
+         </scxml>\n",
+        "m",
+    )
+    .unwrap();
+    assert!(
+        deep.contains("go = { from = \"b\", to = \"a12\" }"),
+        "{deep}"
     );
     assert_eq!(
         err("<state id=\"a\">\n  <initial/>\n  <state id=\"a1\"/>\n</state>"),
