@@ -67,6 +67,25 @@
 //! let spec = fsm_interchange::from_xstate(config, "light")?;
 //! assert!(spec.contains(r#"TIMER = { from = ["green", "yellow", "red"], to = { green = "yellow", yellow = "red", red = "green" } }"#));
 //!
+//! // Nested states: the parent's `stop` holds in each child.
+//! let nested = r#"{
+//!   "id": "player", "initial": "stopped",
+//!   "states": {
+//!     "stopped": { "on": { "play": "active" } },
+//!     "active": {
+//!       "initial": "playing",
+//!       "on": { "stop": "stopped" },
+//!       "states": {
+//!         "playing": { "on": { "pause": "paused" } },
+//!         "paused": { "on": { "play": "playing" } }
+//!       }
+//!     }
+//!   }
+//! }"#;
+//! let spec = fsm_interchange::from_xstate(nested, "player")?;
+//! assert!(spec.contains(r#"play = { from = ["stopped", "active.paused"], to = "active.playing" }"#));
+//! assert!(spec.contains(r#"stop = { from = ["active.playing", "active.paused"], to = "stopped" }"#));
+//!
 //! let refused = fsm_interchange::from_xstate(r#"{"initial": "a", "states": {"a": {"after": {"500": "a"}}}}"#, "m");
 //! assert_eq!(
 //!     refused.unwrap_err().to_string(),
