@@ -924,21 +924,21 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
             action.moves.push((from, target));
         } else {
             // Several arrows with one name but different targets from one origin
-            // cannot be one action: the later ones are named after their target.
+            // cannot be one action, nor an arrow back to its own state and one
+            // that moves: the later ones are named after their target.
             let mut key = label.action.clone();
+            let in_place = a.from == a.to;
             if let Some(&at) = slots.get(&key.to_ascii_lowercase())
-                && actions[at]
-                    .1
-                    .moves
-                    .iter()
-                    .any(|(o, t)| *o == from && *t != to)
+                && let drawn = &actions[at].1
+                && (drawn.moves.iter().any(|(o, t)| *o == from && *t != to)
+                    || (!drawn.moves.is_empty() && drawn.in_place != in_place))
             {
                 key = format!("{}_to_{}", key, snake(&to));
             }
             let at = slot(&key, &mut actions, &mut slots);
             let action = &mut actions[at].1;
             action.label = label;
-            action.in_place = a.from == a.to;
+            action.in_place = in_place;
             action.moves.push((from, to));
         }
     }

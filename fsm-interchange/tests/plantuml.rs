@@ -108,6 +108,19 @@ fn every_shipped_spec_round_trips_through_its_plantuml_drawing() {
 }
 
 #[test]
+fn a_label_both_on_a_move_and_on_an_arrow_back_to_its_state_is_two_actions() {
+    // The move drawn first: the arrow back to its own state, drawn last, once
+    // made the whole action one that changes no state, and `B`'s move was lost.
+    let spec = plantuml(
+        "@startuml\n[*] --> A\nA --> B : next\nB --> C : go\nA --> A : go\nC --> A : back\n@enduml\n",
+        "m",
+    )
+    .unwrap();
+    let m = load(&spec);
+    round_trip::has_moves(&m, &["go: B -> C", "go_to_a: A -> A"], 4);
+}
+
+#[test]
 fn labels_that_differ_only_in_case_are_one_action() {
     // A spec compares names ignoring case: `Go` and `go` are one action, from
     // each of its origins to its own target.
