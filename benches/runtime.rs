@@ -668,6 +668,7 @@ mod handoff {
     use std::ops::Deref;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
 
     use fsm_runtime::{InFlight, ObjectId, Record};
 
@@ -764,14 +765,29 @@ mod handoff {
             self.jobs.push((handle, slot));
         }
 
-        pub fn stop(&self) {
-            self.stop.store(true, Ordering::Release);
+        /// Bursts of requests, one on each object (`burst`, given the
+        /// floor), timed while two threads work: the time per request,
+        /// scaled to `iters`.
+        pub fn time(&self, iters: u64, mut burst: impl FnMut(&Self)) -> Duration {
+            let rounds = iters.div_ceil(super::OBJECTS_PER_THREAD as u64);
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| self.work());
+                }
+                let start = Instant::now();
+                for _ in 0..rounds {
+                    burst(self);
+                }
+                let took = start.elapsed();
+                self.stop.store(true, Ordering::Release);
+                took.mul_f64(iters as f64 / (rounds * super::OBJECTS_PER_THREAD as u64) as f64)
+            })
         }
 
         /// A worker: completes every handle it takes, takes its key out of
         /// the map when ordered, and leaves the record in its slot, until
         /// stopped.
-        pub fn work(&self) {
+        fn work(&self) {
             loop {
                 match self.jobs.steal().success() {
                     Some((handle, slot)) => {
@@ -848,30 +864,6 @@ fn bursts(
         .mul_f64(iters as f64 / (rounds * ids.len() as u64) as f64)
 }
 
-/// Bursts of requests, one on each object (`burst`), timed while two threads
-/// run `work`, which `stop` ends after: the time per request, scaled to
-/// `iters`.
-fn with_workers(
-    iters: u64,
-    work: impl Fn() + Sync,
-    stop: impl FnOnce(),
-    mut burst: impl FnMut(),
-) -> Duration {
-    let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(&work);
-        }
-        let start = Instant::now();
-        for _ in 0..rounds {
-            burst();
-        }
-        let took = start.elapsed();
-        stop();
-        took.mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
-    })
-}
-
 /// The queuer against calling the runtime directly: throughput over 512 objects
 /// (a request on each, then every ticket awaited), and the round trip of one
 /// request on an idle queuer.
@@ -915,46 +907,34 @@ fn bench_queue(c: &mut Criterion) {
     g.bench_function(QUEUE_CASES[2], |b| {
         b.iter_custom(|iters| {
             let slots: Vec<handoff::Slot> = ids.iter().map(|_| Default::default()).collect();
-            let floor = handoff::Floor::new(false);
-            with_workers(
-                iters,
-                || floor.work(),
-                || floor.stop(),
-                || {
-                    let a = action();
-                    for (id, slot) in ids.iter().zip(&slots) {
-                        floor.push(rt.start(id, &actor, a).unwrap(), slot);
-                    }
-                    for slot in &slots {
-                        black_box(slot.take());
-                    }
-                },
-            )
+            handoff::Floor::new(false).time(iters, |floor| {
+                let a = action();
+                for (id, slot) in ids.iter().zip(&slots) {
+                    floor.push(rt.start(id, &actor, a).unwrap(), slot);
+                }
+                for slot in &slots {
+                    black_box(slot.take());
+                }
+            })
         })
     });
     for (name, ordered) in [(DUTY_CASES[0], false), (DUTY_CASES[1], true)] {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
-                let floor = handoff::Floor::new(ordered);
-                with_workers(
-                    iters,
-                    || floor.work(),
-                    || floor.stop(),
-                    || {
-                        let a = action();
-                        let tasks: Vec<_> = ids
-                            .iter()
-                            .map(|id| {
-                                let task = Arc::new(handoff::Task::default());
-                                floor.push(rt.start(id, &actor, a).unwrap(), task.clone());
-                                task
-                            })
-                            .collect();
-                        for task in tasks {
-                            black_box(task.take());
-                        }
-                    },
-                )
+                handoff::Floor::new(ordered).time(iters, |floor| {
+                    let a = action();
+                    let tasks: Vec<_> = ids
+                        .iter()
+                        .map(|id| {
+                            let task = Arc::new(handoff::Task::default());
+                            floor.push(rt.start(id, &actor, a).unwrap(), task.clone());
+                            task
+                        })
+                        .collect();
+                    for task in tasks {
+                        black_box(task.take());
+                    }
+                })
             })
         });
     }

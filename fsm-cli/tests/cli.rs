@@ -709,6 +709,11 @@ fn import_xstate_reads_back_what_export_wrote() {
     );
 }
 
+/// The 1-based number of the line of `text` that is `line`.
+fn line_of(text: &str, line: &str) -> usize {
+    1 + (text.lines().position(|l| l == line)).unwrap_or_else(|| panic!("no `{line}` in:\n{text}"))
+}
+
 /// An import whose table has errors (here a state no action leaves) is
 /// written all the same, with the findings placed in the written spec, and
 /// exits 1; the spec, mended where the finding points, checks clean. One with
@@ -733,10 +738,7 @@ fn import_writes_the_spec_its_findings_point_into() {
     ]);
     assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
     let toml = std::fs::read_to_string(&imported).unwrap();
-    let line = 1 + toml
-        .lines()
-        .position(|l| l == "shut = {}")
-        .expect("the state's line");
+    let line = line_of(&toml, "shut = {}");
     assert!(
         stderr.contains(&format!("error[dead-end]: state `shut` is not terminal but no action leaves it\n  --> {out}:{line}:1")),
         "{stderr}"
@@ -772,10 +774,7 @@ fn import_writes_the_spec_its_findings_point_into() {
     .unwrap();
     let (code, printed, stderr) = fsm(&["import", "xstate", &config.display().to_string()]);
     assert_eq!(code, 0, "{stderr}");
-    let line = 1 + printed
-        .lines()
-        .position(|l| l == "ajar = {}")
-        .expect("the state's line");
+    let line = line_of(&printed, "ajar = {}");
     assert!(
         stderr.contains(&format!("warning[unreachable]: state `ajar` cannot be reached from the initial state `open`\n  --> <stdout>:{line}:1")),
         "{stderr}"

@@ -101,6 +101,30 @@ pub(crate) struct Way {
     pub(crate) carried: Carried,
 }
 
+/// The ways out of the table's state `origin`, which may sit in compound
+/// states: those written on it, then those written on each compound state it
+/// is in (`parent`, nearest first) for the events not taken nearer, as the
+/// engines take an event in the innermost state with a transition for it.
+/// `written(at)` reads the ways (from `origin`) written on state `at`.
+pub(crate) fn inherited(
+    origin: usize,
+    parent: impl Fn(usize) -> Option<usize>,
+    mut written: impl FnMut(usize) -> Result<Vec<(String, Way)>, ImportError>,
+) -> Result<Vec<(String, Way)>, ImportError> {
+    let mut ways: Vec<(String, Way)> = Vec::new();
+    let mut on = Some(origin);
+    while let Some(at) = on {
+        let taken: HashSet<String> = ways.iter().map(|(event, _)| event.clone()).collect();
+        ways.extend(
+            written(at)?
+                .into_iter()
+                .filter(|(event, _)| !taken.contains(event)),
+        );
+        on = parent(at);
+    }
+    Ok(ways)
+}
+
 /// Refuses the second of two names a spec would read as one: states and
 /// actions are compared ignoring (ASCII) case. `what` says what they name.
 pub(crate) fn distinct<'n>(

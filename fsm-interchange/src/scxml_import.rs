@@ -22,7 +22,9 @@ use std::time::Duration;
 use fsm_model::{MachineDef, NamedDef, StateDef, StateKind};
 use roxmltree::{Document, Node};
 
-use crate::import::{Carried, Lines, Pos, Way, assemble, declare_used, distinct, written};
+use crate::import::{
+    Carried, Lines, Pos, Way, assemble, declare_used, distinct, inherited, written,
+};
 use crate::{FSM_NAMESPACE, ImportError};
 
 /// The document, to say where each node is.
@@ -300,25 +302,18 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
         .filter(|(_, s)| s.def.kind == StateKind::Static && !s.is_compound())
         .map(|(origin, _)| origin);
     for origin in origins {
-        // Its own transitions, then its parents' for the events it has none
-        // for (nearest first): SCXML takes an event in the deepest state that
-        // has a transition for it (its condition passing: a table's moves are
-        // those of an action whose guards pass).
-        let mut taken: Vec<String> = Vec::new();
-        let mut on = Some(origin);
-        while let Some(at) = on {
-            let mut here = Vec::new();
+        // (Its condition passing: a table's moves are those of an action
+        // whose guards pass.)
+        let written = |at: usize| {
+            let mut out = Vec::new();
             for &transition in &states[at].transitions {
-                for (event, way) in read_way(&doc, &states, &ids, origin, at, transition)? {
-                    if !taken.contains(&event) {
-                        here.push(event.clone());
-                        events.push((event.clone(), way.at));
-                        ways.push((event, way));
-                    }
-                }
+                out.extend(read_way(&doc, &states, &ids, origin, at, transition)?);
             }
-            taken.extend(here);
-            on = states[at].parent;
+            Ok(out)
+        };
+        for (event, way) in inherited(origin, |at| states[at].parent, written)? {
+            events.push((event.clone(), way.at));
+            ways.push((event, way));
         }
     }
     // Events that start with `go.` follow `go` in sorted order.
@@ -509,8 +504,9 @@ fn read_way<'a, 'i>(
     on: usize,
     transition: Node<'a, 'i>,
 ) -> Result<Vec<(String, Way)>, ImportError> {
-    let (state, origin_at) = (&states[on], origin);
-    let origin = &states[origin].def.name;
+    // (`origin` names it from here on; `from` is its place.)
+    let (state, from) = (&states[on], origin);
+    let origin = &states[from].def.name;
     let at = doc.pos(transition);
     if let Some(made) = transition
         .descendants()
@@ -564,7 +560,7 @@ fn read_way<'a, 'i>(
                 Some(&Place::Top(i)) => {
                     let entered = first_leaf(states, ids, i);
                     let name = &states[entered].def.name;
-                    (None, (entered != origin_at).then(|| name.clone()))
+                    (None, (entered != from).then(|| name.clone()))
                 }
                 Some(&Place::Child(i, child)) => (Some((&states[i], child)), None),
                 None => {

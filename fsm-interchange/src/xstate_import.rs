@@ -23,7 +23,9 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::ImportError;
-use crate::import::{Carried, Lines, Pos, Way, assemble, declare_used, distinct, written};
+use crate::import::{
+    Carried, Lines, Pos, Way, assemble, declare_used, distinct, inherited, written,
+};
 
 type Raw<'a> = &'a RawValue;
 
@@ -295,26 +297,19 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
     for (origin, node) in (nodes.iter().enumerate())
         .filter(|(_, n)| n.def.kind == StateKind::Static && !n.is_compound())
     {
-        // Its own transitions, then its parents' for the events it has none
-        // for (nearest first): XState takes an event in the deepest state
-        // that has a transition for it (its guards passing: a table's
-        // moves are those of an action whose guards pass).
-        let mut taken = HashSet::new();
-        let mut from = Some(origin);
-        while let Some(at) = from {
+        // (Its guards passing: a table's moves are those of an action whose
+        // guards pass. A forbidden transition, `[]`, is none: XState looks
+        // for the event in the parent.)
+        let written = |at: usize| {
+            let mut out = Vec::new();
             for (event, transition) in &nodes[at].on {
-                if taken.contains(event.as_str()) {
-                    continue;
-                }
-                // (A forbidden transition, `[]`, is none: XState looks for
-                // the event in the parent.)
                 if let Some(way) = read_way(&targets, origin, at, event, transition)? {
-                    taken.insert(event.as_str());
-                    ways.push((event.clone(), way));
+                    out.push((event.clone(), way));
                 }
             }
-            from = nodes[at].parent;
-        }
+            Ok(out)
+        };
+        ways.extend(inherited(origin, |at| nodes[at].parent, written)?);
         for raw in &node.in_place {
             let (action, carried) = read_action_meta(&json, raw)?;
             let Some(action) = action else {

@@ -61,6 +61,25 @@ fn states_named_by_steps_nest_in_xstate_unless_a_step_is_a_state() {
          state: it would be a child of `A`, a state of the table, which XState would make a \
          compound state"
     );
+    // Nor a step empty, nor a transition state a child.
+    let m = machine(
+        "A = {}\n\"B..c\" = {}\n\"C.d\" = { transition = true }",
+        "go = { from = \"A\", to = \"B..c\" }\nback = { from = \"B..c\", via = \"C.d\", to = \"A\" }",
+    );
+    assert_eq!(
+        xstate(&m).unwrap_err().to_string(),
+        "XState cannot carry state `B..c`: XState reads `.` in a target as a step into a child \
+         state, and one of its steps is empty"
+    );
+    let m = machine(
+        "A = {}\n\"C.d\" = { transition = true }",
+        "go = { from = \"A\", via = \"C.d\", to = \"A\" }",
+    );
+    assert_eq!(
+        xstate(&m).unwrap_err().to_string(),
+        "XState cannot carry state `C.d`: a transition state is a compound state of its own, and \
+         XState reads `.` in a target as a step into a child state"
+    );
 }
 
 #[test]

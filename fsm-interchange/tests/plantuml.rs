@@ -229,38 +229,49 @@ fn bad_plantuml_says_where() {
     );
     // Composite states flatten (see `composite_states_flatten_into_the_table`),
     // but for what a table has only among its own states.
-    assert_eq!(
-        err("@startuml\n[*] --> A\nstate A {\n}\n@enduml\n").to_string(),
-        "line 3, column 1: composite state `A` has no initial state: expected `[*] --> STATE` \
-         inside it"
-    );
-    assert_eq!(
-        err("@startuml\n[*] --> A\nstate A {\n  [*] --> B\n@enduml\n").to_string(),
-        "line 3, column 1: composite state `A` is not closed with `}`"
-    );
-    assert_eq!(
-        err("@startuml\n[*] --> A\n}\n@enduml\n").to_string(),
-        "line 3, column 1: `}` closes no composite state"
-    );
-    assert_eq!(
-        err("@startuml\n[*] --> A\nstate A {\n  [*] --> B\n  B --> [*]\n}\n@enduml\n").to_string(),
-        "line 5, column 3: `B --> [*]` inside composite state `A` ends the composite state, \
-         not the object; a spec has no such move"
-    );
-    assert_eq!(
-        err("@startuml\n[*] --> A\nstate A {\n  [*] --> B\n  [*] --> C\n}\n@enduml\n").to_string(),
-        "line 5, column 3: a second initial state `C` in composite state `A`: `B` is its \
-         initial state"
-    );
-    assert_eq!(
-        err("@startuml\n[*] --> A\nstate A {\n  [*] --> A\n}\n@enduml\n").to_string(),
-        "line 3, column 1: the initial state `A` of composite state `A` is not drawn inside it"
-    );
-    assert_eq!(
-        err("@startuml\n[*] --> A\nstate A <<transition>> {\n}\n@enduml\n").to_string(),
-        "line 3, column 1: composite state `A` is drawn twice, or as a transition or terminal \
-         state, which holds no states"
-    );
+    for (body, refused) in [
+        (
+            "state A {\n}",
+            "line 3, column 1: composite state `A` has no initial state: expected \
+             `[*] --> STATE` inside it",
+        ),
+        (
+            "state A {\n  [*] --> B",
+            "line 3, column 1: composite state `A` is not closed with `}`",
+        ),
+        ("}", "line 3, column 1: `}` closes no composite state"),
+        (
+            "state A {\n  [*] --> B\n  B --> [*]\n}",
+            "line 5, column 3: `B --> [*]` inside composite state `A` ends the composite state, \
+             not the object; a spec has no such move",
+        ),
+        (
+            "state A {\n  [*] --> B\n}\nA --> [*]",
+            "line 3, column 1: `A --> [*]`: composite state `A` holds states; end those instead",
+        ),
+        (
+            "state A {\n  [*] --> B\n  [*] --> C\n}",
+            "line 5, column 3: a second initial state `C` in composite state `A`: `B` is its \
+             initial state",
+        ),
+        (
+            "state A {\n  [*] --> A\n}",
+            "line 3, column 1: the initial state `A` of composite state `A` is not drawn inside it",
+        ),
+        (
+            "state A {\n  [*] --> B\n  state C <<transition>>\n  B --> C : go\n}",
+            "line 3, column 1: transition state `C` is drawn inside composite state `A`; a spec \
+             has transition states only among its own states",
+        ),
+        (
+            "state A <<transition>> {\n}",
+            "line 3, column 1: composite state `A` is drawn twice, or as a transition or \
+             terminal state, which holds no states",
+        ),
+    ] {
+        let text = format!("@startuml\n[*] --> A\n{body}\n@enduml\n");
+        assert_eq!(err(&text).to_string(), refused, "{text}");
+    }
     // A pseudo-state is no state of a table; a stereotype that only styles
     // a state is read as the state.
     assert_eq!(

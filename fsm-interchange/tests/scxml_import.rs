@@ -191,6 +191,13 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     );
     assert_eq!(
         err(
+            "<state id=\"a\" xmlns:fsm=\"urn:fsm:scxml\" fsm:owner=\"ops\"><state id=\"a1\"/></state>"
+        ),
+        "line 2, column 1: compound state `a` is no state of the table, so it cannot have an \
+         owner, a deadline or `fsm:persisted`"
+    );
+    assert_eq!(
+        err(
             "<state id=\"a\"><transition event=\"go\" target=\"b\"/><transition event=\"go\" target=\"a\"/></state><final id=\"b\"/>"
         ),
         "line 2, column 50: a second transition for event `go` out of `a`; a table has one \

@@ -249,6 +249,13 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
          compound state `a`; a table has it only among its own states"
     );
     assert_eq!(
+        err(
+            r#"{"initial": "a", "states": {"a": {"initial": "x", "meta": {"owner": "ops"}, "states": {"x": {}}}}}"#
+        ),
+        "line 1, column 34: state `a` has child states: it is no state of the table, so it \
+         cannot be final nor have an owner, a deadline, `persisted` or actions in place"
+    );
+    assert_eq!(
         err(r#"{"initial": "a", "type": "parallel", "states": {"a": {}}}"#),
         "line 1, column 26: a parallel machine is in several states at once; a table is in one"
     );

@@ -51,10 +51,11 @@ const cases = JSON.parse(readFileSync(casesFile, "utf8"));
 const top = (value) => (typeof value === "string" ? value : Object.keys(value)[0]);
 // The whole path, `a.b.c`: a table imported from nested states names each
 // state by it.
-const path = (value) =>
-  typeof value === "string"
-    ? value
-    : Object.entries(value).map(([k, v]) => `${k}.${path(v)}`)[0];
+const path = (value) => {
+  if (typeof value === "string") return value;
+  const [[state, inner]] = Object.entries(value);
+  return `${state}.${path(inner)}`;
+};
 let failed = 0;
 for (const [i, c] of cases.entries()) {
   const actor = createActor(machine).start();
