@@ -87,6 +87,15 @@ pub(crate) struct Carried {
     pub(crate) hidden: bool,
     pub(crate) deadline: Option<Duration>,
     pub(crate) description: Option<String>,
+    /// The action's earlier names (`renamed_from`).
+    pub(crate) renamed_from: Vec<String>,
+    /// Whether the export says the action goes back to its origin
+    /// (`to_origin`), rather than to a state that happens to be its only
+    /// origin.
+    pub(crate) to_origin: bool,
+    /// The action's origins in the order its spec lists them, when the
+    /// export wrote it (when that is not the order of the states).
+    pub(crate) from: Vec<String>,
 }
 
 /// An action from one origin, as the imported file says it.
@@ -142,11 +151,20 @@ pub(crate) fn distinct<'n>(
     Ok(())
 }
 
-/// The actions, one per event, from their ways in the order first met. An
-/// action has one description: the first way's that has one; another way's
-/// that differs is named in `left_out`.
+/// The actions, one per event, from their ways. An action has one
+/// description: the first way's that has one; another way's that differs is
+/// named in `left_out`.
+///
+/// `order` is the actions' order as `fsm export` wrote it (the spec's), empty
+/// in a document written by hand. An exported document comes back as the
+/// same table: its actions in that order (see [`in_order`]), and an action
+/// goes back to its origins (`to_origin`) where the export says so
+/// ([`Carried::to_origin`]). In a document written by hand the actions come
+/// in the order first met, and an action with a transition state that goes
+/// back to each of its origins is one that goes back to its origin.
 pub(crate) fn assemble(
     ways: Vec<(String, Way)>,
+    order: &[String],
     left_out: &mut Vec<String>,
 ) -> Result<Vec<ActionDef>, ImportError> {
     let mut by_action: Vec<(String, Vec<Way>)> = Vec::new();
@@ -191,6 +209,12 @@ pub(crate) fn assemble(
                 Some("it is hidden from one only")
             } else if way.carried.deadline != first.carried.deadline {
                 Some("its deadlines differ")
+            } else if way.carried.renamed_from != first.carried.renamed_from {
+                Some("its earlier names differ")
+            } else if way.carried.to_origin != first.carried.to_origin {
+                Some("it goes back to its origin from one only")
+            } else if way.carried.from != first.carried.from {
+                Some("the order of its origins differs")
             } else {
                 None
             };
@@ -202,14 +226,28 @@ pub(crate) fn assemble(
                 )));
             }
         }
+        // The spec's order of origins, where the export wrote it (stable:
+        // origins it does not name, added by hand, after those it names).
+        let mut ways = ways;
+        let spec_order = ways[0].carried.from.clone();
+        ways.sort_by_key(|w| first_place(&spec_order, &w.origin));
+        let first = &ways[0];
         let from: Vec<String> = ways.iter().map(|w| w.origin.clone()).collect();
         let targets: Vec<(String, String)> = ways
             .iter()
             .filter_map(|w| Some((w.origin.clone(), w.target.clone()?)))
             .collect();
+        let back_to_origins = targets.iter().all(|(o, t)| o == t);
+        if first.carried.to_origin && !(first.via.is_some() && back_to_origins) {
+            return Err(first.at.error(format!(
+                "event `{name}` is said to go back to its origin, but it does not from each \
+                 of them through a transition state"
+            )));
+        }
+        let inferred = order.is_empty() && first.via.is_some() && back_to_origins;
         let to = if targets.is_empty() {
             TargetDef::Unset
-        } else if first.via.is_some() && targets.iter().all(|(o, t)| o == t) {
+        } else if first.carried.to_origin || inferred {
             TargetDef::Origin
         } else if targets.iter().all(|(_, t)| *t == targets[0].1) {
             TargetDef::State(targets[0].1.clone())
@@ -239,11 +277,26 @@ pub(crate) fn assemble(
             guards: carried.guards,
             hidden: carried.hidden,
             deadline: carried.deadline,
-            renamed_from: Vec::new(),
+            renamed_from: carried.renamed_from,
             description: carried.description,
         });
     }
+    in_order(&mut actions, order);
     Ok(actions)
+}
+
+/// Puts `actions` in the order `fsm export` wrote (`order`, the spec's): an
+/// action's id is its place in the spec, so the table comes back the same.
+/// Actions the order does not name (added by hand) keep their place after
+/// those it names, and names without an action are passed over.
+fn in_order(actions: &mut [ActionDef], order: &[String]) {
+    // Stable: the unnamed keep the order they were met in.
+    actions.sort_by_key(|a| first_place(order, &a.name));
+}
+
+/// Where `name` is in `order`: past its end when it is not there.
+fn first_place(order: &[String], name: &str) -> usize {
+    order.iter().position(|n| n == name).unwrap_or(order.len())
 }
 
 /// Declares the roles and guards the actions and owners name that the

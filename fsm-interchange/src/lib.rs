@@ -27,10 +27,10 @@
 //!   event `go` also takes `go.fast`).
 //! - Hidden actions and actions that change no state are metadata, not moves
 //!   (in SCXML, an action that changes no state is a targetless transition,
-//!   which moves nothing); roles, guards, owners, deadlines and descriptions
-//!   are metadata too (XState `meta` and `description`; SCXML elements and
-//!   attributes in the [`FSM_NAMESPACE`], which engines ignore). Terminal
-//!   states are final states.
+//!   which moves nothing); roles, guards (with their CEL), owners, deadlines,
+//!   descriptions and earlier names are metadata too (XState `meta` and
+//!   `description`; SCXML elements and attributes in the [`FSM_NAMESPACE`],
+//!   which engines ignore). Terminal states are final states.
 //!
 //! The machine a tool runs from either export agrees with the table on every
 //! event from every reachable state; the test suite checks it with the engines
@@ -44,8 +44,10 @@
 //! has no place in a spec (entry and exit actions, a data model) is named in a
 //! comment at the top of the spec.
 //!
-//! - What either export writes imports back to the same table: its states and
-//!   moves, and every piece of metadata the export carries.
+//! - What either export writes imports back to the same machine, equal part
+//!   for part: its states and moves, every piece of metadata (guards' CEL and
+//!   earlier names included), and the order of its states, actions, roles and
+//!   guards, which their ids follow.
 //! - A file written by hand imports by its events: each event is an action,
 //!   allowed from every state with a transition for it. Compound (composite)
 //!   states flatten: each state without children is one of the table's (named
@@ -152,4 +154,13 @@ fn child(m: &Machine, via: StateId, action: ActionId, origin: StateId) -> String
     } else {
         m.state(origin).name.to_string()
     }
+}
+
+/// The origins of `action` in the order its spec lists them, when that is
+/// not the order of the states: the exports write it, so that the table
+/// comes back the same (a document lists the ways out state by state).
+fn origins_in_spec_order(m: &Machine, action: ActionId) -> Option<Vec<&str>> {
+    let origins = &m.action(action).origins;
+    let sorted = origins.windows(2).all(|pair| pair[0] < pair[1]);
+    (!sorted).then(|| origins.iter().map(|&s| m.state(s).name.as_ref()).collect())
 }

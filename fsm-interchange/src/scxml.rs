@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use fsm_model::{ActionId, Machine, xml_escape};
+use fsm_model::{ActionId, Machine, Target, xml_escape};
 
-use crate::{ExportError, child, done_event, entries, failed_event};
+use crate::{ExportError, child, done_event, entries, failed_event, origins_in_spec_order};
 
 /// The namespace of what `fsm export` writes beside SCXML's own elements
 /// (roles, guards, owners, deadlines, descriptions, hidden actions): engines
@@ -41,12 +41,8 @@ fn fsm_attrs(pairs: impl IntoIterator<Item = (&'static str, Option<String>)>) ->
 /// transitions.
 fn action_attrs(m: &Machine, a: ActionId) -> String {
     let action = m.action(a);
-    let listed = |names: Vec<&str>| (!names.is_empty()).then(|| names.join(" "));
     fsm_attrs([
-        (
-            "roles",
-            listed(action.roles.iter().map(|r| r.as_ref()).collect()),
-        ),
+        ("roles", listed(texts(&action.roles))),
         ("guards", listed(m.guard_names(a))),
         ("hidden", action.hidden.then(|| "true".to_owned())),
         (
@@ -57,14 +53,32 @@ fn action_attrs(m: &Machine, a: ActionId) -> String {
             "description",
             action.description.as_deref().map(String::from),
         ),
+        ("renamed-from", listed(texts(&action.renamed_from))),
+        (
+            "to-origin",
+            (action.via.is_some() && action.target == Target::Origin).then(|| "true".to_owned()),
+        ),
+        ("from", origins_in_spec_order(m, a).and_then(listed)),
     ])
+}
+
+/// Names as the value of an attribute that lists them (separated by
+/// spaces), if there are any.
+fn listed(names: Vec<&str>) -> Option<String> {
+    (!names.is_empty()).then(|| names.join(" "))
+}
+
+fn texts(texts: &[fsm_model::Text]) -> Vec<&str> {
+    texts.iter().map(|t| t.as_ref()).collect()
 }
 
 /// `machine` as a W3C SCXML document, under the contract in the crate's
 /// documentation: state ids are the states' names, a transition state's
 /// children are `<STATE>.<ORIGIN>`, an action that changes no state is a
-/// targetless transition; roles, guards, owners, deadlines, descriptions and
-/// hidden actions are elements and attributes in the [`FSM_NAMESPACE`].
+/// targetless transition; roles, guards (with their CEL), owners, deadlines,
+/// descriptions, earlier names, hidden actions and the order of the actions
+/// (and of an action's origins, where the spec lists them in another order
+/// than the states') are elements and attributes in the [`FSM_NAMESPACE`].
 ///
 /// # Errors
 ///
@@ -89,6 +103,12 @@ pub fn scxml(m: &Machine) -> Result<String, ExportError> {
                 "single-mutator",
                 m.single_mutator().then(|| "true".to_owned())
             ),
+            // The spec's order, so that the table comes back the same (an
+            // action's id is its place in the order).
+            (
+                "actions",
+                listed(m.action_ids().map(|a| m.action(a).name.as_ref()).collect()),
+            ),
         ])
     );
     for r in m.roles() {
@@ -98,9 +118,12 @@ pub fn scxml(m: &Machine) -> Result<String, ExportError> {
         let _ = writeln!(out, "  <fsm:role name=\"{}\"{description}/>", attr(&r.name));
     }
     for g in m.guards() {
+        let cel = (g.cel.as_deref())
+            .map(|cel| format!(" cel=\"{}\"", attr(cel)))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  <fsm:guard name=\"{}\" description=\"{}\"/>",
+            "  <fsm:guard name=\"{}\" description=\"{}\"{cel}/>",
             attr(&g.name),
             attr(&g.description)
         );
@@ -132,6 +155,7 @@ pub fn scxml(m: &Machine) -> Result<String, ExportError> {
                 "description",
                 state.description.as_deref().map(String::from),
             ),
+            ("renamed-from", listed(texts(&state.renamed_from))),
         ]);
         let _ = writeln!(out, "  <{element} id=\"{id}\"{initial}{notes}>");
         for rule in m.rules_from(s) {

@@ -51,6 +51,13 @@ impl Doc<'_> {
         Some((a.value(), self.lines.pos(a.range_value().start)))
     }
 
+    /// The names `fsm:NAME` lists on `node` (separated by spaces), if any.
+    fn fsm_list(&self, node: Node<'_, '_>, name: &str) -> Vec<String> {
+        self.fsm(node, name)
+            .map(|(names, _)| names.split_whitespace().map(String::from).collect())
+            .unwrap_or_default()
+    }
+
     /// `fsm:NAME="true"` or `"false"` on `node`, if it is there.
     fn fsm_flag(&self, node: Node<'_, '_>, name: &str) -> Result<Option<bool>, ImportError> {
         match self.fsm(node, name) {
@@ -84,10 +91,16 @@ impl Doc<'_> {
                 .pos(node)
                 .error(format!("`<fsm:{}>` needs a `name`", node.tag_name().name())));
         };
+        let cel = node.attribute("cel").map(String::from);
+        if cel.is_some() && node.tag_name().name() == "role" {
+            return Err(self.attr_pos(node, "cel").error(format!(
+                "`<fsm:role>` `{name}` has a `cel`: only a guard has one"
+            )));
+        }
         Ok(NamedDef {
             name: name.to_owned(),
             description: node.attribute("description").map(String::from),
-            cel: None,
+            cel,
         })
     }
 }
@@ -178,8 +191,10 @@ const LEFT_OUT: [&str; 5] = ["datamodel", "script", "onentry", "onexit", "doneda
 /// [`scxml`](crate::scxml) imports back to the same table: its states and
 /// moves, transition states included, and
 /// what it writes in the [`FSM_NAMESPACE`] (roles and guards declared with
-/// what they mean, owners, deadlines, descriptions, hidden actions, whether
-/// the machine has a single mutator).
+/// what they mean, guards' CEL, owners, deadlines, descriptions, earlier
+/// names, hidden actions, whether the machine has a single mutator, and the
+/// order of its actions and of each action's origins, which their ids
+/// follow): the same machine, part for part.
 ///
 /// # Errors
 ///
@@ -329,7 +344,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
             )));
         }
     }
-    def.actions = assemble(ways, &mut left_out)?;
+    def.actions = assemble(ways, &doc.fsm_list(root, "actions"), &mut left_out)?;
     def.states = (states.into_iter())
         .filter(|s| !s.is_compound())
         .map(|s| s.def)
@@ -396,6 +411,7 @@ fn read_state<'a, 'i>(
     state.def.persisted = doc.fsm_flag(node, "persisted")?.unwrap_or(true);
     state.def.deadline = doc.fsm_deadline(node)?;
     state.def.description = doc.fsm(node, "description").map(|(d, _)| d.to_owned());
+    state.def.renamed_from = doc.fsm_list(node, "renamed-from");
     if let Some(parent) = parent.map(|p| &states[p].def.name)
         && state.def.terminal
     {
@@ -448,10 +464,13 @@ fn read_state<'a, 'i>(
     // A compound state: not a table's state, but its children are, each under
     // its transitions (unless the child has its own for the same event).
     let what = format!("compound state `{id}`");
-    if state.def.owner.is_some() || state.def.deadline.is_some() || !state.def.persisted {
+    let of_a_state = state.def.owner.is_some()
+        || state.def.deadline.is_some()
+        || !state.def.renamed_from.is_empty();
+    if of_a_state || !state.def.persisted {
         return Err(state.at.error(format!(
-            "{what} is no state of the table, so it cannot have an owner, a deadline or \
-             `fsm:persisted`"
+            "{what} is no state of the table, so it cannot have an owner, a deadline, earlier \
+             names or `fsm:persisted`"
         )));
     }
     let first = match (node.attribute("initial"), initial) {
@@ -519,19 +538,17 @@ fn read_way<'a, 'i>(
             "an eventless transition out of `{origin}` moves on its own; a table's moves are each an action"
         )));
     };
-    let listed = |name| {
-        doc.fsm(transition, name)
-            .map(|(names, _)| names.split_whitespace().map(String::from).collect())
-            .unwrap_or_default()
-    };
     let mut carried = Carried {
-        roles: listed("roles"),
-        guards: listed("guards"),
+        roles: doc.fsm_list(transition, "roles"),
+        guards: doc.fsm_list(transition, "guards"),
         hidden: doc.fsm_flag(transition, "hidden")?.unwrap_or(false),
         deadline: doc.fsm_deadline(transition)?,
         description: doc
             .fsm(transition, "description")
             .map(|(d, _)| d.to_owned()),
+        renamed_from: doc.fsm_list(transition, "renamed-from"),
+        to_origin: doc.fsm_flag(transition, "to-origin")?.unwrap_or(false),
+        from: doc.fsm_list(transition, "from"),
     };
     if let Some(cond) = transition.attribute("cond") {
         carried.guards.push(cond.trim().to_owned());

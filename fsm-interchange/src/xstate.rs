@@ -1,10 +1,10 @@
 //! XState v5: a machine config as JSON, for `createMachine(config)`.
 
-use fsm_model::{ActionId, Machine};
+use fsm_model::{ActionId, Machine, Target};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::{ExportError, child, done_event, entries, failed_event};
+use crate::{ExportError, child, done_event, entries, failed_event, origins_in_spec_order};
 
 /// A JSON object whose members keep the order they were put in (serde_json's
 /// `Map` sorts them): states in the spec's order, transitions in the
@@ -62,6 +62,9 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
         }
         if let Some(deadline) = state.deadline {
             meta.insert("deadline_seconds".into(), json!(deadline.as_secs_f64()));
+        }
+        if !state.renamed_from.is_empty() {
+            meta.insert("renamed_from".into(), names(&state.renamed_from));
         }
         if state.terminal {
             node.push(("type".into(), Ordered::Value(json!("final"))));
@@ -130,18 +133,33 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
         machine.push(("description".into(), Ordered::Value(json!(d))));
     }
     machine.push(("initial".into(), Ordered::Value(json!(initial[0]))));
-    let roles: Map<String, Value> = m
-        .roles()
-        .iter()
-        .map(|r| (r.name.to_string(), json!(r.description.as_deref())))
-        .collect();
-    let guards: Map<String, Value> = m
-        .guards()
-        .iter()
-        .map(|g| (g.name.to_string(), json!(g.description.as_ref())))
-        .collect();
-    let meta = json!({ "roles": roles, "guards": guards, "single_mutator": m.single_mutator() });
-    machine.push(("meta".into(), Ordered::Value(meta)));
+    // Roles, guards and actions in the spec's order, so that the table comes
+    // back the same (an action's id is its place in the order).
+    let roles = m.roles().iter().map(|r| {
+        let description = json!(r.description.as_deref());
+        (r.name.to_string(), Ordered::Value(description))
+    });
+    let guards = m.guards().iter().map(|g| {
+        let described = match &g.cel {
+            None => json!(g.description.as_ref()),
+            Some(cel) => json!({ "description": g.description.as_ref(), "cel": cel.as_ref() }),
+        };
+        (g.name.to_string(), Ordered::Value(described))
+    });
+    let actions = m.action_ids().map(|a| m.action(a).name.as_ref());
+    let meta = vec![
+        ("roles".into(), Ordered::Object(roles.collect())),
+        ("guards".into(), Ordered::Object(guards.collect())),
+        (
+            "actions".into(),
+            Ordered::Value(json!(actions.collect::<Vec<_>>())),
+        ),
+        (
+            "single_mutator".into(),
+            Ordered::Value(json!(m.single_mutator())),
+        ),
+    ];
+    machine.push(("meta".into(), Ordered::Object(meta)));
     machine.push(("states".into(), states));
     let mut out =
         serde_json::to_string_pretty(&Ordered::Object(machine)).expect("a JSON value serializes");
@@ -204,7 +222,9 @@ fn nested(level: Vec<(String, Level)>, initial: &[&str]) -> Ordered {
     Ordered::Object(members)
 }
 
-/// What an action carries besides its moves: roles, guards, hidden, deadline.
+/// What an action carries besides its moves: roles, guards, hidden, deadline,
+/// description, earlier names, whether it goes back to its origin, and its
+/// origins in the spec's order (when that is not the states').
 fn action_meta(m: &Machine, a: ActionId) -> Value {
     let action = m.action(a);
     let mut meta = Map::new();
@@ -225,5 +245,19 @@ fn action_meta(m: &Machine, a: ActionId) -> Value {
     if let Some(d) = &action.description {
         meta.insert("description".into(), json!(d.as_ref()));
     }
+    if !action.renamed_from.is_empty() {
+        meta.insert("renamed_from".into(), names(&action.renamed_from));
+    }
+    if action.via.is_some() && action.target == Target::Origin {
+        meta.insert("to_origin".into(), json!(true));
+    }
+    if let Some(origins) = origins_in_spec_order(m, a) {
+        meta.insert("from".into(), json!(origins));
+    }
     Value::Object(meta)
+}
+
+/// A list of names (earlier names) as a JSON array.
+fn names(names: &[fsm_model::Text]) -> Value {
+    json!(names.iter().map(|n| n.as_ref()).collect::<Vec<&str>>())
 }

@@ -196,9 +196,11 @@ const REFUSED: [(&str, &str); 4] = [
 /// state's transitions for the events the child has none for (a forbidden
 /// one, `[]`, is none); a target that names a compound state enters its
 /// initial child, in turn. A config written by
-/// [`xstate`](crate::xstate) imports back to the same table, its transition
-/// states, roles, guards, owners, deadlines and hidden actions included
-/// (guards' CEL, accepted lints and earlier names are not exported).
+/// [`xstate`](crate::xstate) imports back to the same machine, part for
+/// part: its transition states, roles, guards with their CEL, owners,
+/// deadlines, earlier names and hidden actions, and the order of its
+/// actions (and of each action's origins), which their ids follow. (A
+/// spec's accepted lints are no part of a machine, and are not exported.)
 ///
 /// # Errors
 ///
@@ -291,7 +293,8 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
         ));
     };
     def.initial = Some(nodes[targets.first_leaf(*top)].def.name.clone());
-    let described = read_machine_meta(&json, meta, &mut def)?;
+    let mut order = Vec::new();
+    let described = read_machine_meta(&json, meta, &mut def, &mut order)?;
 
     let mut ways = Vec::new();
     for (origin, node) in (nodes.iter().enumerate())
@@ -327,7 +330,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
             ));
         }
     }
-    def.actions = assemble(ways, &mut left_out)?;
+    def.actions = assemble(ways, &order, &mut left_out)?;
     def.states = (nodes.into_iter())
         .filter(|n| !n.is_compound())
         .map(|n| n.def)
@@ -440,6 +443,9 @@ fn read_node<'a>(
                         "deadline_seconds" => {
                             node.def.deadline = Some(json.seconds(v, "`meta.deadline_seconds`")?)
                         }
+                        "renamed_from" => {
+                            node.def.renamed_from = json.strings(v, "`meta.renamed_from`")?
+                        }
                         "in_place" => node.in_place = json.array(v, "`meta.in_place`")?,
                         // Anything else a user keeps in `meta` is theirs.
                         _ => {}
@@ -474,13 +480,15 @@ fn read_node<'a>(
     }
     // A compound state: not a table's state, but its children are, each under
     // its transitions (unless the child has its own for the same event).
-    let of_a_state = node.def.owner.is_some() || node.def.deadline.is_some();
+    let of_a_state = node.def.owner.is_some()
+        || node.def.deadline.is_some()
+        || !node.def.renamed_from.is_empty();
     if node.def.terminal || !node.in_place.is_empty() || of_a_state || !node.def.persisted {
         return Err(json.error(
             raw,
             format!(
                 "{what} has child states: it is no state of the table, so it cannot be final \
-                 nor have an owner, a deadline, `persisted` or actions in place"
+                 nor have an owner, a deadline, earlier names, `persisted` or actions in place"
             ),
         ));
     }
@@ -509,35 +517,55 @@ fn read_node<'a>(
     Ok(())
 }
 
-/// The machine's `meta` as `fsm export` writes it: roles, guards and whether
-/// one actor may leave each state. `true` when it was there.
+/// The machine's `meta` as `fsm export` writes it: roles, guards (each
+/// guard's description, or its description and CEL), the actions' order
+/// (into `order`) and whether one actor may leave each state. `true` when
+/// it was there.
 fn read_machine_meta(
     json: &Json<'_>,
     meta: Option<Raw<'_>>,
     def: &mut MachineDef,
+    order: &mut Vec<String>,
 ) -> Result<bool, ImportError> {
     let Some(meta) = meta else { return Ok(false) };
     let mut described = false;
     for (key, value) in json.object(meta, "the machine's `meta`")? {
-        let named = |json: &Json<'_>| -> Result<Vec<NamedDef>, ImportError> {
+        let named = |json: &Json<'_>, guards: bool| -> Result<Vec<NamedDef>, ImportError> {
             let mut out = Vec::new();
-            for (name, description) in json.object(value, &format!("`meta.{key}`"))? {
-                let description = if json.is_empty(description) {
-                    None
-                } else {
-                    Some(json.string(description, &format!("`meta.{key}.{name}`"))?)
-                };
+            for (name, about) in json.object(value, &format!("`meta.{key}`"))? {
+                let what = format!("`meta.{key}.{name}`");
+                let (mut description, mut cel) = (None, None);
+                if guards && about.get().starts_with('{') {
+                    for (k, v) in json.object(about, &what)? {
+                        let field = format!("`meta.{key}.{name}.{k}`");
+                        match k.as_str() {
+                            "description" => description = Some(json.string(v, &field)?),
+                            "cel" => cel = Some(json.string(v, &field)?),
+                            _ => {
+                                return Err(json.error(
+                                    v,
+                                    format!(
+                                        "unexpected {field}: a guard has a `description` and a `cel`"
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                } else if !json.is_empty(about) {
+                    description = Some(json.string(about, &what)?);
+                }
                 out.push(NamedDef {
                     name,
                     description,
-                    cel: None,
+                    cel,
                 });
             }
             Ok(out)
         };
         match key.as_str() {
-            "roles" => (def.roles, described) = (named(json)?, true),
-            "guards" => (def.guards, described) = (named(json)?, true),
+            "roles" => (def.roles, described) = (named(json, false)?, true),
+            "guards" => (def.guards, described) = (named(json, true)?, true),
+            "actions" => *order = json.strings(value, "`meta.actions`")?,
             "single_mutator" => {
                 def.single_mutator = json.boolean(value, "`meta.single_mutator`")?
             }
@@ -565,6 +593,9 @@ fn read_action_meta(
                 carried.deadline = Some(json.seconds(value, "`meta.deadline_seconds`")?)
             }
             "description" => carried.description = Some(json.string(value, "`meta.description`")?),
+            "renamed_from" => carried.renamed_from = json.strings(value, "`meta.renamed_from`")?,
+            "to_origin" => carried.to_origin = json.boolean(value, "`meta.to_origin`")?,
+            "from" => carried.from = json.strings(value, "`meta.from`")?,
             _ => {}
         }
     }
