@@ -202,13 +202,14 @@ impl<'r, S: Store> InFlight<'r, S> {
             state: rule.via.unwrap_or(holder.origin),
             version: fence.0,
         };
+        // The data its start proposed, which its completion writes.
         Ok(InFlight::new(
             runtime,
             Cow::Owned(id.clone()),
             rule,
             slot,
             held,
-            None,
+            holder.proposed.clone(),
         ))
     }
 }

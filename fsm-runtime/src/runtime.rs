@@ -649,6 +649,7 @@ impl<S: Store> Runtime<S> {
             version,
             // The store names the session, if it has any, as it writes the start.
             session: None,
+            proposed: proposed.clone(),
         };
         let to = rule.via.unwrap_or(record.state);
         let change = Change {
@@ -689,9 +690,10 @@ impl<S: Store> Runtime<S> {
     /// failed, or the healer rolled it back), with who ended it from the
     /// history; [`RuntimeError::NoHold`] when the history names no start with
     /// that fence. Data proposed at the start
-    /// ([`start_changing`](Self::start_changing)) is not kept with the hold: the
-    /// resumed action completes without it, unless given again
-    /// ([`InFlight::complete_with`]).
+    /// ([`start_changing`](Self::start_changing)) is kept with the hold
+    /// ([`Holder::proposed`]): the resumed action's
+    /// [`complete`](InFlight::complete) writes it, as the first handle's would
+    /// have ([`InFlight::complete_with`] gives other data instead).
     ///
     /// The hold stays its start's, session included: on a store whose holders
     /// live by a session (etcd's leases), an action whose starter's session

@@ -68,6 +68,11 @@ pub struct Holder {
     /// as abandoned). The store names it when the start is written; `None` in
     /// the memory store.
     pub session: Option<i64>,
+    /// The data its start proposed ([`Runtime::start_changing`](crate::Runtime::start_changing)),
+    /// which its completion writes: kept with the hold, so that the action
+    /// taken up again ([`Runtime::resume`](crate::Runtime::resume)) after its
+    /// handle was lost completes with it too.
+    pub proposed: Option<Arc<str>>,
 }
 
 /// The state and version a compare-and-set expects to find.

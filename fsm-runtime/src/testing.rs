@@ -343,13 +343,16 @@ pub fn handles_end_as_they_should<S: Store>(store: S) {
 }
 
 /// An action whose handle was dropped is taken up again by its fence, by the
-/// actor who started it, from what the store kept, and completed; taken up
-/// after that, its hold is gone.
+/// actor who started it, from what the store kept, and completed, with the
+/// data its start proposed; taken up after that, its hold is gone.
 pub fn lost_handles_are_resumed_by_their_fence<S: Store>(store: S) {
     let rt = runtime(store);
     let (user, other) = (Actor::new("user"), Actor::new("other"));
     rt.create("a", &user).unwrap();
-    let fence = rt.start("a", &user, "start").unwrap().fence();
+    let proposed: std::sync::Arc<str> = r#"{"disk":"d-1"}"#.into();
+    let fence = (rt.start_changing("a", None, &user, "start", proposed.clone()))
+        .unwrap()
+        .fence();
     match rt.resume("a", &other, fence) {
         Err(RuntimeError::NotHolder { holder, .. }) => assert_eq!(holder, "user"),
         other => panic!("lost_handles_are_resumed_by_their_fence: another actor: {other:?}"),
@@ -361,6 +364,11 @@ pub fn lost_handles_are_resumed_by_their_fence<S: Store>(store: S) {
         (state(&rt, "a"), record.version),
         ("RUNNING".to_owned(), 4),
         "lost_handles_are_resumed_by_their_fence: completed after its abandonment"
+    );
+    assert_eq!(
+        (record.data.as_deref(), rt.get("a").unwrap().data.as_deref()),
+        (Some(&*proposed), Some(&*proposed)),
+        "lost_handles_are_resumed_by_their_fence: the data its start proposed"
     );
     match rt.resume("a", &user, fence) {
         Err(RuntimeError::Revoked { by: Some(by), .. }) => assert_eq!(by.version, 4),
@@ -380,8 +388,10 @@ pub fn lost_handles_are_resumed_by_their_fence<S: Store>(store: S) {
         assert_eq!(resumed.fence(), fence);
         let record = resumed.complete_async().await.unwrap();
         assert_eq!(
-            record.version, 7,
-            "lost_handles_are_resumed_by_their_fence: async"
+            (record.version, record.data.as_deref()),
+            (7, Some(&*proposed)),
+            "lost_handles_are_resumed_by_their_fence: async (a start that proposes nothing \
+             keeps the data)"
         );
         match rt.resume_async("a", &user, fence).await {
             Err(RuntimeError::Revoked { by: Some(by), .. }) => assert_eq!(by.version, 7),

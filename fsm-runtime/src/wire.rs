@@ -57,6 +57,11 @@ pub struct StoredHolder {
     /// Absent in records written before stores named sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<i64>,
+    /// The data its start proposed (see [`Holder::proposed`]), as JSON text.
+    /// Absent when it proposed none, and in records written before holds
+    /// kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed: Option<String>,
 }
 
 /// An [`Entry`] as stored.
@@ -196,6 +201,7 @@ impl Codec {
                 abandoned: h.abandoned,
                 version: h.version,
                 session: h.session,
+                proposed: h.proposed.as_deref().map(str::to_owned),
             })
         };
         StoredRecord {
@@ -221,6 +227,7 @@ impl Codec {
                 abandoned: h.abandoned,
                 version: h.version,
                 session: h.session,
+                proposed: h.proposed.map(Arc::from),
             })))
         };
         Ok(Record {
@@ -258,5 +265,43 @@ impl Codec {
             from: self.state(&stored.from)?,
             to: self.state(&stored.to)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Actor, MemoryStore, Runtime};
+
+    /// The data a start proposed is stored with its holder and read back; a
+    /// holder stored before holds kept it reads as proposing none.
+    #[test]
+    fn a_holder_keeps_the_data_its_start_proposed() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let user = Actor::new("user");
+        rt.create("a", &user).unwrap();
+        let handle = rt
+            .start_changing("a", None, &user, "start", r#"{"disk":"d-1"}"#.into())
+            .unwrap();
+        let codec = Codec::new(rt.machine());
+        let stored = codec.encode_record(&rt.get("a").unwrap());
+        let json = serde_json::to_string(&stored).unwrap();
+        assert!(
+            json.contains(r#""proposed":"{\"disk\":\"d-1\"}""#),
+            "{json}"
+        );
+        let read = codec
+            .decode_record(serde_json::from_str(&json).unwrap())
+            .unwrap();
+        let proposed = read.in_flight.as_ref().unwrap().proposed.as_deref();
+        assert_eq!(proposed, Some(r#"{"disk":"d-1"}"#));
+        // As stored before: no `proposed` key.
+        let before = json.replace(r#","proposed":"{\"disk\":\"d-1\"}""#, "");
+        assert!(!before.contains("proposed"), "{before}");
+        let read = codec
+            .decode_record(serde_json::from_str(&before).unwrap())
+            .unwrap();
+        assert_eq!(read.in_flight.unwrap().proposed, None);
+        handle.complete().unwrap();
     }
 }

@@ -16,7 +16,7 @@
 //! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"` |
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`) |
 //! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` makes it conditional (412) |
-//! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |
+//! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart; the data its start proposed is kept with the hold, and written); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |
 //! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A` |
 //! | `GET /v1/{machine}/objects/{id}/history` | the entries, oldest first |
 //! | `GET /v1/{machine}/watch` | Server-Sent Events, one per write, resumable with `Last-Event-ID` |

@@ -360,6 +360,19 @@ async fn every_status_of_the_contract() {
         (status, body["error"].as_str(), body["revoked_by"].as_str()),
         (StatusCode::CONFLICT, Some("revoked"), Some("ops"))
     );
+    // The data its start proposed is kept with the hold: taken up by its
+    // fence, the action completes with it.
+    let proposed = r#"{"disk":"d-1"}"#;
+    let fence = (runtime.start_changing("vm-1", None, &ops, "reboot", proposed.into()))
+        .unwrap()
+        .fence()
+        .0;
+    let (status, done) = post(&c, &in_flight(fence, "complete"), OPS, None).await;
+    assert_eq!(
+        (status, done["state"].as_str(), &done["data"]),
+        (StatusCode::OK, Some("RUNNING"), &json!({ "disk": "d-1" })),
+        "{done}"
+    );
     // An action started over the API and ended elsewhere (another process on
     // the store; here through the runtime): the service lets go of its handle
     // when its feed sees the end, so a late completion finds the hold gone
@@ -590,6 +603,11 @@ async fn every_status_of_the_contract() {
             "Started",
             "Abandoned",
             "Failed",
+            // The start that proposed data, its handle dropped, then ended
+            // by its fence.
+            "Started",
+            "Abandoned",
+            "Completed",
             "Started",
             "Completed",
             "Started",
@@ -623,7 +641,7 @@ async fn every_status_of_the_contract() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("fsm_actions_started_total{machine=\"vm\"} 6\n"),
+        metrics.contains("fsm_actions_started_total{machine=\"vm\"} 7\n"),
         "{metrics}"
     );
     assert!(
