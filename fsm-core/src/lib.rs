@@ -4,8 +4,8 @@
 //!
 //! - `spec` (feature `toml`, on by default): spec files, from text to a checked
 //!   machine (`spec::load`). With the feature `cel`, a guard's CEL expression is
-//!   parsed as the spec is read, and one that does not parse is a finding at its
-//!   place (the CEL parser is a dependency of its own: off by default).
+//!   parsed as the spec is read, and one that does not parse, or names a
+//!   variable a guard does not see, is a finding at its place (the CEL parser is a dependency of its own: off by default).
 //! - `analysis` (feature `analysis`, part of `toml`): every check a machine must
 //!   pass, findings rendered like rustc's.
 //! - [`rules`]: what a machine allows, stated once ([`Rule`], [`Move`]).

@@ -63,7 +63,8 @@ lints! {
     Syntax = ("syntax", Error),
     /// A value has the wrong type, a setting is missing or unknown.
     Schema = ("schema", Error),
-    /// A guard's CEL expression does not parse.
+    /// A guard's CEL expression does not parse, or names a variable a guard
+    /// does not see.
     Cel = ("cel", Error),
     /// An action gives both `to` and `to_origin`.
     ConflictingTarget = ("conflicting-target", Error),
