@@ -185,7 +185,18 @@ pub(crate) fn assemble(
             .map(|(name, ways)| (name.as_str(), ways[0].at)),
     )?;
     let mut actions = Vec::new();
-    for (name, ways) in by_action {
+    for (name, mut ways) in by_action {
+        // A transition to its own state: in a document written by hand, an
+        // action that changes no state there (as a targetless one); an
+        // export writes those targetless, so in its document it is a move
+        // (`to` the state it is in, which the table tells apart).
+        if order.is_empty() {
+            for way in ways.iter_mut().filter(|w| w.via.is_none()) {
+                if way.target.as_ref() == Some(&way.origin) {
+                    way.target = None;
+                }
+            }
+        }
         let first = &ways[0];
         let mut origins = HashSet::with_capacity(ways.len());
         origins.insert(first.origin.as_str());
@@ -199,8 +210,6 @@ pub(crate) fn assemble(
             }
             let differs = if way.via != first.via {
                 Some("it enters another transition state")
-            } else if way.target.is_none() != first.target.is_none() {
-                Some("it changes the state from one and not from the other")
             } else if way.carried.guards != first.carried.guards {
                 Some("its guards differ")
             } else if way.carried.roles != first.carried.roles {
@@ -233,9 +242,15 @@ pub(crate) fn assemble(
         ways.sort_by_key(|w| first_place(&spec_order, &w.origin));
         let first = &ways[0];
         let from: Vec<String> = ways.iter().map(|w| w.origin.clone()).collect();
-        let targets: Vec<(String, String)> = ways
-            .iter()
-            .filter_map(|w| Some((w.origin.clone(), w.target.clone()?)))
+        // An action that moves from some origins stays where it is in the
+        // others (`go` to `A` from `A` and `B`): its target there is its origin.
+        let moves = ways.iter().any(|w| w.target.is_some());
+        let targets: Vec<(String, String)> = (ways.iter())
+            .filter(|_| moves)
+            .map(|w| {
+                let target = w.target.clone().unwrap_or_else(|| w.origin.clone());
+                (w.origin.clone(), target)
+            })
             .collect();
         let back_to_origins = targets.iter().all(|(o, t)| o == t);
         if first.carried.to_origin && !(first.via.is_some() && back_to_origins) {

@@ -575,9 +575,9 @@ fn read_way<'a, 'i>(
                     )));
                 }
                 Some(&Place::Top(i)) => {
+                    // (To its own state: `assemble` decides what it is.)
                     let entered = first_leaf(states, ids, i);
-                    let name = &states[entered].def.name;
-                    (None, (entered != from).then(|| name.clone()))
+                    (None, Some(states[entered].def.name.clone()))
                 }
                 Some(&Place::Child(i, child)) => (Some((&states[i], child)), None),
                 None => {

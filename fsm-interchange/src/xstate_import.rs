@@ -824,11 +824,8 @@ fn read_way<'a>(
                     ),
                 ));
             }
-            if entered == origin {
-                (None, None)
-            } else {
-                (None, Some(state.def.name.clone()))
-            }
+            // (To its own state: `assemble` decides what it is.)
+            (None, Some(state.def.name.clone()))
         }
     };
     Ok(Some(Way {

@@ -115,6 +115,38 @@ const DOOR: &str = include_str!("xstate/door.json");
 /// for the same event, targets by id, by path and to a child.
 const PLAYER: &str = include_str!("xstate/player.json");
 
+/// An event that stays where it is in one state and moves from another is
+/// one action, whose target in the first is that state; a transition to its
+/// own state, written by hand, stays there (as a targetless one), where in
+/// an export it is a move to it.
+#[test]
+fn an_event_that_stays_in_one_state_and_moves_from_another_is_one_action() {
+    let by_hand = r#"{ "id": "m", "initial": "a", "states": {
+        "a": { "on": { "home": {}, "poke": "a" } },
+        "b": { "on": { "home": "a", "end": "c" } },
+        "c": { "type": "final" } } }"#;
+    let spec = from_xstate(by_hand, "m").unwrap();
+    let line = |name: &str| {
+        let line = spec.lines().find(|l| l.starts_with(&format!("{name} = ")));
+        line.unwrap_or_else(|| panic!("{spec}")).to_owned()
+    };
+    assert_eq!(line("home"), r#"home = { from = ["a", "b"], to = "a" }"#);
+    assert_eq!(line("poke"), r#"poke = { from = "a" }"#);
+    // Exported, a move to the state it is in stays one.
+    let m = load(
+        "[machine]\nname = \"m\"\ninitial = \"a\"\n[states]\na = {}\nb = {}\n[actions]\nstay = { from = \"a\" }\npoke = { from = \"a\", to = \"a\" }\nhome = { from = [\"a\", \"b\"], to = \"a\" }\ngo = { from = \"a\", to = \"b\" }\n",
+    );
+    for (export, import) in [
+        (xstate as fn(&_) -> _, from_xstate as fn(&str, &str) -> _),
+        (fsm_interchange::scxml, fsm_interchange::from_scxml),
+    ] {
+        let back = load(&import(&export(&m).unwrap(), "m").unwrap());
+        assert_eq!(back, m);
+        let poke = back.action_ids().find(|&a| back.action(a).name == "poke");
+        assert!(back.action(poke.unwrap()).changes_state());
+    }
+}
+
 #[test]
 fn a_config_written_by_hand_imports_by_its_events() {
     let spec = from_xstate(LIGHT, "unused").unwrap();
