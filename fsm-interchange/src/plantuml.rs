@@ -924,21 +924,21 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
             action.moves.push((from, target));
         } else {
             // Several arrows with one name but different targets from one origin
-            // cannot be one action, nor an arrow back to its own state and one
-            // that moves: the later ones are named after their target.
+            // cannot be one action: the later ones are named after their target.
             let mut key = label.action.clone();
             let in_place = a.from == a.to;
             if let Some(&at) = slots.get(&key.to_ascii_lowercase())
-                && let drawn = &actions[at].1
-                && (drawn.moves.iter().any(|(o, t)| *o == from && *t != to)
-                    || (!drawn.moves.is_empty() && drawn.in_place != in_place))
+                && (actions[at].1.moves.iter()).any(|(o, t)| *o == from && *t != to)
             {
                 key = format!("{}_to_{}", key, snake(&to));
             }
             let at = slot(&key, &mut actions, &mut slots);
             let action = &mut actions[at].1;
             action.label = label;
-            action.in_place = in_place;
+            // An action changes no state when each of its arrows is one back
+            // to its own state; one that also moves elsewhere moves to the
+            // state itself there (as `fsm diagram` draws an action that does).
+            action.in_place = in_place && (action.in_place || action.moves.is_empty());
             action.moves.push((from, to));
         }
     }

@@ -15,10 +15,11 @@ mod round_trip;
 
 use std::fmt::Write as _;
 
-use fsm_interchange::{from_scxml, from_xstate, scxml, xstate};
+use fsm_core::render::{self, Format, View};
+use fsm_interchange::{from_scxml, from_xstate, mermaid, plantuml, scxml, xstate};
 use proptest::prelude::*;
 use proptest::sample::{Index, subsequence};
-use round_trip::{Back, load};
+use round_trip::{Back, drawn_moves, drawn_states, load};
 
 /// Where an action goes, besides its origins and transition state.
 #[derive(Debug, Clone)]
@@ -263,6 +264,24 @@ proptest! {
                 original: original.clone(),
                 spec: back,
             });
+        }
+    }
+
+    /// A diagram (the full view) is not an export: it draws the states and
+    /// the moves with their roles, guards and hidden actions, which come back.
+    #[test]
+    fn any_spec_comes_back_with_the_same_moves_through_either_diagram(spec in spec()) {
+        let text = text(&spec);
+        let original = load(&text);
+        for (format, import) in [
+            (Format::PlantUml, plantuml as fn(&str, &str) -> _),
+            (Format::Mermaid, mermaid),
+        ] {
+            let drawn = render::render(&original, format, View::Full);
+            let back = import(&drawn, "any").unwrap_or_else(|e| panic!("{e}\n{text}\n{drawn}"));
+            let back = load(&back);
+            prop_assert_eq!(drawn_states(&back), drawn_states(&original), "{}\n{}", text, drawn);
+            prop_assert_eq!(drawn_moves(&back), drawn_moves(&original), "{}\n{}", text, drawn);
         }
     }
 }

@@ -244,6 +244,41 @@ pub fn guards(m: &Machine) -> BTreeSet<(String, String, Option<String>)> {
     m.guards().iter().map(described).collect()
 }
 
+/// Every rule, by name, with what a diagram draws of its action (roles,
+/// guards, hidden). A move to the state it starts from, without a
+/// transition state, counts as staying there: a diagram draws the two alike,
+/// an arrow back to the state.
+pub fn drawn_moves(m: &Machine) -> BTreeSet<String> {
+    m.rules()
+        .map(|r| {
+            let a = r.action;
+            let drawn_as_moving = r.changes_state && (r.via.is_some() || r.origin != r.target);
+            format!(
+                "{}: {} -> {} via {:?} moves={} roles={:?} guards={:?} hidden={}",
+                m.action(a).name,
+                m.state(r.origin).name,
+                m.state(r.target).name,
+                r.via.map(|v| m.state(v).name.to_string()),
+                drawn_as_moving,
+                m.action(a).roles,
+                m.guard_names(a),
+                m.action(a).hidden
+            )
+        })
+        .collect()
+}
+
+/// What a diagram draws of each state.
+pub fn drawn_states(m: &Machine) -> BTreeSet<String> {
+    m.states()
+        .iter()
+        .map(|s| {
+            let kind = (s.is_transition(), s.terminal, &s.owner, s.persisted);
+            format!("{} {kind:?}", s.name)
+        })
+        .collect()
+}
+
 /// Asserts that `m` has each move of `expected` (`action: origin -> target`)
 /// and `count` moves in all.
 pub fn has_moves(m: &Machine, expected: &[&str], count: usize) {
