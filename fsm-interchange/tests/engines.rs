@@ -1,7 +1,8 @@
 //! The exports run in the engines that own their formats: XState 5 in node, and
-//! python-statemachine's SCXML interpreter. From every reachable position (every
-//! static state, and every transition state as entered from each origin), every
-//! event is tried, and the engine's state must be the table's. The other way,
+//! python-statemachine's SCXML interpreter: those of the shipped specs, and of
+//! generated ones of every shape (`generate`). From every reachable position
+//! (every static state, and every transition state as entered from each
+//! origin), every event is tried, and the engine's state must be the table's. The other way,
 //! each engine runs the files written by hand that `fsm import xstate|scxml`
 //! reads (`tests/xstate/`, `tests/scxml/`), and must agree with the tables
 //! imported from them; and Mermaid renders the diagrams `fsm import mermaid`
@@ -12,6 +13,7 @@
 
 #[path = "../../fsm-core/tests/common/mod.rs"]
 mod common;
+mod generate;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -192,12 +194,19 @@ fn check_with(
     let dir = std::env::temp_dir().join(format!("fsm-engines-{what}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut checked = 0;
-    for spec in specs(groups) {
+    let shipped = specs(groups).into_iter().map(|spec| {
         let m = fsm_core::spec::load(&spec).unwrap();
-        let stem = spec.file_stem().unwrap().to_string_lossy().into_owned();
+        (spec.file_stem().unwrap().to_string_lossy().into_owned(), m)
+    });
+    let generated = (generate::samples(GENERATED).into_iter().enumerate()).map(|(i, text)| {
+        let m = fsm_core::spec::load_str("generated.toml", &text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        (format!("generated-{i}"), m)
+    });
+    for (stem, m) in shipped.chain(generated) {
         let machine = dir.join(format!("{stem}.{ext}"));
         let cases_file = dir.join(format!("{stem}.cases.json"));
-        let text = export(&m).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
+        let text = export(&m).unwrap_or_else(|e| panic!("{stem}: {e}"));
         std::fs::write(&machine, text).unwrap();
         let cases = cases(&m);
         let n = cases.as_array().unwrap().len();
@@ -205,19 +214,17 @@ fn check_with(
         let Some((ok, out)) = run(&machine, &cases_file) else {
             return;
         };
-        assert!(ok, "{what} disagrees with {}:\n{out}", spec.display());
+        assert!(ok, "{what} disagrees with {stem}:\n{out}");
         let summary = out.lines().last().unwrap_or_default();
-        assert_eq!(
-            summary,
-            format!("{{\"cases\":{n},\"failed\":0}}"),
-            "{}",
-            spec.display()
-        );
+        assert_eq!(summary, format!("{{\"cases\":{n},\"failed\":0}}"), "{stem}");
         checked += n;
     }
     assert!(checked > 1000, "{checked} cases");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// How many generated specs each engine runs, besides the shipped ones.
+const GENERATED: usize = 24;
 
 fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/interchange")
