@@ -34,7 +34,8 @@
 //!
 //! The machine a tool runs from either export agrees with the table on every
 //! event from every reachable state; the test suite checks it with the engines
-//! themselves (`xstate` in node, python-statemachine's SCXML interpreter).
+//! themselves (`xstate` in node, python-statemachine's SCXML interpreter), for
+//! every shipped spec and for generated specs of every shape.
 //!
 //! # The imports
 //!
