@@ -17,6 +17,8 @@ fn holder_json(m: &Machine, h: &Holder, state: fsm_core::StateId) -> Value {
         "abandoned": h.abandoned,
         "deadline_seconds": deadline.map(|d| d.as_secs_f64()),
         "overdue": overdue,
+        // The data its start proposed, which its completion writes.
+        "proposed": h.proposed.as_deref().and_then(|d| serde_json::from_str::<Value>(d).ok()),
     })
 }
 

@@ -13,7 +13,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST /v1/{machine}/objects` `{"id": ...}` | 201 and the object; 409 if it exists |
-//! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"` |
+//! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"`; an action holding it shows in `in_flight` (or `hidden`): its action, origin, actor, `fence`, deadline, whether it is abandoned or overdue, and the data its start `proposed` |
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`) |
 //! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` makes it conditional (412) |
 //! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart; the data its start proposed is kept with the hold, and written); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |

@@ -83,7 +83,9 @@ pub fn document(service: &Service) -> Value {
                     "properties": {
                         "action": { "type": "string", "enum": actions }, "origin": { "type": "string", "enum": states },
                         "actor": { "type": "string" }, "since": { "type": "string", "format": "date-time" },
-                        "fence": { "type": "integer", "format": "int64" }, "abandoned": { "type": "boolean" }
+                        "fence": { "type": "integer", "format": "int64" }, "abandoned": { "type": "boolean" },
+                        "deadline_seconds": { "type": "number", "nullable": true }, "overdue": { "type": "boolean" },
+                        "proposed": { "nullable": true, "description": "The data the action's start proposed, which its completion writes" }
                     }
                 },
                 "Object": {

@@ -367,6 +367,12 @@ async fn every_status_of_the_contract() {
         .unwrap()
         .fence()
         .0;
+    let (_, held) = get(&c, &server.url("/v1/vm/objects/vm-1"), OPS).await;
+    assert_eq!(
+        held["in_flight"]["proposed"],
+        json!({ "disk": "d-1" }),
+        "{held}"
+    );
     let (status, done) = post(&c, &in_flight(fence, "complete"), OPS, None).await;
     assert_eq!(
         (status, done["state"].as_str(), &done["data"]),
