@@ -160,8 +160,9 @@ pub(crate) fn distinct<'n>(
 /// same table: its actions in that order (see [`in_order`]), and an action
 /// goes back to its origins (`to_origin`) where the export says so
 /// ([`Carried::to_origin`]). In a document written by hand the actions come
-/// in the order first met, and an action with a transition state that goes
-/// back to each of its origins is one that goes back to its origin.
+/// in the order first met, an action with a transition state that goes back
+/// to each of its origins is one that goes back to its origin, and a
+/// transition to its own state is one that changes no state there.
 pub(crate) fn assemble(
     ways: Vec<(String, Way)>,
     order: &[String],
@@ -237,21 +238,18 @@ pub(crate) fn assemble(
         }
         // The spec's order of origins, where the export wrote it (stable:
         // origins it does not name, added by hand, after those it names).
-        let mut ways = ways;
         let spec_order = ways[0].carried.from.clone();
         ways.sort_by_key(|w| first_place(&spec_order, &w.origin));
         let first = &ways[0];
         let from: Vec<String> = ways.iter().map(|w| w.origin.clone()).collect();
         // An action that moves from some origins stays where it is in the
         // others (`go` to `A` from `A` and `B`): its target there is its origin.
-        let moves = ways.iter().any(|w| w.target.is_some());
-        let targets: Vec<(String, String)> = (ways.iter())
-            .filter(|_| moves)
-            .map(|w| {
-                let target = w.target.clone().unwrap_or_else(|| w.origin.clone());
-                (w.origin.clone(), target)
-            })
-            .collect();
+        let targets: Vec<(String, String)> = if ways.iter().any(|w| w.target.is_some()) {
+            let target = |w: &Way| w.target.clone().unwrap_or_else(|| w.origin.clone());
+            ways.iter().map(|w| (w.origin.clone(), target(w))).collect()
+        } else {
+            Vec::new()
+        };
         let back_to_origins = targets.iter().all(|(o, t)| o == t);
         if first.carried.to_origin && !(first.via.is_some() && back_to_origins) {
             return Err(first.at.error(format!(

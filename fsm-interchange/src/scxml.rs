@@ -7,7 +7,8 @@ use fsm_model::{ActionId, Machine, Target, xml_escape};
 use crate::{ExportError, child, done_event, entries, failed_event, origins_in_spec_order};
 
 /// The namespace of what `fsm export` writes beside SCXML's own elements
-/// (roles, guards, owners, deadlines, descriptions, hidden actions): engines
+/// (roles, guards, owners, deadlines, descriptions, earlier names, hidden
+/// actions, the order of the actions): engines
 /// ignore elements and attributes of namespaces they do not know, and
 /// [`from_scxml`](crate::from_scxml) reads them back.
 pub const FSM_NAMESPACE: &str = "urn:fsm:scxml";
@@ -68,6 +69,7 @@ fn listed(names: Vec<&str>) -> Option<String> {
     (!names.is_empty()).then(|| names.join(" "))
 }
 
+/// The names of a spec's list (roles, earlier names), borrowed.
 fn texts(texts: &[fsm_model::Text]) -> Vec<&str> {
     texts.iter().map(|t| t.as_ref()).collect()
 }
