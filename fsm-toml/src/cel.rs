@@ -111,18 +111,14 @@ fn entry_unknown<'e>(entry: &'e EntryExpr, bound: &mut Vec<&'e str>) -> Option<(
     }
 }
 
-/// The line and column (from 1) of the character at `offset` (counted in
-/// characters, as the parser counts) of `source`.
+/// The line and column (from 1, the column in characters) of the byte at
+/// `offset` of `source`, as the parser counts offsets.
 fn line_and_column(source: &str, offset: u32) -> (isize, isize) {
-    let (mut line, mut column) = (1, 1);
-    for c in source.chars().take(offset as usize) {
-        if c == '\n' {
-            (line, column) = (line + 1, 1);
-        } else {
-            column += 1;
-        }
-    }
-    (line, column)
+    let before = source.get(..offset as usize).unwrap_or(source);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count() + 1;
+    (line as isize, column as isize)
 }
 
 /// Where in `text` the character at `(line, column)` (from 1) of the string
@@ -244,6 +240,22 @@ mod tests {
         assert_eq!(found[0].site, Site::Text(at..at + 1));
         // Nothing close to `k`.
         assert_eq!(found[0].help, None);
+    }
+
+    #[test]
+    fn a_variable_after_other_characters_than_ascii_is_found_where_it_is() {
+        let spec = "[guards]\ng = { cel = \"'é→' == objet.name\" }\n";
+        let found = found(spec);
+        let at = spec.find("objet").unwrap();
+        assert_eq!(found[0].site, Site::Text(at..at + 1), "{found:?}");
+    }
+
+    #[test]
+    fn a_syntax_error_after_other_characters_than_ascii_is_found_where_it_is() {
+        let spec = "[guards]\ng = { cel = \"'é→' == 1 &&& x\" }\n";
+        let found = found(spec);
+        let at = spec.find("&&&").unwrap() + 2;
+        assert_eq!(found[0].site, Site::Text(at..at + 1), "{found:?}");
     }
 
     #[test]
