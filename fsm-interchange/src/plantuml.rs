@@ -89,29 +89,36 @@ fn parse_label(label: &str) -> Label {
     let mut rest = rest.trim();
     let mut ours = is_ident(first);
     while ours && !rest.is_empty() {
-        let (open, close) = match rest.chars().next() {
-            Some('[') => ('[', ']'),
-            Some('(') => ('(', ')'),
+        let close = match rest.chars().next() {
+            Some('[') => ']',
+            Some('(') => ')',
             _ => {
                 ours = false;
                 break;
             }
         };
-        let Some(end) = rest.find(close) else {
+        let Some(Group {
+            inner,
+            items,
+            after,
+        }) = group(rest, close)
+        else {
             ours = false;
             break;
         };
-        let inner = rest[open.len_utf8()..end].trim();
-        let items: Vec<String> = inner.split(',').map(|s| s.trim().to_owned()).collect();
-        match (open, inner) {
-            ('[', _) => parsed.guards = items,
-            ('(', "hidden") => parsed.hidden = true,
-            ('(', "back") => parsed.back = true,
-            ('(', from) if from.starts_with("from ") => {}
-            ('(', _) if items.iter().all(|i| is_ident(i)) => parsed.roles = items,
+        let names = || items.iter().map(|(name, _)| name.clone()).collect();
+        match (close, inner.trim()) {
+            (']', _) => parsed.guards = names(),
+            (')', "hidden") => parsed.hidden = true,
+            (')', "back") => parsed.back = true,
+            (')', from) if from.starts_with("from ") => {}
+            // Roles: plain words, or names in quotes (`fsm_model::label_name`).
+            (')', _) if items.iter().all(|(name, quoted)| *quoted || is_ident(name)) => {
+                parsed.roles = names()
+            }
             _ => ours = false,
         }
-        rest = rest[end + close.len_utf8()..].trim();
+        rest = after.trim();
     }
     if !ours {
         return Label {
@@ -120,6 +127,62 @@ fn parse_label(label: &str) -> Label {
         };
     }
     parsed
+}
+
+/// A bracketed part of a label: its text, its items (split at commas outside
+/// double quotes, each unquoted, and whether it was quoted), and what follows.
+struct Group<'a> {
+    inner: &'a str,
+    items: Vec<(String, bool)>,
+    after: &'a str,
+}
+
+/// The group `text` opens (with its first character), up to `close` outside
+/// double quotes; `None` when it does not close. In quotes, `\` escapes the
+/// next character (as `fsm_model::label_name` writes names).
+fn group(text: &str, close: char) -> Option<Group<'_>> {
+    let mut items = Vec::new();
+    let (mut item, mut quoted, mut in_quotes) = (String::new(), false, false);
+    let mut chars = text.char_indices().skip(1);
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' if in_quotes => item.extend(chars.next().map(|(_, next)| next)),
+            '"' if in_quotes => in_quotes = false,
+            _ if in_quotes => item.push(c),
+            '"' => {
+                // What stood before the quotes was space.
+                item.clear();
+                (quoted, in_quotes) = (true, true);
+            }
+            ',' => {
+                items.push(taken(&mut item, quoted));
+                quoted = false;
+            }
+            _ if c == close => {
+                items.push(taken(&mut item, quoted));
+                return Some(Group {
+                    inner: &text[1..at],
+                    items,
+                    after: &text[at + c.len_utf8()..],
+                });
+            }
+            // After a name in quotes, only space, up to the comma.
+            _ if quoted => {}
+            _ => item.push(c),
+        }
+    }
+    None
+}
+
+/// The item read so far, taken: a name in quotes as it is, a bare one trimmed.
+fn taken(item: &mut String, quoted: bool) -> (String, bool) {
+    let taken = std::mem::take(item);
+    let name = if quoted {
+        taken
+    } else {
+        taken.trim().to_owned()
+    };
+    (name, quoted)
 }
 
 /// The diagram as read, before the spec is written.
@@ -399,7 +462,8 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
 /// Reads a PlantUML state diagram (`@startuml` … `@enduml`) and writes a spec
 /// (TOML) with the same moves, named `name` unless the diagram names itself.
 ///
-/// Arrows become actions: labelled `fsm diagram` style (`deploy [guard] (role)`),
+/// Arrows become actions: labelled `fsm diagram` style (`deploy [guard] (role)`,
+/// a name that is not a plain word in quotes: `("cloud admin")`),
 /// or named after their free-text label (`Detects an error` → `detects_an_error`),
 /// or `to_<target>` when unlabelled. States drawn `<<transition>>` become
 /// transition states, and the arrows in and out of them one action with a `via`;

@@ -64,9 +64,12 @@ fn action_attrs(m: &Machine, a: ActionId) -> String {
 }
 
 /// Names as the value of an attribute that lists them (separated by
-/// spaces), if there are any.
+/// spaces), if there are any. A role's or guard's name may hold a space:
+/// written `%20` (and `%` as `%25`), as [`from_scxml`](crate::from_scxml)
+/// reads it.
 fn listed(names: Vec<&str>) -> Option<String> {
-    (!names.is_empty()).then(|| names.join(" "))
+    let item = |name: &str| name.replace('%', "%25").replace(' ', "%20");
+    (!names.is_empty()).then(|| names.into_iter().map(item).collect::<Vec<_>>().join(" "))
 }
 
 /// The names of a spec's list (roles, earlier names), borrowed.

@@ -51,10 +51,12 @@ impl Doc<'_> {
         Some((a.value(), self.lines.pos(a.range_value().start)))
     }
 
-    /// The names `fsm:NAME` lists on `node` (separated by spaces), if any.
+    /// The names `fsm:NAME` lists on `node` (separated by spaces, a space
+    /// in a name written `%20` and a `%` as `%25`), if any.
     fn fsm_list(&self, node: Node<'_, '_>, name: &str) -> Vec<String> {
+        let item = |name: &str| name.replace("%20", " ").replace("%25", "%");
         self.fsm(node, name)
-            .map(|(names, _)| names.split_whitespace().map(String::from).collect())
+            .map(|(names, _)| names.split_whitespace().map(item).collect())
             .unwrap_or_default()
     }
 

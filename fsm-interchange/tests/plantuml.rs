@@ -132,6 +132,30 @@ fn a_label_both_on_a_move_and_on_an_arrow_back_to_its_state_is_one_action_that_m
     }
 }
 
+/// Roles and guards named with spaces, quotes, commas or brackets are written
+/// in quotes by `fsm diagram`, and read back whole; words in parentheses
+/// written by hand stay part of a free-text label.
+#[test]
+fn quoted_roles_and_guards_read_back_whole() {
+    let spec = plantuml(
+        "@startuml\n[*] --> A\nA --> B : go [\"human [approval]\", quota] (\"cloud admin\", \"on-call \\\"night\\\", (100%)\", ops)\nB --> A : retry (after a while)\n@enduml\n",
+        "m",
+    )
+    .unwrap();
+    let line = |name: &str| {
+        let line = spec.lines().find(|l| l.starts_with(&format!("{name} = ")));
+        line.unwrap_or_else(|| panic!("{spec}")).to_owned()
+    };
+    assert_eq!(
+        line("go"),
+        r#"go = { from = "A", to = "B", roles = ["cloud admin", "on-call \"night\", (100%)", "ops"], guards = ["human [approval]", "quota"] }"#
+    );
+    assert_eq!(
+        line("retry_after_a_while"),
+        r#"retry_after_a_while = { from = "B", to = "A" }"#
+    );
+}
+
 #[test]
 fn labels_that_differ_only_in_case_are_one_action() {
     // A spec compares names ignoring case: `Go` and `go` are one action, from

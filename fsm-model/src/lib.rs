@@ -27,7 +27,7 @@ pub use def::{
     parse_duration,
 };
 pub use diagnostic::{Diagnostic, Help, Lint, Severity};
-pub use escape::xml_escape;
+pub use escape::{is_plain_name, label_name, xml_escape};
 pub use machine::{
     Action, ActionId, Guard, GuardId, IntoActionId, IntoStateId, Machine, Role, State, StateId,
     Target, Text,

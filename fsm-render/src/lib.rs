@@ -161,7 +161,8 @@ pub fn arrows(machine: &Machine) -> Vec<Arrow> {
 }
 
 /// The text on an arrow: the action, then its guards in brackets and its roles in
-/// parentheses on the arrow that starts it; `(hidden)` for hidden actions. A
+/// parentheses on the arrow that starts it (a name that is not a plain word in
+/// double quotes, [`fsm_model::label_name`]); `(hidden)` for hidden actions. A
 /// finishing arrow whose target depends on the origin says which origins it is
 /// for, and `(back)` when the action returns to where it started.
 pub fn arrow_label(machine: &Machine, arrow: &Arrow) -> String {
@@ -182,15 +183,18 @@ pub fn arrow_label(machine: &Machine, arrow: &Arrow) -> String {
         }
     }
     if arrow.kind != ArrowKind::Finish {
+        // Names that are not plain words in quotes (`fsm_model::label_name`),
+        // so that the label reads back whole.
+        let listed = |names: Vec<&str>| {
+            let names: Vec<_> = names.into_iter().map(fsm_model::label_name).collect();
+            names.join(", ")
+        };
         if !action.guards.is_empty() {
-            label.push_str(&format!(
-                " [{}]",
-                machine.guard_names(arrow.action).join(", ")
-            ));
+            label.push_str(&format!(" [{}]", listed(machine.guard_names(arrow.action))));
         }
         if !action.roles.is_empty() {
             let roles: Vec<&str> = action.roles.iter().map(|r| &**r).collect();
-            label.push_str(&format!(" ({})", roles.join(", ")));
+            label.push_str(&format!(" ({})", listed(roles)));
         }
     }
     if action.hidden {

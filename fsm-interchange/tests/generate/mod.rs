@@ -55,8 +55,9 @@ pub struct Spec {
     described: bool,
 }
 
-const ROLES: [&str; 3] = ["ops", "admin", "viewer"];
-const GUARDS: [&str; 2] = ["quota", "approved"];
+/// Roles and guards may be named with spaces and other printable characters.
+const ROLES: [&str; 3] = ["ops", "cloud admin", r#"on-call "night", (100%)"#];
+const GUARDS: [&str; 2] = ["quota", "human [approval]"];
 
 fn action() -> impl Strategy<Value = Action> {
     let to = prop_oneof![
@@ -135,9 +136,9 @@ pub fn text(spec: &Spec) -> String {
     }
     let _ = writeln!(out, "\n[roles]");
     for role in &spec.roles {
-        let _ = writeln!(out, "{role} = \"The {role}\"");
+        let _ = writeln!(out, "{role:?} = {:?}", format!("The {role}"));
     }
-    out.push_str("\n[guards]\nquota = { description = \"Quota left\", cel = \"object.data.quota > 0\" }\napproved = \"Approved by a human\"\n");
+    out.push_str("\n[guards]\nquota = { description = \"Quota left\", cel = \"object.data.quota > 0\" }\n\"human [approval]\" = \"Approved by a human\"\n");
     out.push_str("\n[states]\n");
     for s in 0..spec.statics {
         let mut fields = vec![format!("description = \"state {s}\"")];

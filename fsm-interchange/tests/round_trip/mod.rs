@@ -88,7 +88,8 @@ pub fn the_same(back: &Back) {
 }
 
 /// A spec with what the shipped ones lack: earlier names of a state and of
-/// an action, roles and guards out of alphabetical order, a guard's CEL,
+/// an action, roles and guards out of alphabetical order (and named with a
+/// space), a guard's CEL,
 /// origins (and a target per origin) listed out of the states' order, and
 /// an action with a transition state whose only origin is its target, which
 /// is not one that goes back to its origin (`to_origin`).
@@ -104,11 +105,11 @@ initial = "NEW"
 
 [roles]
 ops = "The operators"
-admin = "The administrators"
+"cloud admin" = "The administrators"
 
 [guards]
 quota = { description = "Quota left", cel = "object.data.quota > 0" }
-approved = "Approved by a human"
+"human approval" = "Approved by a human"
 
 [states]
 NEW = {}
@@ -118,8 +119,8 @@ MOVING = { transition = true }
 GONE = { terminal = true }
 
 [actions]
-start = { from = ["SUSPENDED", "NEW"], to = "RUNNING", guards = ["quota", "approved"] }
-suspend = { from = "RUNNING", to = "SUSPENDED", renamed_from = "pause", roles = ["ops", "admin"] }
+start = { from = ["SUSPENDED", "NEW"], to = "RUNNING", guards = ["quota", "human approval"] }
+suspend = { from = "RUNNING", to = "SUSPENDED", renamed_from = "pause", roles = ["ops", "cloud admin"] }
 move = { from = "RUNNING", via = "MOVING", to = "RUNNING" }
 end = { from = ["SUSPENDED", "RUNNING"], to = { SUSPENDED = "NEW", RUNNING = "GONE" } }
 "#;
