@@ -87,7 +87,7 @@ fn parse_label(label: &str) -> Label {
     };
     // The annotations `fsm diagram` writes after the action's name.
     let mut rest = rest.trim();
-    let mut ours = is_ident(first);
+    let mut ours = fsm_model::is_plain_name(first);
     while ours && !rest.is_empty() {
         let close = match rest.chars().next() {
             Some('[') => ']',
@@ -113,7 +113,10 @@ fn parse_label(label: &str) -> Label {
             (')', "back") => parsed.back = true,
             (')', from) if from.starts_with("from ") => {}
             // Roles: plain words, or names in quotes (`fsm_model::label_name`).
-            (')', _) if items.iter().all(|(name, quoted)| *quoted || is_ident(name)) => {
+            (')', _)
+                if (items.iter())
+                    .all(|(name, quoted)| *quoted || fsm_model::is_plain_name(name)) =>
+            {
                 parsed.roles = names()
             }
             _ => ours = false,
