@@ -93,9 +93,15 @@ pub(crate) struct Carried {
     /// (`to_origin`), rather than to a state that happens to be its only
     /// origin.
     pub(crate) to_origin: bool,
-    /// The action's origins in the order its spec lists them, when the
-    /// export wrote it (when that is not the order of the states).
-    pub(crate) from: Vec<String>,
+}
+
+/// The spec's order as `fsm export` writes it, once for the machine: its
+/// actions, and the origins of each action that lists them in another order
+/// than the states'. Empty in a document written by hand.
+#[derive(Debug, Default)]
+pub(crate) struct Order {
+    pub(crate) actions: Vec<String>,
+    pub(crate) origins: HashMap<String, Vec<String>>,
 }
 
 /// An action from one origin, as the imported file says it.
@@ -155,9 +161,9 @@ pub(crate) fn distinct<'n>(
 /// description: the first way's that has one; another way's that differs is
 /// named in `left_out`.
 ///
-/// `order` is the actions' order as `fsm export` wrote it (the spec's), empty
+/// `order` is the spec's order as `fsm export` wrote it ([`Order`]), empty
 /// in a document written by hand. An exported document comes back as the
-/// same table: its actions in that order (see [`in_order`]), and an action
+/// same table: its actions and their origins in that order, and an action
 /// goes back to its origins (`to_origin`) where the export says so
 /// ([`Carried::to_origin`]). In a document written by hand the actions come
 /// in the order first met, an action with a transition state that goes back
@@ -165,7 +171,7 @@ pub(crate) fn distinct<'n>(
 /// transition to its own state is one that changes no state there.
 pub(crate) fn assemble(
     ways: Vec<(String, Way)>,
-    order: &[String],
+    order: &Order,
     left_out: &mut Vec<String>,
 ) -> Result<Vec<ActionDef>, ImportError> {
     let mut by_action: Vec<(String, Vec<Way>)> = Vec::new();
@@ -191,7 +197,8 @@ pub(crate) fn assemble(
         // action that changes no state there (as a targetless one); an
         // export writes those targetless, so in its document it is a move
         // (`to` the state it is in, which the table tells apart).
-        if order.is_empty() {
+        let exported = !order.actions.is_empty();
+        if !exported {
             for way in ways.iter_mut().filter(|w| w.via.is_none()) {
                 if way.target.as_ref() == Some(&way.origin) {
                     way.target = None;
@@ -223,8 +230,6 @@ pub(crate) fn assemble(
                 Some("its earlier names differ")
             } else if way.carried.to_origin != first.carried.to_origin {
                 Some("it goes back to its origin from one only")
-            } else if way.carried.from != first.carried.from {
-                Some("the order of its origins differs")
             } else {
                 None
             };
@@ -238,8 +243,9 @@ pub(crate) fn assemble(
         }
         // The spec's order of origins, where the export wrote it (stable:
         // origins it does not name, added by hand, after those it names).
-        let spec_order = ways[0].carried.from.clone();
-        ways.sort_by_key(|w| first_place(&spec_order, &w.origin));
+        if let Some(origins) = order.origins.get(&name) {
+            by_place(&mut ways, origins, |w| &w.origin);
+        }
         let first = &ways[0];
         let from: Vec<String> = ways.iter().map(|w| w.origin.clone()).collect();
         // An action that moves from some origins stays where it is in the
@@ -257,7 +263,7 @@ pub(crate) fn assemble(
                  of them through a transition state"
             )));
         }
-        let inferred = order.is_empty() && first.via.is_some() && back_to_origins;
+        let inferred = !exported && first.via.is_some() && back_to_origins;
         let to = if targets.is_empty() {
             TargetDef::Unset
         } else if first.carried.to_origin || inferred {
@@ -294,22 +300,25 @@ pub(crate) fn assemble(
             description: carried.description,
         });
     }
-    in_order(&mut actions, order);
+    // An action's id is its place in the spec. Actions the order does not
+    // name (added by hand) come after those it names, and names without an
+    // action are passed over.
+    by_place(&mut actions, &order.actions, |a| &a.name);
     Ok(actions)
 }
 
-/// Puts `actions` in the order `fsm export` wrote (`order`, the spec's): an
-/// action's id is its place in the spec, so the table comes back the same.
-/// Actions the order does not name (added by hand) keep their place after
-/// those it names, and names without an action are passed over.
-fn in_order(actions: &mut [ActionDef], order: &[String]) {
-    // Stable: the unnamed keep the order they were met in.
-    actions.sort_by_key(|a| first_place(order, &a.name));
-}
-
-/// Where `name` is in `order`: past its end when it is not there.
-fn first_place(order: &[String], name: &str) -> usize {
-    order.iter().position(|n| n == name).unwrap_or(order.len())
+/// Sorts `items` by the place of each one's name (`name`) in `order`, those
+/// it does not name after those it names; stable, so the unnamed keep the
+/// order they were in. Linear in the names and `order` (one lookup each).
+fn by_place<T>(items: &mut [T], order: &[String], name: impl Fn(&T) -> &str) {
+    if order.is_empty() {
+        return;
+    }
+    let mut places: HashMap<&str, usize> = HashMap::with_capacity(order.len());
+    for (place, n) in order.iter().enumerate() {
+        places.entry(n.as_str()).or_insert(place);
+    }
+    items.sort_by_cached_key(|item| places.get(name(item)).copied().unwrap_or(order.len()));
 }
 
 /// Declares the roles and guards the actions and owners name that the

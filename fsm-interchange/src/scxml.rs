@@ -59,7 +59,6 @@ fn action_attrs(m: &Machine, a: ActionId) -> String {
             "to-origin",
             (action.via.is_some() && action.target == Target::Origin).then(|| "true".to_owned()),
         ),
-        ("from", origins_in_spec_order(m, a).and_then(listed)),
     ])
 }
 
@@ -132,6 +131,18 @@ pub fn scxml(m: &Machine) -> Result<String, ExportError> {
             attr(&g.name),
             attr(&g.description)
         );
+    }
+    // The origins of each action that lists them in another order than the
+    // states' (the transitions come state by state).
+    for a in m.action_ids() {
+        if let Some(origins) = origins_in_spec_order(m, a).and_then(listed) {
+            let action = attr(&m.action(a).name);
+            let _ = writeln!(
+                out,
+                "  <fsm:origins action=\"{action}\" from=\"{}\"/>",
+                attr(&origins)
+            );
+        }
     }
     for s in m.state_ids() {
         let state = m.state(s);

@@ -23,7 +23,7 @@ use fsm_model::{MachineDef, NamedDef, StateDef, StateKind};
 use roxmltree::{Document, Node};
 
 use crate::import::{
-    Carried, Lines, Pos, Way, assemble, declare_used, distinct, inherited, written,
+    Carried, Lines, Order, Pos, Way, assemble, declare_used, distinct, inherited, written,
 };
 use crate::{FSM_NAMESPACE, ImportError};
 
@@ -51,12 +51,10 @@ impl Doc<'_> {
         Some((a.value(), self.lines.pos(a.range_value().start)))
     }
 
-    /// The names `fsm:NAME` lists on `node` (separated by spaces, a space
-    /// in a name written `%20` and a `%` as `%25`), if any.
+    /// The names `fsm:NAME` lists on `node` (separated by spaces), if any.
     fn fsm_list(&self, node: Node<'_, '_>, name: &str) -> Vec<String> {
-        let item = |name: &str| name.replace("%20", " ").replace("%25", "%");
         self.fsm(node, name)
-            .map(|(names, _)| names.split_whitespace().map(item).collect())
+            .map(|(names, _)| names.split_whitespace().map(list_item).collect())
             .unwrap_or_default()
     }
 
@@ -86,6 +84,20 @@ impl Doc<'_> {
         }
     }
 
+    /// The origins of an action in its spec's order, as `fsm export` writes
+    /// them when that is not the states' order (`<fsm:origins action from>`).
+    fn origins(&self, node: Node<'_, '_>) -> Result<(String, Vec<String>), ImportError> {
+        let (Some(action), Some(from)) = (node.attribute("action"), node.attribute("from")) else {
+            return Err(self
+                .pos(node)
+                .error("`<fsm:origins>` needs an `action` and its `from`"));
+        };
+        Ok((
+            action.to_owned(),
+            from.split_whitespace().map(list_item).collect(),
+        ))
+    }
+
     /// A role or guard `fsm export` declares (`<fsm:role name description>`).
     fn declared(&self, node: Node<'_, '_>) -> Result<NamedDef, ImportError> {
         let Some(name) = node.attribute("name") else {
@@ -105,6 +117,12 @@ impl Doc<'_> {
             cel,
         })
     }
+}
+
+/// A name of a list that `fsm export` writes (separated by spaces): a space
+/// in it written `%20`, a `%` as `%25`.
+fn list_item(name: &str) -> String {
+    name.replace("%20", " ").replace("%25", "%")
 }
 
 /// A state, read: one of the table's (at the top, or without children inside
@@ -240,14 +258,24 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
     };
     let mut left_out = Vec::new();
     let mut states: Vec<State<'_, '_>> = Vec::new();
+    let mut order = Order {
+        actions: doc.fsm_list(root, "actions"),
+        ..Order::default()
+    };
     for node in root.children().filter(Node::is_element) {
         if node.tag_name().namespace() == Some(FSM_NAMESPACE) {
             let declared = match node.tag_name().name() {
                 "role" => &mut def.roles,
                 "guard" => &mut def.guards,
+                "origins" => {
+                    let (action, from) = doc.origins(node)?;
+                    order.origins.insert(action, from);
+                    continue;
+                }
                 other => {
                     return Err(doc.pos(node).error(format!(
-                        "unexpected `<fsm:{other}>`: `fsm export` writes `<fsm:role>` and `<fsm:guard>` here"
+                        "unexpected `<fsm:{other}>`: `fsm export` writes `<fsm:role>`, \
+                         `<fsm:guard>` and `<fsm:origins>` here"
                     )));
                 }
             };
@@ -346,7 +374,7 @@ pub fn from_scxml(text: &str, name: &str) -> Result<String, ImportError> {
             )));
         }
     }
-    def.actions = assemble(ways, &doc.fsm_list(root, "actions"), &mut left_out)?;
+    def.actions = assemble(ways, &order, &mut left_out)?;
     def.states = (states.into_iter())
         .filter(|s| !s.is_compound())
         .map(|s| s.def)
@@ -550,7 +578,6 @@ fn read_way<'a, 'i>(
             .map(|(d, _)| d.to_owned()),
         renamed_from: doc.fsm_list(transition, "renamed-from"),
         to_origin: doc.fsm_flag(transition, "to-origin")?.unwrap_or(false),
-        from: doc.fsm_list(transition, "from"),
     };
     if let Some(cond) = transition.attribute("cond") {
         carried.guards.push(cond.trim().to_owned());

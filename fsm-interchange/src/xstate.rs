@@ -147,18 +147,29 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
         (g.name.to_string(), Ordered::Value(described))
     });
     let actions = m.action_ids().map(|a| m.action(a).name.as_ref());
-    let meta = vec![
+    let mut meta = vec![
         ("roles".into(), Ordered::Object(roles.collect())),
         ("guards".into(), Ordered::Object(guards.collect())),
         (
             "actions".into(),
             Ordered::Value(json!(actions.collect::<Vec<_>>())),
         ),
-        (
-            "single_mutator".into(),
-            Ordered::Value(json!(m.single_mutator())),
-        ),
     ];
+    // The origins of each action that lists them in another order than the
+    // states' (the transitions come state by state).
+    let origins: Vec<(String, Ordered)> = (m.action_ids())
+        .filter_map(|a| {
+            let origins = origins_in_spec_order(m, a)?;
+            Some((m.action(a).name.to_string(), Ordered::Value(json!(origins))))
+        })
+        .collect();
+    if !origins.is_empty() {
+        meta.push(("origins".into(), Ordered::Object(origins)));
+    }
+    meta.push((
+        "single_mutator".into(),
+        Ordered::Value(json!(m.single_mutator())),
+    ));
     machine.push(("meta".into(), Ordered::Object(meta)));
     machine.push(("states".into(), states));
     let mut out =
@@ -223,8 +234,7 @@ fn nested(level: Vec<(String, Level)>, initial: &[&str]) -> Ordered {
 }
 
 /// What an action carries besides its moves: roles, guards, hidden, deadline,
-/// description, earlier names, whether it goes back to its origin, and its
-/// origins in the spec's order (when that is not the states').
+/// description, earlier names, and whether it goes back to its origin.
 fn action_meta(m: &Machine, a: ActionId) -> Value {
     let action = m.action(a);
     let mut meta = Map::new();
@@ -250,9 +260,6 @@ fn action_meta(m: &Machine, a: ActionId) -> Value {
     }
     if action.via.is_some() && action.target == Target::Origin {
         meta.insert("to_origin".into(), json!(true));
-    }
-    if let Some(origins) = origins_in_spec_order(m, a) {
-        meta.insert("from".into(), json!(origins));
     }
     Value::Object(meta)
 }

@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 
 use crate::ImportError;
 use crate::import::{
-    Carried, Lines, Pos, Way, assemble, declare_used, distinct, inherited, written,
+    Carried, Lines, Order, Pos, Way, assemble, declare_used, distinct, inherited, written,
 };
 
 type Raw<'a> = &'a RawValue;
@@ -293,7 +293,7 @@ pub fn from_xstate(text: &str, name: &str) -> Result<String, ImportError> {
         ));
     };
     def.initial = Some(nodes[targets.first_leaf(*top)].def.name.clone());
-    let mut order = Vec::new();
+    let mut order = Order::default();
     let described = read_machine_meta(&json, meta, &mut def, &mut order)?;
 
     let mut ways = Vec::new();
@@ -518,14 +518,15 @@ fn read_node<'a>(
 }
 
 /// The machine's `meta` as `fsm export` writes it: roles, guards (each
-/// guard's description, or its description and CEL), the actions' order
-/// (into `order`) and whether one actor may leave each state. `true` when
+/// guard's description, or its description and CEL), the order of the
+/// actions and of their origins (into `order`) and whether one actor may
+/// leave each state. `true` when
 /// it was there.
 fn read_machine_meta(
     json: &Json<'_>,
     meta: Option<Raw<'_>>,
     def: &mut MachineDef,
-    order: &mut Vec<String>,
+    order: &mut Order,
 ) -> Result<bool, ImportError> {
     let Some(meta) = meta else { return Ok(false) };
     let mut described = false;
@@ -565,7 +566,13 @@ fn read_machine_meta(
         match key.as_str() {
             "roles" => (def.roles, described) = (named(json, false)?, true),
             "guards" => (def.guards, described) = (named(json, true)?, true),
-            "actions" => *order = json.strings(value, "`meta.actions`")?,
+            "actions" => order.actions = json.strings(value, "`meta.actions`")?,
+            "origins" => {
+                for (action, origins) in json.object(value, "`meta.origins`")? {
+                    let what = format!("`meta.origins.{action}`");
+                    order.origins.insert(action, json.strings(origins, &what)?);
+                }
+            }
             "single_mutator" => {
                 def.single_mutator = json.boolean(value, "`meta.single_mutator`")?
             }
@@ -595,7 +602,6 @@ fn read_action_meta(
             "description" => carried.description = Some(json.string(value, "`meta.description`")?),
             "renamed_from" => carried.renamed_from = json.strings(value, "`meta.renamed_from`")?,
             "to_origin" => carried.to_origin = json.boolean(value, "`meta.to_origin`")?,
-            "from" => carried.from = json.strings(value, "`meta.from`")?,
             _ => {}
         }
     }

@@ -39,10 +39,9 @@ fn an_edited_guard_order_or_earlier_name_is_refused() {
             "line 4, column 57: `<fsm:role>` `ops` has a `cel`: only a guard has one",
         ),
         (
-            r#"fsm:from="SUSPENDED NEW"/>"#,
-            r#"fsm:from="NEW SUSPENDED"/>"#,
-            "is not the action it is from `NEW`: the order of its origins differs; an action is \
-             the same from every origin",
+            r#"<fsm:origins action="start" from="SUSPENDED NEW"/>"#,
+            r#"<fsm:origins action="start"/>"#,
+            "line 8, column 3: `<fsm:origins>` needs an `action` and its `from`",
         ),
         (
             r#"<transition event="suspend""#,
@@ -322,8 +321,8 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
     );
     assert_eq!(
         ours("  <fsm:owner name=\"admin\"/>\n  <state id=\"a\"/>"),
-        "line 2, column 3: unexpected `<fsm:owner>`: `fsm export` writes `<fsm:role>` and \
-         `<fsm:guard>` here"
+        "line 2, column 3: unexpected `<fsm:owner>`: `fsm export` writes `<fsm:role>`, \
+         `<fsm:guard>` and `<fsm:origins>` here"
     );
     assert_eq!(
         ours("  <fsm:role description=\"who runs it\"/>\n  <state id=\"a\"/>"),

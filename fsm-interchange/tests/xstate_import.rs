@@ -77,10 +77,9 @@ fn an_edited_guard_order_or_earlier_name_is_refused() {
             "unexpected `meta.guards.quota.colour`: a guard has a `description` and a `cel`",
         ),
         (
-            "\"SUSPENDED\",\n              \"NEW\"",
-            "\"NEW\",\n              \"SUSPENDED\"",
-            "is not the action it is from `NEW`: the order of its origins differs; an action is \
-             the same from every origin",
+            "\"origins\": {\n      \"start\": [",
+            "\"origins\": {\n      \"start\": [1, ",
+            "expected a string for `meta.origins.start`",
         ),
         (
             r#""action": "suspend","#,
