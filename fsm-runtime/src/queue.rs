@@ -55,12 +55,13 @@ use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::SegQueue;
-use hashbrown::hash_map::EntryRef;
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 use smallvec::SmallVec;
 
 use fsm_core::{ActionId, RuleError};
 
-use fsm_core::ActionRef;
+use fsm_core::{ActionRef, UnknownAction};
 
 use crate::in_flight::Detached;
 use crate::park::{Parking, SPIN, spin_until};
@@ -214,6 +215,57 @@ struct Task<S: Store, F> {
     job: Short<Option<(Detached, F)>>,
 }
 
+impl<S: Store, F: Send + 'static> Task<S, F> {
+    /// A task for the job `job` of the started `handle`: written over one of
+    /// this thread's spare tasks, if one of its type is there, field by field
+    /// (a spare's outcome is taken, its job run: only what a request sets is
+    /// written), or newly allocated. A spare of another type (a runtime over
+    /// another store) is dropped.
+    fn new(
+        id: ObjectId,
+        routed: Option<ObjectId>,
+        runtime: &Runtime<S>,
+        action: ActionId,
+        handle: Detached,
+        job: F,
+    ) -> Arc<Self> {
+        let spare = SPARE.try_with(|spare| spare.borrow_mut().pop());
+        if let Some(Ok(mut spare)) = spare.ok().flatten().map(|spare| spare.downcast::<Self>()) {
+            // (Always unique: a task becomes a spare only once nothing else
+            // holds it.)
+            if let Some(task) = Arc::get_mut(&mut spare) {
+                debug_assert!(task.job.get_mut().is_none(), "a spare's job ran");
+                debug_assert!(
+                    matches!(
+                        task.head.outcome.slot.get_mut(),
+                        OutcomeSlot {
+                            result: None,
+                            waiter: None,
+                            ended_queue: None
+                        }
+                    ),
+                    "a spare's outcome was taken"
+                );
+                let head = &mut task.head;
+                head.id = id;
+                head.routed = routed;
+                *head.stage.get_mut() = QUEUED;
+                *head.outcome.given.get_mut() = false;
+                task.runtime = Some(runtime.clone());
+                task.action = action;
+                *task.job.get_mut() = Some((handle, job));
+                return spare;
+            }
+        }
+        Arc::new(Task {
+            head: Head::new(id, routed),
+            runtime: Some(runtime.clone()),
+            action,
+            job: Short::new(Some((handle, job))),
+        })
+    }
+}
+
 impl<S: Store, F> Task<S, F> {
     fn runtime(&self) -> &Runtime<S> {
         self.runtime
@@ -282,22 +334,6 @@ thread_local! {
 /// bytes, so a few hundred kilobytes at most, for a thread with that many
 /// requests outstanding at once).
 const SPARE_TASKS: usize = 1024;
-
-/// `task` in an `Arc`: written over one of this thread's spare tasks, if one
-/// of its type is there, or newly allocated.
-/// A spare of another type (a runtime over another store) is dropped.
-fn spare_or_new<T: Any + Send + Sync>(task: T) -> Arc<T> {
-    let spare = SPARE.try_with(|spare| spare.borrow_mut().pop());
-    if let Some(Ok(mut spare)) = spare.ok().flatten().map(|spare| spare.downcast::<T>()) {
-        // (Always unique: a task becomes a spare only once nothing else
-        // holds it.)
-        if let Some(slot) = Arc::get_mut(&mut spare) {
-            *slot = task;
-            return spare;
-        }
-    }
-    Arc::new(task)
-}
 
 /// A task in its queue, or in the ready list. Dropped before its outcome was
 /// given (its worker gone), it gives its ticket the crash, so that no ticket
@@ -419,16 +455,24 @@ struct Queue {
     made: u64,
 }
 
-type Hasher = foldhash::fast::RandomState;
-
-/// The queues of one stripe, by key, and how many it made.
+/// The queues of one stripe, by key, and how many it made. A key is found by
+/// the hash its id was made with, as the memory store finds objects: no
+/// request hashes its id's text again.
 #[derive(Default)]
 struct Queues {
-    map: hashbrown::HashMap<ObjectId, Queue, Hasher>,
+    map: HashTable<(ObjectId, Queue)>,
     made: u64,
 }
 
 impl Queues {
+    fn get(&self, key: &ObjectId) -> Option<&Queue> {
+        (self.map.find(key.hash_code(), |(k, _)| k == key)).map(|(_, queue)| queue)
+    }
+
+    fn get_mut(&mut self, key: &ObjectId) -> Option<&mut Queue> {
+        (self.map.find_mut(key.hash_code(), |(k, _)| k == key)).map(|(_, queue)| queue)
+    }
+
     /// Marks `queue` closing: it takes no more requests (see
     /// [`Shared::stopping`]).
     fn close(queue: &mut Queue, stopping: &AtomicUsize) {
@@ -612,9 +656,7 @@ impl Queuer {
         actor: &'a Actor,
         action: impl ActionRef,
     ) -> Request<'a, S> {
-        let action = action
-            .resolve(runtime.machine())
-            .map_err(RuntimeError::from);
+        let action = action.resolve(runtime.machine()).map_err(Box::new);
         Request {
             queuer: self,
             runtime,
@@ -622,6 +664,7 @@ impl Queuer {
             actor,
             action,
             steps: SmallVec::new(),
+            unknown: None,
         }
     }
 
@@ -631,7 +674,7 @@ impl Queuer {
     pub fn queues(&self) -> Vec<ObjectId> {
         let mut ids = Vec::new();
         for stripe in &*self.shared.stripes {
-            ids.extend(stripe.queues.0.lock().map.keys().cloned());
+            ids.extend(stripe.queues.0.lock().map.iter().map(|(id, _)| id.clone()));
         }
         ids.sort();
         ids
@@ -654,7 +697,7 @@ impl Queuer {
             // stop is run, one after it refused.
             let _order = lock(&stripe.intake.0);
             let mut queues = stripe.queues.0.lock();
-            let queue = queues.map.get_mut(&id);
+            let queue = queues.get_mut(&id);
             queue.map(|queue| {
                 Queues::close(queue, &shared.stopping);
                 queue.made
@@ -665,7 +708,7 @@ impl Queuer {
         if let Some(made) = made {
             shared.wait_drained(|| {
                 let queues = stripe.queues.0.lock();
-                queues.map.get(&id).is_none_or(|q| q.made != made)
+                queues.get(&id).is_none_or(|q| q.made != made)
             });
         }
     }
@@ -685,7 +728,7 @@ impl Queuer {
         for stripe in &*shared.stripes {
             let _order = lock(&stripe.intake.0);
             let mut queues = stripe.queues.0.lock();
-            for queue in queues.map.values_mut() {
+            for (_, queue) in queues.map.iter_mut() {
                 Queues::close(queue, &shared.stopping);
             }
         }
@@ -726,7 +769,7 @@ impl Queuer {
             if self.shared.terminated.load(Ordering::Acquire) {
                 return Err(QueueError::Terminated);
             }
-            if (stripe.queues.0.lock().map.get(key)).is_some_and(|q| q.closing) {
+            if (stripe.queues.0.lock().get(key)).is_some_and(|q| q.closing) {
                 return Err(QueueError::Closed { id: key.clone() });
             }
         }
@@ -854,8 +897,10 @@ fn work(shared: &Shared) {
 }
 
 impl Shared {
+    /// The stripe of `key`'s queue, by bits of its hash that its stripe's
+    /// table does not place it by (the low ones, and the top seven).
     fn stripe(&self, key: &ObjectId) -> &Stripe {
-        &self.stripes[key.hash_code() as usize % self.stripes.len()]
+        &self.stripes[(key.hash_code() >> 32) as usize % self.stripes.len()]
     }
 
     /// Accepts a started request into its queue (`key`, the job's), in order:
@@ -864,18 +909,20 @@ impl Shared {
         {
             let mut queues = self.stripe(key).queues.0.lock();
             let Queues { map, made } = &mut *queues;
-            match map.entry_ref(key) {
-                EntryRef::Occupied(mut queue) => {
-                    queue.get_mut().jobs.push_back(job);
+            let found = |(k, _): &(ObjectId, Queue)| k == key;
+            match map.entry(key.hash_code(), found, |(k, _)| k.hash_code()) {
+                Entry::Occupied(mut queue) => {
+                    queue.get_mut().1.jobs.push_back(job);
                     return;
                 }
-                EntryRef::Vacant(vacant) => {
+                Entry::Vacant(vacant) => {
                     *made += 1;
-                    vacant.insert(Queue {
+                    let queue = Queue {
                         jobs: VecDeque::new(),
                         closing: false,
                         made: *made,
-                    });
+                    };
+                    vacant.insert((key.clone(), queue));
                 }
             }
         }
@@ -963,16 +1010,17 @@ impl Shared {
         let key = job.head().key();
         let (next, ended) = {
             let mut queues = self.stripe(key).queues.0.lock();
-            match queues.map.entry_ref(key) {
-                EntryRef::Occupied(mut entry) => {
-                    let queue = entry.get_mut();
+            let found = |(k, _): &(ObjectId, Queue)| k == key;
+            match queues.map.find_entry(key.hash_code(), found) {
+                Ok(mut entry) => {
+                    let queue = &mut entry.get_mut().1;
                     if close {
                         Queues::close(queue, &self.stopping);
                     }
                     match queue.jobs.pop_front() {
                         Some(next) => (Some(next), None),
                         None => {
-                            let (key, queue) = entry.remove_entry();
+                            let ((key, queue), _) = entry.remove();
                             if queue.closing {
                                 self.stopping.fetch_sub(1, Ordering::Release);
                                 tracing::debug!(queue = %key, "queue stopped");
@@ -982,7 +1030,7 @@ impl Shared {
                     }
                 }
                 // (A job's queue lives until its last job ends.)
-                EntryRef::Vacant(_) => (None, None),
+                Err(_) => (None, None),
             }
         };
         let draining = ended.is_some() && self.draining.load(Ordering::SeqCst) > 0;
@@ -1225,9 +1273,14 @@ pub struct Request<'a, S: Store> {
     runtime: &'a Runtime<S>,
     id: ObjectId,
     actor: &'a Actor,
-    action: Result<ActionId, RuntimeError>,
+    /// (An action of no machine is boxed: the request is moved whole into
+    /// [`Request::submit`], and most requests name one that is.)
+    action: Result<ActionId, Box<UnknownAction>>,
     /// Most requests have one step: kept inline, it costs no allocation.
-    steps: SmallVec<[(Result<ActionId, RuntimeError>, Work); 1]>,
+    steps: SmallVec<[(ActionId, Work); 1]>,
+    /// The first step that is no action of the machine: the request is
+    /// refused with it.
+    unknown: Option<Box<UnknownAction>>,
 }
 
 impl<S: Store> Request<'_, S> {
@@ -1237,7 +1290,10 @@ impl<S: Store> Request<'_, S> {
         mut self,
         work: impl FnOnce(Fence) -> Result<(), String> + Send + 'static,
     ) -> Result<Ticket, QueueError> {
-        self.steps.push((self.action.clone(), Box::new(work)));
+        // (An unknown action is refused before any step is looked at.)
+        if let Ok(action) = self.action {
+            self.steps.push((action, Box::new(work)));
+        }
         self.submit()
     }
 
@@ -1250,10 +1306,12 @@ impl<S: Store> Request<'_, S> {
         step: impl ActionRef,
         work: impl FnOnce(Fence) -> Result<(), String> + Send + 'static,
     ) -> Self {
-        let step = step
-            .resolve(self.runtime.machine())
-            .map_err(RuntimeError::from);
-        self.steps.push((step, Box::new(work)));
+        match step.resolve(self.runtime.machine()) {
+            Ok(step) => self.steps.push((step, Box::new(work))),
+            Err(e) => {
+                self.unknown.get_or_insert(Box::new(e));
+            }
+        }
         self
     }
 
@@ -1271,14 +1329,18 @@ impl<S: Store> Request<'_, S> {
             id,
             actor,
             action,
-            steps,
+            steps: checked,
+            unknown,
         } = self;
-        let action = action?;
-        let machine = runtime.machine();
-        let mut checked = SmallVec::<[(ActionId, Work); 1]>::with_capacity(steps.len());
-        for (step, work) in steps {
-            checked.push((step?, work));
+        let action = action.map_err(|e| RuntimeError::from(*e))?;
+        if let Some(e) = unknown {
+            return Err(RuntimeError::from(*e).into());
         }
+        let machine = runtime.machine();
+        // Whether a step is another action than the one requested: each such
+        // step is checked against the object's state (the action itself is
+        // the start's to check). Most requests have none.
+        let composite = checked.iter().any(|&(step, _)| step != action);
         // Most requests go to their object's own queue: keyed by the id itself.
         let routed = (queuer.shared.route.as_ref())
             .map(|route| route(machine.name(), &id))
@@ -1298,9 +1360,8 @@ impl<S: Store> Request<'_, S> {
                 })
         };
         // Checked before the start, so that a refused request writes nothing...
-        // (A busy object is left to the start, which answers that it is busy; a
-        // request whose only step is its action has nothing to check here.)
-        if checked.iter().any(|&(step, _)| step != action) {
+        // (A busy object is left to the start, which answers that it is busy.)
+        if composite {
             match runtime.get(id.clone()) {
                 Ok(record) if record.in_flight.is_none() => {
                     if let Some(e) = bad_step(record.state) {
@@ -1313,7 +1374,7 @@ impl<S: Store> Request<'_, S> {
         }
         let handle = runtime.start(&id, actor, action)?;
         // ... and again against the state the start found, which may differ.
-        if let Some(e) = bad_step(handle.origin()) {
+        if composite && let Some(e) = bad_step(handle.origin()) {
             let _ = handle.fail();
             return Err(e);
         }
@@ -1368,12 +1429,7 @@ impl<S: Store> Request<'_, S> {
         };
         let fence = handle.fence();
         let handle = handle.detach();
-        let task: Arc<dyn Queued> = spare_or_new(Task {
-            head: Head::new(id, routed),
-            runtime: Some(runtime.clone()),
-            action,
-            job: Short::new(Some((handle, job))),
-        });
+        let task: Arc<dyn Queued> = Task::new(id, routed, runtime, action, handle, job);
         queuer
             .shared
             .push(task.head().key(), Job::new(task.clone()));
