@@ -48,19 +48,7 @@ const OBJECTS_PER_THREAD: usize = 512;
 const HOT: usize = 64;
 const KEEP: usize = 16;
 
-const SPEC: &str = r#"
-[machine]
-name = "server"
-initial = "HALTED"
-[states]
-HALTED = "Off"
-STARTING = { transition = true }
-RUNNING = "On"
-STOPPING = { transition = true }
-[actions]
-start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
-stop = { from = "RUNNING", via = "STOPPING", to = "HALTED" }
-"#;
+const SPEC: &str = include_str!("server.toml");
 
 // State ids in SPEC.
 const HALTED: u64 = 0;

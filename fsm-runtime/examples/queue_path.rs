@@ -1,0 +1,101 @@
+//! Requests through the queuer, for counting the instructions each costs under
+//! callgrind: a measure that the machine's noise does not move (BENCHMARKS.md,
+//! "The queuer", twenty-third session).
+//!
+//! ```sh
+//! cargo build --release -p fsm-runtime --example queue_path
+//! for n in 5120 56320; do
+//!   valgrind --tool=callgrind --callgrind-out-file=cg.$n target/release/examples/queue_path own $n
+//! done
+//! # (the totals' difference) / 51,200 = instructions per request; per function:
+//! callgrind_annotate --inclusive=yes cg.56320 | grep 'queue::Request<S>::run '
+//! ```
+//!
+//! The modes: `direct` runs each action on the calling thread (`Runtime::run`);
+//! `own` queues each request on a queuer whose only worker is held, so the
+//! thread that waits for it runs it (the caller's and the worker's path, one
+//! after the other, on one thread); `burst` queues a request on each of 512
+//! objects, then waits for every ticket, with two workers. Each prints the
+//! time per request to standard error (a wall time: use the bench for those).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use fsm_core::ActionId;
+use fsm_runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime};
+
+/// The bench's machine (`benches/server.toml`): each object alternates
+/// `start` (action 0) and `stop` (action 1).
+const SPEC: &str = include_str!("../../benches/server.toml");
+
+const OBJECTS: usize = 512;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "own".into());
+    let requests: usize = args.next().map_or(Ok(51_200), |n| n.parse())?;
+    let machine = fsm_core::spec::load_str("server.toml", SPEC)?;
+    let actor = Actor::new("bench");
+    let rt = Runtime::new(machine, MemoryStore::new().keep_history(16))?;
+    let ids: Vec<ObjectId> = (0..OBJECTS)
+        .map(|i| ObjectId::from(format!("q-{i}")))
+        .collect();
+    for id in &ids {
+        rt.create(id, &actor)?;
+    }
+    let rounds = requests / OBJECTS;
+    let started = Instant::now();
+    match mode.as_str() {
+        "direct" => {
+            for round in 0..rounds {
+                for id in &ids {
+                    black_box(rt.run(id, &actor, ActionId(round % 2))?);
+                }
+            }
+        }
+        "own" => {
+            // The only worker held by a job on another object until the end.
+            let held = Queuer::new(1);
+            let gate = ObjectId::from("held");
+            rt.create(&gate, &actor)?;
+            let (release, released) = std::sync::mpsc::channel::<()>();
+            let (running, busy) = std::sync::mpsc::channel::<()>();
+            let holding = held
+                .request(&rt, &gate, &actor, ActionId(0))
+                .run(move |_| {
+                    running.send(()).map_err(|e| e.to_string())?;
+                    released.recv().map_err(|e| e.to_string())
+                })?;
+            busy.recv()?;
+            for round in 0..rounds {
+                for id in &ids {
+                    let ticket = held.request(&rt, id, &actor, ActionId(round % 2));
+                    black_box(ticket.run(|_| Ok(()))?.wait()?);
+                }
+            }
+            release.send(())?;
+            holding.wait()?;
+            held.terminate();
+        }
+        "burst" => {
+            let queuer = Queuer::new(2);
+            for round in 0..rounds {
+                let tickets = ids
+                    .iter()
+                    .map(|id| {
+                        let request = queuer.request(&rt, id, &actor, ActionId(round % 2));
+                        request.run(|_| Ok(()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                for ticket in tickets {
+                    black_box(ticket.wait()?);
+                }
+            }
+            queuer.terminate();
+        }
+        other => return Err(format!("no mode `{other}`: direct, own or burst").into()),
+    }
+    let per = started.elapsed() / (rounds * OBJECTS).max(1) as u32;
+    eprintln!("{mode}: {per:?} per request");
+    Ok(())
+}
