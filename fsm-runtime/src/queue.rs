@@ -246,6 +246,8 @@ impl<S: Store, F: Send + 'static> Task<S, F> {
                     ),
                     "a spare's outcome was taken"
                 );
+                // What `Head::new` and the fields below set afresh; the rest
+                // is as a taken outcome and a run job left it.
                 let head = &mut task.head;
                 head.id = id;
                 head.routed = routed;
@@ -464,13 +466,18 @@ struct Queues {
     made: u64,
 }
 
+/// Whether a table entry is `key`'s queue (found under `key.hash_code()`).
+fn queue_of(key: &ObjectId) -> impl Fn(&(ObjectId, Queue)) -> bool + '_ {
+    move |(k, _)| k == key
+}
+
 impl Queues {
     fn get(&self, key: &ObjectId) -> Option<&Queue> {
-        (self.map.find(key.hash_code(), |(k, _)| k == key)).map(|(_, queue)| queue)
+        (self.map.find(key.hash_code(), queue_of(key))).map(|(_, queue)| queue)
     }
 
     fn get_mut(&mut self, key: &ObjectId) -> Option<&mut Queue> {
-        (self.map.find_mut(key.hash_code(), |(k, _)| k == key)).map(|(_, queue)| queue)
+        (self.map.find_mut(key.hash_code(), queue_of(key))).map(|(_, queue)| queue)
     }
 
     /// Marks `queue` closing: it takes no more requests (see
@@ -909,8 +916,7 @@ impl Shared {
         {
             let mut queues = self.stripe(key).queues.0.lock();
             let Queues { map, made } = &mut *queues;
-            let found = |(k, _): &(ObjectId, Queue)| k == key;
-            match map.entry(key.hash_code(), found, |(k, _)| k.hash_code()) {
+            match map.entry(key.hash_code(), queue_of(key), |(k, _)| k.hash_code()) {
                 Entry::Occupied(mut queue) => {
                     queue.get_mut().1.jobs.push_back(job);
                     return;
@@ -1010,8 +1016,7 @@ impl Shared {
         let key = job.head().key();
         let (next, ended) = {
             let mut queues = self.stripe(key).queues.0.lock();
-            let found = |(k, _): &(ObjectId, Queue)| k == key;
-            match queues.map.find_entry(key.hash_code(), found) {
+            match queues.map.find_entry(key.hash_code(), queue_of(key)) {
                 Ok(mut entry) => {
                     let queue = &mut entry.get_mut().1;
                     if close {
@@ -1273,8 +1278,8 @@ pub struct Request<'a, S: Store> {
     runtime: &'a Runtime<S>,
     id: ObjectId,
     actor: &'a Actor,
-    /// (An action of no machine is boxed: the request is moved whole into
-    /// [`Request::submit`], and most requests name one that is.)
+    /// A name that is no action of the machine is boxed: the request is
+    /// moved whole into [`Request::submit`], and most name an action.
     action: Result<ActionId, Box<UnknownAction>>,
     /// Most requests have one step: kept inline, it costs no allocation.
     steps: SmallVec<[(ActionId, Work); 1]>,

@@ -174,26 +174,18 @@ fn a_refused_request_queues_nothing_and_a_step_is_checked_against_the_table() {
 
     // A name that is no action of the machine, as the request or as a step
     // (the first such step), is refused as such: nothing is started.
-    let err = queuer
-        .request(&vms, "vm-2", &user, "destroi")
-        .step("stop", |_| Ok(()))
-        .run(|_| Ok(()))
-        .unwrap_err();
-    assert!(
-        matches!(&err, QueueError::Refused(RuntimeError::UnknownAction(e)) if e.name == "destroi"),
-        "{err:?}"
-    );
-    let err = queuer
-        .request(&vms, "vm-2", &user, "destroy")
-        .step("stop", |_| Ok(()))
-        .step("delet", |_| Ok(()))
-        .step("zap", |_| Ok(()))
-        .run(|_| Ok(()))
-        .unwrap_err();
-    assert!(
-        matches!(&err, QueueError::Refused(RuntimeError::UnknownAction(e)) if e.name == "delet"),
-        "{err:?}"
-    );
+    for (action, steps, unknown) in [
+        ("destroi", &["stop"][..], "destroi"),
+        ("destroy", &["stop", "delet", "zap"][..], "delet"),
+    ] {
+        let request = queuer.request(&vms, "vm-2", &user, action);
+        let request = (steps.iter()).fold(request, |request, &step| request.step(step, |_| Ok(())));
+        let err = request.run(|_| Ok(())).unwrap_err();
+        assert!(
+            matches!(&err, QueueError::Refused(RuntimeError::UnknownAction(e)) if e.name == unknown),
+            "{action} {steps:?}: {err:?}"
+        );
+    }
     assert_eq!(vms.state_name("vm-2").unwrap(), "RUNNING");
     assert_eq!(vms.history("vm-2").unwrap().len(), written);
     assert!(queuer.queues().is_empty());
