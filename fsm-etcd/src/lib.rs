@@ -962,14 +962,7 @@ mod tests {
     use super::keep_bounded;
 
     fn record(version: u64) -> Record {
-        Record {
-            state: StateId(0),
-            version,
-            changed_at: SystemTime::UNIX_EPOCH,
-            in_flight: None,
-            hidden: None,
-            data: None,
-        }
+        Record::new(StateId(0), version, SystemTime::UNIX_EPOCH)
     }
 
     #[test]

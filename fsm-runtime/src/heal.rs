@@ -19,6 +19,7 @@ use crate::{Actor, ObjectId, Runtime, RuntimeError, Store};
 
 /// One object the healer restored.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Healed {
     /// The object.
     pub id: ObjectId,
@@ -41,6 +42,7 @@ pub struct Healed {
 
 /// What one pass of the healer did.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct HealReport {
     /// The objects restored.
     pub healed: Vec<Healed>,

@@ -31,6 +31,7 @@ impl fmt::Display for Fence {
 /// An action's hold on its object ended by someone else (the healer rolled it back),
 /// as [`InFlight::still_held`] finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Revocation {
     /// Who ended the hold, as the object's history records it.
     pub by: String,

@@ -12,6 +12,7 @@ use crate::{ActorName, Change, IntoObjectId, ObjectId, StoreError};
 
 /// An object's current state, as a store keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Record {
     /// The current state.
     pub state: StateId,
@@ -36,6 +37,32 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record in `state` at `version`, last written at `changed_at`, with no
+    /// action in flight and no data: a starting point for a test or a store's
+    /// own conversions (the fields are public; the struct is
+    /// `#[non_exhaustive]`, so that a field added later breaks no caller).
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// use fsm_core::StateId;
+    /// use fsm_runtime::Record;
+    ///
+    /// let mut record = Record::new(StateId(0), 1, SystemTime::UNIX_EPOCH);
+    /// record.data = Some(r#"{"disk":"sda"}"#.into());
+    /// assert_eq!(record.expected().version, 1);
+    /// assert!(record.in_flight.is_none());
+    /// ```
+    pub fn new(state: StateId, version: u64, changed_at: SystemTime) -> Self {
+        Record {
+            state,
+            version,
+            changed_at,
+            in_flight: None,
+            hidden: None,
+            data: None,
+        }
+    }
+
     /// The state and version a write must find for this record to be current.
     #[inline]
     pub fn expected(&self) -> Expected {
@@ -48,6 +75,7 @@ impl Record {
 
 /// The action in flight on an object and who holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Holder {
     /// The action.
     pub action: ActionId,
@@ -86,6 +114,7 @@ pub struct Expected {
 
 /// What one accepted write did, as the object's history keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Entry {
     /// The record's version after this write.
     pub version: u64,

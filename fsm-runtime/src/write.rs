@@ -141,12 +141,8 @@ pub(crate) fn create(
     data: Option<Arc<str>>,
 ) -> Write {
     let record = Record {
-        state: initial,
-        version: 1,
-        changed_at: at,
-        in_flight: None,
-        hidden: None,
         data,
+        ..Record::new(initial, 1, at)
     };
     let entry = Entry {
         version: 1,

@@ -207,9 +207,9 @@ impl Store for LateRead {
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
         let stale = self.stale.lock().unwrap().take();
         let record = self.store.load(id)?;
-        Ok(record.map(|record| Record {
-            state: stale.unwrap_or(record.state),
-            ..record
+        Ok(record.map(|mut record| {
+            record.state = stale.unwrap_or(record.state);
+            record
         }))
     }
 
