@@ -8,7 +8,15 @@
 //!
 //! `FSM_BENCH_THREADS=1,2,4,8,16 cargo bench --bench runtime`: criterion's report,
 //! then ns per completed action and each ratio to the first case of its group,
-//! then the table of throughput ratios (fsm ÷ baseline) by thread count.
+//! then the table of throughput ratios (fsm ÷ baseline) by thread count, from
+//! the cases this run measured (a case a filter left out is not printed).
+//!
+//! Then the same ratios in paired rounds (`paired`): the runtime and its
+//! baselines, or the queuer and the direct run, one after the other in each
+//! round, in a rotated order, so that both sides of a ratio meet the same
+//! minute of a machine whose speed changes from minute to minute; the median
+//! ratio over the rounds, its middle half and its extremes.
+//! `FSM_BENCH_ROUNDS` (default 21; 0: none) sets how many.
 //!
 //! One completed action is two compare-and-sets on one object: into the action's
 //! transition state, then to its target (HALTED → STARTING → RUNNING, then RUNNING →
@@ -42,6 +50,7 @@ use fsm::ActionId;
 use fsm_runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime, SystemClock};
 
 mod report;
+use report::spread::spread;
 
 const OBJECTS_PER_THREAD: usize = 512;
 /// The objects every thread works on in the "hot" cases.
@@ -1001,7 +1010,130 @@ fn bench_queue(c: &mut Criterion) {
     parking.terminate();
 }
 
+/// Actions per thread in one case of one paired round: whole double rounds
+/// over a thread's own objects (see `bench`), 256 × 1,024.
+const PAIRED_ACTIONS: u64 = 256 * 2 * OBJECTS_PER_THREAD as u64;
+
+/// Requests in one case of one paired round of the queue: 128 bursts of 512.
+const PAIRED_REQUESTS: u64 = 128 * OBJECTS_PER_THREAD as u64;
+
+/// The goals' ratios measured again in paired rounds: in each round the
+/// runtime and its baselines run one after the other, in a rotated order, so
+/// that both sides of a ratio see the same minute of the machine (whose speed
+/// changes from one minute to the next, BENCHMARKS.md); each round gives one
+/// ratio, and the report prints their median, middle half and extremes.
+/// Criterion's table above takes each case in its own stretch of seconds.
+fn paired(threads_list: &[usize], rounds: usize) {
+    let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
+    let actor = Actor::new("bench");
+    println!(
+        "\npaired rounds ({rounds}, the cases of each in a rotated order): \
+         throughput ratio, median (middle half; all rounds)"
+    );
+    for &threads in threads_list {
+        for objects in [Objects::Own, Objects::Hot] {
+            let n = objects.count(threads);
+            let dash: DashMap<usize, Slot> = (0..n).map(|i| (i, new_slot())).collect();
+            let map: Mutex<HashMap<usize, Slot>> =
+                Mutex::new((0..n).map(|i| (i, new_slot())).collect());
+            let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
+            let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
+            for id in &ids {
+                rt.create(id, &actor).unwrap();
+            }
+            let iters = PAIRED_ACTIONS * threads as u64;
+            let case = |c: usize| match c {
+                0 => on_threads(threads, iters, |t, k| dash_map(&dash, objects, t, k)),
+                1 => on_threads(threads, iters, |t, k| mutex_map(&map, objects, t, k)),
+                _ => on_threads(threads, iters, |t, k| {
+                    runtime_work(&rt, &ids, objects, t, k)
+                }),
+            };
+            let took = in_rounds(rounds, 3, case);
+            for (c, baseline) in [(0, CASES[1]), (1, CASES[2])] {
+                let mut ratios: Vec<f64> = (took.iter()).map(|round| round[c] / round[2]).collect();
+                println!(
+                    "fsm ÷ {baseline}, {} objects, {threads} thread{}: {}",
+                    objects.name(),
+                    if threads == 1 { "" } else { "s" },
+                    spread(&mut ratios)
+                );
+            }
+        }
+    }
+
+    // The queue: 512 objects, each round's requests one on each in bursts,
+    // against the same actions run directly.
+    let rt = Runtime::new(machine, MemoryStore::new().keep_history(KEEP)).unwrap();
+    let ids: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
+        .map(|i| ObjectId::from(format!("q-{i}")))
+        .collect();
+    for id in &ids {
+        rt.create(id, &actor).unwrap();
+    }
+    let queuer = Queuer::new(2);
+    let mut turn = 0usize;
+    let mut action = move || {
+        turn += 1;
+        ActionId((turn + 1) % 2)
+    };
+    let action = std::cell::RefCell::new(&mut action);
+    let case = |c: usize| {
+        let mut action = action.borrow_mut();
+        match c {
+            0 => {
+                let start = Instant::now();
+                for _ in 0..PAIRED_REQUESTS / OBJECTS_PER_THREAD as u64 {
+                    let a = action();
+                    for id in &ids {
+                        black_box(rt.run(id, &actor, a).unwrap());
+                    }
+                }
+                start.elapsed()
+            }
+            _ => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut *action),
+        }
+    };
+    let took = in_rounds(rounds, 2, case);
+    let mut slowdown: Vec<f64> = took.iter().map(|round| round[1] / round[0]).collect();
+    let mut added: Vec<f64> = (took.iter())
+        .map(|round| (round[1] - round[0]) / round[0])
+        .collect();
+    println!(
+        "queue: {} ÷ {}: {}",
+        QUEUE_CASES[1],
+        QUEUE_CASES[0],
+        spread(&mut slowdown)
+    );
+    println!(
+        "queue: what queuing adds ÷ {}: {}",
+        QUEUE_CASES[0],
+        spread(&mut added)
+    );
+    queuer.terminate();
+}
+
+/// Runs `cases` cases (`case(c)` times one) in `rounds` rounds, each round in
+/// an order rotated by one from the last, after a round not counted: each
+/// round's times in seconds, by case.
+fn in_rounds(rounds: usize, cases: usize, case: impl Fn(usize) -> Duration) -> Vec<Vec<f64>> {
+    for c in 0..cases {
+        case(c);
+    }
+    (0..rounds)
+        .map(|round| {
+            let mut took = vec![0.0; cases];
+            for k in 0..cases {
+                let c = (round + k) % cases;
+                took[c] = case(c).as_secs_f64();
+            }
+            took
+        })
+        .collect()
+}
+
 fn main() {
+    report::start();
     let threads = thread_counts();
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c, &threads);
@@ -1027,4 +1159,13 @@ fn main() {
     report::print_ratios("queue-own-path", "action", 1.0, &OWN_PATH_CASES);
     report::print_ratios("queue-no-spin", "action", 1.0, &NO_SPIN_CASES);
     print_table(&threads);
+    // Only when benchmarking (`cargo test --benches` passes no `--bench`):
+    // the rounds take some seconds per thread count.
+    let rounds = std::env::var("FSM_BENCH_ROUNDS").map_or(21, |n| {
+        n.parse()
+            .expect("FSM_BENCH_ROUNDS: a number of rounds (0: none)")
+    });
+    if rounds > 0 && std::env::args().any(|a| a == "--bench") {
+        paired(&threads, rounds);
+    }
 }

@@ -165,6 +165,7 @@ fn bench(c: &mut Criterion) {
 }
 
 fn main() {
+    report::start();
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c);
     c.final_summary();

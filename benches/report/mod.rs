@@ -1,9 +1,27 @@
-//! Ratios from criterion's own estimates, printed after a bench's run.
+//! Ratios from criterion's own estimates, printed after a bench's run, and
+//! the spread of ratios a bench measures itself in rounds.
+
+#[allow(dead_code)] // not every bench measures in rounds
+pub mod spread;
 
 /// Criterion's mean estimate for `group/case` in ns per iteration, from this run.
 #[allow(dead_code)] // not every bench reads it directly
 pub fn mean(group: &str, case: &str) -> Option<f64> {
     mean_ns(group, case)
+}
+
+/// When this run began: [`start`] sets it, and only estimates criterion wrote
+/// after it are read (a case a filter left out keeps its estimate from an
+/// earlier run, which this run's report must not print).
+static STARTED: std::sync::OnceLock<std::time::SystemTime> = std::sync::OnceLock::new();
+
+/// Marks the start of the run, before criterion measures anything: the
+/// report then reads only what this run measured.
+pub fn start() {
+    // Criterion's files carry the file system's times, which may be coarser
+    // than the clock's: a second's margin, far less than any case takes.
+    let now = std::time::SystemTime::now();
+    STARTED.get_or_init(|| now - std::time::Duration::from_secs(1));
 }
 
 fn mean_ns(group: &str, case: &str) -> Option<f64> {
@@ -19,7 +37,11 @@ fn mean_ns(group: &str, case: &str) -> Option<f64> {
             .join(group)
             .join(case)
             .join("new/estimates.json");
-        std::fs::read_to_string(path).ok()
+        let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+        let started = STARTED
+            .get()
+            .expect("report::start() before the benches run");
+        (written >= *started).then(|| std::fs::read_to_string(path).ok())?
     })?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json["mean"]["point_estimate"].as_f64()

@@ -26,6 +26,10 @@ use fsm_etcd::EtcdStore;
 use fsm_runtime::testing::machine;
 use fsm_runtime::{Actor, Runtime, Store};
 
+#[path = "../../benches/report/spread.rs"]
+mod spread;
+use spread::spread;
+
 fn endpoint() -> String {
     std::env::var("FSM_ETCD_ENDPOINTS").unwrap_or_else(|_| "127.0.0.1:2379".into())
 }
@@ -104,29 +108,6 @@ fn raw_action(
 
 /// The cases, in the order the report names them.
 const CASES: [&str; 3] = ["raw", "raw-kept", "fsm"];
-
-/// Where `values` lie: their median, the middle half (first and third
-/// quartiles) and the least and greatest.
-struct Spread {
-    median: f64,
-    middle: (f64, f64),
-    all: (f64, f64),
-}
-
-fn spread(values: &mut [f64]) -> Spread {
-    values.sort_by(f64::total_cmp);
-    // The value at fraction `q` of the sorted values, between two neighbours.
-    let at = |q: f64| {
-        let x = q * (values.len() - 1) as f64;
-        let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
-        values[lo] + (values[hi] - values[lo]) * (x - lo as f64)
-    };
-    Spread {
-        median: at(0.5),
-        middle: (at(0.25), at(0.75)),
-        all: (values[0], values[values.len() - 1]),
-    }
-}
 
 fn bench(machine: &Machine, rounds: usize, actions: usize) {
     let client_rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
@@ -219,11 +200,7 @@ fn bench(machine: &Machine, rounds: usize, actions: usize) {
             us(fsm_ns)
         );
         for (baseline, ratios) in ["raw", "raw-kept"].iter().zip(&mut ratios) {
-            let r = spread(ratios);
-            println!(
-                "{:>40} fsm ÷ {baseline}: {:.3} ({:.3}–{:.3}; {:.3}–{:.3})",
-                "", r.median, r.middle.0, r.middle.1, r.all.0, r.all.1
-            );
+            println!("{:>40} fsm ÷ {baseline}: {:.3}", "", spread(ratios));
         }
         black_box(rt.store().ids().unwrap());
     }
