@@ -377,6 +377,12 @@ pub fn lost_handles_are_resumed_by_their_fence<S: Store>(store: S) {
     // The same from async code: the stop's handle dropped, taken up, completed,
     // and its hold then found gone in the history, read without blocking.
     let fence = rt.start("a", &user, "stop").unwrap().fence();
+    let holder = rt.get("a").unwrap().in_flight.expect("held by the stop");
+    assert_eq!(
+        holder.proposed, None,
+        "lost_handles_are_resumed_by_their_fence: a start that proposes nothing holds no \
+         proposal (none of an earlier start's, whose box a store may reuse)"
+    );
     block_on(async {
         match rt.resume_async("a", &other, fence).await {
             Err(RuntimeError::NotHolder { holder, .. }) => assert_eq!(holder, "user"),
