@@ -833,9 +833,64 @@ fn round_trip(
     ticket.unwrap().wait().unwrap()
 }
 
+/// The queue's objects: 512 made on `rt`, named `{prefix}-{i}`.
+fn created(rt: &Runtime, actor: &Actor, prefix: &str) -> Vec<ObjectId> {
+    let ids: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
+        .map(|i| ObjectId::from(format!("{prefix}-{i}")))
+        .collect();
+    for id in &ids {
+        rt.create(id, actor).unwrap();
+    }
+    ids
+}
+
+/// Start, then stop, then start...: each call the action of the next round,
+/// for objects that all move together.
+fn alternating() -> impl FnMut() -> ActionId {
+    let mut round = 0usize;
+    move || {
+        round += 1;
+        ActionId((round + 1) % 2)
+    }
+}
+
+/// `iters` units of work done a lap of `n` at a time, each lap's action from
+/// `action` (`lap` does one): the time, scaled to `iters`.
+fn in_laps(
+    n: usize,
+    iters: u64,
+    action: &mut impl FnMut() -> ActionId,
+    mut lap: impl FnMut(ActionId),
+) -> Duration {
+    let laps = iters.div_ceil(n as u64);
+    let start = Instant::now();
+    for _ in 0..laps {
+        lap(action());
+    }
+    start
+        .elapsed()
+        .mul_f64(iters as f64 / (laps * n as u64) as f64)
+}
+
+/// `iters` actions run directly, a lap over `ids` at a time (each lap's
+/// action from `action`): the time, scaled to `iters`.
+fn direct(
+    rt: &Runtime,
+    ids: &[ObjectId],
+    actor: &Actor,
+    iters: u64,
+    action: &mut impl FnMut() -> ActionId,
+) -> Duration {
+    in_laps(ids.len(), iters, action, |a| {
+        for id in ids {
+            black_box(rt.run(id, actor, a).unwrap());
+        }
+    })
+}
+
 /// `iters` requests queued on `queuer` in bursts, one on each of `ids` (each
-/// burst's action from `action`), every ticket then waited for: the time per
-/// request, scaled to `iters`.
+/// burst's action from `action`), every ticket then waited for: the time,
+/// scaled to `iters`.
 fn bursts(
     queuer: &Queuer,
     rt: &Runtime,
@@ -844,10 +899,7 @@ fn bursts(
     iters: u64,
     action: &mut impl FnMut() -> ActionId,
 ) -> Duration {
-    let rounds = iters.div_ceil(ids.len() as u64);
-    let start = Instant::now();
-    for _ in 0..rounds {
-        let a = action();
+    in_laps(ids.len(), iters, action, |a| {
         let tickets: Vec<_> = ids
             .iter()
             .map(|id| queuer.request(rt, id, actor, a).run(|_| Ok(())).unwrap())
@@ -855,10 +907,7 @@ fn bursts(
         for t in tickets {
             black_box(t.wait().unwrap());
         }
-    }
-    start
-        .elapsed()
-        .mul_f64(iters as f64 / (rounds * ids.len() as u64) as f64)
+    })
 }
 
 /// The queuer against calling the runtime directly: throughput over 512 objects
@@ -868,35 +917,13 @@ fn bench_queue(c: &mut Criterion) {
     let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
     let actor = Actor::new("bench");
     let rt = Runtime::new(machine, MemoryStore::new().keep_history(KEEP)).unwrap();
-    let ids: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
-        .map(|i| ObjectId::from(format!("q-{i}")))
-        .collect();
-    for id in &ids {
-        rt.create(id, &actor).unwrap();
-    }
+    let ids = created(&rt, &actor, "q");
     let queuer = Queuer::new(2);
-    // Every object alternates start and stop; `round` says which.
-    let mut round = 0usize;
-    let mut action = move || {
-        round += 1;
-        ActionId((round + 1) % 2)
-    };
+    let mut action = alternating();
     let mut g = c.benchmark_group("queue");
     g.throughput(Throughput::Elements(1));
     g.bench_function(QUEUE_CASES[0], |b| {
-        b.iter_custom(|iters| {
-            let rounds = iters.div_ceil(OBJECTS_PER_THREAD as u64);
-            let start = Instant::now();
-            for _ in 0..rounds {
-                let a = action();
-                for id in &ids {
-                    black_box(rt.run(id, &actor, a).unwrap());
-                }
-            }
-            start
-                .elapsed()
-                .mul_f64(iters as f64 / (rounds * OBJECTS_PER_THREAD as u64) as f64)
-        })
+        b.iter_custom(|iters| direct(&rt, &ids, &actor, iters, &mut action))
     });
     g.bench_function(QUEUE_CASES[1], |b| {
         b.iter_custom(|iters| bursts(&queuer, &rt, &ids, &actor, iters, &mut action))
@@ -984,17 +1011,8 @@ fn bench_queue(c: &mut Criterion) {
     // Objects of its own, each alternating start and stop in step with
     // `turn` (the objects above moved out of step with `action` when the
     // latency cases moved only the first).
-    let mut round = 0usize;
-    let parked: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
-        .map(|i| ObjectId::from(format!("p-{i}")))
-        .collect();
-    for id in &parked {
-        rt.create(id, &actor).unwrap();
-    }
-    let mut turn = move || {
-        round += 1;
-        ActionId((round + 1) % 2)
-    };
+    let parked = created(&rt, &actor, "p");
+    let mut turn = alternating();
     let mut g = c.benchmark_group("queue-no-spin");
     g.throughput(Throughput::Elements(1));
     g.bench_function(NO_SPIN_CASES[0], |b| {
@@ -1065,32 +1083,14 @@ fn paired(threads_list: &[usize], rounds: usize) {
     // The queue: 512 objects, each round's requests one on each in bursts,
     // against the same actions run directly.
     let rt = Runtime::new(machine, MemoryStore::new().keep_history(KEEP)).unwrap();
-    let ids: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
-        .map(|i| ObjectId::from(format!("q-{i}")))
-        .collect();
-    for id in &ids {
-        rt.create(id, &actor).unwrap();
-    }
+    let ids = created(&rt, &actor, "q");
     let queuer = Queuer::new(2);
-    let mut turn = 0usize;
-    let mut action = move || {
-        turn += 1;
-        ActionId((turn + 1) % 2)
-    };
+    let mut action = alternating();
     let action = std::cell::RefCell::new(&mut action);
     let case = |c: usize| {
         let mut action = action.borrow_mut();
         match c {
-            0 => {
-                let start = Instant::now();
-                for _ in 0..PAIRED_REQUESTS / OBJECTS_PER_THREAD as u64 {
-                    let a = action();
-                    for id in &ids {
-                        black_box(rt.run(id, &actor, a).unwrap());
-                    }
-                }
-                start.elapsed()
-            }
+            0 => direct(&rt, &ids, &actor, PAIRED_REQUESTS, &mut *action),
             _ => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut *action),
         }
     };
