@@ -538,10 +538,7 @@ fn bench(c: &mut Criterion, threads_list: &[usize]) {
                 };
                 let rt = builder.build().unwrap();
                 let actor = Actor::new("bench");
-                let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
-                for id in &ids {
-                    rt.create(id, &actor).unwrap();
-                }
+                let ids = created(&rt, &actor, "s", n);
                 // On its own objects, every object must be HALTED when a sample
                 // starts at an even round; keep each thread's iteration count a
                 // multiple of two rounds.
@@ -833,9 +830,9 @@ fn round_trip(
     ticket.unwrap().wait().unwrap()
 }
 
-/// The queue's objects: 512 made on `rt`, named `{prefix}-{i}`.
-fn created(rt: &Runtime, actor: &Actor, prefix: &str) -> Vec<ObjectId> {
-    let ids: Vec<ObjectId> = (0..OBJECTS_PER_THREAD)
+/// `n` objects made on `rt`, named `{prefix}-{i}`.
+fn created(rt: &Runtime, actor: &Actor, prefix: &str, n: usize) -> Vec<ObjectId> {
+    let ids: Vec<ObjectId> = (0..n)
         .map(|i| ObjectId::from(format!("{prefix}-{i}")))
         .collect();
     for id in &ids {
@@ -917,7 +914,7 @@ fn bench_queue(c: &mut Criterion) {
     let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
     let actor = Actor::new("bench");
     let rt = Runtime::new(machine, MemoryStore::new().keep_history(KEEP)).unwrap();
-    let ids = created(&rt, &actor, "q");
+    let ids = created(&rt, &actor, "q", OBJECTS_PER_THREAD);
     let queuer = Queuer::new(2);
     let mut action = alternating();
     let mut g = c.benchmark_group("queue");
@@ -1011,7 +1008,7 @@ fn bench_queue(c: &mut Criterion) {
     // Objects of its own, each alternating start and stop in step with
     // `turn` (the objects above moved out of step with `action` when the
     // latency cases moved only the first).
-    let parked = created(&rt, &actor, "p");
+    let parked = created(&rt, &actor, "p", OBJECTS_PER_THREAD);
     let mut turn = alternating();
     let mut g = c.benchmark_group("queue-no-spin");
     g.throughput(Throughput::Elements(1));
@@ -1055,10 +1052,7 @@ fn paired(threads_list: &[usize], rounds: usize) {
             let map: Mutex<HashMap<usize, Slot>> =
                 Mutex::new((0..n).map(|i| (i, new_slot())).collect());
             let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
-            let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
-            for id in &ids {
-                rt.create(id, &actor).unwrap();
-            }
+            let ids = created(&rt, &actor, "s", n);
             let iters = PAIRED_ACTIONS * threads as u64;
             let case = |c: usize| match c {
                 0 => on_threads(threads, iters, |t, k| dash_map(&dash, objects, t, k)),
@@ -1083,32 +1077,21 @@ fn paired(threads_list: &[usize], rounds: usize) {
     // The queue: 512 objects, each round's requests one on each in bursts,
     // against the same actions run directly.
     let rt = Runtime::new(machine, MemoryStore::new().keep_history(KEEP)).unwrap();
-    let ids = created(&rt, &actor, "q");
+    let ids = created(&rt, &actor, "q", OBJECTS_PER_THREAD);
     let queuer = Queuer::new(2);
     let mut action = alternating();
-    let action = std::cell::RefCell::new(&mut action);
-    let case = |c: usize| {
-        let mut action = action.borrow_mut();
-        match c {
-            0 => direct(&rt, &ids, &actor, PAIRED_REQUESTS, &mut *action),
-            _ => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut *action),
-        }
-    };
-    let took = in_rounds(rounds, 2, case);
+    let took = in_rounds(rounds, 2, |c| match c {
+        0 => direct(&rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
+        _ => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
+    });
     let mut slowdown: Vec<f64> = took.iter().map(|round| round[1] / round[0]).collect();
-    let mut added: Vec<f64> = (took.iter())
-        .map(|round| (round[1] - round[0]) / round[0])
-        .collect();
-    println!(
-        "queue: {} ÷ {}: {}",
-        QUEUE_CASES[1],
-        QUEUE_CASES[0],
-        spread(&mut slowdown)
-    );
+    let slowdown = spread(&mut slowdown);
+    println!("queue: {} ÷ {}: {slowdown}", QUEUE_CASES[1], QUEUE_CASES[0]);
+    // What queuing adds over the direct run, in the same rounds: one less.
     println!(
         "queue: what queuing adds ÷ {}: {}",
         QUEUE_CASES[0],
-        spread(&mut added)
+        slowdown.less_one()
     );
     queuer.terminate();
 }
@@ -1116,7 +1099,11 @@ fn paired(threads_list: &[usize], rounds: usize) {
 /// Runs `cases` cases (`case(c)` times one) in `rounds` rounds, each round in
 /// an order rotated by one from the last, after a round not counted: each
 /// round's times in seconds, by case.
-fn in_rounds(rounds: usize, cases: usize, case: impl Fn(usize) -> Duration) -> Vec<Vec<f64>> {
+fn in_rounds(
+    rounds: usize,
+    cases: usize,
+    mut case: impl FnMut(usize) -> Duration,
+) -> Vec<Vec<f64>> {
     for c in 0..cases {
         case(c);
     }

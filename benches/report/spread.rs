@@ -30,6 +30,18 @@ pub fn spread(values: &mut [f64]) -> Spread {
     }
 }
 
+impl Spread {
+    /// Each figure less one: from a ratio's spread, what the case adds to its
+    /// baseline, as a multiple of it.
+    pub fn less_one(self) -> Spread {
+        Spread {
+            median: self.median - 1.0,
+            middle: (self.middle.0 - 1.0, self.middle.1 - 1.0),
+            all: (self.all.0 - 1.0, self.all.1 - 1.0),
+        }
+    }
+}
+
 /// `median (middle half; all rounds)`, each to the formatter's precision
 /// (two places if none is given): `0.93 (0.91–0.95; 0.86–0.99)`.
 impl fmt::Display for Spread {

@@ -26,6 +26,7 @@ use fsm_etcd::EtcdStore;
 use fsm_runtime::testing::machine;
 use fsm_runtime::{Actor, Runtime, Store};
 
+#[allow(dead_code)] // some of it is the runtime bench's
 #[path = "../../benches/report/spread.rs"]
 mod spread;
 use spread::spread;

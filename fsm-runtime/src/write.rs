@@ -135,6 +135,7 @@ impl Change {
         }
     }
 }
+
 /// Writes `holder` into a spare box, field by field. A spare's box was last
 /// touched an action ago, and its line is cold by now: `*kept = holder` would
 /// read the old holder's proposed data to drop it, a miss on every start
