@@ -1,6 +1,6 @@
 //! `fsm import plantuml`: the sabakan seed's own diagram (decoded from the image
 //! address in the seed) imports as a machine that agrees with the diagram on every
-//! pair of states; every shipped spec drawn by `fsm diagram --format plantuml`
+//! pair of states, and the shipped sabakan spec agrees with every arrow of it; every shipped spec drawn by `fsm diagram --format plantuml`
 //! imports back to the same moves, actions, roles and guards; bad input gets its
 //! line and column.
 
@@ -32,33 +32,55 @@ fn load(spec: &str) -> Machine {
     fsm_core::spec::load_str("imported.toml", spec).unwrap_or_else(|e| panic!("{e}\n{spec}"))
 }
 
-#[test]
-fn the_sabakan_seed_diagram_imports_as_its_arrows() {
+/// The sabakan seed's state diagram: its PlantUML source, decoded from the
+/// image address in the seed (sabakan's docs/lifecycle.md as the project
+/// received it).
+fn sabakan_diagram() -> String {
     let seed = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/seed.md"),
     )
     .unwrap();
     // The seed is Markdown: the diagram is the image's address.
     let source = source_from_url(&seed).unwrap();
+    assert!(source.starts_with("@startuml"), "{source}");
+    source
+}
+
+/// The arrows of a PlantUML state diagram: `(from, to, label)`, `[*]` for the
+/// start and end pseudo-states.
+fn arrows(source: &str) -> Vec<(String, String, String)> {
+    source
+        .lines()
+        .filter_map(|line| {
+            let (arrow, label) = line.split_once(':').unwrap_or((line, ""));
+            let mut words = arrow.split_whitespace();
+            let (from, link, to) = (words.next()?, words.next()?, words.next()?);
+            (link.starts_with('-') && link.ends_with("->"))
+                .then(|| (from.to_owned(), to.to_owned(), label.trim().to_owned()))
+        })
+        .collect()
+}
+
+/// The arrows between two states (not from the start or to the end), as
+/// `(from, to)`.
+fn between_states(arrows: &[(String, String, String)]) -> BTreeSet<(String, String)> {
+    arrows
+        .iter()
+        .filter(|(from, to, _)| from != "[*]" && to != "[*]")
+        .map(|(from, to, _)| (from.clone(), to.clone()))
+        .collect()
+}
+
+#[test]
+fn the_sabakan_seed_diagram_imports_as_its_arrows() {
+    let source = sabakan_diagram();
     let spec = plantuml(&source, "machine").unwrap();
     let m = load(&spec);
     assert_eq!(m.state(m.initial()).name, "Uninitialized");
-    // The arrows, as the diagram draws them.
-    let mut arrows = BTreeSet::new();
-    for line in source.lines() {
-        let head = line.split(':').next().unwrap();
-        let words: Vec<&str> = head.split_whitespace().collect();
-        if let [from, link, to] = words[..]
-            && link.ends_with("->")
-            && from != "[*]"
-            && to != "[*]"
-        {
-            arrows.insert((from.to_owned(), to.to_owned()));
-        }
-    }
-    assert_eq!(arrows.len(), 14, "{source}");
+    let drawn = between_states(&arrows(&source));
+    assert_eq!(drawn.len(), 14, "{source}");
     // On every pair of states, the imported machine agrees with the diagram.
-    assert_eq!(moves(&m), arrows, "{spec}");
+    assert_eq!(moves(&m), drawn, "{spec}");
     // And what the diagram could not say is said.
     assert!(spec.contains("A diagram cannot say which states are transition states"));
     assert!(spec.contains("`Retired --> [*]`"), "{spec}");
@@ -66,6 +88,69 @@ fn the_sabakan_seed_diagram_imports_as_its_arrows() {
         spec.contains("\ndetects_an_error = { from = \"Healthy\""),
         "{spec}"
     );
+}
+
+/// The state diagram in sabakan-machine-lifecycle.md, decoded from the image URL in
+/// the seed itself, is the whole table: its arrows are exactly the spec's moves,
+/// `[*] -->` its initial state, `--> [*]` (removal) exactly where `remove` is
+/// allowed, and the moves labelled "manually" are the admins'.
+#[test]
+fn sabakan_agrees_with_every_arrow_of_its_diagram() {
+    let source = sabakan_diagram();
+    let arrows = arrows(&source);
+    assert_eq!(arrows.len(), 16, "{source}");
+
+    let m = fsm_core::spec::load(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
+    )
+    .unwrap();
+    let name = |id| m.state(id).name.to_string();
+    let drawn = between_states(&arrows);
+    let moves: BTreeSet<(String, String)> = m
+        .state_ids()
+        .flat_map(|from| m.successors(from).into_iter().map(move |to| (from, to)))
+        .filter(|(from, to)| from != to)
+        .map(|(from, to)| (name(from), name(to)))
+        .collect();
+    assert_eq!(
+        moves.difference(&drawn).collect::<Vec<_>>(),
+        Vec::<&(String, String)>::new(),
+        "moves the diagram does not draw"
+    );
+    assert_eq!(
+        drawn.difference(&moves).collect::<Vec<_>>(),
+        Vec::<&(String, String)>::new(),
+        "arrows the spec refuses"
+    );
+
+    let starts: Vec<&str> = arrows
+        .iter()
+        .filter(|(from, ..)| from == "[*]")
+        .map(|(_, to, _)| to.as_str())
+        .collect();
+    assert_eq!(starts, [name(m.initial())]);
+    let ends: BTreeSet<String> = arrows
+        .iter()
+        .filter(|(_, to, _)| to == "[*]")
+        .map(|(from, ..)| from.clone())
+        .collect();
+    let remove = m.find_action("remove").unwrap();
+    let removable: BTreeSet<String> = m
+        .state_ids()
+        .filter(|&st| m.start(remove, st).is_ok())
+        .map(name)
+        .collect();
+    assert_eq!(ends, removable);
+
+    for (from, to, label) in arrows.iter().filter(|(.., l)| l.contains("manually")) {
+        let (from, to) = (m.state_id(from).unwrap(), m.state_id(to).unwrap());
+        let rules: Vec<_> = m.rules_from(from).filter(|r| r.target == to).collect();
+        assert!(!rules.is_empty());
+        for rule in rules {
+            let action = m.action(rule.action);
+            assert_eq!(&action.roles[..], ["admin"], "{label}: {}", action.name);
+        }
+    }
 }
 
 #[test]
