@@ -1,7 +1,7 @@
 //! Time: the wall clock read cheaply, and clocks injected so that tests of
 //! timeouts never sleep.
 
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -81,23 +81,18 @@ const ANCHOR_EVERY: u64 = 100_000_000;
 
 /// The counter, and where its nanoseconds stand against the system clock's.
 ///
-/// The anchor is a second of the system clock and the counter's reading (in
-/// this anchor's nanoseconds) at which that second began: a read adds the
-/// nanoseconds since then, with no division while fewer than two seconds have
-/// passed (the anchor is renewed every 100 ms while the clock is read). The
-/// two are written together under a sequence number that readers check, so a
-/// read never pairs one anchor's second with another's start of it.
+/// The anchor is one number: the system clock's nanoseconds since the epoch
+/// less the counter's (in this anchor's nanoseconds) at the last anchoring. A
+/// read adds it to the counter's nanoseconds, so that a read is one load of
+/// it beside the counter's, and a new anchoring one store: a read never sees
+/// half of one. (Nanoseconds since the epoch fit in 64 bits until 2554.)
 struct Anchor {
     counter: quanta::Clock,
     /// The counter's reading this anchor's nanoseconds count from.
     base: u64,
-    /// Odd while the anchor is being written.
-    sequence: AtomicU64,
-    /// The system clock's second (since the epoch) at the last anchoring.
-    second: AtomicU64,
-    /// This anchor's nanoseconds at which that second began (wrapping: before
-    /// the anchor was made, for its first second).
-    began: AtomicU64,
+    /// The system clock's nanoseconds since the epoch less this anchor's, at
+    /// the last anchoring (wrapping).
+    offset: AtomicU64,
     /// This anchor's nanoseconds from which the system clock is due to be asked.
     due: AtomicU64,
 }
@@ -109,9 +104,7 @@ impl Anchor {
         let anchor = Anchor {
             counter,
             base,
-            sequence: AtomicU64::new(0),
-            second: AtomicU64::new(0),
-            began: AtomicU64::new(0),
+            offset: AtomicU64::new(0),
             due: AtomicU64::new(0),
         };
         anchor.ask_system(0);
@@ -130,29 +123,16 @@ impl Anchor {
         if elapsed >= self.due.load(Ordering::Relaxed) {
             self.ask_system(elapsed);
         }
-        let (second, began) = loop {
-            let sequence = self.sequence.load(Ordering::Acquire);
-            let second = self.second.load(Ordering::Relaxed);
-            let began = self.began.load(Ordering::Relaxed);
-            fence(Ordering::Acquire);
-            if sequence % 2 == 0 && self.sequence.load(Ordering::Relaxed) == sequence {
-                break (second, began);
-            }
-            std::hint::spin_loop();
-        };
-        // Nanoseconds into the anchor's second: under two seconds, unless the
-        // clock was not read for a while (then due again, and anchored anew
-        // above); below zero when this reading came just before the anchor.
-        let into = elapsed.wrapping_sub(began) as i64;
-        let (second, nanos) = match into {
-            0..1_000_000_000 => (second, into as u32),
-            1_000_000_000..2_000_000_000 => (second + 1, (into - 1_000_000_000) as u32),
-            _ => (
-                second.wrapping_add_signed(into.div_euclid(1_000_000_000)),
-                into.rem_euclid(1_000_000_000) as u32,
-            ),
-        };
-        SystemTime::UNIX_EPOCH + Duration::new(second, nanos)
+        self.at(elapsed)
+    }
+
+    /// The time of the counter's reading `elapsed`, by the anchor as it is.
+    /// (A reading taken just before an anchoring it then reads gives a time
+    /// just before that anchoring's: wrapping, not below the epoch.)
+    #[inline]
+    fn at(&self, elapsed: u64) -> SystemTime {
+        let since_epoch = elapsed.wrapping_add(self.offset.load(Ordering::Relaxed));
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(since_epoch)
     }
 
     /// Anchors the counter to the system clock again, at `elapsed`; of the
@@ -174,14 +154,9 @@ impl Anchor {
         let system = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
-        let began = self
-            .elapsed()
-            .wrapping_sub(u64::from(system.subsec_nanos()));
-        self.sequence.fetch_add(1, Ordering::Relaxed);
-        fence(Ordering::Release);
-        self.second.store(system.as_secs(), Ordering::Relaxed);
-        self.began.store(began, Ordering::Relaxed);
-        self.sequence.fetch_add(1, Ordering::Release);
+        let system = u64::try_from(system.as_nanos()).unwrap_or(u64::MAX);
+        self.offset
+            .store(system.wrapping_sub(self.elapsed()), Ordering::Relaxed);
     }
 }
 
@@ -295,8 +270,8 @@ mod tests {
         let anchor = Anchor::new();
         // An anchor an hour off, as a counter drifting or a system clock
         // stepped would leave it, and not yet due: it reads an hour off...
-        let second = anchor.second.load(Ordering::Relaxed);
-        anchor.second.store(second + 3_600, Ordering::Relaxed);
+        let hour = 3_600 * 1_000_000_000;
+        anchor.offset.fetch_add(hour, Ordering::Relaxed);
         assert!(apart(anchor.now(), SystemTime::now()) > Duration::from_secs(3_599));
         // ... until it is due, when it reads the system clock's time again.
         anchor.due.store(0, Ordering::Relaxed);
@@ -309,32 +284,23 @@ mod tests {
     }
 
     #[test]
-    fn the_counter_clock_counts_past_its_anchor_s_second() {
+    fn the_counter_clock_reads_past_seconds_and_before_its_anchoring() {
         let anchor = Anchor::new();
-        let began = anchor.began.load(Ordering::Relaxed);
-        let read = |since_began: i64| {
-            // As if the anchor's second began that long before now.
-            let elapsed = anchor.elapsed();
-            anchor
-                .began
-                .store(elapsed.wrapping_sub(since_began as u64), Ordering::Relaxed);
-            let second = anchor.second.load(Ordering::Relaxed) as i64;
-            let now = anchor.now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
-            anchor.began.store(began, Ordering::Relaxed);
-            (now.as_secs() as i64 - second, now.subsec_nanos())
-        };
-        let (secs, nanos) = read(999_000_000);
-        assert_eq!(secs, 0);
-        assert!(nanos >= 999_000_000, "{nanos}");
-        let (secs, nanos) = read(1_500_000_000);
-        assert_eq!(secs, 1);
-        assert!((500_000_000..510_000_000).contains(&nanos), "{nanos}");
-        let (secs, nanos) = read(7_250_000_000);
-        assert_eq!(secs, 7);
-        assert!((250_000_000..260_000_000).contains(&nanos), "{nanos}");
-        // A reading taken just before the anchor it then read.
-        let (secs, nanos) = read(-200_000_000);
-        assert_eq!(secs, -1);
-        assert!((800_000_000..810_000_000).contains(&nanos), "{nanos}");
+        let elapsed = anchor.elapsed();
+        let then = anchor.at(elapsed);
+        // Later readings, within the second and past several.
+        for later in [999_999_999, 1_000_000_000, 1_500_000_000, 7_250_000_000] {
+            let at = anchor.at(elapsed + later);
+            assert_eq!(
+                at.duration_since(then).unwrap(),
+                Duration::from_nanos(later)
+            );
+        }
+        // A reading taken before the anchor it reads: earlier, not wrapped round.
+        let before = anchor.at(elapsed.wrapping_sub(200_000_000));
+        assert_eq!(
+            then.duration_since(before).unwrap(),
+            Duration::from_millis(200)
+        );
     }
 }
