@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use fsm_core::{ActionId, Rule, StateId};
 
-use crate::write::{Change, Slot};
+use crate::write::{Change, Hold, Slot};
 use crate::{
     Actor, Entry, EntryKind, Expected, Holder, ObjectId, Record, Runtime, RuntimeError, Store,
     StoreError,
@@ -426,7 +426,7 @@ impl<S: Store> InFlight<'_, S> {
             kind: outcome.kind,
             action: self.rule.action,
             slot: self.slot,
-            holder: outcome.keep(holder),
+            hold: outcome.hold(),
             to: outcome.to(record),
             // The holder is this handle's own: the actor who started the action.
             actor: holder.actor,
@@ -572,11 +572,12 @@ impl Outcome {
     }
 
     #[inline]
-    fn keep(&self, holder: &Holder) -> Option<Holder> {
-        self.keep_abandoned.then(|| Holder {
-            abandoned: true,
-            ..holder.clone()
-        })
+    fn hold(&self) -> Hold {
+        if self.keep_abandoned {
+            Hold::Abandon
+        } else {
+            Hold::End
+        }
     }
 }
 

@@ -11,10 +11,10 @@ use fsm_core::{ActionId, Machine, StateId};
 
 use crate::admit::{self, GuardContext, GuardFn, Refusal};
 use crate::in_flight::{self, InFlight};
-use crate::write::{self, Change, Slot};
+use crate::write::{self, Change, Hold, Slot};
 use crate::{
-    Actor, Clock, CounterClock, Entry, EntryKind, Expected, Fence, Holder, IntoHeldId,
-    IntoObjectId, ObjectId, Record, RuntimeError, Store, StoreError, Watcher, Write,
+    Actor, Clock, CounterClock, Entry, EntryKind, Expected, Fence, IntoHeldId, IntoObjectId,
+    ObjectId, Record, RuntimeError, Store, StoreError, Watcher, Write,
 };
 use fsm_core::ActionRef;
 
@@ -640,23 +640,12 @@ impl<S: Store> Runtime<S> {
         let at = self.stamp(record);
         let slot = Slot::of(self.machine().action(action).hidden);
         let version = record.version + 1;
-        let holder = Holder {
-            action,
-            origin: record.state,
-            actor: actor.actor_name(),
-            since: at,
-            abandoned: false,
-            version,
-            // The store names the session, if it has any, as it writes the start.
-            session: None,
-            proposed: proposed.clone(),
-        };
         let to = rule.via.unwrap_or(record.state);
         let change = Change {
             kind: EntryKind::Started,
             action,
             slot,
-            holder: Some(holder),
+            hold: Hold::Start(proposed.clone()),
             to,
             actor: actor.actor_name(),
             at,
@@ -835,7 +824,7 @@ impl<S: Store> Runtime<S> {
             kind: EntryKind::Healed,
             action,
             slot,
-            holder: None,
+            hold: Hold::End,
             to,
             actor: healer.actor_name(),
             at: self.stamp(record),

@@ -40,6 +40,20 @@ impl Slot {
     }
 }
 
+/// What a [`Change`] does to its slot's holder. A new holder is made where the
+/// change is applied, from the change's action, actor and time and the record
+/// it is applied to, not carried in the change: the change stays small, as it is
+/// moved out of the store's decision and into its write.
+#[derive(Debug)]
+pub(crate) enum Hold {
+    /// A start: the slot, empty, holds a new holder, who proposes this data.
+    Start(Option<Arc<str>>),
+    /// An abandonment: the holder stays, marked abandoned.
+    Abandon,
+    /// An end (completed, failed, rolled back): the slot is emptied.
+    End,
+}
+
 /// A change of one object that the runtime decided after its checks: what
 /// happened, to which holder slot, and the state after. A [`Store`](crate::Store)
 /// receives one in [`Store::modify`](crate::Store::modify) and applies it to the
@@ -50,10 +64,8 @@ pub struct Change {
     pub(crate) kind: EntryKind,
     pub(crate) action: ActionId,
     pub(crate) slot: Slot,
-    /// What the slot holds afterwards: the new holder of a start, the abandoned
-    /// holder of an abandonment, nothing once the action ended. By value: the
-    /// store puts it in a box, one it kept if it can ([`Change::apply_reusing`]).
-    pub(crate) holder: Option<Holder>,
+    /// What becomes of the slot's holder (see [`Hold`]).
+    pub(crate) hold: Hold,
     pub(crate) to: StateId,
     pub(crate) actor: ActorName,
     pub(crate) at: SystemTime,
@@ -86,20 +98,37 @@ impl Change {
         let from = record.state;
         record.state = self.to;
         record.version += 1;
+        let version = record.version;
         record.changed_at = self.at;
         let slot = self.slot.get_mut(record);
-        match (self.holder, slot.as_deref_mut()) {
-            (Some(holder), Some(held)) => *held = holder,
-            (Some(holder), None) => {
+        match self.hold {
+            Hold::Start(proposed) => {
+                debug_assert!(slot.is_none(), "a start's slot is empty");
+                let holder = Holder {
+                    action: self.action,
+                    origin: from,
+                    actor: self.actor,
+                    since: self.at,
+                    abandoned: false,
+                    version,
+                    // The store names the session, if it has any, as it writes it.
+                    session: None,
+                    proposed,
+                };
                 *slot = Some(match spare.take() {
                     Some(mut kept) => {
                         overwrite_spare(&mut kept, holder);
                         kept
                     }
                     None => Box::new(holder),
-                })
+                });
             }
-            (None, _) => {
+            Hold::Abandon => {
+                if let Some(held) = slot {
+                    held.abandoned = true;
+                }
+            }
+            Hold::End => {
                 if let Some(mut ended) = slot.take() {
                     // Dropped here, where the box was just read: a spare
                     // proposes nothing (see `overwrite_spare`).
