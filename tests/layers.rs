@@ -1,7 +1,8 @@
 //! The layers of ARCHITECTURE.md, held: no crate depends on a layer above it (a
 //! test's dev-dependency may, by path only), the derive's dependency tree and
-//! the facade's default tree hold no runtime and no gRPC, and no crate's modules
-//! import each other in a cycle.
+//! the facade's default tree hold no runtime and no gRPC, no crate's modules
+//! import each other in a cycle, and a published package holds its licenses and
+//! every file its code and doctests read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -45,29 +46,34 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn cargo() -> Command {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(root());
-    cmd
+/// What `cargo` run from the workspace's root with `args` prints, once it has
+/// succeeded.
+fn cargo<'a>(args: impl IntoIterator<Item = &'a str>) -> String {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let args: Vec<&str> = args.into_iter().collect();
+    let out = Command::new(cargo)
+        .current_dir(root())
+        .args(&args)
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("cargo prints UTF-8")
 }
 
 fn metadata() -> Value {
-    let out = cargo()
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .output()
-        .expect("run cargo metadata");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+    let out = cargo([
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--offline",
+    ]);
+    serde_json::from_str(&out).expect("cargo metadata prints JSON")
 }
 
 fn layer(name: &str) -> Option<u32> {
@@ -170,8 +176,8 @@ fn a_dev_dependency_that_reaches_up_is_by_path_only() {
 /// The crates `cargo tree` resolves for `package` with `features`, normal and build
 /// dependencies, as a build of that package alone would compile them.
 fn tree(package: &str, features: &[&str]) -> BTreeSet<String> {
-    let mut cmd = cargo();
-    cmd.args([
+    let features = features.join(",");
+    let mut args = vec![
         "tree",
         "--offline",
         "-p",
@@ -180,18 +186,13 @@ fn tree(package: &str, features: &[&str]) -> BTreeSet<String> {
         "normal,build",
         "--prefix",
         "none",
-    ]);
-    cmd.args(["--format", "{p}"]);
+        "--format",
+        "{p}",
+    ];
     if !features.is_empty() {
-        cmd.args(["--features", &features.join(",")]);
+        args.extend(["--features", &features]);
     }
-    let out = cmd.output().expect("run cargo tree");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    cargo(args)
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
         .collect()
@@ -402,4 +403,196 @@ fn the_cycle_check_finds_a_cycle() {
         false,
     );
     assert_eq!(used, BTreeSet::from(["ctxt".to_owned(), "x".to_owned()]));
+}
+
+/// The files of `package`'s published package, as `cargo package --list` gives
+/// them (paths relative to the package's root).
+fn packaged(package: &str) -> BTreeSet<String> {
+    cargo([
+        "package",
+        "--list",
+        "--allow-dirty",
+        "--offline",
+        "-p",
+        package,
+    ])
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// `path` written from `dir` (both relative to a package's root, `/`-separated),
+/// with `.` and `..` resolved; `None` if it leaves the package.
+fn within(dir: &str, path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The lines of a source file that are Rust code: its own code, and in its docs
+/// (or a Markdown file) the lines of the Rust code blocks, which run as doctests.
+/// Prose and blocks of other languages (`text`, `toml`, `sh`, `ignore`...) name
+/// files without reading them.
+fn code_lines<'t>(file: &str, text: &'t str) -> Vec<&'t str> {
+    let markdown = file.ends_with(".md");
+    let mut fence: Option<bool> = None; // inside a block: whether it is Rust
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let doc = ["//!", "///"]
+            .iter()
+            .find_map(|marker| trimmed.strip_prefix(marker))
+            .map(str::trim_start);
+        let Some(doc) = doc.or(markdown.then_some(trimmed)) else {
+            out.push(line);
+            continue;
+        };
+        if let Some(info) = doc.strip_prefix("```") {
+            fence = match fence {
+                Some(_) => None,
+                None => Some(info.split(',').map(str::trim).all(|tag| {
+                    ["", "rust", "no_run", "should_panic"].contains(&tag)
+                        || tag.starts_with("edition")
+                })),
+            };
+        } else if fence == Some(true) {
+            out.push(doc);
+        }
+    }
+    out
+}
+
+/// The files a source file of a package reads when it is built or its doctests
+/// run, each as written and resolved against the package's root (`None`: it
+/// leaves the package): what `include_str!`, `include_bytes!` and `#[path]` name
+/// (from the file's own directory), a path under `CARGO_MANIFEST_DIR`, and the
+/// spec files named by `spec::load("…")` or `spec = "…"` (from the package's
+/// root, where the derive and doctests start). A `no_run` doctest counts: it
+/// is compiled, and the derive reads its spec then.
+fn reads(file: &str, text: &str) -> Vec<(String, Option<String>)> {
+    let text = code_lines(file, text).join("\n");
+    let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let from_file = ["include_str!(\"", "include_bytes!(\"", "#[path = \""];
+    let from_root = [
+        "env!(\"CARGO_MANIFEST_DIR\"), \"",
+        "spec::load(\"",
+        "spec = \"",
+    ];
+    let mut found = Vec::new();
+    for (starts, base) in [(&from_file, dir), (&from_root, "")] {
+        for start in starts {
+            for (at, _) in text.match_indices(start) {
+                let rest = &text[at + start.len()..];
+                let path = &rest[..rest.find('"').unwrap_or(rest.len())];
+                // A spec named by a string is a file only if it looks like one
+                // (`let spec = "[guards]…"` is a spec's text).
+                let spec = matches!(*start, "spec::load(\"" | "spec = \"");
+                if spec && !path.ends_with(".toml") {
+                    continue;
+                }
+                found.push((path.to_owned(), within(base, path)));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_package_holds_every_file_its_code_and_doctests_read() {
+    let meta = metadata();
+    let mut wrong = Vec::new();
+    let mut checked = BTreeSet::new();
+    for package in meta["packages"].as_array().unwrap() {
+        // `publish = false` is an empty list of registries.
+        if package["publish"].as_array().is_some_and(|r| r.is_empty()) {
+            continue;
+        }
+        let name = package["name"].as_str().unwrap();
+        let manifest = PathBuf::from(package["manifest_path"].as_str().unwrap());
+        let dir = manifest.parent().unwrap();
+        let files = packaged(name);
+        for license in ["LICENSE-MIT", "LICENSE-APACHE"] {
+            if !files.contains(license) {
+                wrong.push(format!("{name}: the package has no {license}"));
+            }
+        }
+        for file in files
+            .iter()
+            .filter(|f| f.ends_with(".rs") || f.ends_with(".md"))
+        {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            for (written, resolved) in reads(file, &text) {
+                checked.insert(format!("{name}: {file} reads {written}"));
+                match resolved {
+                    None => wrong.push(format!(
+                        "{name}: {file} reads {written}, outside the package"
+                    )),
+                    Some(path) if !files.contains(&path) => wrong.push(format!(
+                        "{name}: {file} reads {written}, which the package leaves out"
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The scan sees the reads it is there for: the facade's README, a spec its
+    // README loads, a runtime doctest's spec, the page fsm-serve serves.
+    for read in [
+        "fsm: src/lib.rs reads ../README.md",
+        "fsm: README.md reads specs/ovc/vm.toml",
+        "fsm-runtime: src/lib.rs reads /specs/ovc/vm.toml",
+        "fsm-serve: src/page.rs reads page.html",
+    ] {
+        assert!(
+            checked.contains(read),
+            "not found: {read}; found: {checked:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_read_is_resolved_against_its_file_or_the_package_root() {
+    let text = r#"
+        //! `spec = "prose.toml"` names a file in prose: nothing reads it.
+        //! ```no_run
+        //! let node = fsm::spec::load("specs/ovc/node.toml")?;
+        //! ```
+        //! ```text
+        //! #[fsm(spec = "specs/ovc/text.toml")]
+        //! ```
+        #[doc = include_str!("../README.md")]
+        #[path = "../../examples/support/mod.rs"]
+        mod support;
+        /// ```
+        /// # let vm = spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"));
+        /// ```
+        fn f() {
+            let spec = "[guards]\ng = { cel = \"true\" }\n";
+        }
+        #[fsm(spec = "specs/ovc/disk.toml")]
+    "#;
+    let found = reads("src/lib.rs", text);
+    let resolved: Vec<(&str, Option<&str>)> = found
+        .iter()
+        .map(|(w, r)| (w.as_str(), r.as_deref()))
+        .collect();
+    assert_eq!(
+        resolved,
+        [
+            ("../README.md", Some("README.md")),
+            ("../../examples/support/mod.rs", None),
+            ("/specs/ovc/vm.toml", Some("specs/ovc/vm.toml")),
+            ("specs/ovc/node.toml", Some("specs/ovc/node.toml")),
+            ("specs/ovc/disk.toml", Some("specs/ovc/disk.toml")),
+        ]
+    );
 }

@@ -29,7 +29,7 @@
 //! ```
 //! use fsm_core::TransitionError;
 //!
-//! let vm = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;
+//! let vm = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?;
 //! let state = |name| vm.find_state(name).unwrap();
 //! assert!(vm.validate_transition(state("RUNNING"), state("PAUSING")).is_ok());
 //! let refused = vm.validate_transition(state("DEPLOYING"), state("HALTED")).unwrap_err();

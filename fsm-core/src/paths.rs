@@ -9,7 +9,7 @@
 //! ```
 //! use fsm_core::paths::TestPaths;
 //!
-//! let node = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/node.toml"))?;
+//! let node = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/node.toml"))?;
 //! let paths = TestPaths::of(&node);
 //! let to_decommissioned = paths.shortest.iter().find(|p| node.state(p.reaches).name == "DECOMMISSIONED").unwrap();
 //! assert_eq!(to_decommissioned.path.describe(&node), "decommission -> DECOMMISSIONED");

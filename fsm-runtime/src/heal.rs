@@ -65,7 +65,7 @@ pub struct HealReport {
 ///
 /// let clock = Arc::new(ManualClock::new(SystemTime::UNIX_EPOCH));
 /// let vms = Runtime::builder(
-///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?,
+///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
 ///     MemoryStore::new(),
 /// ).clock(clock.clone()).build()?;
 /// let user = Actor::new("user");

@@ -26,7 +26,7 @@ pub struct HistoryError {
 ///
 /// ```
 /// use fsm_runtime::{check_history, Actor, MemoryStore, Runtime};
-/// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/node.toml"))?;
+/// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/node.toml"))?;
 /// let runtime = Runtime::new(machine.clone(), MemoryStore::new())?;
 /// let ops = Actor::new("ops");
 /// runtime.create("node-1", &ops)?;

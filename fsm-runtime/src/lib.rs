@@ -368,7 +368,7 @@ impl IntoObjectId for &String {
 ///
 /// ```
 /// # use fsm_runtime::{Actor, MemoryStore, ObjectId, Runtime};
-/// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;
+/// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?;
 /// let rt = Runtime::new(machine, MemoryStore::new())?;
 /// let ops = Actor::new("ops");
 /// let vm = ObjectId::from("vm-1");
@@ -520,7 +520,7 @@ mod tests {
     /// counted until the handle is made to own one.
     #[test]
     fn a_start_lends_its_id_to_its_handle() {
-        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml");
+        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml");
         let rt = crate::Runtime::new(
             fsm_core::spec::load(spec).unwrap(),
             crate::MemoryStore::new(),

@@ -27,7 +27,7 @@
 //! use fsm_runtime::{Actor, MemoryStore, Queuer, Runtime};
 //!
 //! let vms = Runtime::new(
-//!     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?,
+//!     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
 //!     MemoryStore::new(),
 //! )?;
 //! let user = Actor::new("user");
@@ -1480,7 +1480,7 @@ impl Ticket {
     /// ```
     /// # use fsm_runtime::{Actor, MemoryStore, Queuer, Runtime};
     /// # let vms = Runtime::new(
-    /// #     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?,
+    /// #     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
     /// #     MemoryStore::new(),
     /// # )?;
     /// # let user = Actor::new("user");

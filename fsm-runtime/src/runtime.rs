@@ -692,7 +692,7 @@ impl<S: Store> Runtime<S> {
     ///
     /// ```
     /// # use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
-    /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;
+    /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?;
     /// let vms = Runtime::new(machine, MemoryStore::new())?;
     /// let worker = Actor::new("worker-3");
     /// vms.create("vm-1", &worker)?;
@@ -721,7 +721,7 @@ impl<S: Store> Runtime<S> {
     ///
     /// ```
     /// # use fsm_runtime::{Actor, MemoryStore, Runtime};
-    /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml"))?;
+    /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?;
     /// # let vms = Runtime::new(machine, MemoryStore::new())?;
     /// # let worker = Actor::new("worker-3");
     /// # vms.create("vm-1", &worker)?;

@@ -122,7 +122,7 @@ mod tests {
 
     /// OpenvCloud's VMs in memory, their watcher, and an actor.
     fn vms() -> (Runtime<AnyStore>, Watcher, Actor) {
-        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../specs/ovc/vm.toml");
+        let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml");
         let machine = fsm_core::spec::load(spec).unwrap();
         let store = AnyStore::Memory(Box::new(MemoryStore::new()));
         let rt = Runtime::new(machine, store).unwrap();
