@@ -680,7 +680,7 @@ impl<S: Store> Runtime<S> {
     /// history; [`RuntimeError::NoHold`] when the history names no start with
     /// that fence. Data proposed at the start
     /// ([`start_changing`](Self::start_changing)) is kept with the hold
-    /// ([`Holder::proposed`]): the resumed action's
+    /// ([`Holder::proposed`](crate::Holder::proposed)): the resumed action's
     /// [`complete`](InFlight::complete) writes it, as the first handle's would
     /// have ([`InFlight::complete_with`] gives other data instead).
     ///
