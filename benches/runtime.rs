@@ -257,7 +257,7 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
         let state = match objects {
             // Objects of this thread alternate start and stop, in lockstep.
             Objects::Own => {
-                if ((i - 1) / OBJECTS_PER_THREAD) % 2 == 0 {
+                if ((i - 1) / OBJECTS_PER_THREAD).is_multiple_of(2) {
                     HALTED
                 } else {
                     RUNNING

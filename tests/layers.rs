@@ -1,8 +1,9 @@
 //! The layers of ARCHITECTURE.md, held: no crate depends on a layer above it (a
 //! test's dev-dependency may, by path only), the derive's dependency tree and
 //! the facade's default tree hold no runtime and no gRPC, no crate's modules
-//! import each other in a cycle, and a published package holds its licenses and
-//! every file its code and doctests read.
+//! import each other in a cycle, a published package holds its licenses and
+//! every file its code and doctests read, and no dependency needs a newer Rust
+//! than the workspace's `rust-version`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -594,5 +595,41 @@ fn a_read_is_resolved_against_its_file_or_the_package_root() {
             ("specs/ovc/node.toml", Some("specs/ovc/node.toml")),
             ("specs/ovc/disk.toml", Some("specs/ovc/disk.toml")),
         ]
+    );
+}
+
+/// `1.88` or `1.88.0` as numbers to compare.
+fn version(text: &str) -> (u64, u64, u64) {
+    let mut parts = text.split('.').map(|p| p.parse::<u64>().unwrap());
+    let mut next = || parts.next().unwrap_or(0);
+    (next(), next(), next())
+}
+
+#[test]
+fn no_dependency_needs_a_newer_rust_than_the_workspace_declares() {
+    let meta: Value =
+        serde_json::from_str(&cargo(["metadata", "--format-version", "1", "--offline"]))
+            .expect("cargo metadata prints JSON");
+    let packages = meta["packages"].as_array().unwrap();
+    let declared = packages
+        .iter()
+        .find(|p| p["name"] == "fsm")
+        .and_then(|p| p["rust_version"].as_str())
+        .expect("the facade declares its rust-version");
+    // Every crate of the lock, the optional and dev ones too: a feature or a
+    // test that needs more than the declared version would make it untrue.
+    let newer: Vec<String> = packages
+        .iter()
+        .filter_map(|p| {
+            let theirs = p["rust_version"].as_str()?;
+            let (name, at) = (p["name"].as_str()?, p["version"].as_str()?);
+            (version(theirs) > version(declared))
+                .then(|| format!("{name} {at} needs Rust {theirs}"))
+        })
+        .collect();
+    assert!(
+        newer.is_empty(),
+        "the workspace declares rust-version {declared}, but:\n{}",
+        newer.join("\n")
     );
 }

@@ -102,11 +102,11 @@ pub fn parse(input: TokenStream) -> Result<Enum, Error> {
     if ident(tokens.get(at), "pub") {
         vis.extend([tokens[at].clone()]);
         at += 1;
-        if let Some(TokenTree::Group(g)) = tokens.get(at) {
-            if g.delimiter() == Delimiter::Parenthesis {
-                vis.extend([tokens[at].clone()]);
-                at += 1;
-            }
+        if let Some(TokenTree::Group(g)) = tokens.get(at)
+            && g.delimiter() == Delimiter::Parenthesis
+        {
+            vis.extend([tokens[at].clone()]);
+            at += 1;
         }
     }
     if !ident(tokens.get(at), "enum") {

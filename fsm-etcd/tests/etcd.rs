@@ -162,10 +162,10 @@ fn child_races() {
     for i in 0..120 {
         let id = OBJECTS[(i * 7 + std::process::id() as usize) % OBJECTS.len()];
         let action = ["start", "stop", "resize", "reboot"][i % 4];
-        if let Ok(flight) = rt.start(id, &actor, action) {
-            if flight.complete().is_ok() {
-                completed += 1;
-            }
+        if let Ok(flight) = rt.start(id, &actor, action)
+            && flight.complete().is_ok()
+        {
+            completed += 1;
         }
     }
     println!("completed={completed}");

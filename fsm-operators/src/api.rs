@@ -218,10 +218,10 @@ impl<T: Document> EtcdApi<T> {
                     };
                     let id = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
                     let document = serde_json::from_slice::<T>(kv.value()).ok();
-                    if let (Some(id), Some(document)) = (id, document) {
-                        if wakes.send((ObjectId::from(id), document)).is_err() {
-                            return;
-                        }
+                    if let (Some(id), Some(document)) = (id, document)
+                        && wakes.send((ObjectId::from(id), document)).is_err()
+                    {
+                        return;
                     }
                 }
             }

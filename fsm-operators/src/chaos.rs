@@ -457,7 +457,7 @@ async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), Pod
             // Begun, but cut off before its record: begin it again.
             Some((id, None)) => retrying(deadline, || controller.begin(ops, &id)).await?,
             Some((id, Some(S::Operate))) => {
-                if kind == "restart" && mine.len() % 3 == 0 {
+                if kind == "restart" && mine.len().is_multiple_of(3) {
                     retrying(deadline, || controller.undo(ops, &id)).await?;
                 } else {
                     retrying(deadline, || controller.finish(ops, &id)).await?;

@@ -904,14 +904,15 @@ impl Cluster {
                             }
                             let action = entry.action.map(|a| m.action(a));
                             let owner = m.state(entry.from).owner.as_deref();
-                            if let (Some(action), Some(owner)) = (action, owner) {
-                                if action.changes_state() && *entry.actor != *owner {
-                                    found.push(format!(
-                                        "{kind:?} {id} left {} by {}, not its owner {owner}",
-                                        m.state(entry.from).name,
-                                        entry.actor
-                                    ));
-                                }
+                            if let (Some(action), Some(owner)) = (action, owner)
+                                && action.changes_state()
+                                && *entry.actor != *owner
+                            {
+                                found.push(format!(
+                                    "{kind:?} {id} left {} by {}, not its owner {owner}",
+                                    m.state(entry.from).name,
+                                    entry.actor
+                                ));
                             }
                         }
                     }
@@ -1476,13 +1477,12 @@ impl Worker {
             .await
             .ok()
             == Some(Dr::Init)
+            && let Outcome::Done = self.act(Kind::Droplet, id, DrA::Provision).await
         {
-            if let Outcome::Done = self.act(Kind::Droplet, id, DrA::Provision).await {
-                // Dividers and bouncers may have waited for a droplet.
-                for kind in [Kind::Divider, Kind::Bouncer] {
-                    for id in self.cluster.ids_async(kind).await {
-                        self.place(kind, &id).await;
-                    }
+            // Dividers and bouncers may have waited for a droplet.
+            for kind in [Kind::Divider, Kind::Bouncer] {
+                for id in self.cluster.ids_async(kind).await {
+                    self.place(kind, &id).await;
                 }
             }
         }

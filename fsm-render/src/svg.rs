@@ -122,11 +122,11 @@ fn layout(m: &Machine, d: &Drawing) -> Layout {
             if back[i] {
                 continue;
             }
-            if let Some(l) = layer[from] {
-                if layer[to].is_none_or(|t| t < l + 1) {
-                    layer[to] = Some(l + 1);
-                    changed = true;
-                }
+            if let Some(l) = layer[from]
+                && layer[to].is_none_or(|t| t < l + 1)
+            {
+                layer[to] = Some(l + 1);
+                changed = true;
             }
         }
         if !changed {

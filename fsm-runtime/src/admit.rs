@@ -182,14 +182,13 @@ pub(crate) fn admit(
     }
     // The owner alone moves the object out of its state; an action that changes
     // no state (Mizar's `update_bouncers`) is governed by its roles alone.
-    if rule.changes_state {
-        if let Some(owner) = &machine.state(record.state).owner {
-            if !actor.has_role(owner) {
-                return Err(Refusal::NotOwner {
-                    state: record.state,
-                });
-            }
-        }
+    if rule.changes_state
+        && let Some(owner) = &machine.state(record.state).owner
+        && !actor.has_role(owner)
+    {
+        return Err(Refusal::NotOwner {
+            state: record.state,
+        });
     }
     if !def.guards.is_empty() {
         let cx = GuardContext {

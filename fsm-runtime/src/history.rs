@@ -54,13 +54,13 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
                 index + 1
             )));
         }
-        if let Some(before) = index.checked_sub(1).map(|i| history[i].at) {
-            if let Err(back) = entry.at.duration_since(before) {
-                return Err(fail(format!(
-                    "stamped {:?} earlier than the entry before it",
-                    back.duration()
-                )));
-            }
+        if let Some(before) = index.checked_sub(1).map(|i| history[i].at)
+            && let Err(back) = entry.at.duration_since(before)
+        {
+            return Err(fail(format!(
+                "stamped {:?} earlier than the entry before it",
+                back.duration()
+            )));
         }
         match at {
             None if entry.kind != EntryKind::Created => {

@@ -50,10 +50,11 @@ impl Adapter for RuntimeAdapter {
 
     fn perform(&mut self, action: ActionId) -> Result<(), String> {
         let m = self.rt.machine();
-        if let Some((a, s)) = self.broken {
-            if m.action(action).name == a && self.rt.state_name(self.id()).unwrap() == s {
-                return Ok(());
-            }
+        if let Some((a, s)) = self.broken
+            && m.action(action).name == a
+            && self.rt.state_name(self.id()).unwrap() == s
+        {
+            return Ok(());
         }
         self.rt
             .run(self.id(), &self.actor, action)

@@ -139,14 +139,13 @@ fn place(text: &str, expression: &Spanned<String>, (line, column): (isize, isize
         return span;
     };
     let mut start = span.start + quotes;
-    if quotes == 3 {
-        if let Some(rest) = body
+    if quotes == 3
+        && let Some(rest) = body
             .strip_prefix("\r\n")
             .or_else(|| body.strip_prefix('\n'))
-        {
-            start += body.len() - rest.len();
-            body = rest;
-        }
+    {
+        start += body.len() - rest.len();
+        body = rest;
     }
     let (Ok(line), Ok(column)) = (usize::try_from(line), usize::try_from(column)) else {
         return span;

@@ -250,11 +250,11 @@ impl Reader {
                 .string(d, "`description` of [machine]")
                 .map(Spanned::into_inner);
         }
-        if let Some(initial) = fields.get("initial") {
-            if let Some(initial) = self.string(initial, "`initial` of [machine]") {
-                self.map.insert(Site::Initial, initial.span());
-                def.initial = Some(initial.into_inner());
-            }
+        if let Some(initial) = fields.get("initial")
+            && let Some(initial) = self.string(initial, "`initial` of [machine]")
+        {
+            self.map.insert(Site::Initial, initial.span());
+            def.initial = Some(initial.into_inner());
         }
         if let Some(single) = fields.get("single_mutator") {
             def.single_mutator = self
@@ -345,13 +345,12 @@ impl Reader {
             return state;
         };
         let of = |key: &str| format!("`{key}` of {what}");
-        if let Some(t) = fields.get("transition") {
-            if self
+        if let Some(t) = fields.get("transition")
+            && self
                 .bool(t, &of("transition"))
                 .is_some_and(|b| *b.get_ref())
-            {
-                state.kind = StateKind::Transition;
-            }
+        {
+            state.kind = StateKind::Transition;
         }
         if let Some(t) = fields
             .get("terminal")
