@@ -157,6 +157,9 @@
 //! | `full` | every feature above but `diagram` |
 //! | `diagram` | each derived enum's documentation page draws its machine (an SVG laid out at compile time: no tool, nothing fetched, shown offline and on docs.rs) and prints its table of actions |
 
+// docs.rs (`--cfg docsrs`, a nightly) marks each item a feature gates with it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 // The derive names this crate `::fsm`; so does the example below.
 extern crate self as fsm;
 

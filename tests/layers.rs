@@ -2,8 +2,8 @@
 //! test's dev-dependency may, by path only), the derive's dependency tree and
 //! the facade's default tree hold no runtime and no gRPC, no crate's modules
 //! import each other in a cycle, a published package holds its licenses and
-//! every file its code and doctests read, and no dependency needs a newer Rust
-//! than the workspace's `rust-version`.
+//! every file its code and doctests read, no dependency needs a newer Rust than
+//! the workspace's `rust-version`, and docs.rs documents every feature.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -631,5 +631,28 @@ fn no_dependency_needs_a_newer_rust_than_the_workspace_declares() {
         newer.is_empty(),
         "the workspace declares rust-version {declared}, but:\n{}",
         newer.join("\n")
+    );
+}
+
+#[test]
+fn docs_rs_documents_every_feature_of_a_published_crate() {
+    let meta = metadata();
+    let mut wrong = Vec::new();
+    for package in meta["packages"].as_array().unwrap() {
+        let published = !package["publish"].as_array().is_some_and(|r| r.is_empty());
+        let gated = package["features"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|f| f != "default");
+        let all = package["metadata"]["docs"]["rs"]["all-features"] == true;
+        if published && gated && !all {
+            wrong.push(package["name"].as_str().unwrap().to_owned());
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "set `all-features = true` under [package.metadata.docs.rs] in: {}",
+        wrong.join(", ")
     );
 }

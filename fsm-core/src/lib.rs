@@ -37,6 +37,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// docs.rs (`--cfg docsrs`, a nightly) marks each item a feature gates with it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(feature = "analysis")]
 pub mod analysis;
 #[cfg(feature = "evolve")]

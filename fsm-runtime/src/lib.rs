@@ -92,6 +92,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// docs.rs (`--cfg docsrs`, a nightly) marks each item a feature gates with it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod admit;
 #[cfg(feature = "cel")]
 mod cel;
