@@ -539,20 +539,14 @@ impl<S: Store> InFlight<'_, S> {
             EntryKind::Completed => To::State(self.rule.target),
             _ => To::State(self.rule.origin),
         };
-        Outcome {
-            kind,
-            to,
-            keep_abandoned: false,
-        }
+        Outcome { kind, to }
     }
 }
 
-/// An outcome to write: its entry's kind, where the object goes, and whether the
-/// slot keeps its holder (marked abandoned) or is emptied.
+/// An outcome to write: its entry's kind and where the object goes.
 struct Outcome {
     kind: EntryKind,
     to: To,
-    keep_abandoned: bool,
 }
 
 /// Where an outcome leaves the object.
@@ -571,12 +565,13 @@ impl Outcome {
         }
     }
 
+    /// An abandoned action keeps its holder, marked; any other end empties the
+    /// slot.
     #[inline]
     fn hold(&self) -> Hold {
-        if self.keep_abandoned {
-            Hold::Abandon
-        } else {
-            Hold::End
+        match self.kind {
+            EntryKind::Abandoned => Hold::Abandon,
+            _ => Hold::End,
         }
     }
 }
@@ -598,7 +593,6 @@ impl<S: Store> InFlight<'_, S> {
         let abandoned = Outcome {
             kind: EntryKind::Abandoned,
             to: To::Same,
-            keep_abandoned: true,
         };
         let result = self.settle(abandoned, None);
         match result {

@@ -124,6 +124,7 @@ impl Change {
                 });
             }
             Hold::Abandon => {
+                debug_assert!(slot.is_some(), "an abandonment's slot holds its action");
                 if let Some(held) = slot {
                     held.abandoned = true;
                 }
