@@ -506,11 +506,31 @@ fn reads(file: &str, text: &str) -> Vec<(String, Option<String>)> {
     found
 }
 
+/// How many fenced blocks of `markdown` rustdoc runs as Rust: those with no
+/// language, or with `rust` first.
+fn rust_blocks(markdown: &str) -> usize {
+    let mut open = false;
+    let mut count = 0;
+    for line in markdown.lines() {
+        let Some(info) = line.trim_start().strip_prefix("```") else {
+            continue;
+        };
+        if !open && (info.is_empty() || info.split(',').next() == Some("rust")) {
+            count += 1;
+        }
+        open = !open;
+    }
+    count
+}
+
+/// A package holds its licenses, its README (with its Rust examples run as
+/// doctests), and every file its code and doctests read.
 #[test]
 fn a_package_holds_every_file_its_code_and_doctests_read() {
     let meta = metadata();
     let mut wrong = Vec::new();
     let mut checked = BTreeSet::new();
+    let mut examples = Vec::new();
     for package in meta["packages"].as_array().unwrap() {
         // `publish = false` is an empty list of registries.
         if package["publish"].as_array().is_some_and(|r| r.is_empty()) {
@@ -524,6 +544,15 @@ fn a_package_holds_every_file_its_code_and_doctests_read() {
             if !files.contains(license) {
                 wrong.push(format!("{name}: the package has no {license}"));
             }
+        }
+        // Its page on crates.io; what it shows as Rust runs as doctests.
+        match std::fs::read_to_string(dir.join("README.md")) {
+            Ok(_) if !files.contains("README.md") => {
+                wrong.push(format!("{name}: the package leaves out its README.md"))
+            }
+            Ok(readme) if rust_blocks(&readme) > 0 => examples.push(name.to_owned()),
+            Ok(_) => {}
+            Err(_) => wrong.push(format!("{name}: no README.md (its page on crates.io)")),
         }
         for file in files
             .iter()
@@ -542,6 +571,14 @@ fn a_package_holds_every_file_its_code_and_doctests_read() {
                     Some(_) => {}
                 }
             }
+        }
+    }
+    for name in &examples {
+        if !checked.contains(&format!("{name}: src/lib.rs reads ../README.md")) {
+            wrong.push(format!(
+                "{name}: README.md shows Rust that no doctest runs \
+                 (`#[cfg(doctest)] #[doc = include_str!(\"../README.md\")]` in src/lib.rs)"
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

@@ -107,3 +107,8 @@ fn allow(def: &MachineDef, out: &mut Vec<Diagnostic>) {
     }
     out.retain(|d| !allowed.contains(&d.lint));
 }
+
+/// This crate's README (its page on crates.io): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

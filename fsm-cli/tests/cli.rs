@@ -529,6 +529,37 @@ fn readme_error_example_is_real_output() {
     );
 }
 
+/// This crate's README (its page on crates.io) shows a session run in a checkout
+/// of the repository: each `$ fsm ...` line, run at the workspace's root, prints
+/// what the lines under it say, and succeeds unless it shows a refusal.
+#[test]
+fn the_crate_readme_session_is_real_output() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme.find("```console\n").expect("a console block") + "```console\n".len();
+    let block = &readme[start..start + readme[start..].find("```").expect("the block ends")];
+    let mut session: Vec<(&str, String)> = Vec::new();
+    for line in block.lines() {
+        match (line.strip_prefix("$ fsm "), session.last_mut()) {
+            (Some(command), _) => session.push((command, String::new())),
+            (None, Some((_, shown))) => {
+                shown.push_str(line);
+                shown.push('\n');
+            }
+            (None, None) => panic!("the block starts with a command: {line}"),
+        }
+    }
+    assert!(session.len() >= 3, "{session:?}");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (command, shown) in session {
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let (code, stdout, stderr) = fsm_in(&root, &args);
+        let refused = shown.starts_with("refused: ");
+        assert_eq!(code, i32::from(refused), "fsm {command}: {stderr}");
+        assert_eq!(stdout, shown, "fsm {command}");
+    }
+}
+
 /// `fsm diff`: the OVC VM spec edited the way specs are in production.
 #[test]
 fn diff_reports_what_an_edit_breaks() {

@@ -65,3 +65,8 @@ pub use fsm_model::__private;
 /// view, and the table as the seeds print it (the `fsm-render` crate).
 #[cfg(feature = "render")]
 pub use fsm_render as render;
+
+/// This crate's README (its page on crates.io): its examples run as doctests.
+#[cfg(all(doctest, feature = "toml", feature = "render", feature = "paths"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -951,6 +951,11 @@ async fn feed(
     }
 }
 
+/// This crate's README (its page on crates.io): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

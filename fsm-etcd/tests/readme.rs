@@ -1,5 +1,6 @@
-//! The README's etcd example is this crate's documented example: the facade's
-//! README doctests build without protoc, so the example is compiled here.
+//! The READMEs' etcd example is this crate's documented example: the facade's
+//! README doctests build without protoc, so the example is compiled here (and
+//! this crate's own README, its page on crates.io, shows it too).
 
 /// The lines of the first fenced block of `lang` after `heading` in `text`.
 fn block(text: &str, heading: &str, lang: &str) -> Vec<String> {
@@ -14,7 +15,7 @@ fn block(text: &str, heading: &str, lang: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_readme_shows_the_example_this_crate_compiles() {
+fn the_readmes_show_the_example_this_crate_compiles() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
     let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).unwrap();
@@ -32,4 +33,6 @@ fn the_readme_shows_the_example_this_crate_compiles() {
     let shown = block(&readme, "## On etcd", "rust,ignore");
     assert!(!shown.is_empty());
     assert_eq!(shown, documented);
+    let own = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert_eq!(block(&own, "", "rust,no_run"), documented);
 }

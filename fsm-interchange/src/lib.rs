@@ -165,3 +165,8 @@ fn origins_in_spec_order(m: &Machine, action: ActionId) -> Option<Vec<&str>> {
     let sorted = origins.windows(2).all(|pair| pair[0] < pair[1]);
     (!sorted).then(|| origins.iter().map(|&s| m.state(s).name.as_ref()).collect())
 }
+
+/// This crate's README (its page on crates.io): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -55,3 +55,8 @@ pub struct Parsed {
 pub fn parse(text: &str) -> Result<Parsed, Vec<Diagnostic>> {
     read::read(text)
 }
+
+/// This crate's README (its page on crates.io): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
