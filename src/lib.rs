@@ -213,6 +213,15 @@ pub use fsm_core::typed::StateMachine;
 pub use fsm_core::*;
 pub use fsm_derive::StateMachine;
 
+// Named here, not only through the glob above, so that its feature shows in the
+// docs as the other modules' do.
+/// Drawing a machine (feature `render`): Mermaid, Graphviz DOT and PlantUML, in a
+/// full or a folded view, and the table as the seeds print it (the `fsm-render`
+/// crate).
+#[cfg(feature = "render")]
+#[doc(inline)]
+pub use fsm_core::render;
+
 /// The runtime (feature `runtime`; also usable on its own as the `fsm-runtime`
 /// crate): one action at a time per object, by compare-and-set, with roles,
 /// owners, guards, queues, healing and history.
