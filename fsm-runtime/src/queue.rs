@@ -41,6 +41,45 @@
 //! queuer.terminate();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Design
+//!
+//! The queuer shares no lock between all requests. Each queue belongs to one of 256
+//! stripes, chosen by the hash of its key: a stripe's intake lock orders a
+//! request's start and its push (only callers take it, on a line of its own), and a
+//! short lock on the stripe's queues covers the push and a worker's hand-on to the
+//! queue's next job (a request looks there before its start only while some queue
+//! is stopping, a count kept under those locks). A queue lives while it has work:
+//! the request that finds none makes it, the worker that ends its last job deletes
+//! it (and leaves its key to the ticket to free), so the queuer's memory follows
+//! the objects with work, not every object ever queued.
+//!
+//! A queue's next job goes into a lock-free ready list
+//! (`crossbeam_queue::SegQueue`) itself, not its queue's key, so that a worker
+//! takes it without a look in the queues, and runs on whoever swaps its stage from
+//! ready to taken first: a worker, or the thread blocked in `Ticket::wait` on that
+//! very job; a ready entry whose task a waiter took is passed over (past 1,024 such
+//! leftovers, as when every worker is busy with long actions and waiting threads
+//! run their own requests, the waiter that adds one sweeps them out, putting the
+//! ready jobs back in order).
+//!
+//! A worker parks only after a last look at the list past a fence that the pusher's
+//! look at the parked count pairs with, so no job is left with every worker asleep;
+//! a caller wakes one only when none spins (up to two spin at once, so that the one
+//! that takes a job leaves the other spinning; for 50 µs, or as
+//! `QueuerBuilder::spin` says, never when zero), and a worker that takes a job and
+//! sees more passes the wake-up on.
+//!
+//! An end the store refuses while its backend is down is tried again on the
+//! queuer's retrier thread (`Shared::retry_later`), so a store outage holds the
+//! queues of the actions it caught, not the workers.
+//!
+//! A worker borrows the task's id and runtime: nothing a request's caller counts
+//! references on is written on the worker's core. A task whose outcome its ticket
+//! gave (waited for or awaited) is kept as a spare by that thread (up to 1,024,
+//! thread-local, the runtime dropped) and the thread's next request writes its task
+//! over it: under a burst of outstanding requests, glibc served each task from its
+//! shared arena.
 
 use std::any::Any;
 use std::cell::RefCell;
