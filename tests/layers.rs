@@ -526,7 +526,7 @@ fn rust_blocks(markdown: &str) -> usize {
 /// A package holds its licenses, its README (with its Rust examples run as
 /// doctests), and every file its code and doctests read.
 #[test]
-fn a_package_holds_every_file_its_code_and_doctests_read() {
+fn a_package_holds_its_readme_and_every_file_its_code_and_doctests_read() {
     let meta = metadata();
     let mut wrong = Vec::new();
     let mut checked = BTreeSet::new();
