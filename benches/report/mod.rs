@@ -31,6 +31,21 @@ fn mean_ns(group: &str, case: &str) -> Option<f64> {
         Some(dir) => vec![dir.into()],
         None => vec!["target".into(), "../target".into()],
     };
+    let started = STARTED
+        .get()
+        .expect("report::start() before the benches run");
+    estimate(&dirs, group, case, *started)
+}
+
+/// Criterion's mean estimate for `group/case` in ns per iteration, in the first
+/// of `dirs` (target directories) that holds one written since `started`: an
+/// estimate left by an earlier run is not this run's.
+pub fn estimate(
+    dirs: &[std::path::PathBuf],
+    group: &str,
+    case: &str,
+    started: std::time::SystemTime,
+) -> Option<f64> {
     let text = dirs.iter().find_map(|dir| {
         let path = dir
             .join("criterion")
@@ -38,10 +53,7 @@ fn mean_ns(group: &str, case: &str) -> Option<f64> {
             .join(case)
             .join("new/estimates.json");
         let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
-        let started = STARTED
-            .get()
-            .expect("report::start() before the benches run");
-        (written >= *started).then(|| std::fs::read_to_string(path).ok())?
+        (written >= started).then(|| std::fs::read_to_string(path).ok())?
     })?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json["mean"]["point_estimate"].as_f64()
