@@ -74,6 +74,36 @@ impl StoreError {
 
 /// Why the runtime refused a request. Every variant names the object, the states by
 /// their spec names, and the rule or actor that refused.
+///
+/// Match on the variants, not on the messages; [`is_retryable`](Self::is_retryable)
+/// says whether the same request may succeed later.
+///
+/// ```
+/// use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+///
+/// let vms = Runtime::new(
+///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
+///     MemoryStore::new(),
+/// )?;
+/// let (alice, bob) = (Actor::new("alice"), Actor::new("bob"));
+/// vms.create("vm-1", &alice)?;
+/// let deploy = vms.start("vm-1", &alice, "deploy")?;
+///
+/// match vms.start("vm-1", &bob, "deploy") {
+///     Err(RuntimeError::Busy { state, action, holder, .. }) => {
+///         assert_eq!(state, "DEPLOYING");
+///         assert_eq!((action.as_str(), holder.as_str()), ("deploy", "alice"));
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// deploy.complete()?;
+///
+/// // No rule: the table says what it allows from there instead.
+/// let refused = vms.run("vm-1", &bob, "deploy").unwrap_err();
+/// assert!(matches!(refused, RuntimeError::NoRule { .. }));
+/// assert!(!refused.is_retryable());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RuntimeError {

@@ -107,6 +107,32 @@ impl Detached {
 /// Dropped without either (a forgotten handle, a panic in the action), it records
 /// the action as abandoned: the object stays in its transition state, visibly held
 /// by an abandoned action, until the healer rolls it back.
+///
+/// ```
+/// use fsm_runtime::{Actor, Healer, MemoryStore, Runtime};
+///
+/// let vms = Runtime::new(
+///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
+///     MemoryStore::new(),
+/// )?;
+/// let worker = Actor::new("worker-1");
+/// vms.create("vm-1", &worker)?;
+///
+/// let deploy = vms.start("vm-1", &worker, "deploy")?;
+/// let fence = deploy.fence(); // for the hypervisor: refuse any lower token
+/// deploy.still_held()?; // before each step of the work
+/// let record = deploy.complete()?;
+/// assert_eq!(vms.machine().state(record.state).name, "RUNNING");
+///
+/// // A handle dropped unfinished leaves the object held, marked abandoned...
+/// drop(vms.start("vm-1", &worker, "pause")?);
+/// let held = vms.get("vm-1")?.in_flight.expect("held");
+/// assert!(held.abandoned && held.version > fence.0);
+/// // ...until a healer rolls it back to where it started.
+/// Healer::new().heal(&vms)?;
+/// assert_eq!(vms.state_name("vm-1")?, "RUNNING");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "an action in flight must be completed or failed"]
 pub struct InFlight<'r, S: Store = crate::MemoryStore> {
     runtime: RuntimeRef<'r, S>,

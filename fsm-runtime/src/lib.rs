@@ -436,6 +436,34 @@ impl<'de> serde::Deserialize<'de> for ObjectId {
 /// Who asks for an action: an operator, an admin, a controller. An actor holds
 /// roles; an action that names roles needs one of them, and a state with an owner
 /// is left only by an actor holding the owner's role.
+///
+/// ```
+/// use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+///
+/// // Mizar: an object in `Init` is the Network Operator's to move.
+/// let machine = fsm_core::spec::load_str("net.toml", r#"
+///     [machine]
+///     name = "network"
+///     initial = "Init"
+///     [roles]
+///     network-operator = "Provisions networks"
+///     [states]
+///     Init = { owner = "network-operator" }
+///     Provisioned = "Ready"
+///     [actions]
+///     provision = { from = "Init", to = "Provisioned" }
+///     update = { from = "Provisioned", to = "Provisioned" }
+/// "#)?;
+/// let networks = Runtime::new(machine, MemoryStore::new())?;
+/// let operator = Actor::new("network-operator-0").with_role("network-operator");
+/// let rogue = Actor::new("rogue");
+/// networks.create("net-1", &operator)?;
+///
+/// let refused = networks.run("net-1", &rogue, "provision").unwrap_err();
+/// assert!(matches!(refused, RuntimeError::NotOwner { ref owner, .. } if owner == "network-operator"));
+/// networks.run("net-1", &operator, "provision")?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Actor {
     name: ActorName,

@@ -1,46 +1,6 @@
 //! Per-object action queues: OpenvCloud's queuer.
 //!
-//! A [`Queuer`] owns a bounded pool of worker threads and one queue per object
-//! with work, made by its first request and deleted when its last job ends. A
-//! request is checked and started at once, so the object
-//! shows the action's transition state as soon as the request is accepted (or keeps
-//! its status, for a hidden action); its work then runs on a worker, after
-//! everything queued before it on the same queue, one action at a time per queue.
-//! Different queues run in parallel (and a thread waiting for a ticket whose work
-//! no worker has taken runs it itself). When the work is done the action completes,
-//! or fails back to where it started; if the work panics the action is left
-//! abandoned for the [`Healer`](crate::Healer). An end the store refuses while
-//! its backend is unreachable is tried again, backing off up to a second, until
-//! the store takes it (the work is done: rolled back, the object would show a
-//! state it is no longer in), the healer revokes the hold, or the queuer
-//! terminates. The tries run on one thread of the queuer's (started with the
-//! first), not on a worker: the action's queue waits for its end, the other
-//! queues do not wait for a worker.
-//!
-//! The model is blocking: actions drive hypervisors, disks and networks through
-//! blocking calls, and a thread pool runs them without imposing an async runtime
-//! on anyone. Async code uses the same queuer without blocking: a [`Ticket`] is a
-//! `Future` (`ticket.await`), and work that is itself async runs on a worker with
-//! the caller's runtime handle (`move || handle.block_on(work())`).
-//!
-//! ```
-//! use fsm_runtime::{Actor, MemoryStore, Queuer, Runtime};
-//!
-//! let vms = Runtime::new(
-//!     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
-//!     MemoryStore::new(),
-//! )?;
-//! let user = Actor::new("user");
-//! vms.create("vm-1", &user)?;
-//! let queuer = Queuer::new(2);
-//! let deploy = queuer.request(&vms, "vm-1", &user, "deploy").run(|_| Ok(()))?;
-//! // Accepted: the status shows the action at once.
-//! assert!(["DEPLOYING", "RUNNING"].contains(&vms.state_name("vm-1")?));
-//! let record = deploy.wait()?;
-//! assert_eq!(vms.machine().state(record.state).name, "RUNNING");
-//! queuer.terminate();
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! What it does is in [`Queuer`]'s documentation; how, below.
 //!
 //! # Design
 //!
@@ -623,6 +583,27 @@ struct Shared {
 
 /// Per-object action queues run by a bounded pool of workers.
 ///
+/// It owns a bounded pool of worker threads and one queue per object with work,
+/// made by its first request and deleted when its last job ends. A request is
+/// checked and started at once, so the object shows the action's transition state
+/// as soon as the request is accepted (or keeps its status, for a hidden action);
+/// its work then runs on a worker, after everything queued before it on the same
+/// queue, one action at a time per queue, and different queues in parallel. When
+/// the work is done the action completes, or fails back to where it started; if the
+/// work panics the action is left abandoned for the [`Healer`](crate::Healer). An
+/// end the store refuses while its backend is unreachable is tried again, backing
+/// off up to a second, until the store takes it (the work is done: rolled back, the
+/// object would show a state it is no longer in), the healer revokes the hold, or
+/// the queuer terminates. The tries run on one thread of the queuer's (started with
+/// the first), not on a worker: the action's queue waits for its end, the other
+/// queues do not wait for a worker.
+///
+/// The model is blocking: actions drive hypervisors, disks and networks through
+/// blocking calls, and a thread pool runs them without imposing an async runtime
+/// on anyone. Async code uses the same queuer without blocking: a [`Ticket`] is a
+/// `Future` (`ticket.await`), and work that is itself async runs on a worker with
+/// the caller's runtime handle (`move || handle.block_on(work())`).
+///
 /// An idle worker spins for up to 50 µs before it parks (two workers at a time),
 /// and [`Ticket::wait`] spins as long before it blocks: a request on an idle
 /// queuer then costs a few microseconds instead of two wake-ups through the
@@ -637,6 +618,25 @@ struct Shared {
 /// No lock is shared by every request: each queue belongs to one of 256
 /// stripes, which orders its requests and holds its jobs, and the queues
 /// ready to run are handed to the workers through a lock-free list.
+///
+/// ```
+/// use fsm_runtime::{Actor, MemoryStore, Queuer, Runtime};
+///
+/// let vms = Runtime::new(
+///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
+///     MemoryStore::new(),
+/// )?;
+/// let user = Actor::new("user");
+/// vms.create("vm-1", &user)?;
+/// let queuer = Queuer::new(2);
+/// let deploy = queuer.request(&vms, "vm-1", &user, "deploy").run(|_| Ok(()))?;
+/// // Accepted: the status shows the action at once.
+/// assert!(["DEPLOYING", "RUNNING"].contains(&vms.state_name("vm-1")?));
+/// let record = deploy.wait()?;
+/// assert_eq!(vms.machine().state(record.state).name, "RUNNING");
+/// queuer.terminate();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Queuer {
     shared: Arc<Shared>,
     workers: Mutex<Vec<JoinHandle<()>>>,

@@ -490,6 +490,26 @@ enum Note {
 ///
 /// A slow watcher never blocks writers; when its buffer is full it loses the oldest
 /// events and its next read says how many ([`Lagged::Missed`]).
+///
+/// ```
+/// use fsm_runtime::{Actor, EntryKind, MemoryStore, Runtime};
+///
+/// let vms = Runtime::new(
+///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
+///     MemoryStore::new(),
+/// )?;
+/// let mut watcher = vms.watch()?.only("vm-1");
+/// let user = Actor::new("user");
+/// vms.create("vm-2", &user)?; // not watched
+/// vms.create("vm-1", &user)?;
+/// vms.run("vm-1", &user, "deploy")?;
+///
+/// let kinds: Vec<EntryKind> = std::iter::from_fn(|| watcher.try_recv().ok().flatten())
+///     .map(|event| event.entry.kind)
+///     .collect();
+/// assert_eq!(kinds, [EntryKind::Created, EntryKind::Started, EntryKind::Completed]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Watcher {
     rx: broadcast::Receiver<Note>,
