@@ -1,24 +1,6 @@
-//! Guards written in the spec as CEL expressions (feature `cel`), evaluated by the
-//! runtime with no code of the user's:
-//!
-//! ```toml
-//! [guards]
-//! keys_deleted = { description = "All disk encryption keys were deleted", cel = "size(object.data.disk_keys) == 0" }
-//! ```
-//!
-//! The expression sees `object` (`id`, `state`, `version` and `data`, the object's
-//! JSON data or `null`), `action` (the action's name), `actor` (`name`, and
-//! `roles`, a list) and `proposed` (`data`, the data the action would leave, when
-//! it was started with [`Runtime::start_changing`](crate::Runtime::start_changing);
-//! otherwise `null`). A guard over `object.data` and `proposed.data` checks a
-//! change of data, like a Kubernetes transition rule over `oldSelf` and `self`:
-//!
-//! ```toml
-//! keeps_keys = { description = "No key is removed", cel = "object.data.disk_keys.all(k, k in proposed.data.disk_keys)" }
-//! ```
-//!
-//! It must answer a boolean; an expression that fails on an object (a missing field, a type mismatch) or answers something else refuses the
-//! action, and the reason is logged.
+//! Guards written in the spec as CEL expressions (feature `cel`): compiled when a
+//! runtime is built, evaluated over the object, the action and the actor. What a
+//! user writes and sees is in the crate's documentation, "Guards in CEL".
 
 use std::sync::Arc;
 

@@ -91,6 +91,59 @@
 //! assert_eq!(runtime.history("vm-1")?.len(), 3); // created, started, completed
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Guards in CEL (feature `cel`)
+//!
+//! A guard the spec writes as a CEL expression is evaluated by the runtime, with no
+//! code of yours (code given with [`RuntimeBuilder::guard`] wins over it):
+//!
+//! ```toml
+//! [guards]
+//! keys_deleted = { description = "All disk encryption keys were deleted", cel = "size(object.data.disk_keys) == 0" }
+//! ```
+//!
+//! The expression sees `object` (`id`, `state`, `version` and `data`, the object's
+//! JSON data or `null`), `action` (the action's name), `actor` (`name`, and
+//! `roles`, a list) and `proposed` (`data`, the data the action would leave, when
+//! it was started with [`Runtime::start_changing`]; otherwise `null`). A guard over
+//! `object.data` and `proposed.data` checks a change of data, like a Kubernetes
+//! transition rule over `oldSelf` and `self`:
+//!
+//! ```toml
+//! keeps_keys = { description = "No key is removed", cel = "object.data.disk_keys.all(k, k in proposed.data.disk_keys)" }
+//! ```
+//!
+//! It must answer a boolean; an expression that fails on an object (a missing
+//! field, a type mismatch) or answers something else refuses the action, and the
+//! reason is logged.
+//!
+//! ```
+//! # #[cfg(feature = "cel")] {
+//! use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+//!
+//! let machine = fsm_core::spec::load_str("machine.toml", r#"
+//!     [machine]
+//!     name = "machine"
+//!     initial = "Retiring"
+//!     [guards]
+//!     keys_deleted = { description = "Every disk key is deleted", cel = "size(object.data.keys) == 0" }
+//!     [states]
+//!     Retiring = "Being retired"
+//!     Retired = { terminal = true }
+//!     [actions]
+//!     retire = { from = "Retiring", to = "Retired", guards = "keys_deleted" }
+//! "#)?;
+//! let machines = Runtime::new(machine, MemoryStore::new())?; // no code for the guard
+//! let ops = Actor::new("ops");
+//! machines.create_with("m-1", &ops, Some(r#"{"keys": ["k1"]}"#.into()))?;
+//! machines.create_with("m-2", &ops, Some(r#"{"keys": []}"#.into()))?;
+//!
+//! let refused = machines.run("m-1", &ops, "retire").unwrap_err();
+//! assert!(matches!(refused, RuntimeError::Guard { ref guard, .. } if guard == "keys_deleted"));
+//! machines.run("m-2", &ops, "retire")?;
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 // docs.rs (`--cfg docsrs`, a nightly) marks each item a feature gates with it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
