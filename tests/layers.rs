@@ -506,21 +506,10 @@ fn reads(file: &str, text: &str) -> Vec<(String, Option<String>)> {
     found
 }
 
-/// How many fenced blocks of `markdown` rustdoc runs as Rust: those with no
-/// language, or with `rust` first.
-fn rust_blocks(markdown: &str) -> usize {
-    let mut open = false;
-    let mut count = 0;
-    for line in markdown.lines() {
-        let Some(info) = line.trim_start().strip_prefix("```") else {
-            continue;
-        };
-        if !open && (info.is_empty() || info.split(',').next() == Some("rust")) {
-            count += 1;
-        }
-        open = !open;
-    }
-    count
+/// Whether `package` (from `cargo metadata`) is published: `publish = false`
+/// is an empty list of registries.
+fn published(package: &Value) -> bool {
+    !package["publish"].as_array().is_some_and(|r| r.is_empty())
 }
 
 /// A package holds its licenses, its README (with its Rust examples run as
@@ -532,8 +521,7 @@ fn a_package_holds_its_readme_and_every_file_its_code_and_doctests_read() {
     let mut checked = BTreeSet::new();
     let mut examples = Vec::new();
     for package in meta["packages"].as_array().unwrap() {
-        // `publish = false` is an empty list of registries.
-        if package["publish"].as_array().is_some_and(|r| r.is_empty()) {
+        if !published(package) {
             continue;
         }
         let name = package["name"].as_str().unwrap();
@@ -550,7 +538,10 @@ fn a_package_holds_its_readme_and_every_file_its_code_and_doctests_read() {
             Ok(_) if !files.contains("README.md") => {
                 wrong.push(format!("{name}: the package leaves out its README.md"))
             }
-            Ok(readme) if rust_blocks(&readme) > 0 => examples.push(name.to_owned()),
+            // Rust that rustdoc runs (not `ignore`d blocks).
+            Ok(readme) if !code_lines("README.md", &readme).is_empty() => {
+                examples.push(name.to_owned())
+            }
             Ok(_) => {}
             Err(_) => wrong.push(format!("{name}: no README.md (its page on crates.io)")),
         }
@@ -676,14 +667,13 @@ fn docs_rs_documents_every_feature_of_a_published_crate() {
     let meta = metadata();
     let mut wrong = Vec::new();
     for package in meta["packages"].as_array().unwrap() {
-        let published = !package["publish"].as_array().is_some_and(|r| r.is_empty());
         let gated = package["features"]
             .as_object()
             .unwrap()
             .keys()
             .any(|f| f != "default");
         let all = package["metadata"]["docs"]["rs"]["all-features"] == true;
-        if published && gated && !all {
+        if published(package) && gated && !all {
             wrong.push(package["name"].as_str().unwrap().to_owned());
         }
     }

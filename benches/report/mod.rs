@@ -4,12 +4,6 @@
 #[allow(dead_code)] // not every bench measures in rounds
 pub mod spread;
 
-/// Criterion's mean estimate for `group/case` in ns per iteration, from this run.
-#[allow(dead_code)] // not every bench reads it directly
-pub fn mean(group: &str, case: &str) -> Option<f64> {
-    mean_ns(group, case)
-}
-
 /// When this run began: [`start`] sets it, and only estimates criterion wrote
 /// after it are read (a case a filter left out keeps its estimate from an
 /// earlier run, which this run's report must not print).
@@ -24,7 +18,8 @@ pub fn start() {
     STARTED.get_or_init(|| now - std::time::Duration::from_secs(1));
 }
 
-fn mean_ns(group: &str, case: &str) -> Option<f64> {
+/// Criterion's mean estimate for `group/case` in ns per iteration, from this run.
+pub fn mean(group: &str, case: &str) -> Option<f64> {
     // Criterion writes under the workspace's target directory; a member crate's
     // bench runs one level below it.
     let dirs: Vec<std::path::PathBuf> = match std::env::var_os("CARGO_TARGET_DIR") {
@@ -62,7 +57,7 @@ pub fn estimate(
 /// Prints, for each case of `group`, the time per unit of work (`units` per
 /// iteration) and its ratio to the first case, the baseline.
 pub fn print_ratios(group: &str, unit: &str, units: f64, cases: &[&str]) {
-    let Some(baseline) = cases.first().and_then(|c| mean_ns(group, c)) else {
+    let Some(baseline) = cases.first().and_then(|c| mean(group, c)) else {
         return;
     };
     println!(
@@ -72,7 +67,7 @@ pub fn print_ratios(group: &str, unit: &str, units: f64, cases: &[&str]) {
         "ratio"
     );
     for case in cases {
-        if let Some(ns) = mean_ns(group, case) {
+        if let Some(ns) = mean(group, case) {
             println!("{case:<36} {:>14.3} {:>10.2}", ns / units, ns / baseline);
         }
     }
@@ -82,7 +77,7 @@ pub fn print_ratios(group: &str, unit: &str, units: f64, cases: &[&str]) {
 /// overhead as a multiple of the baseline: (case − baseline) ÷ baseline.
 #[allow(dead_code)] // not every bench prints one
 pub fn print_overhead(group: &str, unit: &str, baseline: &str, case: &str) {
-    let (Some(base), Some(ns)) = (mean_ns(group, baseline), mean_ns(group, case)) else {
+    let (Some(base), Some(ns)) = (mean(group, baseline), mean(group, case)) else {
         return;
     };
     println!(
