@@ -544,7 +544,26 @@ impl<S: Store> Runtime<S> {
         let action = action.resolve(self.machine())?;
         // The span is made, entered and closed only for a subscriber that listens:
         // with none, tracing costs one comparison per start.
-        let _span = crate::tracing_debug().then(|| self.start_span(&id, actor, action).entered());
+        if crate::tracing_debug() {
+            return self.start_traced(id, actor, action, version, proposed);
+        }
+        self.start_resolved(id, actor, action, version, proposed)
+    }
+
+    /// [`start_resolved`](Self::start_resolved) inside the start's span, for a
+    /// subscriber that listens for debug: apart, so that the path without one
+    /// has no span to drop.
+    #[cold]
+    #[inline(never)]
+    fn start_traced<'r>(
+        &'r self,
+        id: Cow<'r, ObjectId>,
+        actor: &Actor,
+        action: ActionId,
+        version: Option<u64>,
+        proposed: Option<Arc<str>>,
+    ) -> Result<InFlight<'r, S>, RuntimeError> {
+        let _span = self.start_span(&id, actor, action).entered();
         self.start_resolved(id, actor, action, version, proposed)
     }
 
