@@ -72,6 +72,37 @@ pub fn check(def: &MachineDef) -> Analysis {
     }
 }
 
+/// The findings of name resolution alone: states, roles and guards used and not
+/// declared, and states or actions declared twice; none of the rules that read
+/// the resolved table.
+///
+/// For a definition a front end could read only in part (values of the wrong
+/// shape left out, see `fsm_toml::read`): a rule of the table would report what
+/// is missing as a mistake of its own (a state unreachable for want of the action
+/// that was left out), but a name used and not declared is one whatever else is
+/// wrong. Each of these findings is an error, so `allow` has none to drop.
+///
+/// ```
+/// use fsm_model::{ActionDef, Lint, MachineDef, StateDef, StateKind, TargetDef};
+///
+/// let mut def = MachineDef::default();
+/// def.states.push(StateDef::new("CLOSED", StateKind::Static));
+/// def.actions.push(ActionDef {
+///     name: "open".into(),
+///     from: vec!["CLOSED".into()],
+///     to: TargetDef::State("OPNE".into()),
+///     ..Default::default()
+/// });
+/// let findings = fsm_analysis::check_names(&def);
+/// assert_eq!(findings.len(), 1);
+/// assert_eq!(findings[0].lint, Lint::UnknownState);
+/// ```
+pub fn check_names(def: &MachineDef) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    resolve::resolve(def, &mut out);
+    out
+}
+
 /// Drops the warnings the definition allows, and reports `allow` entries that name
 /// no warning.
 fn allow(def: &MachineDef, out: &mut Vec<Diagnostic>) {

@@ -1,7 +1,7 @@
 //! The analysis (`fsm-analysis`) and its findings; with the `toml` feature, the
 //! findings of a spec file rendered against its text the way rustc shows its own.
 
-pub use fsm_analysis::{Analysis, check};
+pub use fsm_analysis::{Analysis, check, check_names};
 pub use fsm_model::{Diagnostic, Help, Lint, Severity};
 
 #[cfg(feature = "toml")]

@@ -30,7 +30,7 @@ pub use fsm_model::{ActionDef, MachineDef, NamedDef, Site, StateDef, StateKind, 
 pub use fsm_toml::{Location, Parsed, SourceMap, parse};
 
 use crate::analysis;
-use fsm_model::{Diagnostic, Machine};
+use fsm_model::{Diagnostic, Lint, Machine};
 
 /// Loads and checks a spec file.
 pub fn load(path: impl AsRef<Path>) -> Result<Machine, SpecError> {
@@ -80,22 +80,37 @@ impl SpecFile {
 
     /// Reads the spec with the TOML front end, checks it with the analysis, and
     /// collects every finding, in the order they appear in the file.
+    ///
+    /// A spec with values of the wrong shape (`schema` errors) builds no machine,
+    /// and the rules of the table are not run on what could be read of it (they
+    /// would report what is missing); but the names it uses are still checked
+    /// ([`check_names`](crate::analysis::check_names)), against every kind of name
+    /// whose section was read whole, so that one run reports both kinds of mistake.
     pub fn check(self) -> Checked {
-        let (machine, mut diagnostics, map) = match parse(&self.text) {
-            Err(errors) => (None, errors, SourceMap::default()),
-            Ok(Parsed {
-                def,
-                map,
-                mut diagnostics,
-            }) => {
-                let analysis = analysis::check(&def);
-                diagnostics.extend(analysis.diagnostics);
-                let machine = analysis
-                    .machine
-                    .filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
-                (machine, diagnostics, map)
-            }
+        let read = fsm_toml::read(&self.text);
+        let (machine, diagnostics, map) = if read.is_usable() {
+            let analysis = analysis::check(&read.def);
+            let mut diagnostics = read.diagnostics;
+            diagnostics.extend(analysis.diagnostics);
+            let machine = analysis
+                .machine
+                .filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
+            (machine, diagnostics, read.map)
+        } else {
+            let declared = read.declared;
+            let names = analysis::check_names(&read.def)
+                .into_iter()
+                .filter(|d| match d.lint {
+                    Lint::UnknownState => declared.states,
+                    Lint::UnknownRole => declared.roles,
+                    Lint::UnknownGuard => declared.guards,
+                    _ => true,
+                });
+            let mut diagnostics = read.diagnostics;
+            diagnostics.extend(names);
+            (None, diagnostics, read.map)
         };
+        let mut diagnostics = diagnostics;
         // In the order a reader meets them; findings with no place come last.
         diagnostics.sort_by_key(|d| map.span(&d.site).map_or(usize::MAX, |s| s.start));
         Checked {

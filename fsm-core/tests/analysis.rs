@@ -244,6 +244,24 @@ provision = { from = "Init", to = "Provisioned" }
                 .replace(r#"via = "STARTING""#, r#"via = "HALTED""#)
                 .replace("STARTING = { transition = true }\n", ""),
         ),
+        // A value of the wrong shape leaves the rest unread by the rules, not
+        // the names: the state whose description is wrong is still a state, so
+        // the misspelt origin is reported and the target is not.
+        case(
+            "schema_and_unknown_names",
+            &[Schema, UnknownState, UnknownGuard],
+            good_with(r#"RUNNING = "Running""#, "RUNNING = { description = 5 }")
+                .replace(r#"stop = { from = "RUNNING", to = "HALTED" }"#, r#"stop = { from = "RUNNIN", to = "RUNNING", guards = "drained" }"#)
+                .replace("[states]", "[guards]\ndrainde = \"No traffic left\"\n\n[states]"),
+        ),
+        // With `[states]` misspelt, no state is declared: the names that would
+        // all be unknown are not reported, nor is a role with no `[roles]`.
+        case(
+            "schema_hides_what_it_leaves_undeclared",
+            &[Schema],
+            good_with("[states]", "[state]")
+                .replace(r#"stop = { from = "RUNNING", to = "HALTED" }"#, r#"stop = { from = "RUNNING", to = "HALTED", roles = "admin" }"#),
+        ),
     ];
     // A guard's CEL expression is parsed as the spec is read, with `cel`.
     #[cfg(feature = "cel")]

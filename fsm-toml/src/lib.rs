@@ -33,7 +33,7 @@ mod read;
 pub use help::help;
 pub use location::{Location, SourceMap};
 
-use fsm_model::{Diagnostic, MachineDef};
+use fsm_model::{Diagnostic, Lint, MachineDef};
 
 /// A spec file read into a definition.
 #[derive(Debug, Clone)]
@@ -52,8 +52,91 @@ pub struct Parsed {
 /// Text that is not TOML gives one `syntax` finding; a document whose values have
 /// the wrong shape (a missing or unknown setting, a number where a name is due)
 /// gives a `schema` finding for each, all of them, each at the value at fault.
+/// [`read`] gives what such a document still says.
 pub fn parse(text: &str) -> Result<Parsed, Vec<Diagnostic>> {
+    let read = read(text);
+    if read.is_usable() {
+        return Ok(Parsed {
+            def: read.def,
+            map: read.map,
+            diagnostics: read.diagnostics,
+        });
+    }
+    Err(read.diagnostics.into_iter().filter(unreadable).collect())
+}
+
+/// Reads TOML spec text as far as its values' shapes allow: the definition and
+/// its source map even when [`parse`] refuses the document, so that a checker can
+/// report what the names of a spec get wrong beside the values that have the wrong
+/// shape, and its user fixes both at once.
+///
+/// A value of the wrong shape is left out of the definition; the state, action,
+/// role or guard it belongs to is kept, by name. A section that is not a table
+/// declares none of its names ([`Declared`]).
+///
+/// ```
+/// let read = fsm_toml::read(r#"
+///     [machine]
+///     name = "door"
+///     initial = "CLOSED"
+///     [states]
+///     CLOSED = { description = 5 }
+///     OPEN = "Open"
+///     [actions]
+///     open = { from = "CLOSED", to = "OPEN" }
+/// "#);
+/// assert!(!read.is_usable());
+/// assert_eq!(read.diagnostics[0].message, "`description` of state `CLOSED`: expected a string, found an integer");
+/// // The state whose description is wrong is still a state of the definition.
+/// assert_eq!(read.def.states[0].name, "CLOSED");
+/// assert!(read.declared.states && !read.declared.roles);
+/// ```
+pub fn read(text: &str) -> Read {
     read::read(text)
+}
+
+/// A spec read as far as its values' shapes allow: see [`read`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Read {
+    /// The machine as written, less the values of the wrong shape.
+    pub def: MachineDef,
+    /// Where each site of `def` is in the text.
+    pub map: SourceMap,
+    /// Every finding of the format: the `syntax` and `schema` errors, then the
+    /// findings that leave the definition usable.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Which kinds of names `def` declares in full.
+    pub declared: Declared,
+}
+
+impl Read {
+    /// Whether the definition is the whole spec: no `syntax` or `schema` error
+    /// (what [`parse`] accepts).
+    pub fn is_usable(&self) -> bool {
+        !self.diagnostics.iter().any(unreadable)
+    }
+}
+
+/// Which kinds of names a [`Read`] definition declares in full: those whose
+/// section was read as a table. A name used and not declared is a mistake of the
+/// spec only where its kind is declared in full: with `[roles]` missing or not a
+/// table, a role an action names may be one the section meant to declare.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Declared {
+    /// `[states]` was read.
+    pub states: bool,
+    /// `[roles]` was read.
+    pub roles: bool,
+    /// `[guards]` was read.
+    pub guards: bool,
+}
+
+/// A finding that leaves the definition unusable: the text is not TOML, or a
+/// value has the wrong shape.
+fn unreadable(d: &Diagnostic) -> bool {
+    matches!(d.lint, Lint::Syntax | Lint::Schema)
 }
 
 /// This crate's README (its page on crates.io): its examples run as doctests.

@@ -10,19 +10,27 @@ use fsm_model::{
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue};
 
-use crate::{Parsed, SourceMap};
+use crate::{Declared, Read, SourceMap};
 
 type Value<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<DeString<'i>>;
 
-pub(crate) fn read(text: &str) -> Result<Parsed, Vec<Diagnostic>> {
-    let doc = DeTable::parse(text).map_err(|e| {
-        vec![Diagnostic::new(
-            Lint::Syntax,
-            Site::Text(e.span().unwrap_or(0..0)),
-            e.message().trim_end().to_owned(),
-        )]
-    })?;
+pub(crate) fn read(text: &str) -> Read {
+    let doc = match DeTable::parse(text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            return Read {
+                def: MachineDef::default(),
+                map: SourceMap::default(),
+                diagnostics: vec![Diagnostic::new(
+                    Lint::Syntax,
+                    Site::Text(e.span().unwrap_or(0..0)),
+                    e.message().trim_end().to_owned(),
+                )],
+                declared: Declared::default(),
+            };
+        }
+    };
     let mut r = Reader::default();
     let def = r.spec(doc.get_ref(), doc.span());
     #[cfg(feature = "cel")]
@@ -30,14 +38,13 @@ pub(crate) fn read(text: &str) -> Result<Parsed, Vec<Diagnostic>> {
         r.findings
             .extend(crate::cel::check(text, &expression, &what));
     }
-    if r.errors.is_empty() {
-        Ok(Parsed {
-            def,
-            map: r.map,
-            diagnostics: r.findings,
-        })
-    } else {
-        Err(r.errors)
+    let mut diagnostics = r.errors;
+    diagnostics.append(&mut r.findings);
+    Read {
+        def,
+        map: r.map,
+        diagnostics,
+        declared: r.declared,
     }
 }
 
@@ -48,6 +55,8 @@ struct Reader {
     errors: Vec<Diagnostic>,
     /// Findings that leave the definition usable.
     findings: Vec<Diagnostic>,
+    /// The sections read whole, as tables.
+    declared: Declared,
     /// The guards' CEL expressions, each with what names it, to parse once the
     /// document is read.
     #[cfg(feature = "cel")]
@@ -177,17 +186,18 @@ impl Reader {
         }
     }
 
-    /// A table of named entries (`[roles]`, `[states]`, ...), in the order written.
+    /// A table of named entries (`[roles]`, `[states]`, ...), in the order written;
+    /// `None`, reported, when it is not a table.
     fn section<'a, 'i>(
         &mut self,
         v: &'a Value<'i>,
         what: &str,
-    ) -> Vec<(&'a Key<'i>, &'a Value<'i>)> {
+    ) -> Option<Vec<(&'a Key<'i>, &'a Value<'i>)>> {
         match v.get_ref() {
-            DeValue::Table(table) => in_order(table),
+            DeValue::Table(table) => Some(in_order(table)),
             _ => {
                 self.expected(v, what, "a table");
-                Vec::new()
+                None
             }
         }
     }
@@ -206,21 +216,35 @@ impl Reader {
                 "the spec has no `[machine]` table; it needs at least `name` and `initial`".into(),
             ),
         }
-        if let Some(roles) = top.get("roles") {
-            def.roles = self.named(roles, "[roles]", "a role", Site::Role);
+        if let Some(roles) = top.get("roles")
+            && let Some(roles) = self.named(roles, "[roles]", "a role", Site::Role)
+        {
+            def.roles = roles;
+            self.declared.roles = true;
         }
-        if let Some(guards) = top.get("guards") {
-            def.guards = self.named(guards, "[guards]", "a guard", Site::Guard);
+        if let Some(guards) = top.get("guards")
+            && let Some(guards) = self.named(guards, "[guards]", "a guard", Site::Guard)
+        {
+            def.guards = guards;
+            self.declared.guards = true;
         }
-        if let Some(states) = top.get("states") {
-            for (i, (name, v)) in self.section(states, "[states]").into_iter().enumerate() {
+        if let Some(states) = top.get("states")
+            && let Some(states) = self.section(states, "[states]")
+        {
+            self.declared.states = true;
+            for (i, (name, v)) in states.into_iter().enumerate() {
                 self.map.insert(Site::State(i), name.span());
                 let state = self.state(i, name.get_ref(), v);
                 def.states.push(state);
             }
         }
         if let Some(actions) = top.get("actions") {
-            for (a, (name, v)) in self.section(actions, "[actions]").into_iter().enumerate() {
+            for (a, (name, v)) in self
+                .section(actions, "[actions]")
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
                 self.map.insert(Site::Action(a), name.span());
                 let action = self.action(a, name.get_ref(), v);
                 def.actions.push(action);
@@ -273,16 +297,17 @@ impl Reader {
         }
     }
 
-    /// Roles or guards: `name = "description"`, or a table with `description`.
+    /// Roles or guards: `name = "description"`, or a table with `description`;
+    /// `None`, reported, when the section is not a table.
     fn named(
         &mut self,
         section: &Value<'_>,
         what: &str,
         one: &str,
         site: fn(usize) -> Site,
-    ) -> Vec<NamedDef> {
+    ) -> Option<Vec<NamedDef>> {
         let mut out = Vec::new();
-        for (i, (name, v)) in self.section(section, what).into_iter().enumerate() {
+        for (i, (name, v)) in self.section(section, what)?.into_iter().enumerate() {
             self.map.insert(site(i), name.span());
             let entry = format!("{one} `{}`", name.get_ref());
             // Guards may say their condition in CEL; roles are only described.
@@ -320,7 +345,7 @@ impl Reader {
                 cel,
             });
         }
-        out
+        Some(out)
     }
 
     /// `NAME = "description"` or a table of settings.
