@@ -30,7 +30,7 @@ pub use fsm_model::{ActionDef, MachineDef, NamedDef, Site, StateDef, StateKind, 
 pub use fsm_toml::{Location, Parsed, SourceMap, parse};
 
 use crate::analysis;
-use fsm_model::{Diagnostic, Lint, Machine};
+use fsm_model::{Diagnostic, Machine};
 
 /// Loads and checks a spec file.
 pub fn load(path: impl AsRef<Path>) -> Result<Machine, SpecError> {
@@ -97,15 +97,9 @@ impl SpecFile {
                 .filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
             (machine, diagnostics, read.map)
         } else {
-            let declared = read.declared;
             let names = analysis::check_names(&read.def)
                 .into_iter()
-                .filter(|d| match d.lint {
-                    Lint::UnknownState => declared.states,
-                    Lint::UnknownRole => declared.roles,
-                    Lint::UnknownGuard => declared.guards,
-                    _ => true,
-                });
+                .filter(|d| read.declared.admits(d));
             let mut diagnostics = read.diagnostics;
             diagnostics.extend(names);
             (None, diagnostics, read.map)

@@ -115,19 +115,21 @@ pub fn check(def: &MachineDef, places: &Places, errors: &mut Errors) -> Option<M
         .filter(|d| d.is_error())
         .filter(|d| !(attribute_errors && (d.lint.is_global() || places.follows_error(&d.site))));
     for d in reported {
-        let (span, message) = places.resolve(&d.site, message(d, places));
+        let (span, message) = places.resolve(&d.site, message(d, |h| places.help(h)));
         errors.at(span, message);
     }
     analysis.machine
 }
 
-fn message(d: &Diagnostic, places: &Places) -> String {
+/// A finding's message, its label as a note and its fix (`help`, said in the
+/// syntax of where the table comes from) after it.
+pub(crate) fn message(d: &Diagnostic, help: impl Fn(&Help) -> String) -> String {
     let mut message = format!("{} [{}]", d.message, d.lint);
     if let Some(label) = &d.label {
         message.push_str(&format!("\n  = note: {label}"));
     }
-    if let Some(help) = &d.help {
-        message.push_str(&format!("\n  = help: {}", places.help(help)));
+    if let Some(fix) = &d.help {
+        message.push_str(&format!("\n  = help: {}", help(fix)));
     }
     message
 }

@@ -9,7 +9,7 @@ use fsm_toml::SourceMap;
 use proc_macro::{Ident, Span};
 
 use crate::attr::{Body, Item};
-use crate::check::{Places, Source, SpecText};
+use crate::check::{Places, Source, SpecText, message};
 use crate::ctxt::{Error, Errors};
 
 /// Spec paths are relative to `FSM_SPEC_DIR` when set (for builds that move sources
@@ -66,27 +66,32 @@ pub fn read(
         map: SourceMap::default(),
         literal: *literal_span,
     };
-    let parsed = match fsm_toml::parse(&file.text) {
-        Ok(parsed) => parsed,
-        Err(findings) => {
-            let mut all = Errors::default();
-            for d in &findings {
-                let (span, message) = file.resolve(&d.site, d.message.clone());
-                all.at(span, format!("{message} [{}]", d.lint));
-            }
-            return all
-                .finish()
-                .map(|()| unreachable!("a spec that failed to parse has a finding"));
+    let read = fsm_toml::read(&file.text);
+    if !read.is_usable() {
+        // The values of the wrong shape, and the names the spec gets wrong
+        // beside them (as `fsm check` reports them).
+        let names = fsm_analysis::check_names(&read.def)
+            .into_iter()
+            .filter(|d| read.declared.admits(d));
+        let findings: Vec<_> = read.diagnostics.into_iter().chain(names).collect();
+        file.map = read.map;
+        let mut all = Errors::default();
+        for d in &findings {
+            let (span, message) = file.resolve(&d.site, message(d, fsm_toml::help));
+            all.at(span, message);
         }
-    };
-    file.map = parsed.map;
-    for d in &parsed.diagnostics {
-        let (span, message) = file.resolve(&d.site, d.message.clone());
-        errors.at(span, format!("{message} [{}]", d.lint));
+        return all
+            .finish()
+            .map(|()| unreachable!("a spec that failed to parse has a finding"));
     }
-    let variant_of = match_variants(&parsed.def, variants, enum_ident, literal, errors);
+    file.map = read.map;
+    for d in &read.diagnostics {
+        let (span, message) = file.resolve(&d.site, message(d, fsm_toml::help));
+        errors.at(span, message);
+    }
+    let variant_of = match_variants(&read.def, variants, enum_ident, literal, errors);
     Ok(Source {
-        def: parsed.def,
+        def: read.def,
         places: Places::File(file),
         variant_of,
         spec_file: Some(path),

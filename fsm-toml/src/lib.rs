@@ -133,6 +133,20 @@ pub struct Declared {
     pub guards: bool,
 }
 
+impl Declared {
+    /// Whether a name check's finding on a [`Read`] definition is a mistake of
+    /// the spec: an unknown state, role or guard only where its kind is declared
+    /// in full; every other finding (a name declared twice) always.
+    pub fn admits(&self, finding: &Diagnostic) -> bool {
+        match finding.lint {
+            Lint::UnknownState => self.states,
+            Lint::UnknownRole => self.roles,
+            Lint::UnknownGuard => self.guards,
+            _ => true,
+        }
+    }
+}
+
 /// A finding that leaves the definition unusable: the text is not TOML, or a
 /// value has the wrong shape.
 fn unreadable(d: &Diagnostic) -> bool {
