@@ -88,23 +88,25 @@ impl SpecFile {
     /// whose section was read whole, so that one run reports both kinds of mistake.
     pub fn check(self) -> Checked {
         let read = fsm_toml::read(&self.text);
-        let (machine, diagnostics, map) = if read.is_usable() {
-            let analysis = analysis::check(&read.def);
-            let mut diagnostics = read.diagnostics;
+        let usable = read.is_usable();
+        let fsm_toml::Read {
+            def,
+            map,
+            mut diagnostics,
+            declared,
+            ..
+        } = read;
+        let machine = if usable {
+            let analysis = analysis::check(&def);
             diagnostics.extend(analysis.diagnostics);
-            let machine = analysis
+            analysis
                 .machine
-                .filter(|_| !diagnostics.iter().any(Diagnostic::is_error));
-            (machine, diagnostics, read.map)
+                .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
         } else {
-            let names = analysis::check_names(&read.def)
-                .into_iter()
-                .filter(|d| read.declared.admits(d));
-            let mut diagnostics = read.diagnostics;
-            diagnostics.extend(names);
-            (None, diagnostics, read.map)
+            let names = analysis::check_names(&def);
+            diagnostics.extend(names.into_iter().filter(|d| declared.admits(d)));
+            None
         };
-        let mut diagnostics = diagnostics;
         // In the order a reader meets them; findings with no place come last.
         diagnostics.sort_by_key(|d| map.span(&d.site).map_or(usize::MAX, |s| s.start));
         Checked {
