@@ -87,26 +87,19 @@ impl SpecFile {
     /// ([`check_names`](crate::analysis::check_names)), against every kind of name
     /// whose section was read whole, so that one run reports both kinds of mistake.
     pub fn check(self) -> Checked {
-        let read = fsm_toml::read(&self.text);
+        let read = fsm_toml::read(&self.text).check_names_with(analysis::check_names);
         let usable = read.is_usable();
-        let fsm_toml::Read {
-            def,
-            map,
-            mut diagnostics,
-            declared,
-            ..
-        } = read;
+        let mut diagnostics = read.diagnostics;
         let machine = if usable {
-            let analysis = analysis::check(&def);
+            let analysis = analysis::check(&read.def);
             diagnostics.extend(analysis.diagnostics);
             analysis
                 .machine
                 .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
         } else {
-            let names = analysis::check_names(&def);
-            diagnostics.extend(names.into_iter().filter(|d| declared.admits(d)));
             None
         };
+        let map = read.map;
         // In the order a reader meets them; findings with no place come last.
         diagnostics.sort_by_key(|d| map.span(&d.site).map_or(usize::MAX, |s| s.start));
         Checked {

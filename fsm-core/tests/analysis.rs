@@ -255,12 +255,14 @@ provision = { from = "Init", to = "Provisioned" }
                 .replace("[states]", "[guards]\ndrainde = \"No traffic left\"\n\n[states]"),
         ),
         // With `[states]` misspelt, no state is declared: the names that would
-        // all be unknown are not reported, nor is a role with no `[roles]`.
+        // all be unknown are not reported, nor is a role with no `[roles]`, nor
+        // a guard whose `guards` is not a table.
         case(
             "schema_hides_what_it_leaves_undeclared",
-            &[Schema],
+            &[Schema, Schema],
             good_with("[states]", "[state]")
-                .replace(r#"stop = { from = "RUNNING", to = "HALTED" }"#, r#"stop = { from = "RUNNING", to = "HALTED", roles = "admin" }"#),
+                .replace("[machine]", "guards = \"none\"\n\n[machine]")
+                .replace(r#"stop = { from = "RUNNING", to = "HALTED" }"#, r#"stop = { from = "RUNNING", to = "HALTED", roles = "admin", guards = "drained" }"#),
         ),
     ];
     // A guard's CEL expression is parsed as the spec is read, with `cel`.

@@ -66,28 +66,18 @@ pub fn read(
         map: SourceMap::default(),
         literal: *literal_span,
     };
-    let read = fsm_toml::read(&file.text);
-    if !read.is_usable() {
-        // The values of the wrong shape, and the names the spec gets wrong
-        // beside them (as `fsm check` reports them).
-        let names = fsm_analysis::check_names(&read.def)
-            .into_iter()
-            .filter(|d| read.declared.admits(d));
-        let findings: Vec<_> = read.diagnostics.into_iter().chain(names).collect();
-        file.map = read.map;
-        let mut all = Errors::default();
-        for d in &findings {
-            let (span, message) = file.resolve(&d.site, message(d, fsm_toml::help));
-            all.at(span, message);
-        }
-        return all
-            .finish()
-            .map(|()| unreachable!("a spec that failed to parse has a finding"));
-    }
+    // With values of the wrong shape, the names the spec gets wrong beside
+    // them (as `fsm check` reports them).
+    let read = fsm_toml::read(&file.text).check_names_with(fsm_analysis::check_names);
+    let usable = read.is_usable();
     file.map = read.map;
     for d in &read.diagnostics {
         let (span, message) = file.resolve(&d.site, message(d, fsm_toml::help));
         errors.at(span, message);
+    }
+    if !usable {
+        // No table to check further: every error so far, the attributes' too.
+        return Err(std::mem::take(errors));
     }
     let variant_of = match_variants(&read.def, variants, enum_ident, literal, errors);
     Ok(Source {

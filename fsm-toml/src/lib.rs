@@ -116,6 +116,42 @@ impl Read {
     pub fn is_usable(&self) -> bool {
         !self.diagnostics.iter().any(unreadable)
     }
+
+    /// For a spec that is not usable, adds to its findings those of `check`, the
+    /// analysis' name check (`fsm_analysis::check_names`) run on what was read,
+    /// each kind of name only where it is declared in full ([`Declared::admits`]):
+    /// both kinds of mistake, reported in one run. A usable spec is left as it
+    /// is, for the whole analysis to check.
+    ///
+    /// ```
+    /// use fsm_model::{Diagnostic, Lint, Site};
+    ///
+    /// // `[states]` is read, `[roles]` is missing; `description = 5` is wrong.
+    /// let read = fsm_toml::read(r#"
+    ///     [machine]
+    ///     name = "door"
+    ///     initial = "CLOSED"
+    ///     [states]
+    ///     CLOSED = { description = 5 }
+    /// "#);
+    /// // A name check that finds an unknown state and an unknown role.
+    /// let read = read.check_names_with(|_| vec![
+    ///     Diagnostic::new(Lint::UnknownState, Site::Initial, "unknown state `CLOSD`"),
+    ///     Diagnostic::new(Lint::UnknownRole, Site::Machine, "unknown role `admin`"),
+    /// ]);
+    /// let lints: Vec<_> = read.diagnostics.iter().map(|d| d.lint).collect();
+    /// // The role's finding is left out: `[roles]` may be what declares it.
+    /// assert_eq!(lints, [Lint::Schema, Lint::UnknownState]);
+    /// ```
+    pub fn check_names_with(mut self, check: impl FnOnce(&MachineDef) -> Vec<Diagnostic>) -> Self {
+        if !self.is_usable() {
+            let declared = self.declared;
+            let names = check(&self.def).into_iter();
+            self.diagnostics
+                .extend(names.filter(|d| declared.admits(d)));
+        }
+        self
+    }
 }
 
 /// Which kinds of names a [`Read`] definition declares in full: those whose
