@@ -206,30 +206,25 @@ pub use write::Change;
 
 /// The name of an object in a store: `vm-42`, a UUID, a machine's serial.
 ///
-/// An id is one pointer, cloned by a reference count. It carries its text's
-/// hash, taken once when the id is made, so that the stores and the queuer
-/// find an object by an id they are given without hashing its text again
-/// (BENCHMARKS.md). The hash is keyed with a seed drawn once per process (ids
-/// sent by a client cannot be chosen to collide), so it differs between
-/// processes and is never stored or sent. Making an id from text allocates:
-/// a caller that acts on an object often keeps its `ObjectId` and lends it
-/// (`&id`, see [`IntoObjectId`]).
+/// An id is a pointer to its text, cloned by a reference count. Beside the
+/// text, in the same allocation, it carries the text's hash, taken once when
+/// the id is made, so that the stores and the queuer find an object by an id
+/// they are given without hashing its text again (BENCHMARKS.md). The hash is
+/// keyed with a seed drawn once per process (ids sent by a client cannot be
+/// chosen to collide), so it differs between processes and is never stored or
+/// sent. Making an id from text allocates once: a caller that acts on an
+/// object often keeps its `ObjectId` and lends it (`&id`, see
+/// [`IntoObjectId`]).
 #[derive(Clone)]
-pub struct ObjectId(Arc<IdText>);
-
-/// An id's text and its hash, shared by the id's clones.
-struct IdText {
-    hash: u64,
-    text: Box<str>,
-}
+pub struct ObjectId(triomphe::Arc<triomphe::HeaderSlice<u64, str>>);
 
 /// Equal text. Two clones of one id share their text, so a store finding the id
 /// the caller holds compares one pointer, not the bytes.
 impl PartialEq for ObjectId {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-            || (self.0.hash == other.0.hash && self.0.text == other.0.text)
+        triomphe::Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.header == other.0.header && self.0.slice == other.0.slice)
     }
 }
 
@@ -245,14 +240,14 @@ impl PartialOrd for ObjectId {
 /// By text.
 impl Ord for ObjectId {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.text.cmp(&other.0.text)
+        self.0.slice.cmp(&other.0.slice)
     }
 }
 
 /// The text's hash, consistent with equality and with `Borrow<str>`.
 impl std::hash::Hash for ObjectId {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.text.hash(state)
+        self.0.slice.hash(state)
     }
 }
 
@@ -261,58 +256,58 @@ static ID_HASHER: std::sync::LazyLock<foldhash::fast::RandomState> =
     std::sync::LazyLock::new(Default::default);
 
 impl ObjectId {
-    fn new(text: Box<str>) -> ObjectId {
-        let hash = std::hash::BuildHasher::hash_one(&*ID_HASHER, &*text);
-        ObjectId(Arc::new(IdText { hash, text }))
+    fn new(text: &str) -> ObjectId {
+        let hash = std::hash::BuildHasher::hash_one(&*ID_HASHER, text);
+        ObjectId(triomphe::Arc::from_header_and_str(hash, text))
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0.text
+        &self.0.slice
     }
 
     /// The hash of the id's text, taken when the id was made: equal ids have
     /// equal hashes, within this process.
     #[inline]
     pub(crate) fn hash_code(&self) -> u64 {
-        self.0.hash
+        self.0.header
     }
 }
 
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.text)
+        f.write_str(&self.0.slice)
     }
 }
 
 impl fmt::Debug for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0.text, f)
+        fmt::Debug::fmt(&self.0.slice, f)
     }
 }
 
 impl From<&str> for ObjectId {
     fn from(s: &str) -> Self {
-        ObjectId::new(s.into())
+        ObjectId::new(s)
     }
 }
 
 impl From<String> for ObjectId {
     fn from(s: String) -> Self {
-        ObjectId::new(s.into())
+        ObjectId::new(&s)
     }
 }
 
 impl From<&String> for ObjectId {
     fn from(s: &String) -> Self {
-        ObjectId::new(s.as_str().into())
+        ObjectId::new(s)
     }
 }
 
 /// Maps and sets keyed by `ObjectId` can be searched with a `&str`.
 impl std::borrow::Borrow<str> for ObjectId {
     fn borrow(&self) -> &str {
-        &self.0.text
+        &self.0.slice
     }
 }
 
@@ -476,7 +471,7 @@ impl<'a> IntoHeldId<'a> for &String {
 /// As a JSON string (or any format's string).
 impl serde::Serialize for ObjectId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0.text)
+        serializer.serialize_str(&self.0.slice)
     }
 }
 
@@ -596,7 +591,7 @@ mod tests {
         let a = ObjectId::from("vm-1");
         let b = ObjectId::from(String::from("vm-1"));
         let c: ObjectId = serde_json::from_str("\"vm-1\"").unwrap();
-        assert!(!std::sync::Arc::ptr_eq(&a.0, &b.0));
+        assert!(!triomphe::Arc::ptr_eq(&a.0, &b.0));
         assert_eq!(a, b);
         assert_eq!(a, c);
         assert_eq!(a.hash_code(), b.hash_code());
@@ -618,12 +613,12 @@ mod tests {
         let ops = crate::Actor::new("ops");
         let vm = ObjectId::from("vm-1");
         rt.create(&vm, &ops).unwrap();
-        let counted = std::sync::Arc::strong_count(&vm.0); // the caller's and the store's
+        let counted = triomphe::Arc::count(&vm.0); // the caller's and the store's
         let deploy = rt.start(&vm, &ops, "deploy").unwrap();
         assert!(std::ptr::eq(deploy.id(), &vm));
-        assert_eq!(std::sync::Arc::strong_count(&vm.0), counted);
+        assert_eq!(triomphe::Arc::count(&vm.0), counted);
         let owned = deploy.into_owned();
-        assert_eq!(std::sync::Arc::strong_count(&vm.0), counted + 1);
+        assert_eq!(triomphe::Arc::count(&vm.0), counted + 1);
         drop(vm);
         assert_eq!(owned.id().as_str(), "vm-1");
         owned.complete().unwrap();
