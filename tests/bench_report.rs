@@ -5,7 +5,7 @@
 #[allow(dead_code)] // the printing half is the benches'
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// A target directory holding criterion's estimate for `group/case`, as
@@ -21,18 +21,12 @@ fn written(dir: &Path, group: &str, case: &str, mean: f64) -> std::time::SystemT
     std::fs::metadata(&file).unwrap().modified().unwrap()
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn an_estimate_is_read_only_if_this_run_wrote_it() {
-    let dir = scratch("report-fresh");
-    let at = written(&dir, "queue", "direct", 129.5);
-    let dirs = [dir.clone()];
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let at = written(dir, "queue", "direct", 129.5);
+    let dirs = [dir.to_path_buf()];
     // Written during the run: read.
     let before = at - Duration::from_secs(1);
     assert_eq!(
@@ -49,9 +43,9 @@ fn an_estimate_is_read_only_if_this_run_wrote_it() {
 #[test]
 fn a_stale_estimate_in_one_target_directory_gives_way_to_a_fresh_one() {
     // `target` holds an hour-old estimate, `../target` this run's.
-    let stale = scratch("report-stale");
-    let fresh = scratch("report-fresh-second");
-    let old = written(&stale, "g", "c", 1.0);
+    let (stale_dir, fresh_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (stale, fresh) = (stale_dir.path(), fresh_dir.path());
+    let old = written(stale, "g", "c", 1.0);
     let an_hour_ago = old - Duration::from_secs(3600);
     std::fs::File::options()
         .write(true)
@@ -59,8 +53,8 @@ fn a_stale_estimate_in_one_target_directory_gives_way_to_a_fresh_one() {
         .unwrap()
         .set_modified(an_hour_ago)
         .unwrap();
-    let new = written(&fresh, "g", "c", 2.0);
-    let dirs = [stale, fresh];
+    let new = written(fresh, "g", "c", 2.0);
+    let dirs = [stale.to_path_buf(), fresh.to_path_buf()];
     let started = new - Duration::from_secs(60);
     assert_eq!(report::estimate(&dirs, "g", "c", started), Some(2.0));
     // Before the stale one was written, the first directory answers.

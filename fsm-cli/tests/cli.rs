@@ -34,17 +34,10 @@ fn fsm_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A scratch directory of this test's own.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn check_every_shipped_spec_and_write_diagrams() {
-    let out = scratch("diagrams");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path();
     let (code, stdout, stderr) = fsm(&[
         "check",
         &specs().display().to_string(),
@@ -85,7 +78,8 @@ fn check_every_shipped_spec_and_write_diagrams() {
 
 #[test]
 fn check_reports_findings_with_file_line_and_column() {
-    let dir = scratch("findings");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("bad.toml");
     std::fs::write(
         &bad,
@@ -114,7 +108,8 @@ fn check_reports_findings_with_file_line_and_column() {
 /// not an error later, when `fsm serve` or a runtime builds the machine.
 #[test]
 fn check_parses_the_guards_cel() {
-    let dir = scratch("cel");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("bad.toml");
     std::fs::write(
         &bad,
@@ -139,7 +134,8 @@ fn check_parses_the_guards_cel() {
 
 #[test]
 fn check_exits_2_on_malformed_or_missing_input() {
-    let dir = scratch("malformed");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("broken.toml");
     std::fs::write(&bad, "[machine\nname = 1\n").unwrap();
     let (code, _, stderr) = fsm(&["check", &bad.display().to_string()]);
@@ -167,7 +163,8 @@ fn check_exits_2_on_malformed_or_missing_input() {
 /// summary; nothing on standard error; the same exit code.
 #[test]
 fn check_json_gives_one_line_per_finding_and_the_summary() {
-    let dir = scratch("json");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("bad.toml");
     std::fs::write(
         &bad,
@@ -382,7 +379,8 @@ fn actions_lists_what_may_start() {
 
 #[test]
 fn diagram_writes_the_chosen_format() {
-    let dir = scratch("diagram");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let file = dir.join("vm.dot");
     let (code, _, stderr) = fsm(&[
         "diagram",
@@ -491,7 +489,8 @@ paths taking every action from every reachable origin (2 paths, 5 steps):
 
 #[test]
 fn commands_on_an_invalid_spec_exit_2_with_its_findings() {
-    let dir = scratch("invalid");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "[machine]\nname = \"t\"\n[states]\nA = \"a\"\n").unwrap();
     let (code, stdout, stderr) = fsm(&["validate", &bad.display().to_string(), "A", "A"]);
@@ -507,7 +506,8 @@ fn commands_on_an_invalid_spec_exit_2_with_its_findings() {
 /// The README shows real output: the misspelled-state example is regenerated here.
 #[test]
 fn readme_error_example_is_real_output() {
-    let dir = scratch("readme");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let vm = std::fs::read_to_string(specs().join("ovc/vm.toml")).unwrap();
     let mangled = vm.replacen(
         r#"stop = { from = ["RUNNING", "PAUSED"]"#,
@@ -516,7 +516,7 @@ fn readme_error_example_is_real_output() {
     );
     assert_ne!(vm, mangled);
     std::fs::write(dir.join("vm.toml"), mangled).unwrap();
-    let (_, _, stderr) = fsm_in(&dir, &["check", "vm.toml"]);
+    let (_, _, stderr) = fsm_in(dir, &["check", "vm.toml"]);
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
             .unwrap();
@@ -563,7 +563,8 @@ fn the_crate_readme_session_is_real_output() {
 /// `fsm diff`: the OVC VM spec edited the way specs are in production.
 #[test]
 fn diff_reports_what_an_edit_breaks() {
-    let dir = scratch("diff");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let vm = std::fs::read_to_string(spec("ovc/vm.toml")).unwrap();
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
@@ -654,7 +655,8 @@ fn export_writes_xstate_and_scxml() {
     assert!(stderr.contains("invalid value 'bpmn'"), "{stderr}");
 
     // A name the format would read as something else: no export, exit 2.
-    let dotted = scratch("export").join("dotted.toml");
+    let tmp = tempfile::tempdir().unwrap();
+    let dotted = tmp.path().join("dotted.toml");
     std::fs::write(
         &dotted,
         "[machine]\nname = \"m\"\ninitial = \"A\"\n[states]\nA = {}\n\"B.1\" = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"B.1\" }\n",
@@ -688,10 +690,11 @@ fn import_plantuml_reads_a_diagram_or_its_address() {
         toml.contains("[machine]\nname = \"machine\"\ninitial = \"Uninitialized\""),
         "{toml}"
     );
-    let dir = scratch("import");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let stderr = import_refused(
         "plantuml",
-        &dir,
+        dir,
         "bad.puml",
         "@startuml\n[*] --> A\nA ==> B\n@enduml\n",
     );
@@ -703,7 +706,8 @@ fn import_plantuml_reads_a_diagram_or_its_address() {
 
 #[test]
 fn import_xstate_reads_back_what_export_wrote() {
-    let dir = scratch("import-xstate");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let (code, config, stderr) = fsm(&["export", "--format", "xstate", &spec("ovc/disk.toml")]);
     assert_eq!(code, 0, "{stderr}");
     let exported = dir.join("disk.json");
@@ -733,7 +737,7 @@ fn import_xstate_reads_back_what_export_wrote() {
     );
 
     let config = "{\"initial\": \"a\",\n \"states\": {\"a\": {\"always\": \"a\"}}}\n";
-    let stderr = import_refused("xstate", &dir, "bad.json", config);
+    let stderr = import_refused("xstate", dir, "bad.json", config);
     assert!(
         stderr.contains("bad.json: line 2, column 29: eventless transitions (`always`) cannot be said in a table"),
         "{stderr}"
@@ -751,7 +755,8 @@ fn line_of(text: &str, line: &str) -> usize {
 /// warnings only exits 0, the warnings placed the same way.
 #[test]
 fn import_writes_the_spec_its_findings_point_into() {
-    let dir = scratch("import-errors");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let config = dir.join("door.json");
     std::fs::write(
         &config,
@@ -818,7 +823,8 @@ fn import_writes_the_spec_its_findings_point_into() {
 
 #[test]
 fn import_mermaid_reads_a_diagram_in_a_markdown_document() {
-    let dir = scratch("import-mermaid");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let doc = dir.join("design.md");
     std::fs::write(
         &doc,
@@ -837,7 +843,7 @@ fn import_mermaid_reads_a_diagram_in_a_markdown_document() {
     );
     let stderr = import_refused(
         "mermaid",
-        &dir,
+        dir,
         "bad.md",
         "```mermaid\nstateDiagram-v2\n  [*] --> A\n  --\n```\n",
     );
@@ -849,7 +855,8 @@ fn import_mermaid_reads_a_diagram_in_a_markdown_document() {
 
 #[test]
 fn import_scxml_reads_back_what_export_wrote() {
-    let dir = scratch("import-scxml");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let (code, document, stderr) = fsm(&["export", "--format", "scxml", &spec("ovc/node.toml")]);
     assert_eq!(code, 0, "{stderr}");
     let exported = dir.join("node.scxml");
@@ -864,7 +871,7 @@ fn import_scxml_reads_back_what_export_wrote() {
     );
     let document =
         "<scxml initial=\"a\">\n  <state id=\"a\"><invoke src=\"x\"/></state>\n</scxml>\n";
-    let stderr = import_refused("scxml", &dir, "bad.scxml", document);
+    let stderr = import_refused("scxml", dir, "bad.scxml", document);
     assert!(
         stderr.contains("bad.scxml: line 2, column 17: an invoked service (`<invoke>`) ends in events a table does not name"),
         "{stderr}"
@@ -876,7 +883,8 @@ fn import_scxml_reads_back_what_export_wrote() {
 fn serve_runs_the_server_binary_with_its_arguments() {
     use std::os::unix::fs::PermissionsExt;
     // A stand-in for fsm-serve that shows what it was given and exits 3.
-    let dir = scratch("serve");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let fake = dir.join("fake-serve");
     std::fs::write(&fake, "#!/bin/sh\necho \"served: $*\"\nexit 3\n").unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();

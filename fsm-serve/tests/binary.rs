@@ -27,12 +27,6 @@ fn tokens_file(dir: &Path, mode: u32) -> PathBuf {
     path
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fsm-serve-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn door() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/specs/door.toml")
@@ -42,8 +36,9 @@ fn door() -> String {
 
 #[test]
 fn a_tokens_file_others_can_read_is_refused() {
-    let dir = scratch("perms");
-    let tokens = tokens_file(&dir, 0o644);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let tokens = tokens_file(dir, 0o644);
     let out = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
         .args([&door(), "--tokens", &tokens.display().to_string()])
         .output()
@@ -60,8 +55,9 @@ fn a_tokens_file_others_can_read_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
-    let dir = scratch("logs");
-    let tokens = tokens_file(&dir, 0o600);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let tokens = tokens_file(dir, 0o600);
     let mut child = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
         .args([
             &door(),
