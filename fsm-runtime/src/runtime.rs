@@ -27,7 +27,9 @@
 //! Reads take the caller's id by reference (`IntoObjectId`): looking an object up
 //! counts no reference and copies no text; a start's handle borrows an `&ObjectId`
 //! (`IntoHeldId`), so an action counts none either. An id carries its hash, taken
-//! when it is made.
+//! when it is made, in the allocation of its text. An action on an `ObjectId`
+//! allocates nothing once its object has held a holder (`tests/allocation.rs`
+//! counts it).
 //!
 //! The runtime's small non-generic functions on the hot path (the table's lookups,
 //! the admission, `Change::apply`, the memory store's lookup) are `#[inline]`: the
