@@ -28,7 +28,9 @@
 //! counts no reference and copies no text; a start's handle borrows an `&ObjectId`
 //! (`IntoHeldId`), so an action counts none either. An id carries its hash, taken
 //! when it is made, in the allocation of its text. An action on an `ObjectId`
-//! allocates nothing once its object has held a holder (`tests/allocation.rs`
+//! allocates nothing once its object has held a holder and its history, if
+//! bounded ([`MemoryStore::keep_history`](crate::MemoryStore::keep_history)),
+//! is full; a whole history grows as a vector does (`tests/allocation.rs`
 //! counts it).
 //!
 //! The runtime's small non-generic functions on the hot path (the table's lookups,
