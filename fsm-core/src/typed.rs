@@ -47,8 +47,11 @@ pub struct Table<S: 'static, A: 'static> {
     pub guards: &'static [&'static [&'static str]],
     /// The checked machine, encoded.
     pub machine: &'static str,
-    /// Where it is kept once decoded.
-    pub cell: &'static crate::__private::MachineCell,
+    /// Where it is kept once decoded: a function that lends the derive's
+    /// `static`, since a constant may hold no reference to a `static` that has
+    /// interior mutability before Rust 1.90 (its value would then be rejected as
+    /// undefined behaviour, on every crate that derives a machine).
+    pub cell: fn() -> &'static crate::__private::MachineCell,
 }
 
 impl<S: Copy, A> Table<S, A> {
@@ -110,7 +113,7 @@ pub trait StateMachine: IntoStateId + Eq + Hash + fmt::Debug + Send + Sync + 'st
 
     /// The checked machine the enum was derived from.
     fn machine() -> &'static Machine {
-        Self::TABLE.cell.get(Self::TABLE.machine)
+        (Self::TABLE.cell)().get(Self::TABLE.machine)
     }
 
     /// The state where new objects start.
@@ -154,7 +157,7 @@ pub trait StateMachine: IntoStateId + Eq + Hash + fmt::Debug + Send + Sync + 'st
     fn parse(name: &str) -> Result<Self, UnknownName> {
         let table = Self::TABLE;
         parse_name(
-            table.cell,
+            (table.cell)(),
             table.machine,
             NameKind::State,
             table.state_names,
@@ -256,7 +259,7 @@ pub trait ActionEnum: IntoActionId + Eq + Hash + fmt::Debug + Send + Sync + 'sta
     fn parse(name: &str) -> Result<Self, UnknownName> {
         let table = Self::table();
         parse_name(
-            table.cell,
+            (table.cell)(),
             table.machine,
             NameKind::Action,
             table.action_names,
