@@ -311,6 +311,45 @@ impl std::borrow::Borrow<str> for ObjectId {
     }
 }
 
+/// The id's text, as [`ObjectId::as_str`] gives it: an id reads as a `&str`
+/// (`id.starts_with("vm-")`), as an [`ActorName`] does.
+impl std::ops::Deref for ObjectId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0.slice
+    }
+}
+
+impl AsRef<str> for ObjectId {
+    fn as_ref(&self) -> &str {
+        &self.0.slice
+    }
+}
+
+/// Equal text: `assert_eq!(record_id, "vm-1")`.
+impl PartialEq<str> for ObjectId {
+    fn eq(&self, other: &str) -> bool {
+        self.0.slice == *other
+    }
+}
+
+/// Equal text.
+impl PartialEq<&str> for ObjectId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0.slice == **other
+    }
+}
+
+/// Any text is an id: `"vm-1".parse::<ObjectId>()` never fails.
+impl std::str::FromStr for ObjectId {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(ObjectId::new(s))
+    }
+}
+
 impl From<&ObjectId> for ObjectId {
     fn from(id: &ObjectId) -> Self {
         id.clone()
@@ -598,6 +637,12 @@ mod tests {
         assert_eq!(a.hash_code(), c.hash_code());
         assert_ne!(a, ObjectId::from("vm-2"));
         assert_eq!(serde_json::to_string(&c).unwrap(), "\"vm-1\"");
+        // And equal to its text, as text.
+        let d: ObjectId = "vm-1".parse().unwrap();
+        assert_eq!(d, a);
+        assert_eq!(d, "vm-1");
+        assert!(d != "vm-10" && *d == *"vm-1" && d.starts_with("vm-"));
+        assert_eq!(d.as_ref(), "vm-1");
     }
 
     /// A start given an `&ObjectId` lends it to its handle: no reference is

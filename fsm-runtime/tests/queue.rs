@@ -360,7 +360,7 @@ fn actions_on_a_disk_wait_in_the_queue_of_its_vm() {
         .request(&disks, "disk-7", &user, "create")
         .run(note(&log, "create disk-7"))
         .unwrap();
-    assert_eq!(queuer.queues(), ["vm-1".into()]);
+    assert_eq!(queuer.queues(), ["vm-1"]);
     release.send(()).unwrap();
     reboot.wait().unwrap();
     create.wait().unwrap();
@@ -1095,7 +1095,7 @@ fn a_routed_object_ending_does_not_end_the_queue_it_was_routed_to() {
         .request(&disks, "disk-8", &user, "attach")
         .run(note(&log, "attach disk-8"))
         .unwrap();
-    assert_eq!(queuer.queues(), ["vm-1".into()]);
+    assert_eq!(queuer.queues(), ["vm-1"]);
     release_pause.send(()).unwrap();
     queuer.terminate();
     // Drained: everything queued ran before `terminate` returned.
@@ -1264,7 +1264,7 @@ fn a_queue_lives_while_it_has_work() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(queuer.queues(), ["vm-1".into()]);
+    assert_eq!(queuer.queues(), ["vm-1"]);
     release.send(()).unwrap();
     pause.wait().unwrap();
     for create in creates {
