@@ -514,9 +514,25 @@ impl serde::Serialize for ObjectId {
     }
 }
 
+/// From a string, read in place where the format lends it (JSON's, unless it
+/// has escapes): the id's one allocation is the only one.
 impl<'de> serde::Deserialize<'de> for ObjectId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(ObjectId::from)
+        struct Text;
+
+        impl serde::de::Visitor<'_> for Text {
+            type Value = ObjectId;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object's id, as a string")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ObjectId, E> {
+                Ok(ObjectId::new(text))
+            }
+        }
+
+        deserializer.deserialize_str(Text)
     }
 }
 

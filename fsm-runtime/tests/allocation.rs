@@ -68,6 +68,14 @@ fn an_id_made_from_text_allocates_once() {
     assert_eq!(allocations(|| drop(black_box(ObjectId::from("vm-1")))), 1);
     let text = String::from("a-longer-id-0f8fad5b-d9cb-469f-a165-70867728950e");
     assert_eq!(allocations(|| drop(black_box(ObjectId::from(&text)))), 1);
+    // Read from JSON, in place: no `String` first.
+    let json = r#""vm-1""#;
+    let read = allocations(|| drop(black_box(serde_json::from_str::<ObjectId>(json).unwrap())));
+    assert_eq!(read, 1);
+    let refused = serde_json::from_str::<ObjectId>("7")
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("an object's id, as a string"), "{refused}");
 }
 
 #[test]
