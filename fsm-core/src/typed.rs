@@ -157,7 +157,7 @@ pub trait StateMachine: IntoStateId + Eq + Hash + fmt::Debug + Send + Sync + 'st
     fn parse(name: &str) -> Result<Self, UnknownName> {
         let table = Self::TABLE;
         parse_name(
-            (table.cell)(),
+            table.cell,
             table.machine,
             NameKind::State,
             table.state_names,
@@ -259,7 +259,7 @@ pub trait ActionEnum: IntoActionId + Eq + Hash + fmt::Debug + Send + Sync + 'sta
     fn parse(name: &str) -> Result<Self, UnknownName> {
         let table = Self::table();
         parse_name(
-            (table.cell)(),
+            table.cell,
             table.machine,
             NameKind::Action,
             table.action_names,
@@ -339,13 +339,13 @@ pub trait ActionEnum: IntoActionId + Eq + Hash + fmt::Debug + Send + Sync + 'sta
 /// directly, with the table's fields.
 #[doc(hidden)]
 pub fn parse_name(
-    cell: &'static crate::__private::MachineCell,
+    cell: fn() -> &'static crate::__private::MachineCell,
     encoded: &'static str,
     kind: NameKind,
     expected: &'static [&'static str],
     name: &str,
 ) -> Result<usize, UnknownName> {
-    let machine = cell.get(encoded);
+    let machine = cell().get(encoded);
     let found = match kind {
         NameKind::State => machine.state_named(name).map(|id| id.0),
         NameKind::Action => machine.action_named(name).map(|id| id.0),

@@ -242,7 +242,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
             #[inline]
             fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
                 let table = <Self as {krate}::StateMachine>::TABLE;
-                match {krate}::typed::parse_name((table.cell)(), table.machine, {krate}::typed::NameKind::State, table.state_names, name) {{
+                match {krate}::typed::parse_name(table.cell, table.machine, {krate}::typed::NameKind::State, table.state_names, name) {{
                     ::core::result::Result::Ok(i) => ::core::result::Result::Ok({ident}::ALL[i]),
                     ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
                 }}
@@ -261,7 +261,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
             #[inline]
             fn from_str(name: &str) -> ::core::result::Result<Self, Self::Err> {{
                 let table = <{ident} as {krate}::StateMachine>::TABLE;
-                match {krate}::typed::parse_name((table.cell)(), table.machine, {krate}::typed::NameKind::Action, table.action_names, name) {{
+                match {krate}::typed::parse_name(table.cell, table.machine, {krate}::typed::NameKind::Action, table.action_names, name) {{
                     ::core::result::Result::Ok(i) => ::core::result::Result::Ok({action_enum}::ALL[i]),
                     ::core::result::Result::Err(e) => ::core::result::Result::Err(e),
                 }}

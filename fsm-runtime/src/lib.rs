@@ -240,14 +240,14 @@ impl PartialOrd for ObjectId {
 /// By text.
 impl Ord for ObjectId {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.slice.cmp(&other.0.slice)
+        self.as_str().cmp(other.as_str())
     }
 }
 
 /// The text's hash, consistent with equality and with `Borrow<str>`.
 impl std::hash::Hash for ObjectId {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.slice.hash(state)
+        self.as_str().hash(state)
     }
 }
 
@@ -262,6 +262,7 @@ impl ObjectId {
     }
 
     /// The id as text.
+    #[inline]
     pub fn as_str(&self) -> &str {
         &self.0.slice
     }
@@ -276,13 +277,13 @@ impl ObjectId {
 
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.slice)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0.slice, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -307,7 +308,7 @@ impl From<&String> for ObjectId {
 /// Maps and sets keyed by `ObjectId` can be searched with a `&str`.
 impl std::borrow::Borrow<str> for ObjectId {
     fn borrow(&self) -> &str {
-        &self.0.slice
+        self.as_str()
     }
 }
 
@@ -317,27 +318,27 @@ impl std::ops::Deref for ObjectId {
     type Target = str;
 
     fn deref(&self) -> &str {
-        &self.0.slice
+        self.as_str()
     }
 }
 
 impl AsRef<str> for ObjectId {
     fn as_ref(&self) -> &str {
-        &self.0.slice
+        self.as_str()
     }
 }
 
 /// Equal text: `assert_eq!(record_id, "vm-1")`.
 impl PartialEq<str> for ObjectId {
     fn eq(&self, other: &str) -> bool {
-        self.0.slice == *other
+        self.as_str() == other
     }
 }
 
 /// Equal text.
 impl PartialEq<&str> for ObjectId {
     fn eq(&self, other: &&str) -> bool {
-        self.0.slice == **other
+        self.as_str() == *other
     }
 }
 
@@ -510,7 +511,7 @@ impl<'a> IntoHeldId<'a> for &String {
 /// As a JSON string (or any format's string).
 impl serde::Serialize for ObjectId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0.slice)
+        serializer.serialize_str(self.as_str())
     }
 }
 
