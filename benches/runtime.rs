@@ -37,6 +37,14 @@
 //! thread waiting for it, the only worker held), against a direct run. The
 //! cases `no spin` are a queuer built with `spin(Duration::ZERO)`: its idle
 //! workers park at once, and its tickets block at once.
+//!
+//! Every queued request sends cache lines from the caller's core to a
+//! worker's and back, so the bench measures that round trip too (one line
+//! written in turn by two threads): before and after criterion's queue cases,
+//! and in each paired round of the queue, whose slowdown it then prints
+//! again for the rounds with the shorter round trips and for the others. On
+//! a virtual machine the round trip is where the host puts its cores, and it
+//! changes from one minute to the next (BENCHMARKS.md, thirtieth session).
 
 use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
@@ -1025,6 +1033,54 @@ fn bench_queue(c: &mut Criterion) {
     parking.terminate();
 }
 
+/// Round trips in one measure of a cache line's round trip between two threads.
+const ROUND_TRIPS: u64 = 20_000;
+
+/// A cache line of its own.
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// How long a cache line takes to go from this thread to another and back, in
+/// ns: each thread writes it in turn and waits to read the other's write,
+/// `ROUND_TRIPS` times (after one not counted, which waits for the other
+/// thread to start). Every request through the queuer pays such round trips
+/// (its task, its object's record and its shard go from the caller's core to a
+/// worker's and back), and how long they take is the machine's, not the
+/// queuer's: on a virtual machine it changes with where the host puts its
+/// cores, from one minute to the next (BENCHMARKS.md, thirtieth session).
+fn line_round_trip() -> f64 {
+    // The k-th write of the line: odd from this thread, even from the other.
+    fn await_value(line: &Line, value: u64) {
+        let mut spins = 0u32;
+        while line.0.load(Ordering::Acquire) != value {
+            spins += 1;
+            // Never forever on a core the other thread waits for.
+            if spins.is_multiple_of(1024) {
+                std::thread::yield_now();
+            }
+            std::hint::spin_loop();
+        }
+    }
+    let line = Line(AtomicU64::new(0));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for k in 0..=ROUND_TRIPS {
+                await_value(&line, 2 * k + 1);
+                line.0.store(2 * k + 2, Ordering::Release);
+            }
+        });
+        let mut start = Instant::now();
+        for k in 0..=ROUND_TRIPS {
+            if k == 1 {
+                start = Instant::now();
+            }
+            line.0.store(2 * k + 1, Ordering::Release);
+            await_value(&line, 2 * k + 2);
+        }
+        start.elapsed().as_nanos() as f64 / ROUND_TRIPS as f64
+    })
+}
+
 /// Actions per thread in one case of one paired round: whole double rounds
 /// over a thread's own objects (see `bench`), 256 × 1,024.
 const PAIRED_ACTIONS: u64 = 256 * 2 * OBJECTS_PER_THREAD as u64;
@@ -1080,12 +1136,16 @@ fn paired(threads_list: &[usize], rounds: usize) {
     let ids = created(&rt, &actor, "q", OBJECTS_PER_THREAD);
     let queuer = Queuer::new(2);
     let mut action = alternating();
-    let took = in_rounds(rounds, 2, |c| match c {
+    // Each round also measures a cache line's round trip between two threads
+    // (a third case, in seconds as the others: ns ÷ 1e9), so that each round's
+    // slowdown sits beside the machine's cores as they were in that round.
+    let took = in_rounds(rounds, 3, |c| match c {
         0 => direct(&rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
-        _ => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
+        1 => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
+        _ => Duration::from_secs_f64(line_round_trip() / 1e9),
     });
-    let mut slowdown: Vec<f64> = took.iter().map(|round| round[1] / round[0]).collect();
-    let slowdown = spread(&mut slowdown);
+    let slowdowns: Vec<f64> = took.iter().map(|round| round[1] / round[0]).collect();
+    let slowdown = spread(&mut slowdowns.clone());
     println!("queue: {} ÷ {}: {slowdown}", QUEUE_CASES[1], QUEUE_CASES[0]);
     // What queuing adds over the direct run, in the same rounds: one less.
     println!(
@@ -1093,6 +1153,22 @@ fn paired(threads_list: &[usize], rounds: usize) {
         QUEUE_CASES[0],
         slowdown.less_one()
     );
+    let trips: Vec<f64> = took.iter().map(|round| round[2] * 1e9).collect();
+    let trip = spread(&mut trips.clone());
+    println!("queue: a cache line's round trip between two threads, ns: {trip:.0}");
+    let (shorter, longer) = report::spread::split_by(&trips, &slowdowns, trip.median);
+    for (half, mut slowdowns, bound) in [("shorter", shorter, "≤"), ("longer", longer, ">")] {
+        if !slowdowns.is_empty() {
+            println!(
+                "queue: {} ÷ {} in the {} rounds with the {half} round trips ({bound} {:.0} ns): {}",
+                QUEUE_CASES[1],
+                QUEUE_CASES[0],
+                slowdowns.len(),
+                trip.median,
+                spread(&mut slowdowns)
+            );
+        }
+    }
     queuer.terminate();
 }
 
@@ -1124,7 +1200,11 @@ fn main() {
     let threads = thread_counts();
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c, &threads);
+    // The machine's cores on either side of the queue's cases (see
+    // `line_round_trip`).
+    let before = line_round_trip();
     bench_queue(&mut c);
+    let after = line_round_trip();
     c.final_summary();
     for &t in &threads {
         report::print_ratios(&group(t, Objects::Own), "action", 1.0, &CASES);
@@ -1134,6 +1214,12 @@ fn main() {
     // What a queued request adds to a direct run (issue #18's "throughput
     // overhead"), beside the ratio above.
     report::print_overhead("queue", "action", QUEUE_CASES[0], QUEUE_CASES[1]);
+    if report::mean("queue", QUEUE_CASES[1]).is_some() {
+        println!(
+            "queue: a cache line's round trip between two threads, \
+             before and after the queue's cases: {before:.0} and {after:.0} ns"
+        );
+    }
     // The queuer against the bare hand-off: what its own work costs, and
     // what two of its duties cost on their own.
     report::print_ratios(

@@ -75,3 +75,17 @@ fn a_spread_gives_the_median_the_middle_half_and_the_extremes() {
     assert_eq!(s.median, 2.5);
     assert_eq!(s.middle, (1.75, 3.25));
 }
+
+#[test]
+fn rounds_split_by_their_round_trips_keep_their_own_figures() {
+    // Each round's slowdown beside its round trip: split at 60 ns, each
+    // slowdown goes with its own round, whatever the order of the rounds.
+    let trips = [41.0, 230.0, 60.0, 112.0, 38.0];
+    let slowdowns = [2.7, 9.1, 3.3, 4.1, 2.6];
+    let (shorter, longer) = report::spread::split_by(&trips, &slowdowns, 60.0);
+    assert_eq!(shorter, [2.7, 3.3, 2.6]);
+    assert_eq!(longer, [9.1, 4.1]);
+    // Every round on one side when the bound is past them all.
+    let (all, none) = report::spread::split_by(&trips, &slowdowns, 1e9);
+    assert_eq!((all.len(), none.len()), (5, 0));
+}

@@ -54,3 +54,18 @@ impl fmt::Display for Spread {
         )
     }
 }
+
+/// `values` split by their `keys` (one key per value): those whose key is at
+/// most `bound`, then the others, each in their order.
+pub fn split_by(keys: &[f64], values: &[f64], bound: f64) -> (Vec<f64>, Vec<f64>) {
+    assert_eq!(keys.len(), values.len(), "one key per value");
+    let (mut within, mut past) = (Vec::new(), Vec::new());
+    for (&key, &value) in keys.iter().zip(values) {
+        if key <= bound {
+            within.push(value);
+        } else {
+            past.push(value);
+        }
+    }
+    (within, past)
+}
