@@ -1049,7 +1049,6 @@ struct Line(AtomicU64);
 /// queuer's: on a virtual machine it changes with where the host puts its
 /// cores, from one minute to the next (BENCHMARKS.md, thirtieth session).
 fn line_round_trip() -> f64 {
-    // The k-th write of the line: odd from this thread, even from the other.
     fn await_value(line: &Line, value: u64) {
         let mut spins = 0u32;
         while line.0.load(Ordering::Acquire) != value {
@@ -1061,6 +1060,8 @@ fn line_round_trip() -> f64 {
             std::hint::spin_loop();
         }
     }
+    // The line's writes count up: odd ones from this thread, even ones from
+    // the other.
     let line = Line(AtomicU64::new(0));
     std::thread::scope(|s| {
         s.spawn(|| {
