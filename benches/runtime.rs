@@ -1034,21 +1034,21 @@ fn bench_queue(c: &mut Criterion) {
 }
 
 /// Round trips in one measure of a cache line's round trip between two threads.
-const ROUND_TRIPS: u64 = 20_000;
+const ROUND_TRIPS: u32 = 20_000;
 
 /// A cache line of its own.
 #[repr(align(128))]
 struct Line(AtomicU64);
 
-/// How long a cache line takes to go from this thread to another and back, in
-/// ns: each thread writes it in turn and waits to read the other's write,
+/// How long a cache line takes to go from this thread to another and back:
+/// each thread writes it in turn and waits to read the other's write,
 /// `ROUND_TRIPS` times (after one not counted, which waits for the other
 /// thread to start). Every request through the queuer pays such round trips
 /// (its task, its object's record and its shard go from the caller's core to a
 /// worker's and back), and how long they take is the machine's, not the
 /// queuer's: on a virtual machine it changes with where the host puts its
 /// cores, from one minute to the next (BENCHMARKS.md, thirtieth session).
-fn line_round_trip() -> f64 {
+fn line_round_trip() -> Duration {
     fn await_value(line: &Line, value: u64) {
         let mut spins = 0u32;
         while line.0.load(Ordering::Acquire) != value {
@@ -1065,20 +1065,20 @@ fn line_round_trip() -> f64 {
     let line = Line(AtomicU64::new(0));
     std::thread::scope(|s| {
         s.spawn(|| {
-            for k in 0..=ROUND_TRIPS {
+            for k in 0..=u64::from(ROUND_TRIPS) {
                 await_value(&line, 2 * k + 1);
                 line.0.store(2 * k + 2, Ordering::Release);
             }
         });
         let mut start = Instant::now();
-        for k in 0..=ROUND_TRIPS {
+        for k in 0..=u64::from(ROUND_TRIPS) {
             if k == 1 {
                 start = Instant::now();
             }
             line.0.store(2 * k + 1, Ordering::Release);
             await_value(&line, 2 * k + 2);
         }
-        start.elapsed().as_nanos() as f64 / ROUND_TRIPS as f64
+        start.elapsed() / ROUND_TRIPS
     })
 }
 
@@ -1138,12 +1138,12 @@ fn paired(threads_list: &[usize], rounds: usize) {
     let queuer = Queuer::new(2);
     let mut action = alternating();
     // Each round also measures a cache line's round trip between two threads
-    // (a third case, in seconds as the others: ns ÷ 1e9), so that each round's
-    // slowdown sits beside the machine's cores as they were in that round.
+    // (a third case), so that each round's slowdown sits beside the machine's
+    // cores as they were in that round.
     let took = in_rounds(rounds, 3, |c| match c {
         0 => direct(&rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
         1 => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
-        _ => Duration::from_secs_f64(line_round_trip() / 1e9),
+        _ => line_round_trip(),
     });
     let slowdowns: Vec<f64> = took.iter().map(|round| round[1] / round[0]).collect();
     let slowdown = spread(&mut slowdowns.clone());
@@ -1161,10 +1161,11 @@ fn paired(threads_list: &[usize], rounds: usize) {
     for (half, mut slowdowns, bound) in [("shorter", shorter, "≤"), ("longer", longer, ">")] {
         if !slowdowns.is_empty() {
             println!(
-                "queue: {} ÷ {} in the {} rounds with the {half} round trips ({bound} {:.0} ns): {}",
+                "queue: {} ÷ {} in the {} round{} with the {half} round trips ({bound} {:.0} ns): {}",
                 QUEUE_CASES[1],
                 QUEUE_CASES[0],
                 slowdowns.len(),
+                if slowdowns.len() == 1 { "" } else { "s" },
                 trip.median,
                 spread(&mut slowdowns)
             );
@@ -1218,7 +1219,9 @@ fn main() {
     if report::mean("queue", QUEUE_CASES[1]).is_some() {
         println!(
             "queue: a cache line's round trip between two threads, \
-             before and after the queue's cases: {before:.0} and {after:.0} ns"
+             before and after the queue's cases: {} and {} ns",
+            before.as_nanos(),
+            after.as_nanos()
         );
     }
     // The queuer against the bare hand-off: what its own work costs, and
