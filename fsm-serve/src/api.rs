@@ -434,26 +434,71 @@ struct ActionQuery {
     run: bool,
 }
 
-/// The version an `If-Match: "<version>"` asks for; `*` asks for any.
-fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
-    let Some(value) = headers.get(header::IF_MATCH) else {
-        return Ok(None);
-    };
-    let text = value.to_str().unwrap_or("").trim();
-    if text == "*" {
-        return Ok(None);
-    }
-    text.trim_start_matches("W/")
-        .trim_matches('"')
-        .parse()
-        .map(Some)
-        .map_err(|_| {
-            ApiError::new(
+/// What an `If-Match` header asks of the object's version.
+enum IfMatch {
+    /// No header, or `*`.
+    Any,
+    /// `"<version>"` (or `W/"<version>"`).
+    At(u64),
+    /// An empty field (RFC 9110: an empty list of entity tags) or a version
+    /// past `u64`, as written: no version the object can be at.
+    Never(String),
+}
+
+impl IfMatch {
+    /// Read from the request's headers. Anything but one ETag or `*` (a list
+    /// of several tags among them) is refused as malformed, as
+    /// `/openapi.json` documents the header.
+    fn read(headers: &HeaderMap) -> Result<IfMatch, ApiError> {
+        let Some(value) = headers.get(header::IF_MATCH) else {
+            return Ok(IfMatch::Any);
+        };
+        let text = String::from_utf8_lossy(value.as_bytes());
+        let text = text.trim();
+        if value.is_empty() {
+            return Ok(IfMatch::Never(String::new()));
+        }
+        if text == "*" {
+            return Ok(IfMatch::Any);
+        }
+        let tag = text.strip_prefix("W/").unwrap_or(text);
+        match tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+            Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(digits.parse().map_or_else(|_| IfMatch::Never(text.to_owned()), IfMatch::At))
+            }
+            _ => Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "malformed",
-                format!("If-Match must be an ETag this service gave (\"<version>\"), not `{text}`"),
+                format!("If-Match must be one ETag this service gave (\"<version>\") or `*`, not `{text}`"),
             )
-        })
+            .with("if_match", text)),
+        }
+    }
+
+    /// The version the runtime is to find. `Never` asks for version 0, which
+    /// no object is at (its creation writes version 1): the runtime's own
+    /// checks (the action, the object) then come first, as RFC 9110 has a
+    /// precondition weighed only for a request that would otherwise succeed,
+    /// and the condition fails as a stale version's does.
+    fn version(&self) -> Option<u64> {
+        match self {
+            IfMatch::Any => None,
+            IfMatch::At(version) => Some(*version),
+            IfMatch::Never(_) => Some(0),
+        }
+    }
+
+    /// A refusal, its 412 saying why when the header named no version.
+    fn explain(&self, mut e: ApiError) -> ApiError {
+        if let IfMatch::Never(text) = self
+            && e.status == StatusCode::PRECONDITION_FAILED
+        {
+            e.message = format!("If-Match `{text}` names no version the object can be at");
+            e.facts.remove("expected_version");
+            e.facts.insert("if_match".into(), text.as_str().into());
+        }
+        e
+    }
 }
 
 async fn start(
@@ -464,7 +509,8 @@ async fn start(
 ) -> Result<Response, ApiError> {
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
-    let version = if_match(&headers)?;
+    let condition = IfMatch::read(&headers)?;
+    let version = condition.version();
     let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
     let started = blocking(move || {
         let flight = match version {
@@ -483,7 +529,7 @@ async fn start(
         if matches!(e, RuntimeError::Conflict { .. }) {
             m.feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
         }
-        logged(&actor, "start", e)
+        condition.explain(logged(&actor, "start", e))
     })?;
     let (record, flight) = started;
     let mut body = object_json(m.runtime.machine(), &id, &record);
@@ -642,7 +688,8 @@ async fn patch_data(
             "name the action that makes this change (`?action=...`): data changes pass the table's rules for it",
         ));
     };
-    let version = if_match(&headers)?;
+    let condition = IfMatch::read(&headers)?;
+    let version = condition.version();
     let (rt, key, who, feed) = (m.runtime.clone(), id.clone(), actor.clone(), m.feed.clone());
     let record = blocking(move || {
         // The change is computed from one version's data and started at that
@@ -674,7 +721,7 @@ async fn patch_data(
         }
     })
     .await
-    .map_err(|e| logged(&actor, "patch", e))?;
+    .map_err(|e| condition.explain(logged(&actor, "patch", e)))?;
     let body = object_json(m.runtime.machine(), &id, &record);
     Ok(with_etag(StatusCode::OK, body, record.version))
 }
@@ -738,10 +785,15 @@ async fn watch(
             ),
         )
     })?;
-    let (mut rx, replay, complete) = m.feed.subscribe(after);
+    let crate::feed::Subscription {
+        mut rx,
+        replay,
+        complete,
+        from,
+    } = m.feed.subscribe(after);
     let stream = async_stream(move |tx| async move {
         let _permit = permit;
-        let mut last = after.unwrap_or(0);
+        let mut last = from;
         if !complete {
             let _ = tx.send(gap_event(last)).await;
         }

@@ -58,6 +58,9 @@ pub struct Feed {
     kept: std::sync::Mutex<VecDeque<Note>>,
     tx: broadcast::Sender<Note>,
     next: AtomicU64,
+    /// The number of this feed's first note: the time it started, in
+    /// microseconds since the epoch (see [`Feed::start`]).
+    first: u64,
     /// The counters the feed keeps.
     pub counters: Counters,
 }
@@ -74,10 +77,21 @@ impl Feed {
         let mut watcher = runtime
             .watch()
             .map_err(|e| format!("cannot watch machine `{machine}`: {e}"))?;
+        // Numbered from the time the feed starts, so that a later service (a
+        // restart) or another one numbers past what an earlier one gave (unless
+        // that one gave more than one note a microsecond): a client resuming
+        // with another feed's number is told it missed writes (`subscribe`),
+        // not handed this feed's notes as if they followed its own. (Below
+        // 2^53 until the year 2255: exact as a JavaScript number.)
+        let first = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |since| u64::try_from(since.as_micros()).unwrap_or(1))
+            .max(1);
         let feed = Arc::new(Feed {
             kept: std::sync::Mutex::new(VecDeque::with_capacity(KEPT)),
             tx: broadcast::channel(1024).0,
-            next: AtomicU64::new(1),
+            next: AtomicU64::new(first),
+            first,
             counters: Counters::default(),
         });
         let (reader, runtime) = (feed.clone(), runtime.clone());
@@ -141,20 +155,45 @@ impl Feed {
         let _ = self.tx.send(note);
     }
 
-    /// A subscription to new notes, and the kept notes after `after` (all kept
-    /// ones if `None`); `false` when notes after `after` were already dropped from
-    /// the ring (the client must re-read).
-    pub fn subscribe(&self, after: Option<u64>) -> (broadcast::Receiver<Note>, Vec<Note>, bool) {
+    /// A subscription to new notes from `after` on (a `Last-Event-ID`; `None`:
+    /// from now).
+    pub fn subscribe(&self, after: Option<u64>) -> Subscription {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let rx = self.tx.subscribe();
-        let complete = match (after, kept.front()) {
-            (Some(after), Some(first)) => after + 1 >= first.seq(),
-            _ => true,
+        // The newest note sent; a note numbered but not yet sent comes on `rx`.
+        let newest = kept.back().map_or(self.first - 1, Note::seq);
+        let (complete, replay, from) = match after {
+            None => (true, Vec::new(), newest),
+            // A number this feed has not given: an earlier service's (a
+            // restart), another service's, or made up. What the client missed
+            // is unknown: a gap, then what comes next.
+            Some(after) if after > newest => (false, Vec::new(), newest),
+            Some(after) => {
+                let oldest = kept.front().map_or(newest + 1, Note::seq);
+                let replay = kept.iter().filter(|n| n.seq() > after).cloned().collect();
+                (after + 1 >= oldest, replay, after)
+            }
         };
-        let replay = match after {
-            Some(after) => kept.iter().filter(|n| n.seq() > after).cloned().collect(),
-            None => Vec::new(),
-        };
-        (rx, replay, complete)
+        Subscription {
+            rx,
+            replay,
+            complete,
+            from,
+        }
     }
+}
+
+/// A stream's start: new notes, the kept ones to send first, and where it
+/// stands.
+#[derive(Debug)]
+pub struct Subscription {
+    /// The notes sent from now on.
+    pub rx: broadcast::Receiver<Note>,
+    /// The kept notes after the one the client named, oldest first.
+    pub replay: Vec<Note>,
+    /// `false` when notes the client has not seen were dropped from the ring,
+    /// or its number is not this feed's: it must re-read (a `gap` first).
+    pub complete: bool,
+    /// The number the stream goes on after: notes up to it are not sent.
+    pub from: u64,
 }

@@ -7,19 +7,21 @@
 //! fsm serve specs/ovc/*.toml --tokens tokens.toml --store etcd --etcd 10.0.0.5:2379 --prefix /ovc/
 //! ```
 //!
-//! One machine per spec, named by its `[machine] name`. The API (`/openapi.json`
-//! describes it):
+//! One machine per spec, named by its `[machine] name`. The API, which
+//! `/openapi.json` describes (each machine under paths of its own,
+//! `/v1/vm/objects` and so on, naming only its own states and actions, with
+//! links from a creation to the object's calls and from a start to its end):
 //!
 //! | request | answer |
 //! |---|---|
 //! | `POST /v1/{machine}/objects` `{"id": ...}` | 201 and the object; 409 if it exists |
 //! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"`; an action holding it shows in `in_flight` (or `hidden`): its action, origin, actor, `fence`, deadline, whether it is abandoned or overdue, and the data its start `proposed` |
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`) |
-//! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` makes it conditional (412) |
+//! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` (or `*`) makes it conditional (412; an empty `If-Match` names no version, 412 too) |
 //! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart; the data its start proposed is kept with the hold, and written); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |
 //! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A` |
 //! | `GET /v1/{machine}/objects/{id}/history` | the entries, oldest first |
-//! | `GET /v1/{machine}/watch` | Server-Sent Events, one per write, resumable with `Last-Event-ID` |
+//! | `GET /v1/{machine}/watch` | Server-Sent Events, one `write` per write, resumable with `Last-Event-ID`; a `gap` when writes were missed, or when the id is not one this service gave (a restart's: each service numbers its events from its start time, in microseconds since the epoch, past an earlier one's) |
 //! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text, OpenAPI 3, the web page (no token) |
 //!
 //! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are

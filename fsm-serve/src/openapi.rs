@@ -1,10 +1,23 @@
-//! `GET /openapi.json`: the API as OpenAPI 3.0, with each machine's states and
-//! actions as the enums of its paths' parameters.
+//! `GET /openapi.json`: the API as OpenAPI 3.0. Each machine has paths of its
+//! own (`/v1/vm/objects`, ...), tagged with its name, whose parameters and
+//! answers name only its own states and actions; every status the service
+//! answers with is listed, and links lead from a creation to the object's
+//! operations and from a start to its completion, so that a client generated
+//! from the document has one typed set of calls per machine. `tests/api.rs`
+//! runs schemathesis against it.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::Service;
 
+/// What a `"error"` kind says, for the `Error` schema's description.
+const ERROR_KINDS: &str = "The kind of refusal: malformed, too_large, unauthorized, \
+    unknown_machine, unknown_state, unknown_action, not_found, not_in_flight, exists, busy, \
+    conflict, revoked, precondition_failed, missing_role, not_owner, not_holder, no_rule, \
+    guard, unavailable, too_many_watchers, method_not_allowed or internal (more may come: \
+    treat an unknown kind by its status)";
+
+/// An error answer.
 fn error(description: &str) -> Value {
     json!({
         "description": description,
@@ -12,194 +25,376 @@ fn error(description: &str) -> Value {
     })
 }
 
-fn object(description: &str) -> Value {
-    json!({
-        "description": description,
-        "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string" } } },
-        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Object" } } }
-    })
+/// The answers every `/v1` call may give beside its own.
+fn common(responses: Value) -> Value {
+    let mut responses = responses;
+    let map = responses.as_object_mut().expect("responses are an object");
+    for (status, description) in [
+        (
+            "400",
+            "Malformed: a path segment, query parameter, header or body the service cannot read, with what it expected (and a body's line and column)",
+        ),
+        ("401", "Missing or unknown bearer token"),
+        (
+            "503",
+            "The store is unavailable, or too many watch streams; retry",
+        ),
+    ] {
+        map.entry(status).or_insert_with(|| error(description));
+    }
+    responses
+}
+
+/// A name as one path segment: percent-encoded but for the unreserved
+/// characters, as a client must send it.
+fn segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// A name as a component's and an operation's prefix: the characters OpenAPI
+/// allows in a component's name (`[A-Za-z0-9._-]`), others as `_`, made
+/// unique among `taken`.
+fn prefix(name: &str, taken: &Map<String, Value>) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '_',
+        })
+        .collect();
+    let mut key = clean.clone();
+    let mut n = 2;
+    while taken.contains_key(&format!("{key}.Object")) {
+        key = format!("{clean}_{n}");
+        n += 1;
+    }
+    key
+}
+
+/// The schemas of one machine's objects, holders and history entries, named
+/// `<key>.Object`, `<key>.Holder` and `<key>.Entry`.
+fn machine_schemas(schemas: &mut Map<String, Value>, key: &str, states: &[&str], actions: &[&str]) {
+    schemas.insert(
+        format!("{key}.Holder"),
+        json!({
+            "type": "object",
+            "required": ["action", "origin", "actor", "since", "fence", "abandoned", "overdue"],
+            "properties": {
+                "action": { "type": "string", "enum": actions },
+                "origin": { "type": "string", "enum": states },
+                "actor": { "type": "string" },
+                "since": { "type": "string", "format": "date-time" },
+                "fence": { "type": "integer", "format": "int64", "minimum": 1 },
+                "abandoned": { "type": "boolean" },
+                "deadline_seconds": { "type": "number", "nullable": true },
+                "overdue": { "type": "boolean" },
+                "proposed": { "nullable": true, "description": "The data the action's start proposed, which its completion writes" }
+            }
+        }),
+    );
+    let mut nullable: Vec<Value> = actions.iter().map(|a| json!(a)).collect();
+    nullable.push(Value::Null);
+    let holder = json!({ "allOf": [{ "$ref": format!("#/components/schemas/{key}.Holder") }], "nullable": true });
+    schemas.insert(
+        format!("{key}.Object"),
+        json!({
+            "type": "object",
+            "required": ["id", "machine", "state", "version", "changed_at", "data", "in_flight", "hidden"],
+            "properties": {
+                "id": { "type": "string" },
+                "machine": { "type": "string" },
+                "state": { "type": "string", "enum": states },
+                "version": { "type": "integer", "format": "int64", "minimum": 1 },
+                "changed_at": { "type": "string", "format": "date-time" },
+                "data": { "nullable": true },
+                "in_flight": holder,
+                "hidden": holder,
+                "fence": { "type": "integer", "format": "int64", "minimum": 1, "description": "On a start: the action's fence token" },
+                "in_flight_url": { "type": "string", "description": "On a start: the action's path, which `/complete` or `/fail` ends" }
+            }
+        }),
+    );
+    schemas.insert(
+        format!("{key}.Entry"),
+        json!({
+            "type": "object",
+            "required": ["version", "kind", "action", "from", "to", "actor", "at"],
+            "properties": {
+                "version": { "type": "integer", "format": "int64", "minimum": 1 },
+                "kind": { "type": "string", "enum": ["Created", "Started", "Completed", "Failed", "Abandoned", "Healed"] },
+                // (OpenAPI 3.0.3: a nullable enum lists `null` among its values.)
+                "action": { "type": "string", "enum": nullable, "nullable": true },
+                "from": { "type": "string", "enum": states },
+                "to": { "type": "string", "enum": states },
+                "actor": { "type": "string" },
+                "at": { "type": "string", "format": "date-time" },
+                "id": { "type": "string", "description": "In a watch event: the object" },
+                "seq": { "type": "integer", "format": "int64", "description": "In a watch event: its event id" }
+            }
+        }),
+    );
+}
+
+/// The paths of machine `name`, its components under `key`.
+fn machine_paths(
+    paths: &mut Map<String, Value>,
+    name: &str,
+    key: &str,
+    machine: &fsm_core::Machine,
+    states: &[&str],
+    actions: &[&str],
+) {
+    let base = format!("/v1/{}", segment(name));
+    let op = |what: &str| format!("{key}_{what}");
+    let tags = json!([name]);
+    let object_ref = json!({ "$ref": format!("#/components/schemas/{key}.Object") });
+    let object = |description: &str| {
+        json!({
+            "description": description,
+            "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string", "pattern": "^\"[0-9]+\"$" } } },
+            "content": { "application/json": { "schema": object_ref } }
+        })
+    };
+    let id = json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "minLength": 1 } });
+    let fence = json!({ "name": "token", "in": "path", "required": true, "description": "The fence token the start answered", "schema": { "type": "integer", "format": "int64", "minimum": 1, "maximum": u64::MAX } });
+    let if_match = |description: &str| {
+        json!({ "name": "If-Match", "in": "header", "description": description,
+                "schema": { "type": "string", "pattern": "^(\\*|(W/)?\"[0-9]+\")$" } })
+    };
+    let not_found = error("No such object");
+    let by_id = json!({ "id": "$response.body#/id" });
+    // From a creation: the object's calls, and a start of each action the
+    // initial state allows.
+    let mut created_links = json!({
+        "get": { "operationId": op("get"), "parameters": by_id },
+        "history": { "operationId": op("history"), "parameters": by_id },
+        "start": { "operationId": op("start"), "parameters": by_id },
+        "patch_data": { "operationId": op("patch_data"), "parameters": by_id }
+    });
+    for rule in machine.rules_from(machine.initial()) {
+        let action = &*machine.action(rule.action).name;
+        created_links[format!("start_{action}")] = json!({
+            "operationId": op("start"),
+            "description": format!("`{action}` may start from the initial state"),
+            "parameters": { "id": "$response.body#/id", "action": action }
+        });
+    }
+    let finish = |what: &str, verb: &str| {
+        json!({ "post": {
+            "operationId": op(what),
+            "tags": tags,
+            "summary": format!("{verb} the action started with this fence token"),
+            "parameters": [id, fence],
+            "responses": common(json!({
+                "200": object("The object after the action"),
+                "403": error("Not the actor that started it"),
+                "404": error("No action holds the object with this fence token"),
+                "409": error("The hold was revoked, or the object changed (the healer rolled it back)"),
+            }))
+        }})
+    };
+    paths.insert(
+        format!("{base}/objects"),
+        json!({
+            "post": {
+                "operationId": op("create"),
+                "tags": tags,
+                "summary": "Create an object in the machine's initial state",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                    "type": "object", "required": ["id"], "additionalProperties": false,
+                    "properties": { "id": { "type": "string", "minLength": 1 }, "data": { "nullable": true } }
+                } } } },
+                "responses": common(json!({
+                    "201": {
+                        "description": "The object created",
+                        "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string" } } },
+                        "content": { "application/json": { "schema": object_ref } },
+                        "links": created_links
+
+                    },
+                    "409": error("The object exists"),
+                    "413": error("Body too large")
+                }))
+            },
+            "get": {
+                "operationId": op("list"),
+                "tags": tags,
+                "summary": "List objects, optionally those in one state",
+                "parameters": [{ "name": "state", "in": "query", "schema": { "type": "string", "enum": states } }],
+                "responses": common(json!({
+                    "200": { "description": "The objects", "content": { "application/json": { "schema": {
+                        "type": "object", "required": ["objects"],
+                        "properties": { "objects": { "type": "array", "items": object_ref } }
+                    } } } }
+                }))
+            }
+        }),
+    );
+    paths.insert(
+        format!("{base}/objects/{{id}}"),
+        json!({ "get": {
+            "operationId": op("get"),
+            "tags": tags,
+            "summary": "An object",
+            "parameters": [id],
+            "responses": common(json!({ "200": object("The object"), "404": not_found }))
+        }}),
+    );
+    paths.insert(
+        format!("{base}/objects/{{id}}/data"),
+        json!({ "patch": {
+            "operationId": op("patch_data"),
+            "tags": tags,
+            "summary": "Change the object's data (a JSON merge patch, RFC 7396) with an action: the change passes that action's rules",
+            "parameters": [
+                id,
+                { "name": "action", "in": "query", "required": true, "schema": { "type": "string", "enum": actions } },
+                if_match("Change only at this version (an ETag), or `*`")
+            ],
+            "requestBody": { "required": true, "content": { "application/merge-patch+json": { "schema": {} }, "application/json": { "schema": {} } } },
+            "responses": common(json!({
+                "200": object("The object, its data changed"),
+                "403": error("A role is missing, or the actor does not own the state"),
+                "404": not_found, "409": error("Busy or conflict"), "412": error("If-Match: the object is at another version"),
+                "413": error("Body too large"),
+                "422": error("No rule for the action from this state, or a guard refused")
+            }))
+        }}),
+    );
+    paths.insert(
+        format!("{base}/objects/{{id}}/history"),
+        json!({ "get": {
+            "operationId": op("history"),
+            "tags": tags,
+            "summary": "An object's history, oldest first",
+            "parameters": [id],
+            "responses": common(json!({
+                "200": { "description": "The entries", "content": { "application/json": { "schema": {
+                    "type": "object", "required": ["id", "entries"],
+                    "properties": {
+                        "id": { "type": "string" },
+                        "entries": { "type": "array", "items": { "$ref": format!("#/components/schemas/{key}.Entry") } }
+                    }
+                } } } },
+                "404": not_found
+            }))
+        }}),
+    );
+    paths.insert(
+        format!("{base}/objects/{{id}}/actions/{{action}}"),
+        json!({ "post": {
+            "operationId": op("start"),
+            "tags": tags,
+            "summary": "Start an action (or, with run=true, run it whole)",
+            "parameters": [
+                id,
+                { "name": "action", "in": "path", "required": true, "schema": { "type": "string", "enum": actions } },
+                { "name": "run", "in": "query", "schema": { "type": "boolean" } },
+                if_match("Start only at this version (an ETag), or `*`")
+            ],
+            "responses": common(json!({
+                "200": object("With run=true: the object after the action"),
+                "201": {
+                    "description": "Started: the object in the action's transition state, and its fence token",
+                    "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string" } } },
+                    "content": { "application/json": { "schema": object_ref } },
+                    "links": {
+                        "complete": { "operationId": op("complete"), "parameters": { "id": "$request.path.id", "token": "$response.body#/fence" } },
+                        "fail": { "operationId": op("fail"), "parameters": { "id": "$request.path.id", "token": "$response.body#/fence" } }
+                    }
+                },
+                "403": error("A role is missing, or the actor does not own the state"),
+                "404": not_found, "409": error("Busy (another action runs) or conflict (the object changed)"),
+                "412": error("If-Match: the object is at another version"),
+                "422": error("No rule for the action from this state, or a guard refused")
+            }))
+        }}),
+    );
+    paths.insert(
+        format!("{base}/objects/{{id}}/in-flight/{{token}}/complete"),
+        finish("complete", "Complete"),
+    );
+    paths.insert(
+        format!("{base}/objects/{{id}}/in-flight/{{token}}/fail"),
+        finish("fail", "Fail"),
+    );
+    paths.insert(
+        format!("{base}/watch"),
+        json!({ "get": {
+            "operationId": op("watch"),
+            "tags": tags,
+            "summary": "Server-Sent Events, one `write` per write, resumable with Last-Event-ID; a `gap` event when writes were missed",
+            "parameters": [{ "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: the stream resumes after it (with a `gap` first when writes it names were dropped, or when this service did not give it: after a restart)", "schema": { "type": "integer", "minimum": 0, "maximum": u64::MAX } }],
+            "responses": common(json!({
+                "200": { "description": "The stream: each event as the schema describes it", "content": { "text/event-stream": { "schema": {
+                    "type": "object", "required": ["event", "data"],
+                    "properties": {
+                        "event": { "type": "string", "enum": ["write", "gap"] },
+                        "id": { "type": "string", "pattern": "^[0-9]+$", "description": "A `write`'s id, for Last-Event-ID" },
+                        "data": { "type": "string", "description": "JSON: for a `write`, the history entry with the object's `id` and the event's `seq` (`Entry`); for a `gap`, `after` (the event id the stream goes on after) and a `message`" }
+                    }
+                } } } }
+            }))
+        }}),
+    );
 }
 
 /// The document.
 pub fn document(service: &Service) -> Value {
-    let machines: Vec<&str> = service.machines().collect();
-    let states: Vec<String> = service
-        .machines
-        .values()
-        .flat_map(|m| {
-            m.runtime
-                .machine()
-                .states()
-                .iter()
-                .map(|s| s.name.to_string())
-        })
-        .collect();
-    let actions: Vec<String> = service
-        .machines
-        .values()
-        .flat_map(|m| {
-            m.runtime
-                .machine()
-                .actions()
-                .iter()
-                .map(|a| a.name.to_string())
-        })
-        .collect();
-    let machine = json!({ "name": "machine", "in": "path", "required": true, "schema": { "type": "string", "enum": machines } });
-    let id =
-        json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } });
-    let fence = json!({ "name": "token", "in": "path", "required": true, "description": "The fence token the start answered", "schema": { "type": "integer", "format": "int64", "minimum": 1 } });
-    let unauthorized = error("Missing or unknown bearer token");
-    let not_found = error("Unknown machine, object or action");
-    let finish = |what: &str| {
-        json!({ "post": {
-            "summary": format!("{what} the action started with this fence token"),
-            "parameters": [machine, id, fence],
-            "responses": {
-                "200": object("The object after the action"),
-                "401": unauthorized, "403": error("Not the actor that started it"),
-                "404": error("No action holds the object with this fence token"),
-                "409": error("The hold was revoked, or the object changed (the healer rolled it back)"),
-            }
-        }})
-    };
+    let mut schemas = Map::new();
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object", "required": ["error", "message"],
+            "properties": {
+                "error": { "type": "string", "description": ERROR_KINDS },
+                "message": { "type": "string" }
+            },
+            "additionalProperties": true
+        }),
+    );
+    let mut paths = Map::new();
+    let mut tags = Vec::new();
+    for (name, m) in &service.machines {
+        let machine = m.runtime.machine();
+        let states: Vec<&str> = machine.states().iter().map(|s| &*s.name).collect();
+        let actions: Vec<&str> = machine.actions().iter().map(|a| &*a.name).collect();
+        let key = prefix(name, &schemas);
+        machine_schemas(&mut schemas, &key, &states, &actions);
+        machine_paths(&mut paths, name, &key, machine, &states, &actions);
+        let mut tag = json!({ "name": name });
+        if let Some(description) = machine.description() {
+            tag["description"] = json!(description);
+        }
+        tags.push(tag);
+    }
+    paths.insert("/metrics".into(), json!({ "get": { "operationId": "metrics", "summary": "Prometheus metrics", "security": [],
+        "responses": { "200": { "description": "Prometheus text", "content": { "text/plain": { "schema": { "type": "string" } } } } } } }));
+    paths.insert("/openapi.json".into(), json!({ "get": { "operationId": "openapi", "summary": "This document", "security": [],
+        "responses": { "200": { "description": "OpenAPI 3", "content": { "application/json": { "schema": { "type": "object" } } } } } } }));
+    paths.insert("/".into(), json!({ "get": { "operationId": "page", "summary": "The web page", "security": [],
+        "responses": { "200": { "description": "HTML", "content": { "text/html": { "schema": { "type": "string" } } } } } } }));
     json!({
         "openapi": "3.0.3",
         "info": {
             "title": "fsm serve",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "State machines from declarative specs, served: the table's checks, roles, owners, fencing and healing for any client."
+            "description": "State machines from declarative specs, served: the table's checks, roles, owners, fencing and healing for any client. Each machine has paths of its own, under /v1/<machine>."
         },
+        "tags": tags,
         "components": {
             "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } },
-            "schemas": {
-                "Error": {
-                    "type": "object", "required": ["error", "message"],
-                    "properties": { "error": { "type": "string" }, "message": { "type": "string" } },
-                    "additionalProperties": true
-                },
-                "Holder": {
-                    "type": "object",
-                    "properties": {
-                        "action": { "type": "string", "enum": actions }, "origin": { "type": "string", "enum": states },
-                        "actor": { "type": "string" }, "since": { "type": "string", "format": "date-time" },
-                        "fence": { "type": "integer", "format": "int64" }, "abandoned": { "type": "boolean" },
-                        "deadline_seconds": { "type": "number", "nullable": true }, "overdue": { "type": "boolean" },
-                        "proposed": { "nullable": true, "description": "The data the action's start proposed, which its completion writes" }
-                    }
-                },
-                "Object": {
-                    "type": "object", "required": ["id", "machine", "state", "version"],
-                    "properties": {
-                        "id": { "type": "string" }, "machine": { "type": "string" },
-                        "state": { "type": "string", "enum": states },
-                        "version": { "type": "integer", "format": "int64" },
-                        "changed_at": { "type": "string", "format": "date-time" },
-                        "data": { "nullable": true },
-                        "in_flight": { "allOf": [{ "$ref": "#/components/schemas/Holder" }], "nullable": true },
-                        "hidden": { "allOf": [{ "$ref": "#/components/schemas/Holder" }], "nullable": true },
-                        "fence": { "type": "integer", "format": "int64", "description": "On a start: the action's fence token" }
-                    }
-                }
-            }
+            "schemas": schemas
         },
         "security": [{ "bearer": [] }],
-        "paths": {
-            "/v1/{machine}/objects": {
-                "post": {
-                    "summary": "Create an object in the machine's initial state",
-                    "parameters": [machine],
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": {
-                        "type": "object", "required": ["id"], "additionalProperties": false,
-                        "properties": { "id": { "type": "string", "minLength": 1 }, "data": { "nullable": true } }
-                    } } } },
-                    "responses": {
-                        "201": object("The object created"), "400": error("Malformed body, with its line and column"),
-                        "401": unauthorized, "404": not_found, "409": error("The object exists"), "413": error("Body too large")
-                    }
-                },
-                "get": {
-                    "summary": "List objects, optionally those in one state",
-                    "parameters": [machine, { "name": "state", "in": "query", "schema": { "type": "string", "enum": states } }],
-                    "responses": {
-                        "200": { "description": "The objects", "content": { "application/json": { "schema": {
-                            "type": "object", "properties": { "objects": { "type": "array", "items": { "$ref": "#/components/schemas/Object" } } }
-                        } } } },
-                        "400": error("Unknown state"), "401": unauthorized, "404": not_found
-                    }
-                }
-            },
-            "/v1/{machine}/objects/{id}": {
-                "get": {
-                    "summary": "An object",
-                    "parameters": [machine, id],
-                    "responses": { "200": object("The object"), "401": unauthorized, "404": not_found }
-                }
-            },
-            "/v1/{machine}/objects/{id}/data": {
-                "patch": {
-                    "summary": "Change the object's data (a JSON merge patch, RFC 7396) with an action: the change passes that action's rules",
-                    "parameters": [
-                        machine, id,
-                        { "name": "action", "in": "query", "required": true, "schema": { "type": "string", "enum": actions } },
-                        { "name": "If-Match", "in": "header", "description": "Change only at this version (an ETag)", "schema": { "type": "string" } }
-                    ],
-                    "requestBody": { "required": true, "content": { "application/merge-patch+json": { "schema": {} }, "application/json": { "schema": {} } } },
-                    "responses": {
-                        "200": object("The object, its data changed"),
-                        "400": error("Malformed body, or no action named"),
-                        "401": unauthorized, "403": error("A role is missing, or the actor does not own the state"),
-                        "404": not_found, "409": error("Busy or conflict"), "412": error("If-Match: the object is at another version"),
-                        "422": error("No rule for the action from this state, or a guard refused")
-                    }
-                }
-            },
-            "/v1/{machine}/objects/{id}/history": {
-                "get": {
-                    "summary": "An object's history, oldest first",
-                    "parameters": [machine, id],
-                    "responses": { "200": { "description": "The entries" }, "401": unauthorized, "404": not_found }
-                }
-            },
-            "/v1/{machine}/objects/{id}/actions/{action}": {
-                "post": {
-                    "summary": "Start an action (or, with run=true, run it whole)",
-                    "parameters": [
-                        machine, id,
-                        { "name": "action", "in": "path", "required": true, "schema": { "type": "string", "enum": actions } },
-                        { "name": "run", "in": "query", "schema": { "type": "boolean" } },
-                        { "name": "If-Match", "in": "header", "description": "Start only at this version (an ETag)", "schema": { "type": "string" } }
-                    ],
-                    "responses": {
-                        "200": object("With run=true: the object after the action"),
-                        "201": object("Started: the object in the action's transition state, and its fence token"),
-                        "401": unauthorized, "403": error("A role is missing, or the actor does not own the state"),
-                        "404": not_found, "409": error("Busy (another action runs) or conflict (the object changed)"),
-                        "412": error("If-Match: the object is at another version"),
-                        "422": error("No rule for the action from this state, or a guard refused"),
-                        "503": error("The store is unavailable; retry")
-                    }
-                }
-            },
-            "/v1/{machine}/objects/{id}/in-flight/{token}/complete": finish("Complete"),
-            "/v1/{machine}/objects/{id}/in-flight/{token}/fail": finish("Fail"),
-            "/v1/{machine}/watch": {
-                "get": {
-                    "summary": "Server-Sent Events, one `write` per write, resumable with Last-Event-ID; a `gap` event when writes were missed",
-                    "parameters": [machine, { "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: the stream resumes after it", "schema": { "type": "integer", "minimum": 0 } }],
-                    "responses": {
-                        "200": { "description": "The stream", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
-                        "400": error("Last-Event-ID is not an event id"),
-                        "401": unauthorized, "404": not_found, "503": error("Too many watch streams")
-                    }
-                }
-            },
-            "/metrics": { "get": { "summary": "Prometheus metrics", "security": [],
-                "responses": { "200": { "description": "Prometheus text", "content": { "text/plain": { "schema": { "type": "string" } } } } } } },
-            "/openapi.json": { "get": { "summary": "This document", "security": [],
-                "responses": { "200": { "description": "OpenAPI 3", "content": { "application/json": { "schema": { "type": "object" } } } } } } },
-            "/": { "get": { "summary": "The web page", "security": [],
-                "responses": { "200": { "description": "HTML", "content": { "text/html": { "schema": { "type": "string" } } } } } } }
-        }
+        "paths": paths
     })
 }

@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 const OPS: &str = "token-of-ops-0123456789";
 const USER: &str = "token-of-user-0123456789";
 const KEEPER: &str = "token-of-keeper-0123456789";
+/// Every role of the test specs: for schemathesis, so that its requests reach
+/// past the roles to the table's rules.
+const ALL: &str = "token-of-every-role-0123456789";
 
 fn spec(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -37,6 +40,10 @@ fn tokens() -> Tokens {
         token = "{KEEPER}"
         actor = "kim"
         roles = ["keeper"]
+        [[token]]
+        token = "{ALL}"
+        actor = "tess"
+        roles = ["admin", "controller", "user", "keeper"]
         "#
     ))
     .unwrap()
@@ -433,11 +440,9 @@ async fn every_status_of_the_contract() {
     );
     let version = paused["version"].as_u64().unwrap();
     let resume = server.url("/v1/vm/objects/vm-1/actions/resume?run=true");
-    let response = c
-        .post(&resume)
-        .bearer_auth(OPS)
-        .header("if-match", format!("\"{}\"", version - 1))
-        .send()
+    let with_if_match =
+        |url: &str, tag: String| c.post(url).bearer_auth(OPS).header("if-match", tag).send();
+    let response = with_if_match(&resume, format!("\"{}\"", version - 1))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::PRECONDITION_FAILED);
@@ -446,11 +451,31 @@ async fn every_status_of_the_contract() {
         (body["error"].as_str(), body["found_version"].as_u64()),
         (Some("precondition_failed"), Some(version))
     );
-    let response = c
-        .post(&resume)
-        .bearer_auth(OPS)
-        .header("if-match", format!("\"{version}\""))
-        .send()
+    // An empty If-Match lists no version (RFC 9110), nor does one past `u64`:
+    // 412 too. A list of several, or what is not an ETag: 400. A request
+    // refused without its condition (no such object) is refused so with it.
+    for (tag, status, kind) in [
+        ("", StatusCode::PRECONDITION_FAILED, "precondition_failed"),
+        (
+            "\"99999999999999999999999\"",
+            StatusCode::PRECONDITION_FAILED,
+            "precondition_failed",
+        ),
+        ("\"1\", \"2\"", StatusCode::BAD_REQUEST, "malformed"),
+        ("7", StatusCode::BAD_REQUEST, "malformed"),
+    ] {
+        let response = with_if_match(&resume, tag.to_owned()).await.unwrap();
+        assert_eq!(response.status(), status, "If-Match: {tag}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(
+            (body["error"].as_str(), body["if_match"].as_str()),
+            (Some(kind), Some(tag))
+        );
+    }
+    let missing = server.url("/v1/vm/objects/no-such-vm/actions/resume");
+    let response = with_if_match(&missing, String::new()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = with_if_match(&resume, format!("W/\"{version}\""))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -663,17 +688,43 @@ async fn every_status_of_the_contract() {
         .await
         .unwrap();
     assert_eq!(openapi["openapi"], "3.0.3");
-    for path in [
-        "/v1/{machine}/objects",
-        "/v1/{machine}/objects/{id}",
-        "/v1/{machine}/objects/{id}/actions/{action}",
-        "/v1/{machine}/objects/{id}/in-flight/{token}/complete",
-        "/v1/{machine}/objects/{id}/in-flight/{token}/fail",
-        "/v1/{machine}/objects/{id}/history",
-        "/v1/{machine}/watch",
-    ] {
-        assert!(openapi["paths"][path].is_object(), "{path} undocumented");
+    // Each machine under paths of its own, naming only its own states and
+    // actions.
+    for machine in ["door", "machine", "vm"] {
+        for path in [
+            "/objects",
+            "/objects/{id}",
+            "/objects/{id}/data",
+            "/objects/{id}/actions/{action}",
+            "/objects/{id}/in-flight/{token}/complete",
+            "/objects/{id}/in-flight/{token}/fail",
+            "/objects/{id}/history",
+            "/watch",
+        ] {
+            let path = format!("/v1/{machine}{path}");
+            assert!(openapi["paths"][&path].is_object(), "{path} undocumented");
+        }
     }
+    assert!(openapi["paths"]["/v1/{machine}/objects"].is_null());
+    let door = &openapi["paths"]["/v1/door/objects"]["get"];
+    assert_eq!(door["operationId"], "door_list");
+    assert_eq!(
+        door["parameters"][0]["schema"]["enum"],
+        json!(["OPEN", "CLOSING", "CLOSED", "LOCKED", "JAMMED"])
+    );
+    let actions = &openapi["paths"]["/v1/door/objects/{id}/actions/{action}"]["post"];
+    assert_eq!(
+        actions["parameters"][1]["schema"]["enum"],
+        json!(["close", "open", "lock", "unlock", "swing", "free", "paint"])
+    );
+    assert_eq!(
+        actions["responses"]["201"]["links"]["complete"]["parameters"]["token"],
+        "$response.body#/fence"
+    );
+    assert_eq!(
+        openapi["components"]["schemas"]["door.Object"]["properties"]["state"]["enum"],
+        json!(["OPEN", "CLOSING", "CLOSED", "LOCKED", "JAMMED"])
+    );
     let page = c
         .get(server.url("/"))
         .send()
@@ -690,6 +741,18 @@ async fn every_status_of_the_contract() {
 
 /// Reads SSE `write` events' JSON (and their ids) from `response` until `n` came.
 async fn events(response: reqwest::Response, n: usize) -> Vec<(u64, Value)> {
+    (sse(response, n, &["write"]).await.into_iter())
+        .map(|(_, id, data)| (id.expect("a write has an id"), data))
+        .collect()
+}
+
+/// Reads SSE events of the `kinds` named from `response` until `n` came: each
+/// one's name, id (if it has one) and JSON.
+async fn sse(
+    response: reqwest::Response,
+    n: usize,
+    kinds: &[&str],
+) -> Vec<(String, Option<u64>, Value)> {
     use futures_util::StreamExt;
     let mut stream = response.bytes_stream();
     let mut buffer = String::new();
@@ -709,13 +772,74 @@ async fn events(response: reqwest::Response, n: usize) -> Vec<(u64, Value)> {
                     .find_map(|l| l.strip_prefix(name))
                     .map(|v| v.trim().to_owned())
             };
-            if field("event:").as_deref() == Some("write") {
-                let id = field("id:").unwrap().parse().unwrap();
-                out.push((id, serde_json::from_str(&field("data:").unwrap()).unwrap()));
+            if let Some(kind) = field("event:").filter(|k| kinds.contains(&k.as_str())) {
+                let id = field("id:").map(|id| id.parse().unwrap());
+                out.push((
+                    kind,
+                    id,
+                    serde_json::from_str(&field("data:").unwrap()).unwrap(),
+                ));
             }
         }
     }
     out
+}
+
+/// A stream resumed with an event id this service did not give (one from
+/// before a restart, or from the future) starts with a `gap`, then goes on
+/// with the next writes: not silence until the numbers catch up. (It was: a
+/// restarted service numbered from 1 again and held back every write up to
+/// the client's number; past `u64::MAX - 1`, the number overflowed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resumed_with_a_number_this_service_did_not_give_starts_with_a_gap() {
+    let c = Client::new();
+    let before = Server::start(|_| {}).await;
+    let stream = c
+        .get(before.url("/v1/door/watch"))
+        .bearer_auth(USER)
+        .send()
+        .await
+        .unwrap();
+    post(
+        &c,
+        &before.url("/v1/door/objects"),
+        USER,
+        Some(json!({ "id": "d" })),
+    )
+    .await;
+    let (last, _) = events(stream, 1).await[0].clone();
+    before.stop().await;
+
+    // The service restarted: its writes are numbered past the last one's.
+    let after = Server::start(|_| {}).await;
+    let never = u64::MAX.to_string();
+    for resume_after in [last.to_string(), never] {
+        let stream = c
+            .get(after.url("/v1/door/watch"))
+            .bearer_auth(USER)
+            .header("last-event-id", &resume_after)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), StatusCode::OK);
+        let id = format!("d-{}", resume_after.len());
+        post(
+            &c,
+            &after.url("/v1/door/objects"),
+            USER,
+            Some(json!({ "id": id })),
+        )
+        .await;
+        let seen = sse(stream, 2, &["write", "gap"]).await;
+        assert_eq!(seen[0].0, "gap", "resumed after {resume_after}: {seen:?}");
+        assert_eq!(
+            (seen[1].0.as_str(), seen[1].2["id"].as_str()),
+            ("write", Some(id.as_str())),
+            "resumed after {resume_after}: {seen:?}"
+        );
+        assert!(seen[1].1.unwrap() > last, "{seen:?}");
+    }
+    after.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1161,6 +1285,111 @@ async fn the_openapi_document_validates() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "valid");
+}
+
+/// The service does what `/openapi.json` says, as schemathesis (from PyPI,
+/// installed by `scripts/setup`) finds it: requests generated from the document,
+/// valid and invalid, then chains of them along its links (create, start,
+/// complete or fail), each answer checked against the document (a status it
+/// lists, a body and headers its schemas admit, never a 5xx), a valid request
+/// refused only by the table (`tests/schemathesis.toml`: 403, 404, 409, 412,
+/// 422) and an invalid one always refused. The watch streams, which never end,
+/// are tried apart, each event checked for a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_does_what_its_openapi_document_says() {
+    let server = Server::start(|_| {}).await;
+    let schemathesis =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python/.venv/bin/schemathesis");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schemathesis.toml");
+    let scratch = tempfile::tempdir().unwrap();
+    let document = server.url("/openapi.json");
+    let auth = format!("Authorization: Bearer {ALL}");
+    // Every operation but the watch streams, then those, briefly.
+    for (paths, phases, examples, timeout) in [
+        (
+            "--exclude-path-regex",
+            "examples,coverage,fuzzing,stateful",
+            "30",
+            "10",
+        ),
+        // (No links lead to a watch: nothing to chain.)
+        (
+            "--include-path-regex",
+            "examples,coverage,fuzzing",
+            "3",
+            "1",
+        ),
+    ] {
+        let run = tokio::process::Command::new(&schemathesis)
+            .arg("--config-file")
+            .arg(&config)
+            .args([
+                "--no-color",
+                "run",
+                &document,
+                "-H",
+                &auth,
+                "--checks",
+                "all",
+            ])
+            .args([
+                "--seed",
+                "1",
+                "--generation-database",
+                "none",
+                "--max-examples",
+                examples,
+            ])
+            .args([
+                "--phases",
+                phases,
+                "--request-timeout",
+                timeout,
+                paths,
+                "/watch$",
+            ])
+            .current_dir(scratch.path())
+            .output()
+            .await;
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                common::missing(
+                    "FSM_SKIP_TOOLS",
+                    &format!("schemathesis cannot run ({}: {e})", schemathesis.display()),
+                    "scripts/setup installs it",
+                );
+                server.stop().await;
+                return;
+            }
+        };
+        let out = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            run.status.success(),
+            "schemathesis ({paths} /watch$) found the service and its document apart:\n{out}\n{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        // It did test: cases generated, and every operation selected tested.
+        let tested = out.lines().find(|l| l.trim_start().starts_with("Tested:"));
+        let selected = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("Selected:"));
+        assert!(out.contains(" passed"), "{out}");
+        assert_eq!(
+            tested.map(|l| l.split(':').nth(1).unwrap().trim().to_owned()),
+            selected.map(|l| l
+                .split(':')
+                .nth(1)
+                .unwrap()
+                .trim()
+                .split('/')
+                .next()
+                .unwrap()
+                .to_owned()),
+            "{out}"
+        );
+    }
+    server.stop().await;
 }
 
 /// An action held past its deadline shows: the object's holder says `overdue`, and
