@@ -317,7 +317,11 @@ fn with_etag(status: StatusCode, body: Value, version: u64) -> Response {
 
 /// Logs a refusal with the actor and what refused, never the token.
 fn logged(actor: &Actor, what: &str, e: RuntimeError) -> ApiError {
-    let e = refused(e);
+    log(actor, what, refused(e))
+}
+
+/// Logs a refusal as answered, with the actor and what refused.
+fn log(actor: &Actor, what: &str, e: ApiError) -> ApiError {
     tracing::info!(
         actor = actor.name(),
         request = what,
@@ -529,7 +533,7 @@ async fn start(
         if matches!(e, RuntimeError::Conflict { .. }) {
             m.feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
         }
-        condition.explain(logged(&actor, "start", e))
+        log(&actor, "start", condition.explain(refused(e)))
     })?;
     let (record, flight) = started;
     let mut body = object_json(m.runtime.machine(), &id, &record);
@@ -721,7 +725,7 @@ async fn patch_data(
         }
     })
     .await
-    .map_err(|e| condition.explain(logged(&actor, "patch", e)))?;
+    .map_err(|e| log(&actor, "patch", condition.explain(refused(e))))?;
     let body = object_json(m.runtime.machine(), &id, &record);
     Ok(with_etag(StatusCode::OK, body, record.version))
 }
