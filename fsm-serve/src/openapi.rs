@@ -163,6 +163,12 @@ fn machine_paths(
             "content": { "application/json": { "schema": object_ref } }
         })
     };
+    // An answer with the object, and where its links lead.
+    let linked = |description: &str, links: Value| {
+        let mut answer = object(description);
+        answer["links"] = links;
+        answer
+    };
     let id = json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string", "minLength": 1 } });
     let fence = json!({ "name": "token", "in": "path", "required": true, "description": "The fence token the start answered", "schema": { "type": "integer", "format": "int64", "minimum": 1, "maximum": u64::MAX } });
     let if_match = |description: &str| {
@@ -213,13 +219,7 @@ fn machine_paths(
                     "properties": { "id": { "type": "string", "minLength": 1 }, "data": { "nullable": true } }
                 } } } },
                 "responses": common(json!({
-                    "201": {
-                        "description": "The object created",
-                        "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string" } } },
-                        "content": { "application/json": { "schema": object_ref } },
-                        "links": created_links
-
-                    },
+                    "201": linked("The object created", created_links),
                     "409": error("The object exists"),
                     "413": error("Body too large")
                 }))
@@ -302,15 +302,13 @@ fn machine_paths(
             ],
             "responses": common(json!({
                 "200": object("With run=true: the object after the action"),
-                "201": {
-                    "description": "Started: the object in the action's transition state, and its fence token",
-                    "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string" } } },
-                    "content": { "application/json": { "schema": object_ref } },
-                    "links": {
+                "201": linked(
+                    "Started: the object in the action's transition state, and its fence token",
+                    json!({
                         "complete": { "operationId": op("complete"), "parameters": { "id": "$request.path.id", "token": "$response.body#/fence" } },
                         "fail": { "operationId": op("fail"), "parameters": { "id": "$request.path.id", "token": "$response.body#/fence" } }
-                    }
-                },
+                    })
+                ),
                 "403": error("A role is missing, or the actor does not own the state"),
                 "404": not_found, "409": error("Busy (another action runs) or conflict (the object changed)"),
                 "412": error("If-Match: the object is at another version"),
@@ -397,4 +395,31 @@ pub fn document(service: &Service) -> Value {
         "security": [{ "bearer": [] }],
         "paths": paths
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, Value, json};
+
+    use super::{prefix, segment};
+
+    #[test]
+    fn a_machine_name_is_one_path_segment_as_a_client_sends_it() {
+        assert_eq!(segment("vm"), "vm");
+        assert_eq!(segment("scaled_endpoint-2.v~1"), "scaled_endpoint-2.v~1");
+        assert_eq!(segment("a b/c"), "a%20b%2Fc");
+        assert_eq!(segment("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn component_names_keep_the_characters_openapi_allows_and_stay_apart() {
+        let mut taken = Map::new();
+        assert_eq!(prefix("vm.v2", &taken), "vm.v2");
+        assert_eq!(prefix("a b", &taken), "a_b");
+        // `a/b` cleans to the name `a b` took: it gets a number.
+        taken.insert("a_b.Object".into(), Value::Null);
+        assert_eq!(prefix("a/b", &taken), "a_b_2");
+        taken.insert("a_b_2.Object".into(), json!({}));
+        assert_eq!(prefix("a?b", &taken), "a_b_3");
+    }
 }

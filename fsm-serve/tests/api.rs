@@ -475,6 +475,28 @@ async fn every_status_of_the_contract() {
     let missing = server.url("/v1/vm/objects/no-such-vm/actions/resume");
     let response = with_if_match(&missing, String::new()).await.unwrap();
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    // A change of data is conditional the same way, and writes nothing.
+    let patched = c
+        .patch(server.url("/v1/vm/objects/vm-1/data?action=resume"))
+        .bearer_auth(OPS)
+        .header("if-match", "")
+        .json(&json!({ "size": 2 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), StatusCode::PRECONDITION_FAILED);
+    let body: Value = patched.json().await.unwrap();
+    assert_eq!(
+        (body["if_match"].as_str(), body["found_version"].as_u64()),
+        (Some(""), Some(version))
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no version"),
+        "{body}"
+    );
     let response = with_if_match(&resume, format!("W/\"{version}\""))
         .await
         .unwrap();
