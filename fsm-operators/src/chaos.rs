@@ -431,10 +431,16 @@ pub async fn podops_process(
     operations(&ops, kind, Duration::from_secs(until)).await
 }
 
+/// How many operations of each type a PodOps chaos run begins at least, however
+/// slow the machine: its operation controllers go on past `until` until they
+/// have, and the run waits for them. Three, so that a `restart` is undone.
+pub const PODOPS_OPERATIONS_PER_TYPE: usize = 3;
+
 /// An operation controller's life: one operation of its type at a time, begun,
 /// finished once PodOpsLifecycle says operate (every third `restart` undone
-/// instead), until `until` (since the Unix epoch); then it only finishes what is
-/// in flight. Started again after a kill, it finds its predecessor's operation
+/// instead), until `until` (since the Unix epoch) and at least
+/// [`PODOPS_OPERATIONS_PER_TYPE`] of them; then it only finishes what is in
+/// flight. Started again after a kill, it finds its predecessor's operation
 /// in the pod's document and takes it on where it was, a begin cut off included.
 async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), PodOpsError> {
     let controller = OperationController::new(kind);
@@ -464,7 +470,7 @@ async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), Pod
                 }
             }
             Some(_) => {}
-            None if since_epoch() < until => {
+            None if since_epoch() < until || mine.len() < PODOPS_OPERATIONS_PER_TYPE => {
                 let id = format!("{kind}-{}", mine.len());
                 match controller.begin(ops, &id).await {
                     Ok(()) | Err(PodOpsError::TypeBusy { .. }) => {}
@@ -481,8 +487,9 @@ async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), Pod
 /// Runs the chaos run `chaos` on PodOpsLifecycle, starting the process of each
 /// role of [`podops_roles`] with `spawn(role, until)` (a command that runs
 /// [`podops_process`] for it; `until` for the operation controllers). The
-/// operation controllers begin operations for `chaos.duration`; then the run
-/// waits for every operation to end and the pod to serve again.
+/// operation controllers begin operations for `chaos.duration`, and at least
+/// [`PODOPS_OPERATIONS_PER_TYPE`] of each type; then the run waits for every
+/// operation to end and the pod to serve again.
 pub async fn run_podops(
     chaos: &Chaos,
     spawn: impl Fn(&'static str, u64) -> Command,
@@ -495,14 +502,18 @@ pub async fn run_podops(
     let (_ask, asked) = tokio::sync::mpsc::unbounded_channel();
     let user = async {
         tokio::time::sleep(until.saturating_sub(since_epoch())).await;
-        // Every operation ended, the pod serving.
+        // Every type's operations begun, every operation ended, the pod serving.
         let settled = |ops: &PodOps| {
             let doc = ops.doc();
+            let begun = OPERATION_TYPES.iter().all(|kind| {
+                doc.types.values().filter(|k| *k == kind).count() >= PODOPS_OPERATIONS_PER_TYPE
+            });
             let ended = doc.types.keys().all(|id| {
                 ops.phase(id)
                     .is_some_and(|p| S::machine().state(p.into()).terminal)
             });
-            ended
+            begun
+                && ended
                 && doc.pod.labels.contains_key(SERVICE_AVAILABLE)
                 && doc.pod.operation_ids().is_empty()
         };
