@@ -442,10 +442,12 @@ struct ActionQuery {
 enum IfMatch {
     /// No header, or `*`.
     Any,
-    /// `"<version>"` (or `W/"<version>"`).
+    /// `"<version>"`.
     At(u64),
-    /// An empty field (RFC 9110: an empty list of entity tags) or a version
-    /// past `u64`, as written: no version the object can be at.
+    /// An empty field (RFC 9110: an empty list of entity tags), a version
+    /// past `u64`, or a weak tag (`W/"<version>"`: If-Match compares strongly,
+    /// so a weak tag never matches), as written: no version the object can be
+    /// at.
     Never(String),
 }
 
@@ -465,10 +467,17 @@ impl IfMatch {
         if text == "*" {
             return Ok(IfMatch::Any);
         }
-        let tag = text.strip_prefix("W/").unwrap_or(text);
+        let (weak, tag) = match text.strip_prefix("W/") {
+            Some(tag) => (true, tag),
+            None => (false, text),
+        };
         match tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
             Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
-                Ok(digits.parse().map_or_else(|_| IfMatch::Never(text.to_owned()), IfMatch::At))
+                let never = || IfMatch::Never(text.to_owned());
+                match digits.parse() {
+                    Ok(version) if !weak => Ok(IfMatch::At(version)),
+                    _ => Ok(never()),
+                }
             }
             _ => Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -497,7 +506,14 @@ impl IfMatch {
         if let IfMatch::Never(text) = self
             && e.status == StatusCode::PRECONDITION_FAILED
         {
-            e.message = format!("If-Match `{text}` names no version the object can be at");
+            e.message = if text.starts_with("W/") {
+                format!(
+                    "If-Match `{text}` is a weak tag, which never matches: If-Match compares \
+                     entity tags strongly (RFC 9110), and this service gives only strong ones"
+                )
+            } else {
+                format!("If-Match `{text}` names no version the object can be at")
+            };
             e.facts.remove("expected_version");
             e.facts.insert("if_match".into(), text.as_str().into());
         }

@@ -257,7 +257,7 @@ fn machine_paths(
             "parameters": [
                 id,
                 { "name": "action", "in": "query", "required": true, "schema": { "type": "string", "enum": actions } },
-                if_match("Change only at this version (an ETag), or `*`")
+                if_match("Change only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")
             ],
             "requestBody": { "required": true, "content": { "application/merge-patch+json": { "schema": {} }, "application/json": { "schema": {} } } },
             "responses": common(json!({
@@ -298,7 +298,7 @@ fn machine_paths(
                 id,
                 { "name": "action", "in": "path", "required": true, "schema": { "type": "string", "enum": actions } },
                 { "name": "run", "in": "query", "schema": { "type": "boolean" } },
-                if_match("Start only at this version (an ETag), or `*`")
+                if_match("Start only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")
             ],
             "responses": common(json!({
                 "200": object("With run=true: the object after the action"),

@@ -497,7 +497,21 @@ async fn every_status_of_the_contract() {
             .contains("names no version"),
         "{body}"
     );
-    let response = with_if_match(&resume, format!("W/\"{version}\""))
+    // If-Match compares strongly (RFC 9110): a weak tag of the very version
+    // found never matches.
+    let weak = format!("W/\"{version}\"");
+    let response = with_if_match(&resume, weak.clone()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::PRECONDITION_FAILED);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        (body["if_match"].as_str(), body["found_version"].as_u64()),
+        (Some(weak.as_str()), Some(version))
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("weak tag"),
+        "{body}"
+    );
+    let response = with_if_match(&resume, format!("\"{version}\""))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
