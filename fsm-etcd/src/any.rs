@@ -17,6 +17,19 @@ pub enum AnyStore {
     Etcd(EtcdStore),
 }
 
+impl AnyStore {
+    /// The store's position now, when it keeps an order of writes that every
+    /// process on it sees alike (etcd's revision, see [`EtcdStore::revision`]):
+    /// every write accepted from here on is placed past it. `None` for the
+    /// memory store.
+    pub fn position(&self) -> Result<Option<u64>, StoreError> {
+        match self {
+            AnyStore::Memory(_) => Ok(None),
+            AnyStore::Etcd(s) => s.revision().map(Some),
+        }
+    }
+}
+
 impl Store for AnyStore {
     fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
         match self {

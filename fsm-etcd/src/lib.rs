@@ -93,6 +93,9 @@
 //!   gone: every watcher's next read answers
 //!   [`Lagged::Gap`](fsm_runtime::Lagged::Gap), and reading goes on from the
 //!   oldest revision etcd kept; re-read the objects then.
+//! - **Positions.** Each event carries its write's revision
+//!   ([`Event::position`](fsm_runtime::Event::position)), the same in every
+//!   process on the store; [`EtcdStore::revision`] is etcd's revision now.
 //!
 //! The store's calls are blocking: they run on the store's own tokio runtime and
 //! wait for it, so they work from plain threads and (blocking a worker briefly)
@@ -318,6 +321,18 @@ impl EtcdStore {
     /// The prefix the store's keys live under.
     pub fn prefix(&self) -> &str {
         &self.inner.prefix
+    }
+
+    /// etcd's revision now: every write accepted from here on has a later one
+    /// (the [`position`](fsm_runtime::Event::position) its watchers' events
+    /// carry), every write already accepted this one or an earlier one.
+    pub fn revision(&self) -> Result<u64, StoreError> {
+        let (mut kv, prefix) = (self.inner.client.kv_client(), self.inner.prefix.clone());
+        let header = self.run(async move { kv.get(prefix, None).await })?;
+        Ok(header
+            .header()
+            .and_then(|h| u64::try_from(h.revision()).ok())
+            .unwrap_or(0))
     }
 
     /// Runs `work` on the store's runtime with the store's timeout and waits for it.
@@ -727,11 +742,7 @@ impl Store for EtcdStore {
         let mut fed = lock(&self.inner.fed);
         let watcher = self.inner.publisher.watch();
         if !*fed {
-            let (mut kv, prefix) = (self.inner.client.kv_client(), self.inner.prefix.clone());
-            let revision = self
-                .run(async move { kv.get(prefix, None).await })?
-                .header()
-                .map_or(0, |h| h.revision());
+            let revision = i64::try_from(self.revision()?).unwrap_or(i64::MAX - 1);
             let runtime = self.inner.runtime.as_ref().expect("running until dropped");
             runtime.spawn(feed(
                 self.inner.client.clone(),
@@ -938,7 +949,11 @@ async fn feed(
                             .map_err(|e| e.to_string())
                             .and_then(|e| codec.decode_entry(e).map_err(|e| e.to_string()));
                         match entry {
-                            Ok(entry) => publisher.publish(|| Event { id, entry }),
+                            Ok(entry) => publisher.publish(|| Event {
+                                id,
+                                entry,
+                                position: u64::try_from(kv.mod_revision()).ok(),
+                            }),
                             Err(e) => tracing::warn!(key = ?kv.key_str(), "not an fsm entry: {e}"),
                         }
                     }

@@ -170,6 +170,7 @@ impl MemoryStore {
         self.publisher.publish(|| Event {
             id: id.clone(),
             entry: entry.clone(),
+            position: None,
         });
         slot.history.push(entry, self.keep);
     }

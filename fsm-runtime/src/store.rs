@@ -456,6 +456,12 @@ pub struct Event {
     pub id: ObjectId,
     /// The write's history entry.
     pub entry: Entry,
+    /// The write's place in the store's order of writes, when the store keeps
+    /// one that every process on it sees alike: on etcd, the write's revision.
+    /// `None` from a store in one process (the memory store). Along one
+    /// watcher, the positions given only grow, so a reader in another process
+    /// can go on from the position of the last write it saw.
+    pub position: Option<u64>,
 }
 
 /// Why a [`Watcher`] returned no event.

@@ -482,8 +482,19 @@ pub fn watchers_see_writes_in_order<S: Store>(store: S) {
     rt.create("a", &user).unwrap();
     rt.create("b", &user).unwrap();
     rt.run("b", &user, "start").unwrap();
-    let seen: Vec<(String, u64)> = (0..4)
-        .map(|_| next(&mut all))
+    let events: Vec<Event> = (0..4).map(|_| next(&mut all)).collect();
+    // Positions, where the store gives them, only grow along a watcher.
+    let positions: Vec<u64> = events.iter().filter_map(|e| e.position).collect();
+    assert!(
+        positions.is_empty() || positions.len() == events.len(),
+        "watchers_see_writes_in_order: some writes have a position, some not: {events:?}"
+    );
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "watchers_see_writes_in_order: positions out of order: {positions:?}"
+    );
+    let seen: Vec<(String, u64)> = events
+        .iter()
         .map(|e| (e.id.to_string(), e.entry.version))
         .collect();
     let b: Vec<u64> = seen

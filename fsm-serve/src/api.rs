@@ -770,7 +770,7 @@ async fn history(
 }
 
 /// The event a watch resumes after: `Last-Event-ID`, an event id this
-/// service gave. Refused when it is not one: read as absent, the stream would
+/// service (or, on etcd, any service of the store) gave. Refused when it is not one: read as absent, the stream would
 /// start at the next write and the client would miss, unwarned, the writes
 /// since the event it names.
 fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
@@ -782,7 +782,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "malformed",
-            format!("Last-Event-ID must be an event id this service gave (a number), not `{text}`"),
+            format!("Last-Event-ID must be an event id a service gave (a number), not `{text}`"),
         )
     })
 }
@@ -805,20 +805,37 @@ async fn watch(
             ),
         )
     })?;
+    // On etcd, a client may resume with a number another service gave, past
+    // what this one has seen yet: the store's revision says whether it is one.
+    // (Unread, the number is taken as unknown: a gap, then what comes next.)
+    let store_at = match (after, m.feed.positioned()) {
+        (Some(_), true) => {
+            let rt = m.runtime.clone();
+            blocking(move || Ok(rt.store().position()))
+                .await
+                .ok()
+                .and_then(|read| read.ok().flatten())
+        }
+        _ => None,
+    };
     let crate::feed::Subscription {
         mut rx,
         replay,
         complete,
         from,
-    } = m.feed.subscribe(after);
+    } = m.feed.subscribe(after, store_at);
     let stream = async_stream(move |tx| async move {
         let _permit = permit;
         let mut last = from;
         if !complete {
             let _ = tx.send(gap_event(last)).await;
         }
+        // A write numbered at or before the last sent is not sent again; a gap
+        // always is (the write after it may have its number).
         for note in replay {
-            last = note.seq();
+            if let Note::Write { seq, .. } = note {
+                last = seq;
+            }
             if tx.send(note_event(note)).await.is_err() {
                 return;
             }
@@ -830,9 +847,11 @@ async fn watch(
                 () = tx.closed() => return,
             };
             match received {
-                Ok(note) if note.seq() <= last => {}
+                Ok(Note::Write { seq, .. }) if seq <= last => {}
                 Ok(note) => {
-                    last = note.seq();
+                    if let Note::Write { seq, .. } = note {
+                        last = seq;
+                    }
                     if tx.send(note_event(note)).await.is_err() {
                         return;
                     }

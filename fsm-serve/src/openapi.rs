@@ -330,7 +330,7 @@ fn machine_paths(
             "operationId": op("watch"),
             "tags": tags,
             "summary": "Server-Sent Events, one `write` per write, resumable with Last-Event-ID; a `gap` event when writes were missed",
-            "parameters": [{ "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: the stream resumes after it (with a `gap` first when writes it names were dropped, or when this service did not give it: after a restart)", "schema": { "type": "integer", "minimum": 0, "maximum": u64::MAX } }],
+            "parameters": [{ "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: the stream resumes after it (with a `gap` first when writes after it were dropped, or when it is not an id the store could have given). On etcd an id is its write's revision, the same on every service of the store: resume on any of them", "schema": { "type": "integer", "minimum": 0, "maximum": u64::MAX } }],
             "responses": common(json!({
                 "200": { "description": "The stream: each event as the schema describes it", "content": { "text/event-stream": { "schema": {
                     "type": "object", "required": ["event", "data"],

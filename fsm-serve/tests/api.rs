@@ -5,6 +5,7 @@
 
 #[path = "../../fsm-core/tests/common/mod.rs"]
 mod common;
+mod sse;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use fsm_serve::{Config, Service, Tokens};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
+use sse::sse;
 
 const OPS: &str = "token-of-ops-0123456789";
 const USER: &str = "token-of-user-0123456789";
@@ -780,45 +782,6 @@ async fn events(response: reqwest::Response, n: usize) -> Vec<(u64, Value)> {
     (sse(response, n, &["write"]).await.into_iter())
         .map(|(_, id, data)| (id.expect("a write has an id"), data))
         .collect()
-}
-
-/// Reads SSE events of the `kinds` named from `response` until `n` came: each
-/// one's name, id (if it has one) and JSON.
-async fn sse(
-    response: reqwest::Response,
-    n: usize,
-    kinds: &[&str],
-) -> Vec<(String, Option<u64>, Value)> {
-    use futures_util::StreamExt;
-    let mut stream = response.bytes_stream();
-    let mut buffer = String::new();
-    let mut out = Vec::new();
-    while out.len() < n {
-        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.next())
-            .await
-            .expect("an event within 10 s")
-            .expect("the stream goes on")
-            .unwrap();
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let field = |name: &str| {
-                block
-                    .lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_owned())
-            };
-            if let Some(kind) = field("event:").filter(|k| kinds.contains(&k.as_str())) {
-                let id = field("id:").map(|id| id.parse().unwrap());
-                out.push((
-                    kind,
-                    id,
-                    serde_json::from_str(&field("data:").unwrap()).unwrap(),
-                ));
-            }
-        }
-    }
-    out
 }
 
 /// A stream resumed with an event id this service did not give (one from

@@ -5,6 +5,7 @@
 
 #[path = "../../fsm-core/tests/common/mod.rs"]
 mod common;
+mod sse;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ const CONTROLLER: &str = "etcd-test-token-ctl-0123";
 
 use common::etcd_endpoints as endpoints;
 
-async fn open(prefix: &str) -> Option<(Arc<Service>, String, tokio::sync::oneshot::Sender<()>)> {
+async fn open(prefix: &str) -> Option<Served> {
     let mut config = Config::new(vec![
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
@@ -87,8 +88,11 @@ async fn get(c: &Client, url: String) -> (StatusCode, Value) {
     (r.status(), r.json().await.unwrap())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
+/// A service, where it listens, and what stops it.
+type Served = (Arc<Service>, String, tokio::sync::oneshot::Sender<()>);
+
+/// Two services on one prefix no other run uses.
+async fn two_services() -> Option<(Served, Served)> {
     let prefix = format!(
         "/fsm-serve-test/{}-{}/",
         std::process::id(),
@@ -97,10 +101,77 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
             .unwrap()
             .as_nanos()
     );
-    let Some((_a, a, stop_a)) = open(&prefix).await else {
+    Some((open(&prefix).await?, open(&prefix).await?))
+}
+
+/// A watch resumes on any service of an etcd store: an event's id is its
+/// write's revision, so the id one service gave names the same place on
+/// another, and the stream goes on there with the writes after it, under the
+/// same ids, with no gap and nothing twice. An id past the store's revision is
+/// none a service gave: a gap, then the next writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resumes_on_another_service_of_the_store() {
+    let Some(((_a, a, stop_a), (_b, b, stop_b))) = two_services().await else {
         return;
     };
-    let Some((_b, b, stop_b)) = open(&prefix).await else {
+    let c = Client::new();
+    let watch = |base: &str, after: Option<u64>| {
+        let mut request = c.get(format!("{base}/v1/vm/watch")).bearer_auth(OPS);
+        if let Some(after) = after {
+            request = request.header("last-event-id", after.to_string());
+        }
+        request.send()
+    };
+    let on_a = watch(&a, None).await.unwrap();
+    // Three writes, made on B: created, started, completed.
+    let (status, _) = post(
+        &c,
+        format!("{b}/v1/vm/objects"),
+        OPS,
+        Some(json!({"id": "vm-1"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let deploy = format!("{b}/v1/vm/objects/vm-1/actions/deploy?run=true");
+    let (status, _) = post(&c, deploy, OPS, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let seen_on_a = sse::sse(on_a, 3, &["write", "gap"]).await;
+    let ids: Vec<u64> = seen_on_a
+        .iter()
+        .map(|(_, id, _)| id.expect("a write's id"))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{seen_on_a:?}");
+
+    // Resumed on B after A's first: B's second and third, A's ids, no gap.
+    let on_b = watch(&b, Some(ids[0])).await.unwrap();
+    assert_eq!(on_b.status(), StatusCode::OK);
+    let seen_on_b = sse::sse(on_b, 2, &["write", "gap"]).await;
+    assert_eq!(seen_on_b, seen_on_a[1..], "resumed on B after {}", ids[0]);
+
+    // Resumed on B after A's last (whether B's feed has seen it yet or not):
+    // nothing until the next write, and no gap. An id past the store's
+    // revision: a gap first.
+    let resumed = watch(&b, Some(ids[2])).await.unwrap();
+    let made_up = watch(&b, Some(u64::MAX)).await.unwrap();
+    let pause = format!("{a}/v1/vm/objects/vm-1/actions/pause?run=true");
+    let (status, _) = post(&c, pause, OPS, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let next = sse::sse(resumed, 1, &["write", "gap"]).await;
+    assert_eq!(next[0].0, "write", "{next:?}");
+    assert!(next[0].1.unwrap() > ids[2], "{next:?}");
+    assert_eq!(next[0].2["to"], "PAUSING", "{next:?}");
+    let unknown = sse::sse(made_up, 2, &["write", "gap"]).await;
+    assert_eq!(
+        (unknown[0].0.as_str(), unknown[1].0.as_str(), unknown[1].1),
+        ("gap", "write", next[0].1),
+        "{unknown:?}"
+    );
+    let _ = (stop_a.send(()), stop_b.send(()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
+    let Some(((_a, a, stop_a), (_b, b, stop_b))) = two_services().await else {
         return;
     };
     let c = Client::new();
