@@ -473,10 +473,9 @@ impl IfMatch {
         };
         match tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
             Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
-                let never = || IfMatch::Never(text.to_owned());
                 match digits.parse() {
                     Ok(version) if !weak => Ok(IfMatch::At(version)),
-                    _ => Ok(never()),
+                    _ => Ok(IfMatch::Never(text.to_owned())),
                 }
             }
             _ => Err(ApiError::new(
@@ -770,9 +769,9 @@ async fn history(
 }
 
 /// The event a watch resumes after: `Last-Event-ID`, an event id this
-/// service (or, on etcd, any service of the store) gave. Refused when it is not one: read as absent, the stream would
-/// start at the next write and the client would miss, unwarned, the writes
-/// since the event it names.
+/// service (or, on etcd, any service of the store) gave. Refused when it is
+/// not one: read as absent, the stream would start at the next write and the
+/// client would miss, unwarned, the writes since the event it names.
 fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     let Some(value) = headers.get("last-event-id") else {
         return Ok(None);
