@@ -1494,3 +1494,115 @@ fn a_service_listens_on_loopback_unless_told_otherwise() {
     assert_eq!(config.body_limit, 64 * 1024);
     assert!(config.cors_origins.is_empty());
 }
+
+/// A controller in another language: `clients/python/deployer.py` (Python's
+/// standard library only) deploys every VM created, completing each deploy by
+/// the fence token its start answered. Stopped, then started again, it resumes
+/// its watch after the last event id it kept: the service replays what was
+/// created while it was away (no `gap`, no listing), and it deploys that too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_controller_deploys_what_is_created_and_resumes_after_a_stop() {
+    let server = Server::start(|_| {}).await;
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python/.venv/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python/deployer.py");
+    let scratch = tempfile::tempdir().unwrap();
+    let last_event = scratch.path().join("last-event");
+    let c = Client::new();
+    let create = async |id: &str| {
+        let (status, body) = post(
+            &c,
+            &server.url("/v1/vm/objects"),
+            OPS,
+            Some(json!({ "id": id })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    };
+    let state = async |id: &str| {
+        let (_, body) = get(&c, &server.url(&format!("/v1/vm/objects/{id}")), OPS).await;
+        body["state"].as_str().unwrap_or_default().to_owned()
+    };
+    // The controller acts as alice.
+    let deployer = |exit_after: &str| {
+        tokio::process::Command::new(&python)
+            .arg(&script)
+            .args(["--url", &server.base, "--exit-after", exit_after])
+            .arg("--last-event")
+            .arg(&last_event)
+            .env("FSM_TOKEN", USER)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+    };
+    let finished = async |child: tokio::process::Child| {
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("the deployer exits once it deployed what it was told")
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+
+    // One VM waiting before the controller starts, one created once it runs.
+    create("vm-a").await;
+    let first = match deployer("2") {
+        Ok(child) => child,
+        Err(e) => {
+            common::missing(
+                "FSM_SKIP_TOOLS",
+                &format!("Python cannot run ({}: {e})", python.display()),
+                "scripts/setup makes scripts/python/.venv",
+            );
+            server.stop().await;
+            return;
+        }
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while state("vm-a").await != "RUNNING" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "vm-a was not deployed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    create("vm-b").await;
+    let out = finished(first).await;
+    assert!(out.contains("catching up: 1 in VIRTUAL"), "{out}");
+    assert!(out.contains("vm-b: deploy done, now RUNNING"), "{out}");
+    let kept = std::fs::read_to_string(&last_event).unwrap();
+    assert!(kept.trim().parse::<u64>().is_ok(), "{kept}");
+
+    // Created while no controller runs: replayed to the next one.
+    create("vm-c").await;
+    create("vm-d").await;
+    let out = finished(deployer("2").unwrap()).await;
+    let resumed = !out.contains("catching up");
+    assert!(resumed, "resumed by listing, not by replay: {out}");
+    for id in ["vm-a", "vm-b", "vm-c", "vm-d"] {
+        assert_eq!(state(id).await, "RUNNING", "{id}: {out}");
+        let history = server.url(&format!("/v1/vm/objects/{id}/history"));
+        let (_, history) = get(&c, &history, OPS).await;
+        let kinds: Vec<(&str, &str)> = history["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["kind"].as_str().unwrap(), e["actor"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("Created", "ops"),
+                ("Started", "alice"),
+                ("Completed", "alice")
+            ],
+            "{id}"
+        );
+    }
+    server.stop().await;
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""A controller for `fsm serve` in Python, with nothing but the standard library.
+
+It deploys every OpenvCloud VM that is created: it watches the machine's writes
+(Server-Sent Events), and for each VM that enters the initial state it starts
+`deploy`, does the work the action stands for, and completes the action with the
+fence token the start answered. It never reaches past the service's rules: a VM
+another controller took (409) or that moved on (422) is left alone.
+
+It stops and starts without losing a creation:
+
+- on start it opens the watch first, then deploys what is already waiting (a
+  creation written in between is seen twice, and the second start is refused);
+- it keeps the id of the last event it handled in a file, and resumes the watch
+  after it (`Last-Event-ID`): the service replays what was written meanwhile.
+  On etcd an event's id is its write's revision, so it may resume on any
+  service of the store;
+- on a `gap` event (writes the service could not replay) it deploys what is
+  waiting again.
+
+    FSM_TOKEN=... python3 deployer.py --url http://127.0.0.1:8080 --last-event last-event
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+class Service:
+    """The REST calls this controller makes, as one actor (its token's)."""
+
+    def __init__(self, url, machine, token):
+        self.base = f"{url.rstrip('/')}/v1/{urllib.parse.quote(machine, safe='')}"
+        self.token = token
+
+    def call(self, method, path, headers=None):
+        """The status and JSON body of one request."""
+        request = urllib.request.Request(
+            self.base + path,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", **(headers or {})},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.load(refused)
+
+    def waiting(self, state):
+        """The ids of the objects in `state`."""
+        status, body = self.call("GET", "/objects?" + urllib.parse.urlencode({"state": state}))
+        if status != 200:
+            raise RuntimeError(f"listing {state}: {status} {body}")
+        return [o["id"] for o in body["objects"]]
+
+    def watch(self, last_event):
+        """The open watch stream, resumed after `last_event` if given."""
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "text/event-stream"}
+        if last_event is not None:
+            headers["Last-Event-ID"] = last_event
+        request = urllib.request.Request(self.base + "/watch", headers=headers)
+        return urllib.request.urlopen(request, timeout=60)
+
+
+def events(stream):
+    """Each Server-Sent Event of `stream`: (name, id or None, JSON data)."""
+    name, event_id, data = None, None, []
+    for raw in stream:
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if line == "":
+            if name is not None:
+                yield name, event_id, json.loads("\n".join(data))
+            name, event_id, data = None, None, []
+        elif line.startswith(":"):
+            continue  # a keep-alive comment
+        else:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                name = value
+            elif field == "id":
+                event_id = value
+            elif field == "data":
+                data.append(value)
+
+
+class Deployer:
+    """Deploys each object that enters `state` by `action`."""
+
+    def __init__(self, service, state, action, work, log):
+        self.service, self.state, self.action = service, state, action
+        self.work, self.log = work, log
+        self.deployed = 0
+
+    def deploy(self, object_id):
+        """Starts the action, does the work, completes it by its fence token.
+        True when this controller deployed the object."""
+        path = "/objects/" + urllib.parse.quote(object_id, safe="")
+        status, started = self.service.call("POST", f"{path}/actions/{self.action}")
+        if status in (409, 422):
+            # Another controller holds it, or it has moved on: not ours.
+            self.log(f"{object_id}: left alone ({started.get('error')}: {started.get('message')})")
+            return False
+        if status != 201:
+            raise RuntimeError(f"{object_id}: start answered {status} {started}")
+        fence = started["fence"]
+        try:
+            self.work(object_id)
+        except Exception as failure:  # the work failed: so does the action
+            self.service.call("POST", f"{path}/in-flight/{fence}/fail")
+            self.log(f"{object_id}: {self.action} failed ({failure})")
+            return False
+        status, done = self.service.call("POST", f"{path}/in-flight/{fence}/complete")
+        if status != 200:
+            # 409 revoked: the healer rolled the action back meanwhile.
+            self.log(f"{object_id}: completion refused ({status} {done.get('error')})")
+            return False
+        self.log(f"{object_id}: {self.action} done, now {done['state']}")
+        self.deployed += 1
+        return True
+
+    def catch_up(self):
+        """Deploys what waits in the state now."""
+        waiting = self.service.waiting(self.state)
+        self.log(f"catching up: {len(waiting)} in {self.state}")
+        for object_id in waiting:
+            self.deploy(object_id)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8080")
+    parser.add_argument("--machine", default="vm")
+    parser.add_argument("--state", default="VIRTUAL", help="deploy what enters this state")
+    parser.add_argument("--action", default="deploy")
+    parser.add_argument("--last-event", help="the file the last event's id is kept in")
+    parser.add_argument("--exit-after", type=int, help="exit once this many are deployed")
+    args = parser.parse_args()
+    token = os.environ.get("FSM_TOKEN")
+    if not token:
+        sys.exit("deployer: set FSM_TOKEN to a token of the service's tokens file")
+
+    def log(line):
+        print(f"deployer: {line}", flush=True)
+
+    def work(object_id):
+        time.sleep(0.01)  # what a real deployment would do
+
+    service = Service(args.url, args.machine, token)
+    deployer = Deployer(service, args.state, args.action, work, log)
+    last = None
+    if args.last_event and os.path.exists(args.last_event):
+        with open(args.last_event) as kept:
+            last = kept.read().strip() or None
+
+    def done():
+        return args.exit_after is not None and deployer.deployed >= args.exit_after
+
+    while not done():
+        try:
+            with service.watch(last) as stream:
+                if last is None:
+                    deployer.catch_up()
+                for name, event_id, data in events(stream):
+                    if name == "gap":
+                        log(f"gap: {data['message']}")
+                        deployer.catch_up()
+                    elif name == "write":
+                        # Created there, or rolled back there by the healer (a
+                        # failure is not retried at once: it would fail again).
+                        if data["to"] == args.state and data["kind"] in ("Created", "Healed"):
+                            deployer.deploy(data["id"])
+                        last = event_id
+                        if args.last_event:
+                            with open(args.last_event, "w") as kept:
+                                kept.write(last)
+                    if done():
+                        break
+        except urllib.error.HTTPError as refused:
+            if refused.code != 503:  # a wrong token or machine: no retry helps
+                sys.exit(f"deployer: the watch was refused: {refused.code} {refused.read().decode()}")
+            log("the service is unavailable; retrying")
+            time.sleep(0.5)
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as lost:
+            log(f"watch lost ({lost}); resuming")
+            time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()
