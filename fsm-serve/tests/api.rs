@@ -1196,7 +1196,9 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
 
 /// The web page in a real browser (headless Chromium, `scripts/browser/page-check.mjs`):
 /// objects created and moved over the API change the counts on the page; the
-/// object held by an action is listed, and its history shows on a click.
+/// object held by an action is listed, and its history shows on a click; its
+/// watch cut off (the browser offline), the page says it is reconnecting, and
+/// once back shows the object created meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_follows_the_objects_in_a_browser() {
     let server = Server::start(|_| {}).await;
@@ -1236,7 +1238,10 @@ async fn the_page_follows_the_objects_in_a_browser() {
             "held=d0",
             "history",
             "CLOSING=0",
-            "CLOSED=1"
+            "CLOSED=1",
+            "reconnecting",
+            "OPEN=3",
+            "connected"
         ])
     );
     server.stop().await;

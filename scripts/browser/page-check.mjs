@@ -5,10 +5,12 @@
 //
 // The page must show, for machine `door` (fsm-serve/tests/specs/door.toml): the
 // count of objects per state as they change, the object held by an action, and
-// its history on a click. Prints one JSON line, {"ok": true, "seen": [...]} or
+// its history on a click; cut off, it must say so, and once back show what was
+// written meanwhile. Prints one JSON line, {"ok": true, "seen": [...]} or
 // {"ok": false, "error": ...}; exits 0, 1, or 2 when Chromium or the driver is
 // missing.
 import { createRequire } from "node:module";
+import net from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -46,10 +48,31 @@ try {
   process.exit(2);
 }
 
+// The page reaches the service through a proxy of this script's, which can
+// cut its connections (and refuse new ones) to show how the page recovers.
+const target = new URL(base);
+const sockets = new Set();
+let cut = false;
+const proxy = net.createServer((client) => {
+  if (cut) return client.destroy();
+  const upstream = net.connect(Number(target.port), target.hostname);
+  const close = () => {
+    client.destroy();
+    upstream.destroy();
+    sockets.delete(client);
+  };
+  sockets.add(client);
+  client.pipe(upstream);
+  upstream.pipe(client);
+  for (const end of [client, upstream]) end.on("error", close).on("close", close);
+});
+await new Promise((listening) => proxy.listen(0, "127.0.0.1", listening));
+const via = `http://127.0.0.1:${proxy.address().port}`;
+
 const seen = [];
 try {
   const page = await browser.newPage();
-  await page.goto(base + "/");
+  await page.goto(via + "/");
   // The diagram is there before any token.
   if (!(await page.locator("#machine-door svg").count())) throw new Error("no diagram for door");
   await page.fill("#token", token);
@@ -88,8 +111,20 @@ try {
   await until("CLOSING", "0");
   await until("CLOSED", "1");
   if ((await count("OPEN")) !== "2") throw new Error("OPEN changed unexpectedly");
+  // The watch cut off: the page says so, and once the service is back it
+  // resumes after the last write it saw, so a write made meanwhile shows.
+  cut = true;
+  for (const socket of sockets) socket.destroy();
+  await page.waitForFunction(() => document.getElementById("status").textContent.includes("reconnecting"), null, { timeout: 10000 });
+  seen.push("reconnecting");
+  await call("POST", "/v1/door/objects", { id: "d3" });
+  cut = false;
+  await until("OPEN", "3");
+  await page.waitForFunction(() => document.getElementById("status").textContent === "connected", null, { timeout: 10000 });
+  seen.push("connected");
   console.log(JSON.stringify({ ok: true, seen }));
   await browser.close();
+  proxy.close();
   process.exit(0);
 } catch (e) {
   console.log(JSON.stringify({ ok: false, error: String(e.message || e), seen }));
