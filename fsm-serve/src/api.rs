@@ -807,15 +807,13 @@ async fn watch(
     // On etcd, a client may resume with a number another service gave, past
     // what this one has seen yet: the store's revision says whether it is one.
     // (Unread, the number is taken as unknown: a gap, then what comes next.)
-    let store_at = match (after, m.feed.positioned()) {
-        (Some(_), true) => {
+    let store_at = match after {
+        Some(_) => {
             let rt = m.runtime.clone();
-            blocking(move || Ok(rt.store().position()))
-                .await
-                .ok()
-                .and_then(|read| read.ok().flatten())
+            let read = blocking(move || Ok(rt.store().position())).await;
+            read.ok().and_then(Result::ok).flatten()
         }
-        _ => None,
+        None => None,
     };
     let crate::feed::Subscription {
         mut rx,

@@ -66,9 +66,6 @@ pub struct Counters {
 pub struct Feed {
     kept: std::sync::Mutex<Kept>,
     tx: broadcast::Sender<Note>,
-    /// Whether notes are numbered by the store's positions (etcd's revisions,
-    /// alike on every service of the store) rather than by this feed.
-    positioned: bool,
     /// The counters the feed keeps.
     pub counters: Counters,
 }
@@ -211,7 +208,6 @@ impl Feed {
         let feed = Arc::new(Feed {
             kept: std::sync::Mutex::new(Kept::new(start)),
             tx: broadcast::channel(1024).0,
-            positioned: position.is_some(),
             counters: Counters::default(),
         });
         let (reader, runtime) = (feed.clone(), runtime.clone());
@@ -243,12 +239,6 @@ impl Feed {
             }
         });
         Ok(feed)
-    }
-
-    /// Whether this feed numbers its notes by the store's positions (etcd's
-    /// revisions), the same on every service of the store.
-    pub fn positioned(&self) -> bool {
-        self.positioned
     }
 
     fn count(&self, event: &Event) {
@@ -286,21 +276,17 @@ impl Feed {
     }
 
     /// A subscription to new notes from `after` on (a `Last-Event-ID`; `None`:
-    /// from now). `store_at`: for a positioned feed, the store's position now
-    /// ([`AnyStore::position`]), so that a number another service gave, past
-    /// what this one has seen yet, is known for one.
+    /// from now). `store_at`: the store's position now, where it has one
+    /// ([`AnyStore::position`]: etcd's revision), so that a number another
+    /// service gave, past what this one has seen yet, is known for one.
     pub fn subscribe(&self, after: Option<u64>, store_at: Option<u64>) -> Subscription {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let rx = self.tx.subscribe();
-        let known = match self.positioned {
-            true => store_at.unwrap_or(0),
-            false => 0,
-        };
         let Resume {
             complete,
             replay,
             from,
-        } = kept.resume(after, known);
+        } = kept.resume(after, store_at.unwrap_or(0));
         let replay = replay
             .into_iter()
             .filter_map(|i| kept.notes.get(i).cloned())
