@@ -248,7 +248,16 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> 
 
 /// axum's `Query`, refused as a JSON error that names the parameter (`run:
 /// provided string was not `true` or `false``), not as plain text.
+///
+/// Every `/v1` call reads its query through one, and every query type denies
+/// unknown fields: a misspelt parameter is a 400, not ignored. (`?rn=true`
+/// ignored would start and hold the action where `?run=true` runs it.)
 struct Query<T>(T);
+
+/// The query of a call that takes no parameters: any is refused.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoQuery {}
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
@@ -343,6 +352,7 @@ struct Create {
 async fn create(
     State(service): State<Arc<Service>>,
     Path(name): Path<String>,
+    Query(NoQuery {}): Query<NoQuery>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -371,6 +381,7 @@ async fn create(
 async fn get_object(
     State(service): State<Arc<Service>>,
     Path((name, id)): Path<(String, String)>,
+    Query(NoQuery {}): Query<NoQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&service, &headers)?;
@@ -384,6 +395,7 @@ async fn get_object(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ListQuery {
     state: Option<String>,
 }
@@ -433,6 +445,7 @@ async fn list(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ActionQuery {
     #[serde(default)]
     run: bool,
@@ -651,6 +664,7 @@ async fn finish(
 async fn complete(
     State(service): State<Arc<Service>>,
     Path((name, id, token)): Path<(String, String, String)>,
+    Query(NoQuery {}): Query<NoQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     finish(service, name, id, token, headers, true).await
@@ -659,12 +673,14 @@ async fn complete(
 async fn fail(
     State(service): State<Arc<Service>>,
     Path((name, id, token)): Path<(String, String, String)>,
+    Query(NoQuery {}): Query<NoQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     finish(service, name, id, token, headers, false).await
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PatchQuery {
     action: Option<String>,
 }
@@ -748,6 +764,7 @@ async fn patch_data(
 async fn history(
     State(service): State<Arc<Service>>,
     Path((name, id)): Path<(String, String)>,
+    Query(NoQuery {}): Query<NoQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&service, &headers)?;
@@ -789,6 +806,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
 async fn watch(
     State(service): State<Arc<Service>>,
     Path(name): Path<String>,
+    Query(NoQuery {}): Query<NoQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let _actor = actor(&service, &headers)?;

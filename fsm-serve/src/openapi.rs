@@ -32,7 +32,7 @@ fn common(responses: Value) -> Value {
     for (status, description) in [
         (
             "400",
-            "Malformed: a path segment, query parameter, header or body the service cannot read, with what it expected (and a body's line and column)",
+            "Malformed: a path segment, query parameter, header or body the service cannot read, with what it expected (and a body's line and column); a query parameter or body field the call does not take",
         ),
         ("401", "Missing or unknown bearer token"),
         (

@@ -237,6 +237,46 @@ async fn every_status_of_the_contract() {
         body["message"].as_str().unwrap().contains("run: "),
         "{body}"
     );
+    // A parameter a call does not take is refused, not ignored: `?rn=true`
+    // ignored would have started and held the action. The object is untouched.
+    let (status, body) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-1/actions/deploy?rn=true"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `rn`, expected `run`"),
+        "{body}"
+    );
+    for path in [
+        "/v1/vm/objects/vm-1?run=true",
+        "/v1/vm/objects/vm-1/history?limit=1",
+        "/v1/vm/objects?stat=VIRTUAL",
+        "/v1/vm/watch?after=1",
+    ] {
+        let (status, body) = get(&c, &server.url(path), OPS).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("malformed")),
+            "{path}: {body}"
+        );
+    }
+    let (_, vm) = get(&c, &server.url("/v1/vm/objects/vm-1"), OPS).await;
+    assert_eq!(
+        (
+            vm["state"].as_str(),
+            vm["version"].as_u64(),
+            &vm["in_flight"]
+        ),
+        (Some("VIRTUAL"), Some(1), &Value::Null),
+        "{vm}"
+    );
     let (status, body) = get(&c, &server.url("/v1/vm/objects/%FF"), OPS).await;
     assert_eq!(
         (status, body["error"].as_str()),
