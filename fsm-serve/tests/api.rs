@@ -1651,3 +1651,31 @@ async fn a_python_controller_deploys_what_is_created_and_resumes_after_a_stop() 
     }
     server.stop().await;
 }
+
+/// The Python controller's own tests (`clients/python/test_deployer.py`,
+/// against a scripted stand-in for the service): a start or a completion that
+/// answers 503, as while the store is down, is made again until it is taken,
+/// and raises after the last try; a refusal (409) is not made again.
+#[test]
+fn the_python_controller_makes_again_what_the_store_could_not_take() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python/.venv/bin/python");
+    let out = std::process::Command::new(&python)
+        .args(["-B", "-m", "unittest", "discover", "-v", "-s"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python"))
+        .output();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            common::missing(
+                "FSM_SKIP_TOOLS",
+                &format!("Python cannot run ({}: {e})", python.display()),
+                "scripts/setup makes scripts/python/.venv",
+            );
+            return;
+        }
+    };
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("Ran 3 tests"), "{report}");
+    assert!(report.trim_end().ends_with("OK"), "{report}");
+}

@@ -32,24 +32,47 @@ import urllib.request
 
 
 class Service:
-    """The REST calls this controller makes, as one actor (its token's)."""
+    """The REST calls this controller makes, as one actor (its token's).
 
-    def __init__(self, url, machine, token):
+    A call the service could not take (503: its store is unavailable) or whose
+    connection was lost is made again, `retries` times at most, waiting
+    `backoff` seconds, then twice as long each time. Made again, a start that
+    did go through the first time answers 409 (the object is held): the
+    controller leaves it, and the healer rolls the hold back at its deadline,
+    which the controller sees as a `Healed` write and deploys again.
+    """
+
+    def __init__(self, url, machine, token, retries=5, backoff=0.2, log=None):
         self.base = f"{url.rstrip('/')}/v1/{urllib.parse.quote(machine, safe='')}"
         self.token = token
+        self.retries, self.backoff = retries, backoff
+        self.log = log or (lambda line: None)
 
     def call(self, method, path, headers=None):
-        """The status and JSON body of one request."""
+        """The status and JSON body of one request, made again while the
+        service answers 503 or the connection is lost (see the class)."""
         request = urllib.request.Request(
             self.base + path,
             method=method,
             headers={"Authorization": f"Bearer {self.token}", **(headers or {})},
         )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.load(response)
-        except urllib.error.HTTPError as refused:
-            return refused.code, json.load(refused)
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return response.status, json.load(response)
+            except urllib.error.HTTPError as refused:
+                body = json.load(refused)
+                if refused.code != 503 or last:
+                    return refused.code, body
+                why = f"503 {body.get('message')}"
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as lost:
+                if last:
+                    raise
+                why = str(lost)
+            wait = self.backoff * 2**attempt
+            self.log(f"{method} {path}: {why}; again in {wait:.1f} s")
+            time.sleep(wait)
 
     def waiting(self, state):
         """The ids of the objects in `state`."""
@@ -151,7 +174,7 @@ def main():
     def work(object_id):
         time.sleep(0.01)  # what a real deployment would do
 
-    service = Service(args.url, args.machine, token)
+    service = Service(args.url, args.machine, token, log=log)
     deployer = Deployer(service, args.state, args.action, work, log)
     last = None
     if args.last_event and os.path.exists(args.last_event):
