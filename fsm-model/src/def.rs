@@ -62,8 +62,10 @@ pub struct StateDef {
     pub kind: StateKind,
     /// Nothing leaves a terminal state.
     pub terminal: bool,
-    /// Whether the state is written to the persistent store (Mizar persists only
-    /// `Init` and `Provisioned`); transient states are only communicated.
+    /// Whether the design writes the state to the persistent store (Mizar
+    /// persists only `Init` and `Provisioned`); transient states are only
+    /// communicated. Diagrams and exports carry it; the runtime's store keeps
+    /// every state, since the store is where actors see each other's moves.
     pub persisted: bool,
     /// The role that alone may move an object out of this state.
     pub owner: Option<String>,

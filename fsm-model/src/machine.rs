@@ -65,7 +65,9 @@ pub struct State {
     pub kind: StateKind,
     /// Nothing leaves a terminal state.
     pub terminal: bool,
-    /// Whether the state is written to the persistent store.
+    /// Whether the design writes the state to the persistent store (see
+    /// [`StateDef::persisted`](crate::StateDef::persisted)): drawn and exported;
+    /// the runtime's store keeps every state.
     pub persisted: bool,
     /// The role that alone may move an object out of this state.
     pub owner: Option<Text>,
