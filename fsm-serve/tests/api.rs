@@ -1237,8 +1237,9 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
 /// The web page in a real browser (headless Chromium, `scripts/browser/page-check.mjs`):
 /// objects created and moved over the API change the counts on the page; the
 /// object held by an action is listed, and its history shows on a click; its
-/// watch cut off (the browser offline), the page says it is reconnecting, and
-/// once back shows the object created meanwhile.
+/// watch cut off, the page says it is reconnecting, and once back shows the
+/// object created meanwhile; its token refused (401) on a reconnection, the
+/// page says so and stops trying.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_follows_the_objects_in_a_browser() {
     let server = Server::start(|_| {}).await;
@@ -1281,7 +1282,9 @@ async fn the_page_follows_the_objects_in_a_browser() {
             "CLOSED=1",
             "reconnecting",
             "OPEN=3",
-            "connected"
+            "connected",
+            "refused",
+            "stopped"
         ])
     );
     server.stop().await;

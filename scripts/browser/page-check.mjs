@@ -6,9 +6,9 @@
 // The page must show, for machine `door` (fsm-serve/tests/specs/door.toml): the
 // count of objects per state as they change, the object held by an action, and
 // its history on a click; cut off, it must say so, and once back show what was
-// written meanwhile. Prints one JSON line, {"ok": true, "seen": [...]} or
-// {"ok": false, "error": ...}; exits 0, 1, or 2 when Chromium or the driver is
-// missing.
+// written meanwhile; its token refused, it must say so and stop. Prints one
+// JSON line, {"ok": true, "seen": [...]} or {"ok": false, "error": ...}; exits
+// 0, 1, or 2 when Chromium or the driver is missing.
 import { createRequire } from "node:module";
 import net from "node:net";
 import { dirname, join } from "node:path";
@@ -49,12 +49,23 @@ try {
 }
 
 // The page reaches the service through a proxy of this script's, which can
-// cut its connections (and refuse new ones) to show how the page recovers.
+// cut its connections (and refuse new ones) to show how the page recovers, or
+// answer them itself as a service that no longer takes the page's token.
 const target = new URL(base);
 const sockets = new Set();
-let cut = false;
+let mode = "pass"; // or "cut", or "unauthorized"
+let unauthorized = 0;
+const UNAUTHORIZED = JSON.stringify({ error: "unauthorized", message: "this token is no longer taken" });
 const proxy = net.createServer((client) => {
-  if (cut) return client.destroy();
+  if (mode === "cut") return client.destroy();
+  if (mode === "unauthorized") {
+    client.on("error", () => {}).once("data", () => {
+      unauthorized += 1;
+      client.end("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+        + `Content-Length: ${UNAUTHORIZED.length}\r\nConnection: close\r\n\r\n${UNAUTHORIZED}`);
+    });
+    return;
+  }
   const upstream = net.connect(Number(target.port), target.hostname);
   const close = () => {
     client.destroy();
@@ -113,15 +124,29 @@ try {
   if ((await count("OPEN")) !== "2") throw new Error("OPEN changed unexpectedly");
   // The watch cut off: the page says so, and once the service is back it
   // resumes after the last write it saw, so a write made meanwhile shows.
-  cut = true;
+  mode = "cut";
   for (const socket of sockets) socket.destroy();
   await page.waitForFunction(() => document.getElementById("status").textContent.includes("reconnecting"), null, { timeout: 10000 });
   seen.push("reconnecting");
   await call("POST", "/v1/door/objects", { id: "d3" });
-  cut = false;
+  mode = "pass";
   await until("OPEN", "3");
   await page.waitForFunction(() => document.getElementById("status").textContent === "connected", null, { timeout: 10000 });
   seen.push("connected");
+  // The token refused (401) when the watch reconnects: trying again will not
+  // help, so the page says why and stops; it does not knock every second.
+  mode = "unauthorized";
+  for (const socket of sockets) socket.destroy();
+  await page.waitForFunction(
+    () => document.getElementById("status").textContent === "watch door: this token is no longer taken",
+    null,
+    { timeout: 10000 },
+  );
+  seen.push("refused");
+  const knocks = unauthorized;
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  if (unauthorized !== knocks) throw new Error(`the page tried ${unauthorized - knocks} more times after a 401`);
+  seen.push("stopped");
   console.log(JSON.stringify({ ok: true, seen }));
   await browser.close();
   proxy.close();
