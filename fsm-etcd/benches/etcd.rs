@@ -15,6 +15,10 @@
 //! per round, default 300) set the run's length; `FSM_BENCH_ONLY=raw` (or
 //! `raw-kept`, or `fsm`) runs one case alone, to profile it; `FSM_BENCH_CLIENTS` (default `1,8`) lists
 //! the client counts.
+//!
+//! Then a listing: every record of `FSM_BENCH_LIST` objects (default 1,000; 0
+//! skips it) read at once (`Store::records`) against the same read one object
+//! at a time (`ids`, then `load` of each), in up to 9 rounds.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -216,6 +220,68 @@ fn bench(machine: &Machine, rounds: usize, actions: usize) {
     });
 }
 
+/// Every object read at once ([`Store::records`]: a transaction per thousand)
+/// against the same objects read one at a time (`ids`, then `load` of each:
+/// what a listing, the healer's pass and the metrics did before), over
+/// `objects` objects, the two in turn in each round.
+fn listing(machine: &Machine, rounds: usize, objects: usize) {
+    let prefix = format!("/fsm-bench/{}/list/", std::process::id());
+    let store = EtcdStore::connect([endpoint()], &prefix).unwrap();
+    let rt = Runtime::new(machine.clone(), store).unwrap();
+    let actor = Actor::new("bench");
+    on_threads(8, |t| {
+        for n in (t..objects).step_by(8) {
+            rt.create(format!("vm-{n}").as_str(), &actor).unwrap();
+        }
+    });
+    let at_once = || {
+        let start = Instant::now();
+        assert_eq!(black_box(rt.store().records().unwrap()).len(), objects);
+        start.elapsed().as_secs_f64()
+    };
+    let one_by_one = || {
+        let start = Instant::now();
+        let ids = rt.store().ids().unwrap();
+        for id in &ids {
+            black_box(rt.store().load(id).unwrap());
+        }
+        assert_eq!(ids.len(), objects);
+        start.elapsed().as_secs_f64()
+    };
+    at_once();
+    one_by_one();
+    let (mut times, mut ratios): ([Vec<f64>; 2], Vec<f64>) = Default::default();
+    for round in 0..rounds {
+        let (a, b) = if round % 2 == 0 {
+            (at_once(), one_by_one())
+        } else {
+            let b = one_by_one();
+            (at_once(), b)
+        };
+        times[0].push(a);
+        times[1].push(b);
+        ratios.push(b / a);
+    }
+    let [a, b] = times.map(|mut t| spread(&mut t).median * 1000.0);
+    println!(
+        "\nlisting {objects} objects ({rounds} rounds): records {a:.1} ms, ids then load of each {b:.1} ms"
+    );
+    println!(
+        "{:>40} records ÷ one by one (throughput): {:.1}",
+        "",
+        spread(&mut ratios)
+    );
+    let client_rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let _ = client_rt.block_on(async {
+        let mut raw = Client::connect([endpoint()], None).await?;
+        raw.delete(
+            prefix.as_str(),
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await
+    });
+}
+
 fn main() {
     let machine = machine();
     assert_eq!(machine.action(ActionId(0)).name.as_ref(), "start");
@@ -231,4 +297,8 @@ fn main() {
         setting("FSM_BENCH_ROUNDS", 15),
         setting("FSM_BENCH_ACTIONS", 300),
     );
+    let objects = setting("FSM_BENCH_LIST", 1000);
+    if objects > 0 && std::env::var("FSM_BENCH_ONLY").is_err() {
+        listing(&machine, setting("FSM_BENCH_ROUNDS", 15).min(9), objects);
+    }
 }

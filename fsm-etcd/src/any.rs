@@ -2,7 +2,7 @@
 
 use fsm_core::Machine;
 use fsm_runtime::{
-    Change, Entry, MemoryStore, ObjectId, Record, Store, StoreError, Watcher, Write,
+    Change, Entry, MemoryStore, ObjectId, Record, Records, Store, StoreError, Watcher, Write,
 };
 
 use crate::EtcdStore;
@@ -99,6 +99,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.ids(),
         }
     }
+    fn records(&self) -> Result<Records, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.records(),
+            AnyStore::Etcd(s) => s.records(),
+        }
+    }
     fn watch(&self) -> Result<Watcher, StoreError> {
         match self {
             AnyStore::Memory(s) => s.watch(),
@@ -132,6 +138,12 @@ impl Store for AnyStore {
         match self {
             AnyStore::Memory(s) => s.ids_async().await,
             AnyStore::Etcd(s) => s.ids_async().await,
+        }
+    }
+    async fn records_async(&self) -> Result<Records, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.records_async().await,
+            AnyStore::Etcd(s) => s.records_async().await,
         }
     }
     async fn history_async(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {

@@ -93,6 +93,13 @@
 //!   gone: every watcher's next read answers
 //!   [`Lagged::Gap`](fsm_runtime::Lagged::Gap), and reading goes on from the
 //!   oldest revision etcd kept; re-read the objects then.
+//! - **Reading every object.** [`Store::records`] reads the first thousand
+//!   records and every key that says whether a holder lives in one
+//!   transaction, then a thousand more per request at that transaction's
+//!   revision: one snapshot, in as many requests as there are thousands (a
+//!   listing of `fsm serve`, a [`Healer`](fsm_runtime::Healer)'s pass). A
+//!   compaction past that revision while the pages are read fails the call
+//!   (retryable).
 //! - **Positions.** Each event carries its write's revision
 //!   ([`Event::position`](fsm_runtime::Event::position)), the same in every
 //!   process on the store; [`EtcdStore::revision`] is etcd's revision now.
@@ -117,11 +124,14 @@ use etcd_client::{
 use fsm_core::Machine;
 use fsm_runtime::wire::{Codec, StoredEntry, StoredHolder, StoredRecord};
 use fsm_runtime::{
-    Entry, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
+    Entry, Event, ObjectId, Publisher, Record, Records, Store, StoreError, Watcher, Write,
 };
 
 /// How many events each watcher buffers.
 const WATCH_CAPACITY: usize = 1024;
+
+/// How many records [`Store::records`] reads per request.
+const RECORDS_PAGE: i64 = 1_000;
 
 /// How many records the store keeps, to decide on without reading first
 /// ([`Store::cached`]).
@@ -453,30 +463,13 @@ impl EtcdStore {
         else {
             return Ok(None);
         };
-        let held = |h: &Option<Box<Holder>>| h.as_ref().is_some_and(|h| !h.abandoned);
-        if !held(&record.in_flight) && !held(&record.hidden) {
+        let liveness = self.liveness(id, &record);
+        if liveness.is_empty() {
             return Ok(Some(record));
         }
-        // An action is in flight: is the process that holds it alive? Its session's
-        // key says so (or, for a holder written by the previous format, the
-        // slot's own key holding its version). If the action ended between the
-        // two reads, the record is stale and calling its holder abandoned is
-        // harmless: any write based on it conflicts.
-        let slots = [
-            (record.in_flight.clone(), false),
-            (record.hidden.clone(), true),
-        ];
-        let liveness: Vec<(usize, String, Option<u64>)> = slots
-            .iter()
-            .enumerate()
-            .filter_map(|(n, (holder, hidden))| {
-                let h = holder.as_ref().filter(|h| !h.abandoned)?;
-                Some(match h.session {
-                    Some(session) => (n, live_key(&self.inner.prefix, session), None),
-                    None => (n, self.held_key(id, *hidden), Some(h.version)),
-                })
-            })
-            .collect();
+        // An action is in flight: is the process that holds it alive? If the
+        // action ended between the two reads, the record is stale and calling
+        // its holder abandoned is harmless: any write based on it conflicts.
         let txn = Txn::new().and_then(
             liveness
                 .iter()
@@ -485,28 +478,143 @@ impl EtcdStore {
         );
         let mut kv = self.inner.client.kv_client();
         let resp = self.run(async move { kv.txn(txn).await })?;
-        let values = resp.op_responses().into_iter().map(|r| match r {
-            TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.value().to_vec()),
-            _ => None,
-        });
-        // A holder whose key is gone belongs to a process whose lease expired.
-        for ((n, _, version), value) in liveness.into_iter().zip(values) {
-            let alive = match version {
-                None => value.is_some(),
-                Some(version) => value.is_some_and(|v| v == version.to_string().as_bytes()),
-            };
-            if !alive {
-                let slot = if n == 0 {
-                    &mut record.in_flight
-                } else {
-                    &mut record.hidden
-                };
-                if let Some(holder) = slot.as_mut() {
-                    holder.abandoned = true;
-                }
-            }
-        }
+        let values: Vec<Option<Vec<u8>>> = resp
+            .op_responses()
+            .into_iter()
+            .map(|r| match r {
+                TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.value().to_vec()),
+                _ => None,
+            })
+            .collect();
+        mark_abandoned(&mut record, liveness, |n| values.get(n)?.as_deref());
         Ok(Some(record))
+    }
+
+    /// For each slot of `record` held and not yet known abandoned, the key
+    /// that says whether its holder's process lives: the slot (0 visible, 1
+    /// hidden), the key (its session's, or for a holder written by the
+    /// previous format the slot's own), and for the latter the version the key
+    /// must hold.
+    fn liveness(&self, id: &ObjectId, record: &Record) -> Vec<(usize, String, Option<u64>)> {
+        [(&record.in_flight, false), (&record.hidden, true)]
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, (holder, hidden))| {
+                let h = holder.as_ref().filter(|h| !h.abandoned)?;
+                Some(match h.session {
+                    Some(session) => (n, live_key(&self.inner.prefix, session), None),
+                    None => (n, self.held_key(id, hidden), Some(h.version)),
+                })
+            })
+            .collect()
+    }
+
+    /// Every object's record in one snapshot: the records and every key that
+    /// says a holder lives, read in one transaction (the records a page at a
+    /// time past the first, at the first's revision), so that no holder is
+    /// judged against keys of another moment.
+    fn read_all(&self) -> Result<Records, StoreError> {
+        let prefix = &self.inner.prefix;
+        let objects = format!("{prefix}obj/");
+        let page = GetOptions::new().with_prefix().with_limit(RECORDS_PAGE);
+        let mut kv = self.inner.client.kv_client();
+        let txn = Txn::new().and_then(vec![
+            TxnOp::get(objects.clone(), Some(page.clone())),
+            TxnOp::get(
+                format!("{prefix}live/"),
+                Some(GetOptions::new().with_prefix().with_keys_only()),
+            ),
+            TxnOp::get(
+                format!("{prefix}held/"),
+                Some(GetOptions::new().with_prefix()),
+            ),
+            TxnOp::get(
+                format!("{prefix}hidden/"),
+                Some(GetOptions::new().with_prefix()),
+            ),
+        ]);
+        let resp = self.run(async move { kv.txn(txn).await })?;
+        let revision = resp.header().map_or(0, |h| h.revision());
+        let gets: Vec<etcd_client::GetResponse> = resp
+            .op_responses()
+            .into_iter()
+            .filter_map(|r| match r {
+                TxnOpResponse::Get(get) => Some(get),
+                _ => None,
+            })
+            .collect();
+        let [first, live, held, hidden]: [_; 4] = gets.try_into().map_err(|_| {
+            unavailable(
+                "etcd: a transaction of four reads answered otherwise",
+                false,
+            )
+        })?;
+        // Every key that says a holder lives, with its value.
+        let alive: std::collections::HashMap<Vec<u8>, Vec<u8>> = [live, held, hidden]
+            .iter()
+            .flat_map(|get| get.kvs())
+            .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
+            .collect();
+        let mut records = Vec::new();
+        let mut next = self.decode_page(&first, &objects, &mut records);
+        while let Some(mut after) = next {
+            // The page's last key, and a zero byte: the first key past it.
+            after.push(0);
+            let (mut kv, end) = (self.inner.client.kv_client(), prefix_end(&objects));
+            let options = GetOptions::new()
+                .with_range(end)
+                .with_limit(RECORDS_PAGE)
+                .with_revision(revision);
+            let get = self
+                .run(async move {
+                    match kv.get(after, Some(options)).await {
+                        // Compacted past the snapshot's revision meanwhile.
+                        Err(etcd_client::Error::GRpcStatus(status))
+                            if status.code() == tonic::Code::OutOfRange =>
+                        {
+                            Ok(None)
+                        }
+                        read => read.map(Some),
+                    }
+                })?
+                .ok_or_else(|| {
+                    unavailable(
+                        "etcd: compacted past the revision of the records being read; read again",
+                        true,
+                    )
+                })?;
+            next = self.decode_page(&get, &objects, &mut records);
+        }
+        for (id, record) in &mut records {
+            let Ok(record) = record else { continue };
+            let liveness = self.liveness(id, record);
+            let values: Vec<Option<&[u8]>> = liveness
+                .iter()
+                .map(|(_, key, _)| alive.get(key.as_bytes()).map(Vec::as_slice))
+                .collect();
+            mark_abandoned(record, liveness, |n| values.get(n).copied().flatten());
+        }
+        records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        Ok(records)
+    }
+
+    /// Adds the records of one page of `obj/` to `records` (one that does not
+    /// decode as its error); the page's last key when more follow.
+    fn decode_page(
+        &self,
+        get: &etcd_client::GetResponse,
+        objects: &str,
+        records: &mut Records,
+    ) -> Option<Vec<u8>> {
+        for kv in get.kvs() {
+            let Some(id) = kv.key_str().ok().and_then(|k| k.strip_prefix(objects)) else {
+                continue;
+            };
+            records.push((unescape(id), self.decode_record(kv.value(), kv.key())));
+        }
+        get.more()
+            .then(|| get.kvs().last().map(|kv| kv.key().to_vec()))
+            .flatten()
     }
 
     /// Commits `write` by one transaction.
@@ -735,6 +843,13 @@ impl Store for EtcdStore {
             .collect())
     }
 
+    /// Every record in one snapshot of etcd: one transaction for the first
+    /// thousand records and every key that says whether a holder lives, then
+    /// a request per thousand more, read at the same revision.
+    fn records(&self) -> Result<Records, StoreError> {
+        self.read_all()
+    }
+
     /// The first call opens the etcd watch on the history, from the revision
     /// etcd is at once the watcher exists: every write accepted after this call
     /// returns reaches the watcher.
@@ -781,6 +896,13 @@ impl Store for EtcdStore {
         self.off_thread(move || store.ids())
     }
 
+    /// Runs [`records`](Store::records) on the store's own runtime and awaits
+    /// it, as [`load_async`](Store::load_async).
+    fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
+        let store = self.clone();
+        self.off_thread(move || store.records())
+    }
+
     /// Runs [`history`](Store::history) on the store's own runtime and awaits
     /// it, as [`load_async`](Store::load_async).
     fn history_async(
@@ -812,6 +934,45 @@ impl EtcdStore {
             })
         }
     }
+}
+
+/// Marks abandoned each holder of `record` whose liveness key (see
+/// [`EtcdStore::liveness`]) is gone, or, for a holder of the previous format,
+/// no longer holds its version: its process's lease expired. `value` gives the
+/// value read for the `n`th key of `liveness`.
+fn mark_abandoned<'v>(
+    record: &mut Record,
+    liveness: Vec<(usize, String, Option<u64>)>,
+    value: impl Fn(usize) -> Option<&'v [u8]>,
+) {
+    for (n, (slot, _, version)) in liveness.into_iter().enumerate() {
+        let alive = match version {
+            None => value(n).is_some(),
+            Some(version) => value(n).is_some_and(|v| v == version.to_string().as_bytes()),
+        };
+        if !alive {
+            let slot = if slot == 0 {
+                &mut record.in_flight
+            } else {
+                &mut record.hidden
+            };
+            if let Some(holder) = slot.as_mut() {
+                holder.abandoned = true;
+            }
+        }
+    }
+}
+
+/// The end of the range of keys that start with `prefix` (etcd's `range_end`).
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
 }
 
 /// The key that lives as long as the session (lease) `session` of a process.

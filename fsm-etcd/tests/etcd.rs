@@ -912,7 +912,18 @@ fn a_holder_of_the_previous_format_is_read_by_its_held_key() {
     // Put over the record: the key's etcd version moves on, so the test only
     // reads from here.
     etcd_put(&format!("{prefix}obj/vm"), &old);
-    let read = || rt.store().load(&"vm".into()).unwrap().unwrap();
+    // Read one at a time and all at once alike.
+    let read = || {
+        let loaded = rt.store().load(&"vm".into()).unwrap().unwrap();
+        let records = rt.store().records().unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(
+            records[0].1.as_ref().unwrap(),
+            &loaded,
+            "records agree with load"
+        );
+        loaded
+    };
     assert!(
         read().in_flight.unwrap().abandoned,
         "no held key: abandoned"
@@ -1041,4 +1052,64 @@ fn a_start_on_a_stale_kept_copy_is_decided_again_on_a_fresh_read() {
         Err(RuntimeError::NoRule { .. }) => {}
         other => panic!("{other:?}"),
     }
+}
+
+/// `records` reads every object at once, a thousand to a request at one
+/// revision, each as `load` reads it (the holder of a live process not
+/// abandoned); a record that does not read is an error for that object alone,
+/// and the healer's pass, which reads through `records`, reports it and goes on.
+#[test]
+fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
+    let Some(store) = store() else { return };
+    let prefix = store.prefix().to_owned();
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    // Three requests' worth: 1,000, 1,000 and 100.
+    let ids: Vec<String> = (0..2_100).map(|n| format!("vm-{n:04}")).collect();
+    std::thread::scope(|s| {
+        for part in ids.chunks(ids.len() / 4 + 1) {
+            let (rt, admin) = (&rt, &admin);
+            s.spawn(move || {
+                for id in part {
+                    rt.create(id.as_str(), admin).unwrap();
+                }
+            });
+        }
+    });
+    let held = rt.start("vm-1500", &admin, "start").unwrap();
+    etcd_put(&format!("{prefix}obj/vm-0999x"), "not a record");
+
+    let records = rt.store().records().unwrap();
+    assert_eq!(records.len(), ids.len() + 1);
+    assert!(records.windows(2).all(|w| w[0].0 < w[1].0), "sorted by id");
+    let unreadable: Vec<&str> = records
+        .iter()
+        .filter(|(_, r)| r.is_err())
+        .map(|(id, _)| id.as_str())
+        .collect();
+    assert_eq!(unreadable, ["vm-0999x"]);
+    for (id, record) in records.iter().filter(|(_, r)| r.is_ok()) {
+        assert_eq!(
+            record.as_ref().unwrap(),
+            &rt.get(id.clone()).unwrap(),
+            "{id}: records agree with load"
+        );
+    }
+    let holder = records
+        .iter()
+        .find(|(id, _)| id.as_str() == "vm-1500")
+        .and_then(|(_, r)| r.as_ref().unwrap().in_flight.clone())
+        .expect("vm-1500 is held");
+    assert!(!holder.abandoned, "its process lives");
+
+    // Nothing is late and nothing abandoned: the pass heals nothing, and says
+    // which object it could not read.
+    let report = Healer::new()
+        .deadline(Duration::from_secs(3600))
+        .heal(&rt)
+        .unwrap();
+    assert!(report.healed.is_empty(), "{report:?}");
+    let failed: Vec<&str> = report.errors.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(failed, ["vm-0999x"], "{report:?}");
+    held.complete().unwrap();
 }

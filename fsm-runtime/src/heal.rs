@@ -127,21 +127,22 @@ impl Healer {
         self
     }
 
-    /// One pass over every object of `runtime`. Fails only when the store cannot
-    /// list its objects; a failure on one object is in the report, and the pass
-    /// goes on with the others.
+    /// One pass over every object of `runtime`, read all at once
+    /// ([`Store::records`]). Fails only when the store cannot list its objects;
+    /// a failure on one object is in the report, and the pass goes on with the
+    /// others.
     pub fn heal<S: Store>(&self, runtime: &Runtime<S>) -> Result<HealReport, RuntimeError> {
         let mut report = HealReport::default();
-        let ids = runtime.store().ids().map_err(RuntimeError::Store)?;
+        let records = runtime.store().records().map_err(RuntimeError::Store)?;
         let now = runtime.now();
-        for id in ids {
+        for (id, read) in records {
+            let mut read = read.map_err(RuntimeError::Store);
             for hidden in [false, true] {
-                let record = match runtime.get(id.clone()) {
-                    Ok(r) => r,
-                    Err(e) => {
+                let Ok(record) = &read else {
+                    if let Err(e) = read {
                         report.errors.push((id.clone(), e));
-                        break;
                     }
+                    break;
                 };
                 let holder = if hidden {
                     &record.hidden
@@ -162,9 +163,9 @@ impl Healer {
                     continue;
                 }
                 let result = if hidden {
-                    runtime.release_hidden(id.clone(), &record, &self.actor)
+                    runtime.release_hidden(id.clone(), record, &self.actor)
                 } else {
-                    runtime.roll_back(id.clone(), &record, &self.actor)
+                    runtime.roll_back(id.clone(), record, &self.actor)
                 };
                 match result {
                     Ok(restored) => {
@@ -186,9 +187,18 @@ impl Healer {
                             "healed a stuck action"
                         );
                         report.healed.push(healed);
+                        // The write changed the object: its hidden slot is
+                        // judged on the object as it is now, read again.
+                        if !hidden {
+                            read = runtime.get(id.clone());
+                        }
                     }
                     Err(RuntimeError::Conflict { .. }) => {
-                        report.finished_meanwhile.push(id.clone())
+                        report.finished_meanwhile.push(id.clone());
+                        // The object moved on: read it again for the other slot.
+                        if !hidden {
+                            read = runtime.get(id.clone());
+                        }
                     }
                     Err(e) => report.errors.push((id.clone(), e)),
                 }

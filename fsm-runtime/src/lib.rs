@@ -199,8 +199,8 @@ pub use park::Parking as LoomParking;
 pub use queue::{QueueError, Queuer, QueuerBuilder, Request, Ticket, Work};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use store::{
-    Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Store, WatchStream,
-    Watcher, Write,
+    Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Records, Store,
+    WatchStream, Watcher, Write,
 };
 pub use write::Change;
 

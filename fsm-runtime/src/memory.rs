@@ -6,7 +6,8 @@ use fsm_core::{ActionId, Machine, StateId};
 
 use crate::sync::{Mutex, MutexGuard, Padded, ShardLock, lock_shard};
 use crate::{
-    Change, Entry, Event, Holder, ObjectId, Publisher, Record, Store, StoreError, Watcher, Write,
+    Change, Entry, Event, Holder, ObjectId, Publisher, Record, Records, Store, StoreError, Watcher,
+    Write,
 };
 
 /// Records and histories in memory.
@@ -377,6 +378,22 @@ impl Store for MemoryStore {
             .collect();
         ids.sort();
         Ok(ids)
+    }
+
+    /// Each shard's records copied under its lock, one shard at a time.
+    fn records(&self) -> Result<Records, StoreError> {
+        let mut records = Vec::new();
+        for shard in &self.shards {
+            let shard = lock_shard(&shard.0);
+            records.extend(
+                shard
+                    .objects
+                    .iter()
+                    .map(|(id, slot)| (id.clone(), Ok(slot.record.clone()))),
+            );
+        }
+        records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        Ok(records)
     }
 
     fn watch(&self) -> Result<Watcher, StoreError> {

@@ -192,6 +192,10 @@ impl Write {
     }
 }
 
+/// Every object of a store with its record, or why the record could not be
+/// read: what [`Store::records`] answers.
+pub type Records = Vec<(ObjectId, Result<Record, StoreError>)>;
+
 /// A state store: records and their histories, changed only by atomic
 /// compare-and-set [`Write`]s.
 ///
@@ -242,6 +246,30 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every object in the store.
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError>;
+
+    /// Every object in the store with its record, sorted by id: what
+    /// [`ids`](Store::ids), then [`load`](Store::load) of each, would give, for
+    /// callers that look at every object (a listing, the healer's pass,
+    /// metrics). The outer `Err`: the store could not list its objects; an
+    /// inner one: that object's record could not be read (say, written by a
+    /// newer spec), the others are there all the same.
+    ///
+    /// The default does just that, a read per object; a store across the
+    /// network overrides it to read them all at once (the etcd store: one
+    /// transaction).
+    fn records(&self) -> Result<Records, StoreError> {
+        let mut records = Vec::new();
+        for id in self.ids()? {
+            match self.load(&id) {
+                Ok(Some(record)) => records.push((id, Ok(record))),
+                // Gone since it was listed: not listed.
+                Ok(None) => {}
+                Err(e) => records.push((id, Err(e))),
+            }
+        }
+        records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        Ok(records)
+    }
 
     /// A subscription to every write applied from now on.
     fn watch(&self) -> Result<Watcher, StoreError>;
@@ -369,6 +397,12 @@ pub trait Store: Send + Sync + 'static {
     /// [`load_async`](Store::load_async).
     fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
         std::future::ready(self.ids())
+    }
+
+    /// [`records`](Store::records) for async callers, as
+    /// [`load_async`](Store::load_async).
+    fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
+        std::future::ready(self.records())
     }
 
     /// [`history`](Store::history) for async callers, as
@@ -781,6 +815,9 @@ impl<S: Store> Store for Arc<S> {
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
         (**self).ids()
     }
+    fn records(&self) -> Result<Records, StoreError> {
+        (**self).records()
+    }
     fn watch(&self) -> Result<Watcher, StoreError> {
         (**self).watch()
     }
@@ -802,6 +839,9 @@ impl<S: Store> Store for Arc<S> {
     }
     fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
         (**self).ids_async()
+    }
+    fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
+        (**self).records_async()
     }
     fn history_async(
         &self,

@@ -1,12 +1,15 @@
 //! Many threads, many objects, random actions: nothing lost, nothing doubled, nobody
 //! moving what it does not own.
 
+mod read_then_write;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use read_then_write::ReadThenWrite;
+
 use fsm_runtime::{
-    Actor, Entry, EntryKind, InFlight, MemoryStore, ObjectId, Record, Runtime, RuntimeError, Store,
-    StoreError, Watcher, Write, check_history,
+    Actor, EntryKind, InFlight, MemoryStore, Runtime, RuntimeError, Store, check_history,
 };
 
 const THREADS: usize = 8;
@@ -321,31 +324,6 @@ fn nobody_moves_a_state_it_does_not_own() {
             let owner = machine.state(e.from).owner.as_deref().unwrap();
             assert_eq!(&*e.actor, format!("owner-{owner}"), "moved by a non-owner");
         }
-    }
-}
-
-/// A store that reads, decides and then writes with a compare-and-set, as a store
-/// on the network does: the memory store with the default [`Store::modify`].
-struct ReadThenWrite(MemoryStore);
-
-impl Store for ReadThenWrite {
-    fn bind(&self, machine: &fsm_core::Machine) -> Result<(), StoreError> {
-        self.0.bind(machine)
-    }
-    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
-        self.0.load(id)
-    }
-    fn commit(&self, write: Write) -> Result<(), StoreError> {
-        self.0.commit(write)
-    }
-    fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
-        self.0.history(id)
-    }
-    fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
-        self.0.ids()
-    }
-    fn watch(&self) -> Result<Watcher, StoreError> {
-        self.0.watch()
     }
 }
 

@@ -426,18 +426,15 @@ async fn list(
     };
     let rt = m.runtime.clone();
     let objects = blocking(move || {
-        let mut ids = rt.store().ids().map_err(RuntimeError::Store)?;
-        ids.sort();
-        let mut out = Vec::new();
-        for id in ids {
-            // Deleted meanwhile: not listed.
-            if let Ok(record) = rt.get(id.clone())
-                && wanted.is_none_or(|s| s == record.state)
-            {
-                out.push(object_json(rt.machine(), id.as_str(), &record));
-            }
-        }
-        Ok(out)
+        // Every record at once (on etcd, one transaction), sorted by id; one
+        // that cannot be read is not listed.
+        let records = rt.store().records().map_err(RuntimeError::Store)?;
+        Ok(records
+            .iter()
+            .filter_map(|(id, record)| Some((id, record.as_ref().ok()?)))
+            .filter(|(_, record)| wanted.is_none_or(|s| s == record.state))
+            .map(|(id, record)| object_json(rt.machine(), id.as_str(), record))
+            .collect::<Vec<_>>())
     })
     .await
     .map_err(|e| logged(&actor, "list", e))?;

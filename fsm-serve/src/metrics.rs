@@ -45,8 +45,8 @@ pub async fn render(service: &Service) -> String {
             let mut per_state = vec![0u64; m.states().len()];
             let mut stuck = 0u64;
             let now = SystemTime::now();
-            for id in rt.store().ids().unwrap_or_default() {
-                let Ok(record) = rt.get(id) else { continue };
+            let records = rt.store().records().unwrap_or_default();
+            for record in records.iter().filter_map(|(_, r)| r.as_ref().ok()) {
                 per_state[record.state.0] += 1;
                 let overdue = record.in_flight.iter().chain(&record.hidden).any(|h| {
                     m.deadline(h.action, record.state)
