@@ -61,8 +61,9 @@
 //!
 //! - **A process that dies.** Each process keeps one key, `live/<lease>`, on its
 //!   lease, kept alive in the background. The write that starts an action names
-//!   that lease in the holder ([`Holder::session`]) and stands only while the key
-//!   lives; no other key is written per action. When the process dies its lease
+//!   that lease in the holder
+//!   ([`Holder::session`](fsm_runtime::Holder::session)) and stands only while
+//!   the key lives; no other key is written per action. When the process dies its lease
 //!   expires after its time to live ([`EtcdBuilder::lease_ttl`]), the key goes,
 //!   and every process then reads its holders as *abandoned*: a
 //!   [`Healer`](fsm_runtime::Healer) anywhere rolls the object back at once, by
