@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use fsm_etcd::EtcdStore;
 use fsm_runtime::testing::{check_store, machine};
 use fsm_runtime::{
-    Actor, EntryKind, Healer, Lagged, ObjectId, Runtime, RuntimeError, Store, StoreError, Watcher,
+    Actor, EntryKind, Healer, Lagged, Runtime, RuntimeError, Store, StoreError, Watcher,
     check_history,
 };
 
