@@ -167,6 +167,9 @@ impl Healer {
                 } else {
                     runtime.roll_back(id.clone(), record, &self.actor)
                 };
+                // The object changed (healed here, or moved on meanwhile): its
+                // hidden slot is judged on the object as it is now, read again.
+                let changed = matches!(result, Ok(_) | Err(RuntimeError::Conflict { .. }));
                 match result {
                     Ok(restored) => {
                         let healed = Healed {
@@ -187,20 +190,14 @@ impl Healer {
                             "healed a stuck action"
                         );
                         report.healed.push(healed);
-                        // The write changed the object: its hidden slot is
-                        // judged on the object as it is now, read again.
-                        if !hidden {
-                            read = runtime.get(id.clone());
-                        }
                     }
                     Err(RuntimeError::Conflict { .. }) => {
-                        report.finished_meanwhile.push(id.clone());
-                        // The object moved on: read it again for the other slot.
-                        if !hidden {
-                            read = runtime.get(id.clone());
-                        }
+                        report.finished_meanwhile.push(id.clone())
                     }
                     Err(e) => report.errors.push((id.clone(), e)),
+                }
+                if changed && !hidden {
+                    read = runtime.get(id.clone());
                 }
             }
         }

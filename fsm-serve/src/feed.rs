@@ -83,11 +83,11 @@ struct Kept {
 }
 
 /// Where a subscription starts (see [`Kept::resume`]).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 struct Resume {
     complete: bool,
-    /// The indices of the kept notes to send first.
-    replay: Vec<usize>,
+    /// The kept notes to send first.
+    replay: Vec<Note>,
     from: u64,
 }
 
@@ -163,9 +163,9 @@ impl Kept {
             .is_some_and(|n| matches!(n, Note::Gap { .. }));
         Resume {
             complete: after >= self.whole_from && !in_gap,
-            replay: (self.notes.iter().enumerate())
-                .filter(|(_, n)| n.seq() > after)
-                .map(|(i, _)| i)
+            replay: (self.notes.iter())
+                .filter(|n| n.seq() > after)
+                .cloned()
                 .collect(),
             // Past the newest: a number another service gave, of writes this
             // feed has yet to see. The client has seen them.
@@ -287,10 +287,6 @@ impl Feed {
             replay,
             from,
         } = kept.resume(after, store_at.unwrap_or(0));
-        let replay = replay
-            .into_iter()
-            .filter_map(|i| kept.notes.get(i).cloned())
-            .collect();
         Subscription {
             rx,
             replay,
@@ -327,10 +323,8 @@ mod tests {
     }
 
     /// The numbers of the notes `resume` replays.
-    fn replayed(kept: &Kept, resume: &Resume) -> Vec<u64> {
-        (resume.replay.iter())
-            .map(|&i| kept.notes[i].seq())
-            .collect()
+    fn replayed(resume: &Resume) -> Vec<u64> {
+        resume.replay.iter().map(Note::seq).collect()
     }
 
     #[test]
@@ -341,20 +335,17 @@ mod tests {
             kept.keep(write(seq));
         }
         let resume = kept.resume(Some(100), 0);
-        assert_eq!(replayed(&kept, &resume), [101, 102]);
+        assert_eq!(replayed(&resume), [101, 102]);
         assert!(resume.complete);
         // From before the feed started (a restart) or past its newest: a gap.
         assert!(!kept.resume(Some(98), 0).complete);
         let unknown = kept.resume(Some(103), 0);
         assert_eq!((unknown.complete, unknown.from), (false, 102));
         // From now.
+        let now = kept.resume(None, 0);
         assert_eq!(
-            kept.resume(None, 0),
-            Resume {
-                complete: true,
-                replay: vec![],
-                from: 102
-            }
+            (now.complete, replayed(&now), now.from),
+            (true, vec![], 102)
         );
     }
 
@@ -369,10 +360,7 @@ mod tests {
         }
         // 13 and 14 are other keys' revisions: nothing missed.
         let resume = kept.resume(Some(13), 20);
-        assert_eq!(
-            (resume.complete, replayed(&kept, &resume)),
-            (true, vec![15])
-        );
+        assert_eq!((resume.complete, replayed(&resume)), (true, vec![15]));
         // Another service gave 18, not yet seen here: go on after it.
         let ahead = kept.resume(Some(18), 20);
         assert_eq!((ahead.complete, ahead.from), (true, 18));
@@ -388,17 +376,11 @@ mod tests {
         kept.keep(write(20));
         // After 12: the gap, then 20.
         let resume = kept.resume(Some(12), 20);
-        assert_eq!(
-            (resume.complete, replayed(&kept, &resume)),
-            (true, vec![13, 20])
-        );
+        assert_eq!((resume.complete, replayed(&resume)), (true, vec![13, 20]));
         // 16: a write this feed missed (another service saw it). What else
         // was missed is unknown here.
         let missed = kept.resume(Some(16), 20);
-        assert_eq!(
-            (missed.complete, replayed(&kept, &missed)),
-            (false, vec![20])
-        );
+        assert_eq!((missed.complete, replayed(&missed)), (false, vec![20]));
         assert!(kept.resume(Some(20), 20).complete);
     }
 
@@ -426,10 +408,7 @@ mod tests {
         kept.keep(Note::Gap { seq: 2 });
         kept.keep(write(2));
         let resume = kept.resume(Some(1), 0);
-        assert_eq!(
-            (resume.complete, replayed(&kept, &resume)),
-            (true, vec![2, 2])
-        );
+        assert_eq!((resume.complete, replayed(&resume)), (true, vec![2, 2]));
         for _ in 0..KEPT - 1 {
             let seq = kept.number(None).unwrap();
             kept.keep(write(seq));
