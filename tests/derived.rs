@@ -478,6 +478,29 @@ fn the_runtime_runs_a_derived_machine() {
         rt.state_as::<DiskState>("vm-1")
     }));
     assert!(wrong.is_err());
+    // Every object's state at once, as variants, sorted by id.
+    rt.create("vm-0", &alice).unwrap();
+    let states: Vec<(String, VmState)> = rt
+        .states_as::<VmState>()
+        .unwrap()
+        .into_iter()
+        .map(|(id, state)| (id.to_string(), state.unwrap()))
+        .collect();
+    let expected = [("vm-0", VmState::Virtual), ("vm-1", VmState::Paused)];
+    assert_eq!(states, expected.map(|(id, s)| (id.to_owned(), s)));
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let awaited = executor.block_on(rt.states_as_async::<VmState>()).unwrap();
+    assert_eq!(awaited.len(), 2);
+    assert!(
+        awaited
+            .iter()
+            .all(|(id, s)| states.contains(&(id.to_string(), *s.as_ref().unwrap())))
+    );
+    let wrong =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.states_as::<DiskState>()));
+    assert!(wrong.is_err());
 }
 
 /// A "system" built from a derived machine: its embedded `'static` machine plans

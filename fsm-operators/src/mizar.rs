@@ -1480,8 +1480,12 @@ impl Worker {
             && let Outcome::Done = self.act(Kind::Droplet, id, DrA::Provision).await
         {
             // Dividers and bouncers may have waited for a droplet.
-            for kind in [Kind::Divider, Kind::Bouncer] {
-                for id in self.cluster.ids_async(kind).await {
+            let waiting = [
+                (Kind::Divider, self.every_in(Kind::Divider, D::Init).await),
+                (Kind::Bouncer, self.every_in(Kind::Bouncer, B::Init).await),
+            ];
+            for (kind, ids) in waiting {
+                for id in ids {
                     self.place(kind, &id).await;
                 }
             }
@@ -1498,13 +1502,7 @@ impl Worker {
         if !init {
             return;
         }
-        let droplets = self
-            .those_in(
-                Kind::Droplet,
-                self.cluster.ids_async(Kind::Droplet).await,
-                Dr::Provisioned,
-            )
-            .await;
+        let droplets = self.every_in(Kind::Droplet, Dr::Provisioned).await;
         if droplets.is_empty() {
             return;
         }
@@ -1924,6 +1922,18 @@ impl Worker {
 
     async fn state_of<M: StateMachine>(&self, kind: Kind, id: &ObjectId) -> Option<M> {
         self.rt(kind).state_as_async::<M>(id.clone()).await.ok()
+    }
+
+    /// Every object of `kind` in `state`, in id order, read at once: on etcd
+    /// one request, where [`those_in`](Self::those_in) makes one per object.
+    async fn every_in<M: StateMachine + PartialEq>(&self, kind: Kind, state: M) -> Vec<ObjectId> {
+        let states = self.rt(kind).states_as_async::<M>().await;
+        states
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, found)| found.as_ref().is_ok_and(|found| *found == state))
+            .map(|(id, _)| id)
+            .collect()
     }
 
     /// Those of `ids` of `kind` in `state`, in order.

@@ -392,17 +392,16 @@ impl PodOps {
         self.doc().pod
     }
 
-    /// Every operation on the pod, in id order, with its phase.
+    /// Every operation on the pod, in id order, with its phase (`None`: its
+    /// record could not be read), read at once: on etcd one request, not one per
+    /// operation.
     async fn operations(&self) -> Vec<(ObjectId, Option<S>)> {
-        let store = self.inner.runtime.store();
-        let mut ids = store.ids_async().await.unwrap_or_default();
-        ids.sort();
-        let mut operations = Vec::with_capacity(ids.len());
-        for id in ids {
-            let phase = self.phase_async(id.as_str()).await;
-            operations.push((id, phase));
-        }
-        operations
+        let states = self.inner.runtime.states_as_async::<S>().await;
+        states
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, phase)| (id, phase.ok()))
+            .collect()
     }
 
     /// [`phase`](Self::phase), the store's answer awaited.

@@ -197,7 +197,7 @@ pub use name::ActorName;
 #[doc(hidden)]
 pub use park::Parking as LoomParking;
 pub use queue::{QueueError, Queuer, QueuerBuilder, Request, Ticket, Work};
-pub use runtime::{Runtime, RuntimeBuilder};
+pub use runtime::{Runtime, RuntimeBuilder, StateList};
 pub use store::{
     Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Records, Store,
     WatchStream, Watcher, Write,

@@ -137,6 +137,25 @@ impl<S: Store> RuntimeBuilder<S> {
     }
 }
 
+/// Every object with its state (a [`StateId`], or a derived enum's variant), or
+/// why its record could not be read: what [`Runtime::states`] and
+/// [`Runtime::states_as`] answer, sorted by id.
+pub type StateList<M> = Vec<(ObjectId, Result<M, RuntimeError>)>;
+
+/// Each record's state as `as_state` gives it; an unreadable record keeps its
+/// error.
+fn states_of<M>(records: crate::Records, as_state: impl Fn(StateId) -> M) -> StateList<M> {
+    records
+        .into_iter()
+        .map(|(id, record)| {
+            let state = record
+                .map(|record| as_state(record.state))
+                .map_err(RuntimeError::Store);
+            (id, state)
+        })
+        .collect()
+}
+
 /// The runtime of one machine over one store. Cloning it is cheap and shares both.
 ///
 /// See the [crate documentation](crate) for what it guarantees.
@@ -369,6 +388,80 @@ impl<S: Store> Runtime<S> {
         id: impl IntoObjectId,
     ) -> Result<M, RuntimeError> {
         Ok(self.typed(self.state_async(id).await?))
+    }
+
+    /// The state of every object, sorted by id, read at once with
+    /// [`Store::records`]: on etcd one transaction, where a [`state`](Self::state)
+    /// per object would make a request each. An object whose record cannot be
+    /// read (say, one written by a newer spec) has that error in place of its
+    /// state; the others are there all the same. The outer error: the store could
+    /// not list its objects.
+    ///
+    /// ```
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime};
+    /// # let spec = "[machine]\nname = \"lamp\"\ninitial = \"off\"\n[states]\noff = {}\non = { terminal = true }\n\
+    /// #     [actions]\nflip = { from = \"off\", to = \"on\" }\n";
+    /// # let machine = fsm_core::spec::load_str("lamp.toml", spec).unwrap();
+    /// let rt = Runtime::new(machine, MemoryStore::new())?;
+    /// let me = Actor::new("me");
+    /// rt.create("b", &me)?;
+    /// rt.create("a", &me)?;
+    /// rt.run("b", &me, "flip")?;
+    /// let states: Vec<(String, &str)> = rt
+    ///     .states()?
+    ///     .into_iter()
+    ///     .map(|(id, state)| Ok((id.to_string(), &*rt.machine().state(state?).name)))
+    ///     .collect::<Result<_, fsm_runtime::RuntimeError>>()?;
+    /// assert_eq!(states, [("a".to_owned(), "off"), ("b".to_owned(), "on")]);
+    /// # Ok::<(), fsm_runtime::RuntimeError>(())
+    /// ```
+    pub fn states(&self) -> Result<StateList<StateId>, RuntimeError> {
+        let records = self.records()?;
+        Ok(states_of(records, |state| state))
+    }
+
+    /// [`states`](Self::states) for async callers.
+    pub async fn states_async(&self) -> Result<StateList<StateId>, RuntimeError> {
+        let records = self.records_async().await?;
+        Ok(states_of(records, |state| state))
+    }
+
+    /// [`states`](Self::states), each a variant of a derived enum (`VmState`), as
+    /// [`state_as`](Self::state_as).
+    ///
+    /// # Panics
+    ///
+    /// If `M` is not derived from this runtime's machine (a programming error),
+    /// and the store holds an object.
+    pub fn states_as<M: fsm_core::typed::StateMachine>(
+        &self,
+    ) -> Result<StateList<M>, RuntimeError> {
+        let records = self.records()?;
+        Ok(states_of(records, |state| self.typed(state)))
+    }
+
+    /// [`states_as`](Self::states_as) for async callers.
+    ///
+    /// # Panics
+    ///
+    /// As [`states_as`](Self::states_as).
+    pub async fn states_as_async<M: fsm_core::typed::StateMachine>(
+        &self,
+    ) -> Result<StateList<M>, RuntimeError> {
+        let records = self.records_async().await?;
+        Ok(states_of(records, |state| self.typed(state)))
+    }
+
+    fn records(&self) -> Result<crate::Records, RuntimeError> {
+        self.inner.store.records().map_err(RuntimeError::Store)
+    }
+
+    async fn records_async(&self) -> Result<crate::Records, RuntimeError> {
+        self.inner
+            .store
+            .records_async()
+            .await
+            .map_err(RuntimeError::Store)
     }
 
     /// `state` as a variant of `M`, derived from this runtime's machine.

@@ -1212,3 +1212,108 @@ fn a_start_on_an_absent_object_is_not_found_and_creates_nothing() {
     assert!(fsm_runtime::Store::ids(rt.store()).unwrap().is_empty());
     assert!(rt.history("vm-9").unwrap().is_empty());
 }
+
+/// A memory store whose listing reads one record as unreadable (say, written by
+/// a newer spec), counting the calls that read records.
+#[derive(Default)]
+struct Listing {
+    store: MemoryStore,
+    loads: AtomicUsize,
+    listings: AtomicUsize,
+}
+
+impl fsm_runtime::Store for Listing {
+    fn load(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Record>, fsm_runtime::StoreError> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        self.store.load(id)
+    }
+    fn commit(&self, write: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
+        self.store.commit(write)
+    }
+    fn history(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Vec<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.store.history(id)
+    }
+    fn ids(&self) -> Result<Vec<fsm_runtime::ObjectId>, fsm_runtime::StoreError> {
+        self.store.ids()
+    }
+    fn records(&self) -> Result<fsm_runtime::Records, fsm_runtime::StoreError> {
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        let mut records = self.store.records()?;
+        for (id, record) in &mut records {
+            if id.as_str() == "vm-newer" {
+                *record = Err(fsm_runtime::StoreError::Unreadable {
+                    key: "obj/vm-newer".into(),
+                    reason: "state `Archived` is not in the spec".into(),
+                });
+            }
+        }
+        Ok(records)
+    }
+    fn watch(&self) -> Result<fsm_runtime::Watcher, fsm_runtime::StoreError> {
+        self.store.watch()
+    }
+}
+
+/// `states` reads every object with one listing (no read per object), sorted by
+/// id; an unreadable record is an error of its own and the others are there;
+/// `states_async` answers the same, and a store that cannot list is the outer
+/// error.
+#[test]
+fn states_are_read_at_once_and_an_unreadable_record_stands_apart() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Listing::default()).unwrap();
+    let a = Actor::new("a");
+    for id in ["vm-2", "vm-newer", "vm-1"] {
+        rt.create(id, &a).unwrap();
+    }
+    rt.run("vm-2", &a, "deploy").unwrap();
+    let _held = rt.start("vm-1", &a, "deploy").unwrap();
+    let loads = rt.store().loads.load(Ordering::SeqCst);
+    let named = |states: fsm_runtime::StateList<fsm_core::StateId>| -> Vec<(String, String)> {
+        states
+            .into_iter()
+            .map(|(id, state)| {
+                let state = match state {
+                    Ok(state) => rt.machine().state(state).name.to_string(),
+                    Err(e) => format!("error: {e}"),
+                };
+                (id.to_string(), state)
+            })
+            .collect()
+    };
+    let expected = [
+        ("vm-1", "DEPLOYING"),
+        ("vm-2", "RUNNING"),
+        (
+            "vm-newer",
+            "error: obj/vm-newer cannot be read: state `Archived` is not in the spec",
+        ),
+    ]
+    .map(|(id, state)| (id.to_owned(), state.to_owned()));
+    assert_eq!(named(rt.states().unwrap()), expected);
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert_eq!(
+        named(executor.block_on(rt.states_async()).unwrap()),
+        expected
+    );
+    assert_eq!(rt.store().listings.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        rt.store().loads.load(Ordering::SeqCst),
+        loads,
+        "no read per object"
+    );
+
+    let down = Runtime::new(spec("ovc/vm.toml"), Down).unwrap();
+    let err = down.states().unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::Store(_)) && err.is_retryable(),
+        "{err:?}"
+    );
+}
