@@ -31,12 +31,34 @@ import urllib.parse
 import urllib.request
 
 
+# Statuses that say the service could not take a call, which may go through
+# when made again: its store is unavailable (503), or a proxy in front of it
+# could not reach it (502, 504).
+AGAIN = (502, 503, 504)
+
+
+def error_body(raw):
+    """An error answer's body: the service's JSON, or, from something else on
+    the way (a proxy's page), the start of its text as the message."""
+    try:
+        body = json.loads(raw)
+        if isinstance(body, dict):
+            return body
+    except ValueError:
+        pass
+    text = raw.decode("utf-8", "replace").strip()
+    return {"error": "http", "message": text[:200]}
+
+
 class Service:
     """The REST calls this controller makes, as one actor (its token's).
 
-    A call the service could not take (503: its store is unavailable) or whose
-    connection was lost is made again, `retries` times at most, waiting
-    `backoff` seconds, then twice as long each time. Made again, a start that
+    A call the service could not take (503: its store is unavailable; 502 or
+    504: a proxy in front of it could not reach it) or whose connection was
+    lost is made again, `retries` times at most, waiting `backoff` seconds,
+    then twice as long each time. An error whose body is not the service's JSON
+    (a proxy's HTML page) is answered as `{"error": "http", "message": <the
+    body's start>}`, so callers read every refusal the same way. Made again, a start that
     did go through the first time answers 409 (the object is held): the
     controller leaves it, and the healer rolls the hold back at its deadline,
     which the controller sees as a `Healed` write and deploys again.
@@ -62,10 +84,10 @@ class Service:
                 with urllib.request.urlopen(request, timeout=30) as response:
                     return response.status, json.load(response)
             except urllib.error.HTTPError as refused:
-                body = json.load(refused)
-                if refused.code != 503 or last:
+                body = error_body(refused.read())
+                if refused.code not in AGAIN or last:
                     return refused.code, body
-                why = f"503 {body.get('message')}"
+                why = f"{refused.code} {body.get('message')}"
             except (urllib.error.URLError, ConnectionError, TimeoutError) as lost:
                 if last:
                     raise
@@ -205,9 +227,10 @@ def main():
                     if done():
                         break
         except urllib.error.HTTPError as refused:
-            if refused.code != 503:  # a wrong token or machine: no retry helps
-                sys.exit(f"deployer: the watch was refused: {refused.code} {refused.read().decode()}")
-            log("the service is unavailable; retrying")
+            body = error_body(refused.read())
+            if refused.code not in AGAIN:  # a wrong token or machine: no retry helps
+                sys.exit(f"deployer: the watch was refused: {refused.code} {body.get('message')}")
+            log(f"the service is unavailable ({refused.code} {body.get('message')}); retrying")
             time.sleep(0.5)
         except (urllib.error.URLError, ConnectionError, TimeoutError) as lost:
             log(f"watch lost ({lost}); resuming")
