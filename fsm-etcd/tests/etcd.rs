@@ -5,8 +5,7 @@
 //! one (`scripts/test` starts its own); `FSM_SKIP_ETCD=1` skips them instead, and
 //! each skip is counted in the test command's closing line.
 
-#[path = "../../fsm-core/tests/common/mod.rs"]
-mod common;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,40 +17,7 @@ use fsm_runtime::{
     check_history,
 };
 
-use common::etcd_endpoints as endpoints;
-
-/// A prefix no other test uses.
-fn fresh_prefix() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "/fsm-test/{}-{}/{}/",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A store under a prefix no other test uses, or `None` when no etcd is reachable
-/// and `FSM_SKIP_ETCD` is set (without it, the test fails saying how to get one).
-fn store() -> Option<EtcdStore> {
-    store_at(&fresh_prefix())
-}
-
-fn store_at(prefix: &str) -> Option<EtcdStore> {
-    match EtcdStore::connect(endpoints(), prefix) {
-        Ok(store) => Some(store),
-        Err(e) => {
-            common::missing(
-                "FSM_SKIP_ETCD",
-                &format!("no etcd answers at {:?} ({e})", endpoints()),
-                "run the tests with scripts/test, which starts one, or start one and set FSM_ETCD_ENDPOINTS",
-            );
-            None
-        }
-    }
-}
+use support::{block_on, common, endpoints, fresh_prefix, store, store_at, with_etcd};
 
 #[test]
 fn etcd_passes_the_store_suite() {
@@ -744,14 +710,6 @@ fn a_watch_resumed_past_a_compaction_reports_the_gap() {
     );
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
-
 /// An awaited call on etcd leaves the caller's thread to its other tasks: on a
 /// current-thread runtime, a task counting its turns goes on counting while
 /// `create_async`, `start_async`, `complete_async`, `state_async` and
@@ -823,18 +781,6 @@ fn awaited_etcd_calls_leave_the_thread_to_other_tasks() {
             );
         }
     });
-}
-
-/// Runs `work` with a client of the test's etcd.
-fn with_etcd<T, F: std::future::Future<Output = T>>(
-    work: impl FnOnce(etcd_client::Client) -> F,
-) -> T {
-    block_on(async {
-        let client = etcd_client::Client::connect(endpoints(), None)
-            .await
-            .unwrap();
-        work(client).await
-    })
 }
 
 /// The keys under `prefix`, without it.
@@ -1084,18 +1030,7 @@ fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
     let prefix = store.prefix().to_owned();
     let rt = Runtime::new(machine(), store).unwrap();
     let admin = Actor::new("admin");
-    // Three requests' worth: 1,000, 1,000 and 100.
-    let ids: Vec<String> = (0..2_100).map(|n| format!("vm-{n:04}")).collect();
-    std::thread::scope(|s| {
-        for part in ids.chunks(ids.len() / 4 + 1) {
-            let (rt, admin) = (&rt, &admin);
-            s.spawn(move || {
-                for id in part {
-                    rt.create(id.as_str(), admin).unwrap();
-                }
-            });
-        }
-    });
+    let ids = support::three_pages(&rt, &admin);
     let held = rt.start("vm-1500", &admin, "start").unwrap();
     etcd_put(&format!("{prefix}obj/vm-0999x"), "not a record");
 
