@@ -352,7 +352,8 @@ fn free_port() -> u16 {
 }
 
 /// When etcd goes away, requests answer 503 with `unavailable` (retry later), and
-/// the service itself stays up.
+/// the service itself stays up; a watch resumed after an id the service cannot
+/// place without etcd's revision opens with a gap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_etcd_is_a_503() {
     let dir = std::env::temp_dir().join(format!("fsm-serve-etcd-{}", std::process::id()));
@@ -396,6 +397,7 @@ async fn a_lost_etcd_is_a_503() {
     }
     let mut config = Config::new(vec![
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/disk.toml"),
     ]);
     config.store = StoreKind::Etcd {
         endpoints: vec![format!("127.0.0.1:{client}")],
@@ -429,6 +431,12 @@ async fn a_lost_etcd_is_a_503() {
         let _ = stopped.await;
     }));
     let c = Client::new();
+    let watch = |after: u64| {
+        c.get(format!("{base}/v1/vm/watch"))
+            .bearer_auth(OPS)
+            .header("last-event-id", after.to_string())
+            .send()
+    };
     let (status, _) = post(
         &c,
         format!("{base}/v1/vm/objects"),
@@ -437,9 +445,29 @@ async fn a_lost_etcd_is_a_503() {
     )
     .await;
     assert_eq!(status, StatusCode::CREATED);
+    let created = sse::sse(watch(0).await.unwrap(), 1, &["write"]).await[0].1;
+    let created = created.expect("a write's id");
+    // A write of another machine: etcd's revision moves past the last id of
+    // the VMs' feed. Resumed after that revision, a VM watch would be a stream
+    // another service of the store could have started (no gap).
+    let (status, _) = post(
+        &c,
+        format!("{base}/v1/disk/objects"),
+        OPS,
+        Some(json!({"id": "disk-1"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
 
     let _ = etcd.kill();
     let _ = etcd.wait();
+    // With etcd gone, the service cannot tell whether another service gave
+    // that id: the stream opens with a gap (the client lists again once etcd
+    // is back), never as if nothing had been missed.
+    let resumed = watch(created + 1).await.unwrap();
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let opened = sse::sse(resumed, 1, &["gap", "write"]).await;
+    assert_eq!(opened[0].0, "gap", "{opened:?}");
     let (status, body) = get(&c, format!("{base}/v1/vm/objects/vm-1")).await;
     assert_eq!(
         (status, body["error"].as_str()),
