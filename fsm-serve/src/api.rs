@@ -4,7 +4,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -20,6 +20,7 @@ use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::census::Census;
 use crate::feed::Note;
 use crate::json::{entry_json, object_json};
 use crate::{MachineService, Service};
@@ -439,6 +440,46 @@ async fn list(
     .await
     .map_err(|e| logged(&actor, "list", e))?;
     Ok(axum::Json(json!({ "objects": objects })).into_response())
+}
+
+/// `GET /v1/<machine>/summary`: what a view of the whole machine needs (the
+/// page's), without every object: how many are in each state (every state of
+/// the spec, zeros included), the objects an action holds, how many are past
+/// their deadline, and how many records cannot be read. One read of the store,
+/// as the list; its answer grows with the objects held, not with all of them.
+async fn summary(
+    State(service): State<Arc<Service>>,
+    Path(name): Path<String>,
+    Query(NoQuery {}): Query<NoQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let rt = m.runtime.clone();
+    let census = blocking(move || Census::take(&rt, SystemTime::now()))
+        .await
+        .map_err(|e| logged(&actor, "summary", e))?;
+    let machine_def = m.runtime.machine();
+    let states: Map<String, Value> = machine_def
+        .states()
+        .iter()
+        .zip(&census.per_state)
+        .map(|(state, n)| (state.name.to_string(), json!(n)))
+        .collect();
+    let held: Vec<Value> = census
+        .held
+        .iter()
+        .map(|(id, record)| object_json(machine_def, id.as_str(), record))
+        .collect();
+    Ok(axum::Json(json!({
+        "machine": machine_def.name(),
+        "total": census.total(),
+        "states": states,
+        "in_flight": held,
+        "stuck": census.stuck,
+        "unreadable": census.unreadable,
+    }))
+    .into_response())
 }
 
 #[derive(Deserialize)]
@@ -973,6 +1014,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/v1/{machine}/objects", post(create).get(list))
+        .route("/v1/{machine}/summary", get(summary))
         .route("/v1/{machine}/objects/{id}", get(get_object))
         .route(
             "/v1/{machine}/objects/{id}/data",

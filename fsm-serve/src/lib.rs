@@ -17,12 +17,13 @@
 //! | `POST /v1/{machine}/objects` `{"id": ...}` | 201 and the object; 409 if it exists |
 //! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"`; an action holding it shows in `in_flight` (or `hidden`): its action, origin, actor, `fence`, deadline, whether it is abandoned or overdue, and the data its start `proposed` |
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`) |
+//! | `GET /v1/{machine}/summary` | the machine at a glance, however many objects it has: the count in each state (every state, zeros included) and the `total`, the objects an action holds (`in_flight`), how many are past their deadline (`stuck`), and records the store holds but cannot read (`unreadable`, counted nowhere else); what the page shows |
 //! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` (or `*`) makes it conditional (412; an empty `If-Match` names no version, 412 too) |
 //! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart; the data its start proposed is kept with the hold, and written); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |
 //! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A` |
 //! | `GET /v1/{machine}/objects/{id}/history` | the entries, oldest first |
 //! | `GET /v1/{machine}/watch` | Server-Sent Events, one `write` per write, resumable with `Last-Event-ID`; a `gap` when writes were missed, or when the id is not one the store could have given. On etcd an event's id is its write's revision, the same on every service of the store, so a stream resumes on any of them; in memory each service numbers its events from its start time, in microseconds since the epoch, past an earlier one's (a restart's id gets a `gap`) |
-//! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text, OpenAPI 3, the web page (no token) |
+//! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text (per machine: `fsm_store_up`, then, while its store answers, objects per state, stuck and unreadable; actions started, completed, failed, healed, abandoned, revoked; conflicts), OpenAPI 3, the web page (no token) |
 //!
 //! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are
 //! JSON, `{"error": kind, "message": ..., ...facts}`: 400 malformed (a body with
@@ -56,6 +57,7 @@
 //! those.
 
 mod api;
+mod census;
 mod feed;
 mod flights;
 mod json;

@@ -4,13 +4,12 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use fsm_runtime::Store;
-
 use crate::Service;
+use crate::census::Census;
 
-/// The metrics of every machine: objects per state, actions started, completed,
-/// failed, healed, abandoned and revoked, conflicts, and objects stuck past
-/// their deadline.
+/// The metrics of every machine: whether its store answered, objects per state,
+/// objects stuck past their deadline and records that cannot be read, actions
+/// started, completed, failed, healed, abandoned and revoked, and conflicts.
 pub async fn render(service: &Service) -> String {
     let mut out = String::new();
     let counters: [(&str, &str); 7] = [
@@ -37,32 +36,33 @@ pub async fn render(service: &Service) -> String {
             "Compare-and-sets lost: requests answered 409 conflict, and patches without If-Match retried on newer data.",
         ),
     ];
-    let mut states = Vec::new();
+    // Each machine's census; `None` when its store could not list its objects
+    // (etcd down): its object gauges are then left out, as unknown, rather
+    // than reported as zero, and `fsm_store_up` says why.
+    let mut censuses = Vec::new();
     for (name, m) in &service.machines {
         let rt = m.runtime.clone();
-        let counted = tokio::task::spawn_blocking(move || {
-            let m = rt.machine();
-            let mut per_state = vec![0u64; m.states().len()];
-            let mut stuck = 0u64;
-            let now = SystemTime::now();
-            let records = rt.store().records().unwrap_or_default();
-            for record in records.iter().filter_map(|(_, r)| r.as_ref().ok()) {
-                per_state[record.state.0] += 1;
-                let overdue = record.in_flight.iter().chain(&record.hidden).any(|h| {
-                    m.deadline(h.action, record.state)
-                        .is_some_and(|d| h.since + d < now)
-                });
-                stuck += u64::from(overdue);
-            }
-            (per_state, stuck)
-        })
-        .await
-        .unwrap_or_default();
-        states.push((name.clone(), m.clone(), counted));
+        let census = tokio::task::spawn_blocking(move || Census::take(&rt, SystemTime::now()))
+            .await
+            .ok()
+            .and_then(Result::ok);
+        censuses.push((name, m, census));
+    }
+    let taken = || {
+        censuses
+            .iter()
+            .filter_map(|(name, m, census)| Some((name, m, census.as_ref()?)))
+    };
+    out.push_str(
+        "# HELP fsm_store_up Whether the machine's store answered the last scrape (1) or not (0: its object gauges are left out).\n# TYPE fsm_store_up gauge\n",
+    );
+    for (name, _, census) in &censuses {
+        let up = u8::from(census.is_some());
+        let _ = writeln!(out, "fsm_store_up{{machine=\"{name}\"}} {up}");
     }
     out.push_str("# HELP fsm_objects Objects per machine and state.\n# TYPE fsm_objects gauge\n");
-    for (name, m, (per_state, _)) in &states {
-        for (i, n) in per_state.iter().enumerate() {
+    for (name, m, census) in taken() {
+        for (i, n) in census.per_state.iter().enumerate() {
             let state = &m.runtime.machine().states()[i].name;
             let _ = writeln!(
                 out,
@@ -73,8 +73,22 @@ pub async fn render(service: &Service) -> String {
     out.push_str(
         "# HELP fsm_objects_stuck Objects held past their deadline (the healer's next pass rolls them back).\n# TYPE fsm_objects_stuck gauge\n",
     );
-    for (name, _, (_, stuck)) in &states {
-        let _ = writeln!(out, "fsm_objects_stuck{{machine=\"{name}\"}} {stuck}");
+    for (name, _, census) in taken() {
+        let _ = writeln!(
+            out,
+            "fsm_objects_stuck{{machine=\"{name}\"}} {}",
+            census.stuck
+        );
+    }
+    out.push_str(
+        "# HELP fsm_objects_unreadable Records the store holds but cannot read (say, written by a newer spec).\n# TYPE fsm_objects_unreadable gauge\n",
+    );
+    for (name, _, census) in taken() {
+        let _ = writeln!(
+            out,
+            "fsm_objects_unreadable{{machine=\"{name}\"}} {}",
+            census.unreadable
+        );
     }
     for (i, (metric, help)) in counters.iter().enumerate() {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");

@@ -238,6 +238,35 @@ fn machine_paths(
             }
         }),
     );
+    let counts: Map<String, Value> = states
+        .iter()
+        .map(|s| ((*s).to_owned(), json!({ "type": "integer", "minimum": 0 })))
+        .collect();
+    paths.insert(
+        format!("{base}/summary"),
+        json!({ "get": {
+            "operationId": op("summary"),
+            "tags": tags,
+            "summary": "The machine at a glance, without every object: how many objects are in each state, those an action holds, how many are past their deadline, and how many records cannot be read",
+            "responses": common(json!({
+                "200": { "description": "The summary", "content": { "application/json": { "schema": {
+                    "type": "object",
+                    "required": ["machine", "total", "states", "in_flight", "stuck", "unreadable"],
+                    "properties": {
+                        "machine": { "type": "string" },
+                        "total": { "type": "integer", "minimum": 0, "description": "The objects read: the sum of `states`" },
+                        "states": {
+                            "type": "object", "required": states, "properties": counts, "additionalProperties": false,
+                            "description": "Every state of the machine with how many objects are in it"
+                        },
+                        "in_flight": { "type": "array", "items": object_ref, "description": "The objects an action (visible or hidden) holds, by id" },
+                        "stuck": { "type": "integer", "minimum": 0, "description": "Objects held past their deadline: the healer's next pass rolls them back" },
+                        "unreadable": { "type": "integer", "minimum": 0, "description": "Records the store holds but cannot read (say, written by a newer spec): counted nowhere else" }
+                    }
+                } } } }
+            }))
+        }}),
+    );
     paths.insert(
         format!("{base}/objects/{{id}}"),
         json!({ "get": {

@@ -1,7 +1,9 @@
 //! `GET /`: per machine, the diagram with the number of objects in each state,
 //! live from the watch stream; the objects held by an action, those past their
-//! deadline marked; an object's history on a click. The page holds no data: it
-//! asks the API with the token the reader gives (kept for the browser tab only).
+//! deadline marked; records the store cannot read, when there are some; an
+//! object's history on a click. The page holds no data: it asks the API (the
+//! machine's summary after each write, never the list of every object) with the
+//! token the reader gives (kept for the browser tab only).
 
 use std::fmt::Write;
 
@@ -35,7 +37,7 @@ pub fn render(service: &Service) -> String {
         }
         let _ = writeln!(
             sections,
-            "<tr><th>all</th><td class=\"count\" id=\"total-{n}\">–</td></tr></tbody></table>"
+            "<tr><th>all</th><td class=\"count\" id=\"total-{n}\">–</td></tr>\n<tr id=\"unreadable-row-{n}\" hidden><th>unreadable</th><td class=\"count stuck\" id=\"unreadable-{n}\">0</td></tr></tbody></table>"
         );
         let _ = writeln!(
             sections,

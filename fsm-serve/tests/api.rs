@@ -1284,7 +1284,8 @@ async fn the_page_follows_the_objects_in_a_browser() {
             "OPEN=3",
             "connected",
             "refused",
-            "stopped"
+            "stopped",
+            "summaries"
         ])
     );
     server.stop().await;
@@ -1483,11 +1484,125 @@ async fn an_action_past_its_deadline_shows_as_stuck() {
     let stuck = |metrics: &str| metrics.contains("fsm_objects_stuck{machine=\"door\"} 1\n");
     let metrics = server.metrics(&c).await;
     assert!(!stuck(&metrics), "{metrics}");
+    let (_, summary) = get(&c, &server.url("/v1/door/summary"), USER).await;
+    assert_eq!(summary["stuck"], 0, "{summary}");
     tokio::time::sleep(Duration::from_millis(1300)).await;
     let (_, door) = get(&c, &server.url("/v1/door/objects/d"), USER).await;
     assert_eq!(door["in_flight"]["overdue"], true, "{door}");
     let metrics = server.metrics(&c).await;
     assert!(stuck(&metrics), "{metrics}");
+    let (_, summary) = get(&c, &server.url("/v1/door/summary"), USER).await;
+    assert_eq!(summary["stuck"], 1, "{summary}");
+    assert_eq!(
+        summary["in_flight"][0]["in_flight"]["overdue"], true,
+        "{summary}"
+    );
+    server.stop().await;
+}
+
+/// The summary counts every state of the spec (zeros included), lists only the
+/// objects an action holds (a hidden action's too), and agrees with the list;
+/// it takes no query parameter, and needs a token and a known machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_counts_every_state_and_lists_only_what_is_held() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    for id in ["vm-1", "vm-2", "vm-3"] {
+        let body = Some(json!({ "id": id }));
+        let (status, _) = post(&c, &server.url("/v1/vm/objects"), OPS, body).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    let action = |id: &str, action: &str, run: bool| {
+        let run = if run { "?run=true" } else { "" };
+        server.url(&format!("/v1/vm/objects/{id}/actions/{action}{run}"))
+    };
+    let (status, _) = post(&c, &action("vm-2", "deploy", true), OPS, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = post(&c, &action("vm-2", "migrate", false), OPS, None).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) = post(&c, &action("vm-3", "deploy", false), OPS, None).await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    let (status, summary) = get(&c, &server.url("/v1/vm/summary"), USER).await;
+    assert_eq!(status, StatusCode::OK, "{summary}");
+    assert_eq!(summary["machine"], "vm");
+    assert_eq!(summary["total"], 3);
+    assert_eq!(
+        (summary["stuck"].as_u64(), summary["unreadable"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let states = summary["states"].as_object().unwrap();
+    let machine = server.service.runtime("vm").unwrap().machine().clone();
+    assert_eq!(
+        states.len(),
+        machine.states().len(),
+        "every state: {summary}"
+    );
+    let nonzero: Vec<(&str, u64)> = states
+        .iter()
+        .map(|(state, n)| (state.as_str(), n.as_u64().unwrap()))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    assert_eq!(nonzero, [("DEPLOYING", 1), ("RUNNING", 1), ("VIRTUAL", 1)]);
+    let held: Vec<(&str, &str, &str)> = summary["in_flight"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let (visible, hidden) = (&o["in_flight"]["action"], &o["hidden"]["action"]);
+            let action = visible.as_str().or(hidden.as_str()).unwrap();
+            (
+                o["id"].as_str().unwrap(),
+                o["state"].as_str().unwrap(),
+                action,
+            )
+        })
+        .collect();
+    assert_eq!(
+        held,
+        [
+            ("vm-2", "RUNNING", "migrate"),
+            ("vm-3", "DEPLOYING", "deploy")
+        ]
+    );
+    // The list says the same.
+    let (_, list) = get(&c, &server.url("/v1/vm/objects"), USER).await;
+    let listed: Vec<&Value> = list["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| !o["in_flight"].is_null() || !o["hidden"].is_null())
+        .collect();
+    assert_eq!(
+        listed,
+        summary["in_flight"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+
+    for (url, token, status) in [
+        (
+            "/v1/vm/summary?state=RUNNING",
+            Some(USER),
+            StatusCode::BAD_REQUEST,
+        ),
+        ("/v1/vm/summary", None, StatusCode::UNAUTHORIZED),
+        ("/v1/nope/summary", Some(USER), StatusCode::NOT_FOUND),
+    ] {
+        let (got, body) = call(&c, reqwest::Method::GET, &server.url(url), token, None).await;
+        assert_eq!(got, status, "{url}: {body}");
+        assert!(body["error"].is_string(), "{url}: {body}");
+    }
+    let metrics = server.metrics(&c).await;
+    for line in [
+        "fsm_store_up{machine=\"vm\"} 1\n",
+        "fsm_objects_unreadable{machine=\"vm\"} 0\n",
+        "fsm_objects{machine=\"vm\",state=\"DEPLOYING\"} 1\n",
+    ] {
+        assert!(metrics.contains(line), "{line}{metrics}");
+    }
     server.stop().await;
 }
 

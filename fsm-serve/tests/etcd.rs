@@ -458,9 +458,52 @@ async fn a_lost_etcd_is_a_503() {
     )
     .await;
     assert_eq!(status, StatusCode::CREATED);
+    // A record the service cannot read (not what fsm writes): the summary and
+    // the metrics count it apart, and still count the others.
+    let mut raw = etcd_client::Client::connect([format!("127.0.0.1:{client}")], None)
+        .await
+        .unwrap();
+    raw.put("/lost/vm/obj/vm-garbled", "not a record", None)
+        .await
+        .unwrap();
+    let (status, summary) = get(&c, format!("{base}/v1/vm/summary")).await;
+    assert_eq!(status, StatusCode::OK, "{summary}");
+    assert_eq!(
+        (
+            &summary["total"],
+            &summary["unreadable"],
+            &summary["states"]["VIRTUAL"]
+        ),
+        (&json!(1), &json!(1), &json!(1)),
+        "{summary}"
+    );
+    let metrics = |c: &Client| {
+        let url = format!("{base}/metrics");
+        let c = c.clone();
+        async move { c.get(url).send().await.unwrap().text().await.unwrap() }
+    };
+    let up = metrics(&c).await;
+    for line in [
+        "fsm_store_up{machine=\"vm\"} 1\n",
+        "fsm_objects_unreadable{machine=\"vm\"} 1\n",
+        "fsm_objects{machine=\"vm\",state=\"VIRTUAL\"} 1\n",
+    ] {
+        assert!(up.contains(line), "{line}{up}");
+    }
 
     let _ = etcd.kill();
     let _ = etcd.wait();
+    // Nothing to count: the summary is a 503, and the metrics say the store is
+    // down rather than that it holds nothing.
+    let (status, summary) = get(&c, format!("{base}/v1/vm/summary")).await;
+    assert_eq!(
+        (status, summary["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("unavailable")),
+        "{summary}"
+    );
+    let down = metrics(&c).await;
+    assert!(down.contains("fsm_store_up{machine=\"vm\"} 0\n"), "{down}");
+    assert!(!down.contains("fsm_objects{machine=\"vm\""), "{down}");
     // With etcd gone, the service cannot tell whether another service gave
     // that id: the stream opens with a gap (the client lists again once etcd
     // is back), never as if nothing had been missed.

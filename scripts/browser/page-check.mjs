@@ -6,7 +6,8 @@
 // The page must show, for machine `door` (fsm-serve/tests/specs/door.toml): the
 // count of objects per state as they change, the object held by an action, and
 // its history on a click; cut off, it must say so, and once back show what was
-// written meanwhile; its token refused, it must say so and stop. Prints one
+// written meanwhile; its token refused, it must say so and stop. It must follow
+// the machine by its summary, never by listing every object. Prints one
 // JSON line, {"ok": true, "seen": [...]} or {"ok": false, "error": ...}; exits
 // 0, 1, or 2 when Chromium or the driver is missing.
 import { createRequire } from "node:module";
@@ -53,6 +54,7 @@ try {
 // answer them itself as a service that no longer takes the page's token.
 const target = new URL(base);
 const sockets = new Set();
+const requests = [];
 let mode = "pass"; // or "cut", or "unauthorized"
 let unauthorized = 0;
 const UNAUTHORIZED = JSON.stringify({ error: "unauthorized", message: "this token is no longer taken" });
@@ -67,6 +69,12 @@ const proxy = net.createServer((client) => {
     return;
   }
   const upstream = net.connect(Number(target.port), target.hostname);
+  // The requests the page makes, by their request lines.
+  client.on("data", (chunk) => {
+    for (const [, method, path] of chunk.toString("latin1").matchAll(/^([A-Z]+) (\S+) HTTP\/1\.1\r$/gm)) {
+      requests.push(`${method} ${path}`);
+    }
+  });
   const close = () => {
     client.destroy();
     upstream.destroy();
@@ -152,6 +160,13 @@ try {
   await sleep(3000);
   if (unauthorized !== knocks) throw new Error(`the page tried ${unauthorized - knocks} more times after a 401`);
   seen.push("stopped");
+  // The page follows the machine by its summary, never by listing every
+  // object (a list's answer grows with all of them).
+  const summaries = requests.filter((r) => r === "GET /v1/door/summary").length;
+  const lists = requests.filter((r) => /^GET \/v1\/[^/]+\/objects(\?|$)/.test(r));
+  if (summaries === 0) throw new Error(`the page never asked for the summary: ${requests.join(", ")}`);
+  if (lists.length) throw new Error(`the page listed every object: ${lists.join(", ")}`);
+  seen.push("summaries");
   console.log(JSON.stringify({ ok: true, seen }));
   await browser.close();
   proxy.close();
