@@ -5,15 +5,17 @@
 
 #[path = "../../fsm-core/tests/common/mod.rs"]
 mod common;
+mod server;
 mod sse;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fsm_serve::{Config, Service, Tokens};
+use fsm_serve::{Config, Tokens};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
+use server::Server;
 use sse::sse;
 
 const OPS: &str = "token-of-ops-0123456789";
@@ -51,15 +53,9 @@ fn tokens() -> Tokens {
     .unwrap()
 }
 
-/// A service on a free loopback port.
-struct Server {
-    base: String,
-    service: Arc<Service>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-}
-
 impl Server {
+    /// A service of the three test specs and the test tokens, configured by
+    /// `configure`.
     async fn start(configure: impl FnOnce(&mut Config)) -> Server {
         let mut config = Config::new(vec![
             spec("../specs/ovc/vm.toml"),
@@ -67,39 +63,7 @@ impl Server {
             spec("tests/specs/door.toml"),
         ]);
         configure(&mut config);
-        let handle = tokio::runtime::Handle::current();
-        let service =
-            tokio::task::spawn_blocking(move || Service::open(&config, tokens(), &handle))
-                .await
-                .unwrap()
-                .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let done = tokio::spawn(fsm_serve::serve(service.clone(), listener, async {
-            let _ = stopped.await;
-        }));
-        Server {
-            base,
-            service,
-            stop: Some(stop),
-            done: Some(done),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    /// The Prometheus text of `/metrics` (no token needed).
-    async fn metrics(&self, c: &Client) -> String {
-        let r = c.get(self.url("/metrics")).send().await.unwrap();
-        r.text().await.unwrap()
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.done.take().unwrap().await.unwrap().unwrap();
+        Server::open(config, tokens()).await
     }
 }
 
