@@ -54,7 +54,7 @@ pub async fn render(service: &Service) -> String {
             .filter_map(|(name, m, census)| Some((name, m, census.as_ref()?)))
     };
     out.push_str(
-        "# HELP fsm_store_up Whether the machine's store answered the last scrape (1) or not (0: its object gauges are left out).\n# TYPE fsm_store_up gauge\n",
+        "# HELP fsm_store_up Whether the machine's store could be read for this scrape (1) or not (0: its object gauges are left out).\n# TYPE fsm_store_up gauge\n",
     );
     for (name, _, census) in &censuses {
         let up = u8::from(census.is_some());
