@@ -1311,9 +1311,13 @@ fn states_are_read_at_once_and_an_unreadable_record_stands_apart() {
     );
 
     let down = Runtime::new(spec("ovc/vm.toml"), Down).unwrap();
-    let err = down.states().unwrap_err();
-    assert!(
-        matches!(err, RuntimeError::Store(_)) && err.is_retryable(),
-        "{err:?}"
-    );
+    for err in [
+        down.states().unwrap_err(),
+        executor.block_on(down.states_async()).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, RuntimeError::Store(_)) && err.is_retryable(),
+            "{err:?}"
+        );
+    }
 }

@@ -70,25 +70,23 @@ pub async fn render(service: &Service) -> String {
             );
         }
     }
-    out.push_str(
-        "# HELP fsm_objects_stuck Objects held past their deadline (the healer's next pass rolls them back).\n# TYPE fsm_objects_stuck gauge\n",
-    );
-    for (name, _, census) in taken() {
-        let _ = writeln!(
-            out,
-            "fsm_objects_stuck{{machine=\"{name}\"}} {}",
-            census.stuck
-        );
-    }
-    out.push_str(
-        "# HELP fsm_objects_unreadable Records the store holds but cannot read (say, written by a newer spec).\n# TYPE fsm_objects_unreadable gauge\n",
-    );
-    for (name, _, census) in taken() {
-        let _ = writeln!(
-            out,
-            "fsm_objects_unreadable{{machine=\"{name}\"}} {}",
-            census.unreadable
-        );
+    let gauges: [(&str, &str, fn(&Census) -> u64); 2] = [
+        (
+            "fsm_objects_stuck",
+            "Objects held past their deadline (the healer's next pass rolls them back).",
+            |census| census.stuck,
+        ),
+        (
+            "fsm_objects_unreadable",
+            "Records the store holds but cannot read (say, written by a newer spec).",
+            |census| census.unreadable,
+        ),
+    ];
+    for (metric, help, value) in gauges {
+        let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} gauge");
+        for (name, _, census) in taken() {
+            let _ = writeln!(out, "{metric}{{machine=\"{name}\"}} {}", value(census));
+        }
     }
     for (i, (metric, help)) in counters.iter().enumerate() {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");

@@ -5,22 +5,23 @@
 
 #[path = "../../fsm-core/tests/common/mod.rs"]
 mod common;
+mod server;
 mod sse;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use fsm_serve::{Config, Service, StoreKind, Tokens};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
+use server::Server;
 
 const OPS: &str = "etcd-test-token-ops-0123";
 const CONTROLLER: &str = "etcd-test-token-ctl-0123";
 
 use common::etcd_endpoints as endpoints;
 
-async fn open(prefix: &str) -> Option<Served> {
+async fn open(prefix: &str) -> Option<Server> {
     let mut config = Config::new(vec![
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
@@ -49,13 +50,7 @@ async fn open(prefix: &str) -> Option<Served> {
             return None;
         }
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(fsm_serve::serve(service.clone(), listener, async {
-        let _ = stopped.await;
-    }));
-    Some((service, base, stop))
+    Some(Server::serving(service).await)
 }
 
 async fn post(c: &Client, url: String, token: &str, body: Option<Value>) -> (StatusCode, Value) {
@@ -88,11 +83,28 @@ async fn get(c: &Client, url: String) -> (StatusCode, Value) {
     (r.status(), r.json().await.unwrap())
 }
 
-/// A service, where it listens, and what stops it.
-type Served = (Arc<Service>, String, tokio::sync::oneshot::Sender<()>);
+/// Creates `id` of `machine` on the service at `base`, as ops.
+async fn create(c: &Client, base: &str, machine: &str, id: &str) {
+    let url = format!("{base}/v1/{machine}/objects");
+    let (status, body) = post(c, url, OPS, Some(json!({ "id": id }))).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+/// The VMs' watch stream of the service at `base`, resumed after `after`.
+fn watch(
+    c: &Client,
+    base: &str,
+    after: Option<u64>,
+) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> {
+    let mut request = c.get(format!("{base}/v1/vm/watch")).bearer_auth(OPS);
+    if let Some(after) = after {
+        request = request.header("last-event-id", after.to_string());
+    }
+    request.send()
+}
 
 /// Two services on one prefix no other run uses.
-async fn two_services() -> Option<(Served, Served)> {
+async fn two_services() -> Option<(Server, Server)> {
     let prefix = format!(
         "/fsm-serve-test/{}-{}/",
         std::process::id(),
@@ -111,27 +123,14 @@ async fn two_services() -> Option<(Served, Served)> {
 /// none a service gave: a gap, then the next writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_resumes_on_another_service_of_the_store() {
-    let Some(((_a, a, stop_a), (_b, b, stop_b))) = two_services().await else {
+    let Some((service_a, service_b)) = two_services().await else {
         return;
     };
+    let (a, b) = (service_a.base.clone(), service_b.base.clone());
     let c = Client::new();
-    let watch = |base: &str, after: Option<u64>| {
-        let mut request = c.get(format!("{base}/v1/vm/watch")).bearer_auth(OPS);
-        if let Some(after) = after {
-            request = request.header("last-event-id", after.to_string());
-        }
-        request.send()
-    };
-    let on_a = watch(&a, None).await.unwrap();
+    let on_a = watch(&c, &a, None).await.unwrap();
     // Three writes, made on B: created, started, completed.
-    let (status, _) = post(
-        &c,
-        format!("{b}/v1/vm/objects"),
-        OPS,
-        Some(json!({"id": "vm-1"})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED);
+    create(&c, &b, "vm", "vm-1").await;
     let deploy = format!("{b}/v1/vm/objects/vm-1/actions/deploy?run=true");
     let (status, _) = post(&c, deploy, OPS, None).await;
     assert_eq!(status, StatusCode::OK);
@@ -143,7 +142,7 @@ async fn a_watch_resumes_on_another_service_of_the_store() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{seen_on_a:?}");
 
     // Resumed on B after A's first: B's second and third, A's ids, no gap.
-    let on_b = watch(&b, Some(ids[0])).await.unwrap();
+    let on_b = watch(&c, &b, Some(ids[0])).await.unwrap();
     assert_eq!(on_b.status(), StatusCode::OK);
     let seen_on_b = sse::sse(on_b, 2, &["write", "gap"]).await;
     assert_eq!(seen_on_b, seen_on_a[1..], "resumed on B after {}", ids[0]);
@@ -151,8 +150,8 @@ async fn a_watch_resumes_on_another_service_of_the_store() {
     // Resumed on B after A's last (whether B's feed has seen it yet or not):
     // nothing until the next write, and no gap. An id past the store's
     // revision: a gap first.
-    let resumed = watch(&b, Some(ids[2])).await.unwrap();
-    let made_up = watch(&b, Some(u64::MAX)).await.unwrap();
+    let resumed = watch(&c, &b, Some(ids[2])).await.unwrap();
+    let made_up = watch(&c, &b, Some(u64::MAX)).await.unwrap();
     let pause = format!("{a}/v1/vm/objects/vm-1/actions/pause?run=true");
     let (status, _) = post(&c, pause, OPS, None).await;
     assert_eq!(status, StatusCode::OK);
@@ -166,14 +165,16 @@ async fn a_watch_resumes_on_another_service_of_the_store() {
         ("gap", "write", next[0].1),
         "{unknown:?}"
     );
-    let _ = (stop_a.send(()), stop_b.send(()));
+    service_a.stop().await;
+    service_b.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
-    let Some(((_a, a, stop_a), (_b, b, stop_b))) = two_services().await else {
+    let Some((service_a, service_b)) = two_services().await else {
         return;
     };
+    let (a, b) = (service_a.base.clone(), service_b.base.clone());
     let c = Client::new();
 
     let (status, created) = post(
@@ -338,8 +339,8 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
         "{body}"
     );
 
-    let _ = stop_a.send(());
-    let _ = stop_b.send(());
+    service_a.stop().await;
+    service_b.stop().await;
 }
 
 /// A port nothing listens on now.
@@ -424,40 +425,16 @@ async fn a_lost_etcd_is_a_503() {
             }
         }
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(fsm_serve::serve(service, listener, async {
-        let _ = stopped.await;
-    }));
+    let server = Server::serving(service).await;
+    let base = server.base.clone();
     let c = Client::new();
-    let watch = |after: u64| {
-        c.get(format!("{base}/v1/vm/watch"))
-            .bearer_auth(OPS)
-            .header("last-event-id", after.to_string())
-            .send()
-    };
-    let (status, _) = post(
-        &c,
-        format!("{base}/v1/vm/objects"),
-        OPS,
-        Some(json!({"id": "vm-1"})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED);
-    let created = sse::sse(watch(0).await.unwrap(), 1, &["write"]).await[0].1;
+    create(&c, &base, "vm", "vm-1").await;
+    let created = sse::sse(watch(&c, &base, Some(0)).await.unwrap(), 1, &["write"]).await[0].1;
     let created = created.expect("a write's id");
     // A write of another machine: etcd's revision moves past the last id of
     // the VMs' feed. Resumed after that revision, a VM watch would be a stream
     // another service of the store could have started (no gap).
-    let (status, _) = post(
-        &c,
-        format!("{base}/v1/disk/objects"),
-        OPS,
-        Some(json!({"id": "disk-1"})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED);
+    create(&c, &base, "disk", "disk-1").await;
     // A record the service cannot read (not what fsm writes): the summary and
     // the metrics count it apart, and still count the others.
     let mut raw = etcd_client::Client::connect([format!("127.0.0.1:{client}")], None)
@@ -507,7 +484,7 @@ async fn a_lost_etcd_is_a_503() {
     // With etcd gone, the service cannot tell whether another service gave
     // that id: the stream opens with a gap (the client lists again once etcd
     // is back), never as if nothing had been missed.
-    let resumed = watch(created + 1).await.unwrap();
+    let resumed = watch(&c, &base, Some(created + 1)).await.unwrap();
     assert_eq!(resumed.status(), StatusCode::OK);
     let opened = sse::sse(resumed, 1, &["gap", "write"]).await;
     assert_eq!(opened[0].0, "gap", "{opened:?}");
@@ -520,6 +497,6 @@ async fn a_lost_etcd_is_a_503() {
     // The service is still up: what needs no store answers.
     let metrics = c.get(format!("{base}/openapi.json")).send().await.unwrap();
     assert_eq!(metrics.status(), StatusCode::OK);
-    let _ = stop.send(());
+    server.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -23,6 +23,11 @@ impl Server {
             .await
             .unwrap()
             .unwrap();
+        Server::serving(service).await
+    }
+
+    /// `service`, served on a free loopback port.
+    pub async fn serving(service: Arc<Service>) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
