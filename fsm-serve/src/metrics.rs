@@ -7,6 +7,10 @@ use std::time::SystemTime;
 use crate::Service;
 use crate::census::Census;
 
+/// A gauge each machine has while its store answers: its name, its help, and
+/// its value in a census.
+type Gauge = (&'static str, &'static str, fn(&Census) -> u64);
+
 /// The metrics of every machine: whether its store answered, objects per state,
 /// objects stuck past their deadline and records that cannot be read, actions
 /// started, completed, failed, healed, abandoned and revoked, and conflicts.
@@ -70,7 +74,7 @@ pub async fn render(service: &Service) -> String {
             );
         }
     }
-    let gauges: [(&str, &str, fn(&Census) -> u64); 2] = [
+    let gauges: [Gauge; 2] = [
         (
             "fsm_objects_stuck",
             "Objects held past their deadline (the healer's next pass rolls them back).",
