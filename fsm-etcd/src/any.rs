@@ -105,6 +105,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.records(),
         }
     }
+    fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.records_after(after, limit),
+            AnyStore::Etcd(s) => s.records_after(after, limit),
+        }
+    }
     fn watch(&self) -> Result<Watcher, StoreError> {
         match self {
             AnyStore::Memory(s) => s.watch(),
@@ -144,6 +150,16 @@ impl Store for AnyStore {
         match self {
             AnyStore::Memory(s) => s.records_async().await,
             AnyStore::Etcd(s) => s.records_async().await,
+        }
+    }
+    async fn records_after_async(
+        &self,
+        after: Option<&ObjectId>,
+        limit: usize,
+    ) -> Result<Records, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.records_after_async(after, limit).await,
+            AnyStore::Etcd(s) => s.records_after_async(after, limit).await,
         }
     }
     async fn history_async(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {

@@ -510,17 +510,43 @@ impl EtcdStore {
             .collect()
     }
 
-    /// Every object's record in one snapshot: the records and every key that
-    /// says a holder lives, read in one transaction (the records a page at a
-    /// time past the first, at the first's revision), so that no holder is
-    /// judged against keys of another moment.
-    fn read_all(&self) -> Result<Records, StoreError> {
+    /// The records of up to `limit` objects (every one: `None`) whose keys come
+    /// after `after`'s (from the first: `None`), in key order, in one snapshot:
+    /// the records and every key that says a holder lives, read in one
+    /// transaction (the records a thousand at a time past the first thousand,
+    /// at the first's revision), so that no holder is judged against keys of
+    /// another moment.
+    fn read_range(
+        &self,
+        after: Option<&ObjectId>,
+        limit: Option<usize>,
+    ) -> Result<Records, StoreError> {
         let prefix = &self.inner.prefix;
         let objects = format!("{prefix}obj/");
-        let page = GetOptions::new().with_prefix().with_limit(RECORDS_PAGE);
+        let end = prefix_end(&objects);
+        // The first key past `after`'s: its key and a zero byte.
+        let first_key = after.map_or_else(
+            || objects.clone().into_bytes(),
+            |id| {
+                let mut key = self.object_key(id).into_bytes();
+                key.push(0);
+                key
+            },
+        );
+        // How many more records the read wants, a thousand at most per request.
+        let wanted = |read: usize| {
+            let left = limit.map_or(usize::MAX, |limit| limit.saturating_sub(read));
+            i64::try_from(left).unwrap_or(i64::MAX).min(RECORDS_PAGE)
+        };
+        if wanted(0) == 0 {
+            return Ok(Vec::new());
+        }
+        let page = GetOptions::new()
+            .with_range(end.clone())
+            .with_limit(wanted(0));
         let mut kv = self.inner.client.kv_client();
         let txn = Txn::new().and_then(vec![
-            TxnOp::get(objects.clone(), Some(page.clone())),
+            TxnOp::get(first_key, Some(page)),
             TxnOp::get(
                 format!("{prefix}live/"),
                 Some(GetOptions::new().with_prefix().with_keys_only()),
@@ -558,13 +584,13 @@ impl EtcdStore {
             .collect();
         let mut records = Vec::new();
         let mut next = self.decode_page(&first, &objects, &mut records);
-        while let Some(mut after) = next {
+        while let Some(mut after) = next.filter(|_| wanted(records.len()) > 0) {
             // The page's last key, and a zero byte: the first key past it.
             after.push(0);
-            let (mut kv, end) = (self.inner.client.kv_client(), prefix_end(&objects));
+            let mut kv = self.inner.client.kv_client();
             let options = GetOptions::new()
-                .with_range(end)
-                .with_limit(RECORDS_PAGE)
+                .with_range(end.clone())
+                .with_limit(wanted(records.len()))
                 .with_revision(revision);
             let get = self
                 .run(async move {
@@ -595,7 +621,6 @@ impl EtcdStore {
                 .collect();
             mark_abandoned(record, liveness, |n| values.get(n).copied().flatten());
         }
-        records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         Ok(records)
     }
 
@@ -848,7 +873,16 @@ impl Store for EtcdStore {
     /// thousand records and every key that says whether a holder lives, then
     /// a request per thousand more, read at the same revision.
     fn records(&self) -> Result<Records, StoreError> {
-        self.read_all()
+        let mut records = self.read_range(None, None)?;
+        records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        Ok(records)
+    }
+
+    /// One range of keys past `after`'s, in one snapshot as
+    /// [`records`](Store::records) reads: in key order, where an id's `/` sorts
+    /// as `%2F` (and `%` as `%25`), so `a/1` comes before `a-1`.
+    fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
+        self.read_range(after, Some(limit))
     }
 
     /// The first call opens the etcd watch on the history, from the revision
@@ -902,6 +936,17 @@ impl Store for EtcdStore {
     fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
         let store = self.clone();
         self.off_thread(move || store.records())
+    }
+
+    /// Runs [`records_after`](Store::records_after) on the store's own runtime
+    /// and awaits it, as [`load_async`](Store::load_async).
+    fn records_after_async(
+        &self,
+        after: Option<&ObjectId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Records, StoreError>> + Send {
+        let (store, after) = (self.clone(), after.cloned());
+        self.off_thread(move || store.records_after(after.as_ref(), limit))
     }
 
     /// Runs [`history`](Store::history) on the store's own runtime and awaits

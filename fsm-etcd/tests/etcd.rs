@@ -1024,6 +1024,7 @@ fn a_start_on_a_stale_kept_copy_is_decided_again_on_a_fresh_read() {
 /// revision, each as `load` reads it (the holder of a live process not
 /// abandoned); a record that does not read is an error for that object alone,
 /// and the healer's pass, which reads through `records`, reports it and goes on.
+/// Pages of `records_after` larger than a request read the same.
 #[test]
 fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
     let Some(store) = store() else { return };
@@ -1050,6 +1051,31 @@ fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
             "{id}: records agree with load"
         );
     }
+    // Pages past a thousand (two requests each) meet the same records; the
+    // unreadable one is in its place.
+    let first = rt.store().records_after(None, 1_500).unwrap();
+    assert_eq!(first.len(), 1_500);
+    let rest = rt
+        .store()
+        .records_after(Some(&first[1_499].0), 1_500)
+        .unwrap();
+    assert_eq!(rest.len(), records.len() - 1_500);
+    let paged: Vec<_> = first
+        .iter()
+        .chain(&rest)
+        .map(|(id, r)| (id, r.is_ok()))
+        .collect();
+    let whole: Vec<_> = records.iter().map(|(id, r)| (id, r.is_ok())).collect();
+    assert_eq!(paged, whole, "ids of no `/`: the pages come in id order");
+    let past = rt
+        .store()
+        .records_after(Some(&"vm-0999".into()), 1)
+        .unwrap();
+    assert!(
+        matches!(&past[..], [(id, Err(_))] if id.as_str() == "vm-0999x"),
+        "{past:?}"
+    );
+
     let holder = records
         .iter()
         .find(|(id, _)| id.as_str() == "vm-1500")

@@ -396,6 +396,40 @@ impl Store for MemoryStore {
         Ok(records)
     }
 
+    /// The ids past `after` gathered shard by shard, the first `limit` of them
+    /// chosen, then each of those read: a page costs a pass over the ids, not
+    /// a copy of every record.
+    fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
+        let mut ids = Vec::new();
+        for shard in &self.shards {
+            let shard = lock_shard(&shard.0);
+            ids.extend(
+                shard
+                    .objects
+                    .iter()
+                    .map(|(id, _)| id)
+                    .filter(|id| after.is_none_or(|after| *id > after))
+                    .cloned(),
+            );
+        }
+        if ids.len() > limit {
+            if limit == 0 {
+                return Ok(Vec::new());
+            }
+            ids.select_nth_unstable(limit - 1);
+            ids.truncate(limit);
+        }
+        ids.sort_unstable();
+        Ok(ids
+            .into_iter()
+            .filter_map(|id| {
+                let (hash, shard) = self.shard(&id);
+                let record = lock_shard(shard).get(hash, &id)?.record.clone();
+                Some((id, Ok(record)))
+            })
+            .collect())
+    }
+
     fn watch(&self) -> Result<Watcher, StoreError> {
         Ok(self.publisher.watch())
     }

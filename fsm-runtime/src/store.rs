@@ -271,6 +271,42 @@ pub trait Store: Send + Sync + 'static {
         Ok(records)
     }
 
+    /// One page of [`records`](Store::records): up to `limit` objects that
+    /// come after `after` (from the first when `None`; `after` need not
+    /// exist) in the store's listing order, in that order. Listing again from
+    /// the last id of each page, until a page holds fewer than `limit`, meets
+    /// every object that exists all along exactly once, however many pages it
+    /// takes and whatever is written meanwhile. A page is read as `records`
+    /// reads (on etcd, one snapshot); the pages are not one snapshot together.
+    ///
+    /// The listing order is by id on the [`MemoryStore`](crate::MemoryStore)
+    /// and by default. A store may list in an order of its own that it keeps
+    /// from page to page (the etcd store: by its keys, where an id's `/` sorts
+    /// as `%2F`), so a caller pages from the last id of a page as answered, not
+    /// from the greatest.
+    ///
+    /// The default reads [`ids`](Store::ids), then [`load`](Store::load)s
+    /// those of the page; a store that can read a range overrides it to read
+    /// only the page.
+    fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
+        let mut ids = self.ids()?;
+        ids.sort_unstable();
+        let from = after.map_or(0, |after| ids.partition_point(|id| id <= after));
+        let mut records = Vec::new();
+        for id in ids.into_iter().skip(from) {
+            if records.len() == limit {
+                break;
+            }
+            match self.load(&id) {
+                Ok(Some(record)) => records.push((id, Ok(record))),
+                // Gone since it was listed: not listed.
+                Ok(None) => {}
+                Err(e) => records.push((id, Err(e))),
+            }
+        }
+        Ok(records)
+    }
+
     /// A subscription to every write applied from now on.
     fn watch(&self) -> Result<Watcher, StoreError>;
 
@@ -403,6 +439,16 @@ pub trait Store: Send + Sync + 'static {
     /// [`load_async`](Store::load_async).
     fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
         std::future::ready(self.records())
+    }
+
+    /// [`records_after`](Store::records_after) for async callers, as
+    /// [`load_async`](Store::load_async).
+    fn records_after_async(
+        &self,
+        after: Option<&ObjectId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Records, StoreError>> + Send {
+        std::future::ready(self.records_after(after, limit))
     }
 
     /// [`history`](Store::history) for async callers, as
@@ -818,6 +864,9 @@ impl<S: Store> Store for Arc<S> {
     fn records(&self) -> Result<Records, StoreError> {
         (**self).records()
     }
+    fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
+        (**self).records_after(after, limit)
+    }
     fn watch(&self) -> Result<Watcher, StoreError> {
         (**self).watch()
     }
@@ -842,6 +891,13 @@ impl<S: Store> Store for Arc<S> {
     }
     fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
         (**self).records_async()
+    }
+    fn records_after_async(
+        &self,
+        after: Option<&ObjectId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Records, StoreError>> + Send {
+        (**self).records_after_async(after, limit)
     }
     fn history_async(
         &self,

@@ -2,6 +2,7 @@
 //! the runtime maps to a status.
 
 use std::convert::Infallible;
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
@@ -15,7 +16,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use fsm_runtime::{Actor, Fence, InFlight, RuntimeError, Store, StoreError, rfc3339};
+use fsm_runtime::{
+    Actor, Fence, InFlight, ObjectId, Record, RuntimeError, Store, StoreError, rfc3339,
+};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -398,8 +401,17 @@ async fn get_object(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ListQuery {
+    /// Only the objects in this state.
     state: Option<String>,
+    /// At most this many objects, with `next` when more remain.
+    limit: Option<NonZeroU64>,
+    /// Only the objects past this one (the `next` of the page before).
+    after: Option<String>,
 }
+
+/// How many records a listing in one state reads from the store at a time
+/// at least: a state few objects are in is not looked for a few at a time.
+const LIST_CHUNK: usize = 1_000;
 
 async fn list(
     State(service): State<Arc<Service>>,
@@ -426,20 +438,59 @@ async fn list(
         None => None,
     };
     let rt = m.runtime.clone();
-    let objects = blocking(move || {
-        // Every record at once (on etcd, one transaction), sorted by id; one
-        // that cannot be read is not listed.
-        let records = rt.store().records().map_err(RuntimeError::Store)?;
-        Ok(records
-            .iter()
-            .filter_map(|(id, record)| Some((id, record.as_ref().ok()?)))
-            .filter(|(_, record)| wanted.is_none_or(|s| s == record.state))
-            .map(|(id, record)| object_json(rt.machine(), id.as_str(), record))
-            .collect::<Vec<_>>())
+    let (objects, next) = blocking(move || {
+        let store = rt.store();
+        let listed = |id: &ObjectId, record: &Result<Record, StoreError>| {
+            // A record that cannot be read is not listed.
+            let record = record.as_ref().ok()?;
+            wanted
+                .is_none_or(|s| s == record.state)
+                .then(|| object_json(rt.machine(), id.as_str(), record))
+        };
+        if query.limit.is_none() && query.after.is_none() {
+            // Every record at once (on etcd, one transaction), sorted by id.
+            let records = store.records().map_err(RuntimeError::Store)?;
+            let objects = records.iter().filter_map(|(id, r)| listed(id, r));
+            return Ok((objects.collect(), None));
+        }
+        // A page: read from the store a page at a time, in its order, until
+        // `limit` objects are listed and one more record shows that more
+        // remain (without a state, one read of `limit` and one more).
+        let limit = query.limit.map_or(usize::MAX, |limit| {
+            usize::try_from(limit.get()).unwrap_or(usize::MAX)
+        });
+        let chunk = match wanted {
+            None => limit.saturating_add(1),
+            Some(_) => limit.saturating_add(1).max(LIST_CHUNK),
+        };
+        let mut after = query.after.map(ObjectId::from);
+        let mut objects: Vec<Value> = Vec::new();
+        loop {
+            let page = store
+                .records_after(after.as_ref(), chunk)
+                .map_err(RuntimeError::Store)?;
+            let full = page.len() == chunk;
+            for (id, record) in page {
+                if objects.len() == limit {
+                    // A record past the last object listed: `after` is that
+                    // object's id.
+                    return Ok((objects, after));
+                }
+                objects.extend(listed(&id, &record));
+                after = Some(id);
+            }
+            if !full {
+                return Ok((objects, None));
+            }
+        }
     })
     .await
     .map_err(|e| logged(&actor, "list", e))?;
-    Ok(axum::Json(json!({ "objects": objects })).into_response())
+    let mut body = json!({ "objects": objects });
+    if let Some(next) = next {
+        body["next"] = json!(next.as_str());
+    }
+    Ok(axum::Json(body).into_response())
 }
 
 /// `GET /v1/<machine>/summary`: what a view of the whole machine needs (the

@@ -227,12 +227,20 @@ fn machine_paths(
             "get": {
                 "operationId": op("list"),
                 "tags": tags,
-                "summary": "List objects, optionally those in one state",
-                "parameters": [{ "name": "state", "in": "query", "schema": { "type": "string", "enum": states } }],
+                "summary": "List objects, optionally those in one state, optionally a page at a time",
+                "description": "Without `limit` or `after`: every object (in the state), sorted by id. With either: the objects past `after` in the store's order (by id; on etcd an id's `/` sorts as `%2F`), at most `limit` of them, and `next` when objects past the last one remain: list again with `after` set to it.",
+                "parameters": [
+                    { "name": "state", "in": "query", "schema": { "type": "string", "enum": states } },
+                    { "name": "limit", "in": "query", "description": "At most this many objects", "schema": { "type": "integer", "minimum": 1, "maximum": u64::MAX } },
+                    { "name": "after", "in": "query", "description": "Only the objects past this id: the `next` of the page before", "schema": { "type": "string" } }
+                ],
                 "responses": common(json!({
                     "200": { "description": "The objects", "content": { "application/json": { "schema": {
                         "type": "object", "required": ["objects"],
-                        "properties": { "objects": { "type": "array", "items": object_ref } }
+                        "properties": {
+                            "objects": { "type": "array", "items": object_ref },
+                            "next": { "type": "string", "description": "The last object's id, when objects past it remain: the next page's `after`" }
+                        }
                     } } } }
                 }))
             }

@@ -1571,6 +1571,124 @@ async fn the_summary_counts_every_state_and_lists_only_what_is_held() {
 }
 
 /// CORS only when configured, and then only for the origins given.
+/// The ids and `next` of `GET path`.
+async fn page(server: &Server, c: &Client, path: &str) -> (Vec<String>, Option<String>) {
+    let (status, body) = get(c, &server.url(path), USER).await;
+    assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    let ids = body["objects"].as_array().unwrap().iter();
+    let ids = ids.map(|o| o["id"].as_str().unwrap().to_owned()).collect();
+    (ids, body["next"].as_str().map(str::to_owned))
+}
+
+/// Pages of `limit` (in `state`) from the first, each from the last's `next`,
+/// until one has none; `between` runs after the first page.
+async fn pages(
+    server: &Server,
+    c: &Client,
+    query: &str,
+    mut between: impl AsyncFnMut(),
+) -> Vec<Vec<String>> {
+    let (mut pages, mut after) = (Vec::new(), String::new());
+    loop {
+        let (ids, next) = page(server, c, &format!("/v1/vm/objects?{query}{after}")).await;
+        assert!(pages.len() < 30, "{query}: the pages do not end");
+        if let Some(next) = &next {
+            assert_eq!(ids.last(), Some(next), "{query}: next is the last id");
+        }
+        pages.push(ids);
+        if pages.len() == 1 {
+            between().await;
+        }
+        match next {
+            Some(next) => after = format!("&after={next}"),
+            None => return pages,
+        }
+    }
+}
+
+/// A list with `limit` comes a page at a time, each page's `next` the next's
+/// `after`, until a page has no `next`: every object (in the state) once, even
+/// with objects created between the pages; `next` only when objects remain
+/// past the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_comes_a_page_at_a_time() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    let ids: Vec<String> = (0..25).map(|n| format!("vm-{n:02}")).collect();
+    for (n, id) in ids.iter().enumerate() {
+        let (status, _) = post(
+            &c,
+            &server.url("/v1/vm/objects"),
+            OPS,
+            Some(json!({ "id": id })),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED);
+        if n % 3 == 0 {
+            let deploy = server.url(&format!("/v1/vm/objects/{id}/actions/deploy?run=true"));
+            assert_eq!(post(&c, &deploy, OPS, None).await.0, StatusCode::OK);
+        }
+    }
+    let running: Vec<String> = ids.iter().step_by(3).cloned().collect();
+    let lengths = |pages: &[Vec<String>]| pages.iter().map(Vec::len).collect::<Vec<_>>();
+
+    // Pages of 10, with one object created before the cursor and one past it
+    // between the first page and the second: the one past it is met.
+    let create = async || {
+        for id in ["vm-000", "vm-99"] {
+            let body = Some(json!({ "id": id }));
+            let (status, _) = post(&c, &server.url("/v1/vm/objects"), OPS, body).await;
+            assert_eq!(status, StatusCode::CREATED);
+        }
+    };
+    let listed = pages(&server, &c, "limit=10", create).await;
+    assert_eq!(lengths(&listed), [10, 10, 6]);
+    let mut expected = ids.clone();
+    expected.push("vm-99".into());
+    assert_eq!(listed.concat(), expected);
+
+    // In a state: pages of 4 of the 9 running, and the last page says no more
+    // past it only once the store has nothing past it.
+    let listed = pages(&server, &c, "state=RUNNING&limit=4", async || {}).await;
+    assert_eq!(listed.concat(), running);
+    assert_eq!(lengths(&listed), [4, 4, 1]);
+    let (all, next) = page(&server, &c, "/v1/vm/objects?state=RUNNING&limit=9").await;
+    assert_eq!((all, next.as_deref()), (running.clone(), Some("vm-24")));
+    let (rest, next) = page(
+        &server,
+        &c,
+        "/v1/vm/objects?state=RUNNING&limit=9&after=vm-24",
+    )
+    .await;
+    assert_eq!((rest.len(), next), (0, None), "nothing runs past vm-24");
+
+    // `next` only when objects remain: 27 objects fill a page of 27 with none
+    // past it, not one of 26.
+    assert_eq!(page(&server, &c, "/v1/vm/objects?limit=27").await.1, None);
+    let (first, next) = page(&server, &c, "/v1/vm/objects?limit=26").await;
+    assert_eq!((first.len(), next.as_deref()), (26, Some("vm-24")));
+    // `after` alone: every object past it; an id that does not exist is a
+    // place all the same.
+    let (past, next) = page(&server, &c, "/v1/vm/objects?after=vm-22").await;
+    assert_eq!(
+        (past, next),
+        (vec!["vm-23".into(), "vm-24".into(), "vm-99".into()], None)
+    );
+    let (past, _) = page(&server, &c, "/v1/vm/objects?after=vm-24x&limit=5").await;
+    assert_eq!(past, ["vm-99"]);
+
+    // A limit that is not a positive number is refused, by name.
+    for bad in ["limit=0", "limit=-1", "limit=ten"] {
+        let (status, body) = get(&c, &server.url(&format!("/v1/vm/objects?{bad}")), USER).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+        assert_eq!(body["error"], "malformed", "{bad}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("limit"),
+            "{bad}: {body}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cors_answers_only_the_configured_origins() {
     let server = Server::start(|c| c.cors_origins = vec!["https://ops.example.com".into()]).await;
@@ -1653,7 +1771,15 @@ async fn a_python_controller_deploys_what_is_created_and_resumes_after_a_stop() 
     let deployer = |exit_after: &str| {
         tokio::process::Command::new(&python)
             .arg(&script)
-            .args(["--url", &server.base, "--exit-after", exit_after])
+            // A page of one: catching up lists page by page.
+            .args([
+                "--url",
+                &server.base,
+                "--exit-after",
+                exit_after,
+                "--page",
+                "1",
+            ])
             .arg("--last-event")
             .arg(&last_event)
             .env("FSM_TOKEN", USER)
@@ -1676,9 +1802,10 @@ async fn a_python_controller_deploys_what_is_created_and_resumes_after_a_stop() 
         text
     };
 
-    // One VM waiting before the controller starts, one created once it runs.
+    // Two VMs waiting before the controller starts, one created once it runs.
+    create("vm-0").await;
     create("vm-a").await;
-    let first = match deployer("2") {
+    let first = match deployer("3") {
         Ok(child) => child,
         Err(e) => {
             common::missing(
@@ -1700,7 +1827,7 @@ async fn a_python_controller_deploys_what_is_created_and_resumes_after_a_stop() 
     }
     create("vm-b").await;
     let out = finished(first).await;
-    assert!(out.contains("catching up: 1 in VIRTUAL"), "{out}");
+    assert!(out.contains("catching up: 2 in VIRTUAL"), "{out}");
     assert!(out.contains("vm-b: deploy done, now RUNNING"), "{out}");
     let kept = std::fs::read_to_string(&last_event).unwrap();
     assert!(kept.trim().parse::<u64>().is_ok(), "{kept}");
@@ -1711,7 +1838,7 @@ async fn a_python_controller_deploys_what_is_created_and_resumes_after_a_stop() 
     let out = finished(deployer("2").unwrap()).await;
     let resumed = !out.contains("catching up");
     assert!(resumed, "resumed by listing, not by replay: {out}");
-    for id in ["vm-a", "vm-b", "vm-c", "vm-d"] {
+    for id in ["vm-0", "vm-a", "vm-b", "vm-c", "vm-d"] {
         assert_eq!(state(id).await, "RUNNING", "{id}: {out}");
         let history = server.url(&format!("/v1/vm/objects/{id}/history"));
         let (_, history) = get(&c, &history, OPS).await;
@@ -1760,6 +1887,6 @@ fn the_python_controller_makes_again_what_the_store_could_not_take() {
     };
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{report}");
-    assert!(report.contains("Ran 5 tests"), "{report}");
+    assert!(report.contains("Ran 6 tests"), "{report}");
     assert!(report.trim_end().ends_with("OK"), "{report}");
 }

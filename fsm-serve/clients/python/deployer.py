@@ -64,11 +64,12 @@ class Service:
     which the controller sees as a `Healed` write and deploys again.
     """
 
-    def __init__(self, url, machine, token, retries=5, backoff=0.2, log=None):
+    def __init__(self, url, machine, token, retries=5, backoff=0.2, log=None, page=500):
         self.base = f"{url.rstrip('/')}/v1/{urllib.parse.quote(machine, safe='')}"
         self.token = token
         self.retries, self.backoff = retries, backoff
         self.log = log or (lambda line: None)
+        self.page = page
 
     def call(self, method, path, headers=None):
         """The status and JSON body of one request, made again while the
@@ -97,11 +98,17 @@ class Service:
             time.sleep(wait)
 
     def waiting(self, state):
-        """The ids of the objects in `state`."""
-        status, body = self.call("GET", "/objects?" + urllib.parse.urlencode({"state": state}))
-        if status != 200:
-            raise RuntimeError(f"listing {state}: {status} {body}")
-        return [o["id"] for o in body["objects"]]
+        """The ids of the objects in `state`, listed `page` at a time: each
+        answer's `next`, while it has one, is the next page's `after`."""
+        ids, query = [], {"state": state, "limit": self.page}
+        while True:
+            status, body = self.call("GET", "/objects?" + urllib.parse.urlencode(query))
+            if status != 200:
+                raise RuntimeError(f"listing {state}: {status} {body}")
+            ids += [o["id"] for o in body["objects"]]
+            if "next" not in body:
+                return ids
+            query["after"] = body["next"]
 
     def watch(self, last_event):
         """The open watch stream, resumed after `last_event` if given."""
@@ -185,6 +192,7 @@ def main():
     parser.add_argument("--action", default="deploy")
     parser.add_argument("--last-event", help="the file the last event's id is kept in")
     parser.add_argument("--exit-after", type=int, help="exit once this many are deployed")
+    parser.add_argument("--page", type=int, default=500, help="list this many objects at a time")
     args = parser.parse_args()
     token = os.environ.get("FSM_TOKEN")
     if not token:
@@ -196,7 +204,7 @@ def main():
     def work(object_id):
         time.sleep(0.01)  # what a real deployment would do
 
-    service = Service(args.url, args.machine, token, log=log)
+    service = Service(args.url, args.machine, token, log=log, page=args.page)
     deployer = Deployer(service, args.state, args.action, work, log)
     last = None
     if args.last_event and os.path.exists(args.last_event):

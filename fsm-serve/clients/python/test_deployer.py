@@ -1,7 +1,8 @@
 """Tests of deployer.py against a scripted stand-in for `fsm serve`: what the
 controller does when the service answers 503 (its store unavailable), which a
 real service gives only while etcd is down, when a proxy in front of it answers
-with a page of its own, and when the work of an action fails.
+with a page of its own, when the work of an action fails, and how it lists
+page by page.
 
     python3 -m unittest discover -s fsm-serve/clients/python
 """
@@ -17,6 +18,9 @@ from deployer import Deployer, Service
 class Scripted(http.server.BaseHTTPRequestHandler):
     """Answers each request with the next (status, body) scripted for its
     method and path, and records the request."""
+
+    def do_GET(self):
+        self.do_POST()
 
     def do_POST(self):
         self.server.seen.append(self.path)
@@ -119,6 +123,31 @@ class FailsWhenTheWorkFails(unittest.TestCase):
         # the action is never completed.
         self.assertEqual(seen, [START, FAIL, FAIL])
         self.assertIn("vm-1: deploy failed (no hypervisor for vm-1)", lines)
+
+
+
+class ListsPageByPage(unittest.TestCase):
+    def test_each_next_is_the_after_of_the_next_page_until_there_is_none(self):
+        first = "/v1/vm/objects?state=VIRTUAL&limit=2"
+        second = first + "&after=vm-2"
+        script = {
+            first: [(200, {"objects": [{"id": "vm-1"}, {"id": "vm-2"}], "next": "vm-2"})],
+            second: [UNAVAILABLE, (200, {"objects": [{"id": "vm-3"}]})],
+        }
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+        server.script, server.seen = script, []
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            service = Service(
+                f"http://127.0.0.1:{server.server_port}", "vm", "token",
+                backoff=0.01, page=2,
+            )
+            self.assertEqual(service.waiting("VIRTUAL"), ["vm-1", "vm-2", "vm-3"])
+            # The second page made again past its 503, and no third asked for.
+            self.assertEqual(server.seen, [first, second, second])
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 if __name__ == "__main__":
