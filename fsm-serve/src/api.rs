@@ -438,20 +438,20 @@ async fn list(
         None => None,
     };
     let rt = m.runtime.clone();
-    let (objects, next) = blocking(move || {
+    let (listing, next) = blocking(move || {
         let store = rt.store();
-        let listed = |id: &ObjectId, record: &Result<Record, StoreError>| {
-            // A record that cannot be read is not listed.
-            let record = record.as_ref().ok()?;
-            wanted
-                .is_none_or(|s| s == record.state)
-                .then(|| object_json(rt.machine(), id.as_str(), record))
+        let mut listing = Listing::default();
+        let mut look = |id: &ObjectId, record: &Result<Record, StoreError>| {
+            listing.look(rt.machine(), wanted, id, record);
+            listing.objects.len()
         };
         if query.limit.is_none() && query.after.is_none() {
             // Every record at once (on etcd, one transaction), sorted by id.
             let records = store.records().map_err(RuntimeError::Store)?;
-            let objects = records.iter().filter_map(|(id, r)| listed(id, r));
-            return Ok((objects.collect(), None));
+            for (id, record) in &records {
+                look(id, record);
+            }
+            return Ok((listing, None));
         }
         // A page: read from the store a page at a time, in its order, until
         // `limit` objects are listed and one more record shows that more
@@ -464,33 +464,67 @@ async fn list(
             Some(_) => limit.saturating_add(1).max(LIST_CHUNK),
         };
         let mut after = query.after.map(ObjectId::from);
-        let mut objects: Vec<Value> = Vec::new();
+        let mut listed = 0;
         loop {
             let page = store
                 .records_after(after.as_ref(), chunk)
                 .map_err(RuntimeError::Store)?;
             let full = page.len() == chunk;
             for (id, record) in page {
-                if objects.len() == limit {
+                if listed == limit {
                     // A record past the last object listed: `after` is that
                     // object's id.
-                    return Ok((objects, after));
+                    return Ok((listing, after));
                 }
-                objects.extend(listed(&id, &record));
+                listed = look(&id, &record);
                 after = Some(id);
             }
             if !full {
-                return Ok((objects, None));
+                return Ok((listing, None));
             }
         }
     })
     .await
     .map_err(|e| logged(&actor, "list", e))?;
-    let mut body = json!({ "objects": objects });
+    let mut body = json!({ "objects": listing.objects });
+    if !listing.unreadable.is_empty() {
+        body["unreadable"] = json!(listing.unreadable);
+    }
     if let Some(next) = next {
         body["next"] = json!(next.as_str());
     }
     Ok(axum::Json(body).into_response())
+}
+
+/// What a list answers besides `next`: the objects, and the records it met
+/// that cannot be read.
+#[derive(Default)]
+struct Listing {
+    objects: Vec<Value>,
+    unreadable: Vec<Value>,
+}
+
+impl Listing {
+    /// Lists the object if it is in the state `wanted` (any: `None`); a record
+    /// that cannot be read is in no state the service can tell, so it is named
+    /// apart whatever the state asked.
+    fn look(
+        &mut self,
+        machine: &fsm_core::Machine,
+        wanted: Option<fsm_core::StateId>,
+        id: &ObjectId,
+        record: &Result<Record, StoreError>,
+    ) {
+        match record {
+            Ok(record) if wanted.is_none_or(|s| s == record.state) => {
+                self.objects.push(object_json(machine, id.as_str(), record));
+            }
+            Ok(_) => {}
+            Err(e) => self
+                .unreadable
+                .push(json!({ "id": id.as_str(), "message": e.to_string() })),
+        }
+    }
 }
 
 /// `GET /v1/<machine>/summary`: what a view of the whole machine needs (the

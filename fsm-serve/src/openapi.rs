@@ -239,7 +239,14 @@ fn machine_paths(
                         "type": "object", "required": ["objects"],
                         "properties": {
                             "objects": { "type": "array", "items": object_ref },
-                            "next": { "type": "string", "description": "The last object's id, when objects past it remain: the next page's `after`" }
+                            "next": { "type": "string", "description": "The last object's id, when objects past it remain: the next page's `after`" },
+                            "unreadable": {
+                                "type": "array",
+                                "description": "Records met that the service cannot read (written by a newer spec, or not by fsm), whatever the state asked; absent when there are none",
+                                "items": { "type": "object", "required": ["id", "message"], "additionalProperties": false, "properties": {
+                                    "id": { "type": "string" }, "message": { "type": "string" }
+                                } }
+                            }
                         }
                     } } } }
                 }))

@@ -454,6 +454,30 @@ async fn a_lost_etcd_is_a_503() {
         (&json!(1), &json!(1), &json!(1)),
         "{summary}"
     );
+    // The list names it apart, in a state too (its state cannot be told), and
+    // in the page that reaches it, not in the one before.
+    fn ids<'l>(list: &'l Value, field: &str) -> Vec<&'l str> {
+        let listed = list[field].as_array().map(Vec::as_slice);
+        let listed = listed.unwrap_or_default().iter();
+        listed.map(|o| o["id"].as_str().unwrap()).collect()
+    }
+    for (query, objects, unreadable) in [
+        ("", &["vm-1"][..], &["vm-garbled"][..]),
+        ("?state=VIRTUAL", &["vm-1"], &["vm-garbled"]),
+        ("?limit=1", &["vm-1"], &[]),
+        ("?limit=1&after=vm-1", &[], &["vm-garbled"]),
+    ] {
+        let (status, list) = get(&c, format!("{base}/v1/vm/objects{query}")).await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        assert_eq!(
+            (ids(&list, "objects"), ids(&list, "unreadable")),
+            (objects.to_vec(), unreadable.to_vec()),
+            "{query}: {list}"
+        );
+        if let Some(why) = list["unreadable"][0]["message"].as_str() {
+            assert!(why.contains("vm-garbled"), "{list}");
+        }
+    }
     let metrics = |c: &Client| {
         let url = format!("{base}/metrics");
         let c = c.clone();
