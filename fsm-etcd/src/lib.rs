@@ -100,7 +100,10 @@
 //!   revision: one snapshot, in as many requests as there are thousands (a
 //!   listing of `fsm serve`, a [`Healer`](fsm_runtime::Healer)'s pass). A
 //!   compaction past that revision while the pages are read fails the call
-//!   (retryable).
+//!   (retryable). [`Store::records_after`] reads a page the same way, over
+//!   the range of keys past the page's `after` only, in key order (an id's
+//!   `/` sorts as `%2F`): a page of a hundred reads a hundred records (and
+//!   the keys that say holders live) however many objects there are.
 //! - **Positions.** Each event carries its write's revision
 //!   ([`Event::position`](fsm_runtime::Event::position)), the same in every
 //!   process on the store; [`EtcdStore::revision`] is etcd's revision now.
