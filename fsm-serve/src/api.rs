@@ -1045,6 +1045,36 @@ async fn metrics(State(service): State<Arc<Service>>) -> Response {
         .into_response()
 }
 
+/// `GET /healthz`: the process serves (a liveness probe: it does not ask the
+/// stores, so a store that is down does not get the process restarted).
+async fn healthz() -> Response {
+    axum::Json(json!({ "status": "ok" })).into_response()
+}
+
+/// `GET /readyz`: every machine's store answers a read (a readiness probe):
+/// 200, or 503 `unavailable` naming each machine whose store does not, with
+/// why (`down`).
+async fn readyz(State(service): State<Arc<Service>>) -> Result<Response, ApiError> {
+    let mut down = Map::new();
+    for (name, m) in &service.machines {
+        let rt = m.runtime.clone();
+        // One read of the store's position (on etcd, a request; in memory, none).
+        let answer = tokio::task::spawn_blocking(move || rt.store().position()).await;
+        let why = match answer {
+            Ok(Ok(_)) => continue,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => format!("the read did not finish ({e})"),
+        };
+        down.insert(name.clone(), json!(why));
+    }
+    if down.is_empty() {
+        return Ok(axum::Json(json!({ "status": "ready" })).into_response());
+    }
+    let names: Vec<&str> = down.keys().map(String::as_str).collect();
+    let message = format!("the store of {} does not answer", names.join(", "));
+    Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message).with("down", down))
+}
+
 async fn openapi(State(service): State<Arc<Service>>) -> Response {
     axum::Json(crate::openapi::document(&service)).into_response()
 }
@@ -1097,6 +1127,8 @@ pub fn router(service: Arc<Service>) -> Router {
     let router = Router::new()
         .route("/", get(page))
         .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/openapi.json", get(openapi))
         .route("/v1/{machine}/objects", post(create).get(list))
         .route("/v1/{machine}/summary", get(summary))

@@ -24,6 +24,7 @@
 //! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A` |
 //! | `GET /v1/{machine}/objects/{id}/history` | the entries, oldest first |
 //! | `GET /v1/{machine}/watch` | Server-Sent Events, one `write` per write, resumable with `Last-Event-ID`; a `gap` when writes were missed, or when the id is not one the store could have given. On etcd an event's id is its write's revision, the same on every service of the store, so a stream resumes on any of them; in memory each service numbers its events from its start time, in microseconds since the epoch, past an earlier one's (a restart's id gets a `gap`) |
+//! | `GET /healthz`, `GET /readyz` (no token) | probes: `/healthz` 200 while the process serves (it does not ask the stores); `/readyz` 200 when every machine's store answers a read, else 503 `unavailable` with `down`, each such machine and why |
 //! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text (per machine: `fsm_store_up`, then, while its store answers, objects per state, stuck and unreadable; actions started, completed, failed, healed, abandoned, revoked; conflicts), OpenAPI 3, the web page (no token) |
 //!
 //! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are

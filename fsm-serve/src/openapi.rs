@@ -420,6 +420,24 @@ pub fn document(service: &Service) -> Value {
     }
     paths.insert("/metrics".into(), json!({ "get": { "operationId": "metrics", "summary": "Prometheus metrics", "security": [],
         "responses": { "200": { "description": "Prometheus text", "content": { "text/plain": { "schema": { "type": "string" } } } } } } }));
+    paths.insert("/healthz".into(), json!({ "get": { "operationId": "healthz", "summary": "Whether the process serves: a liveness probe, which does not ask the stores", "security": [],
+        "responses": { "200": { "description": "Serving", "content": { "application/json": { "schema": {
+            "type": "object", "required": ["status"], "additionalProperties": false, "properties": { "status": { "type": "string", "enum": ["ok"] } }
+        } } } } } } }));
+    paths.insert("/readyz".into(), json!({ "get": { "operationId": "readyz", "summary": "Whether every machine's store answers a read: a readiness probe", "security": [],
+        "responses": {
+            "200": { "description": "Every store answers", "content": { "application/json": { "schema": {
+                "type": "object", "required": ["status"], "additionalProperties": false, "properties": { "status": { "type": "string", "enum": ["ready"] } }
+            } } } },
+            "503": { "description": "Some store does not answer: `down` names each machine whose store does not, with why", "content": { "application/json": { "schema": {
+                "type": "object", "required": ["error", "message", "down"],
+                "properties": {
+                    "error": { "type": "string", "enum": ["unavailable"] },
+                    "message": { "type": "string" },
+                    "down": { "type": "object", "additionalProperties": { "type": "string" } }
+                }
+            } } } }
+        } } }));
     paths.insert("/openapi.json".into(), json!({ "get": { "operationId": "openapi", "summary": "This document", "security": [],
         "responses": { "200": { "description": "OpenAPI 3", "content": { "application/json": { "schema": { "type": "object" } } } } } } }));
     paths.insert("/".into(), json!({ "get": { "operationId": "page", "summary": "The web page", "security": [],

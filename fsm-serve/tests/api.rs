@@ -1689,6 +1689,25 @@ async fn the_list_comes_a_page_at_a_time() {
     }
 }
 
+/// The probes answer without a token (a token is not looked at): the process
+/// serves, and its stores (here in memory) answer. `fsm-serve/tests/etcd.rs`
+/// holds the readiness probe to a 503 once etcd is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probes_answer_without_a_token() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    for (path, body) in [
+        ("/healthz", json!({ "status": "ok" })),
+        ("/readyz", json!({ "status": "ready" })),
+    ] {
+        for token in [None, Some("not-a-token")] {
+            let answer = call(&c, reqwest::Method::GET, &server.url(path), token, None).await;
+            assert_eq!(answer, (StatusCode::OK, body.clone()), "{path}");
+        }
+    }
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cors_answers_only_the_configured_origins() {
     let server = Server::start(|c| c.cors_origins = vec!["https://ops.example.com".into()]).await;

@@ -492,8 +492,31 @@ async fn a_lost_etcd_is_a_503() {
         assert!(up.contains(line), "{line}{up}");
     }
 
+    // The probes, asked without a token: ready while etcd answers...
+    let probe = |path: &str| {
+        let (c, url) = (c.clone(), format!("{base}{path}"));
+        async move {
+            let r = c.get(url).send().await.unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let ready = json!({ "status": "ready" });
+    assert_eq!(probe("/readyz").await, (StatusCode::OK, ready));
+
     let _ = etcd.kill();
     let _ = etcd.wait();
+    // ...not once it is gone, naming each machine whose store does not answer;
+    // the process still serves.
+    let (status, ready) = probe("/readyz").await;
+    assert_eq!(
+        (status, ready["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("unavailable")),
+        "{ready}"
+    );
+    let down: Vec<&String> = ready["down"].as_object().unwrap().keys().collect();
+    assert_eq!(down, ["disk", "vm"], "{ready}");
+    let alive = (StatusCode::OK, json!({ "status": "ok" }));
+    assert_eq!(probe("/healthz").await, alive);
     // Nothing to count: the summary is a 503, and the metrics say the store is
     // down rather than that it holds nothing.
     let (status, summary) = get(&c, format!("{base}/v1/vm/summary")).await;
