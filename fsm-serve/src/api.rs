@@ -322,10 +322,15 @@ async fn blocking<T: Send + 'static>(
 
 fn with_etag(status: StatusCode, body: Value, version: u64) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
+    tag(&mut response, version);
+    response
+}
+
+/// Tags `response` with the object's `version`: `ETag: "<version>"`.
+fn tag(response: &mut Response, version: u64) {
     if let Ok(tag) = HeaderValue::from_str(&format!("\"{version}\"")) {
         response.headers_mut().insert(header::ETAG, tag);
     }
-    response
 }
 
 /// Logs a refusal with the actor and what refused, never the token.
@@ -394,8 +399,67 @@ async fn get_object(
     let record = blocking(move || rt.get(key))
         .await
         .map_err(|e| logged(&actor, "get", e))?;
+    if unchanged(&headers, record.version)? {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        tag(&mut response, record.version);
+        return Ok(response);
+    }
     let body = object_json(m.runtime.machine(), &id, &record);
     Ok(with_etag(StatusCode::OK, body, record.version))
+}
+
+/// Whether the request's `If-None-Match` names the object's `version`: then
+/// the client's copy is current, and a read answers 304 without a body. The
+/// header is a list of entity tags compared weakly (`W/"3"` matches version 3),
+/// possibly empty, or `*` (any version of an object that exists), as RFC 9110
+/// has it; one that is neither is refused as malformed, naming it.
+fn unchanged(headers: &HeaderMap, version: u64) -> Result<bool, ApiError> {
+    let Some(value) = headers.get(header::IF_NONE_MATCH) else {
+        return Ok(false);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    let text = text.trim();
+    if text == "*" {
+        return Ok(true);
+    }
+    if text.is_empty() {
+        // An empty list of entity tags (RFC 9110): none names the version.
+        return Ok(false);
+    }
+    let malformed = || {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            format!(
+                "If-None-Match must be `*` or entity tags separated by commas (\"<version>\" or W/\"<version>\"), not `{text}`"
+            ),
+        )
+        .with("if_none_match", text)
+    };
+    let current = version.to_string();
+    let (mut rest, mut matched, mut tags) = (text, false, 0);
+    loop {
+        rest = rest.trim_start_matches([' ', '\t', ',']);
+        if rest.is_empty() {
+            break;
+        }
+        let quoted = rest.strip_prefix("W/").unwrap_or(rest);
+        let (tag, after) = quoted
+            .strip_prefix('"')
+            .and_then(|t| t.split_once('"'))
+            .ok_or_else(malformed)?;
+        // Tags are separated by commas: anything else after one is not a tag.
+        if !after.trim_start().is_empty() && !after.trim_start().starts_with(',') {
+            return Err(malformed());
+        }
+        matched |= tag == current;
+        tags += 1;
+        rest = after;
+    }
+    if tags == 0 {
+        return Err(malformed());
+    }
+    Ok(matched)
 }
 
 #[derive(Deserialize)]
@@ -1121,6 +1185,7 @@ pub fn router(service: Arc<Service>) -> Router {
                 header::AUTHORIZATION,
                 header::CONTENT_TYPE,
                 header::IF_MATCH,
+                header::IF_NONE_MATCH,
             ])
             .expose_headers([header::ETAG])
     });

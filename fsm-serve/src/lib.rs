@@ -15,7 +15,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST /v1/{machine}/objects` `{"id": ...}` | 201 and the object; 409 if it exists |
-//! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"`; an action holding it shows in `in_flight` (or `hidden`): its action, origin, actor, `fence`, deadline, whether it is abandoned or overdue, and the data its start `proposed` |
+//! | `GET /v1/{machine}/objects/{id}` | 200 with `ETag: "<version>"` (304 without a body when `If-None-Match` names that version, weakly too, or is `*`); an action holding it shows in `in_flight` (or `hidden`): its action, origin, actor, `fence`, deadline, whether it is abandoned or overdue, and the data its start `proposed` |
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`), sorted by id; records the store holds but the service cannot read are named apart (`unreadable`: id and why), whatever `S` |
 //! | `GET /v1/{machine}/objects?limit=N&after=ID` (`state` too) | a page: at most `N` objects past `ID` (from the first without it) in the store's order (by id; on etcd an id's `/` sorts as `%2F`), and `next`, the last one's id, when objects past it remain: list again with `after` set to it. Every object that exists all along is met once however many pages it takes; each page is one read of the store (on etcd, a range of keys, not every object) |
 //! | `GET /v1/{machine}/summary` | the machine at a glance, however many objects it has: the count in each state (every state, zeros included) and the `total`, the objects an action holds (`in_flight`), how many are past their deadline (`stuck`), and records the store holds but cannot read (`unreadable`, counted nowhere else); what the page shows |

@@ -288,8 +288,19 @@ fn machine_paths(
             "operationId": op("get"),
             "tags": tags,
             "summary": "An object",
-            "parameters": [id],
-            "responses": common(json!({ "200": object("The object"), "404": not_found }))
+            "parameters": [id, {
+                "name": "If-None-Match", "in": "header",
+                "description": "Entity tags (ETags this service gave, weak ones too) separated by commas (none: an empty list), or `*`: when one names the object's version, the answer is 304 without a body",
+                "schema": { "type": "string", "pattern": "^(\\*|[ \\t]*((W/)?\"[^\"]*\"([ \\t]*,[ \\t]*(W/)?\"[^\"]*\")*)?[ \\t]*)$" }
+            }],
+            "responses": common(json!({
+                "200": object("The object"),
+                "304": {
+                    "description": "Not modified: If-None-Match named the object's version",
+                    "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string", "pattern": "^\"[0-9]+\"$" } } }
+                },
+                "404": not_found
+            }))
         }}),
     );
     paths.insert(

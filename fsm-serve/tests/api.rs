@@ -1689,6 +1689,72 @@ async fn the_list_comes_a_page_at_a_time() {
     }
 }
 
+/// A read with `If-None-Match` naming the object's version (weakly, in a list,
+/// or `*`) is 304 with the ETag and no body; one naming another version is
+/// the object; a header that is not entity tags is refused by name; an
+/// object that does not exist is 404 whatever the header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_an_unchanged_object_is_304() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    let (status, _) = post(
+        &c,
+        &server.url("/v1/vm/objects"),
+        OPS,
+        Some(json!({ "id": "vm-1" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let read = async |id: &str, tags: &str| {
+        let r = c
+            .get(server.url(&format!("/v1/vm/objects/{id}")))
+            .bearer_auth(USER)
+            .header("If-None-Match", tags)
+            .send()
+            .await
+            .unwrap();
+        let etag = r
+            .headers()
+            .get("etag")
+            .map(|t| t.to_str().unwrap().to_owned());
+        (r.status(), etag, r.text().await.unwrap())
+    };
+    for tags in [r#""1""#, r#"W/"1""#, r#""7", W/"1""#, "*"] {
+        let (status, etag, body) = read("vm-1", tags).await;
+        assert_eq!(
+            (status, etag.as_deref(), body.as_str()),
+            (StatusCode::NOT_MODIFIED, Some(r#""1""#), ""),
+            "{tags}"
+        );
+    }
+    // Another version, or none (an empty list): the object.
+    for tags in [r#""0""#, ""] {
+        let (status, etag, body) = read("vm-1", tags).await;
+        assert_eq!((status, etag.as_deref()), (StatusCode::OK, Some(r#""1""#)));
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["version"], 1);
+    }
+    // Changed since: the client's tag is stale, the object comes whole.
+    let deploy = server.url("/v1/vm/objects/vm-1/actions/deploy?run=true");
+    assert_eq!(post(&c, &deploy, OPS, None).await.0, StatusCode::OK);
+    let (status, etag, _) = read("vm-1", r#""1""#).await;
+    assert_eq!((status, etag.as_deref()), (StatusCode::OK, Some(r#""3""#)));
+    for bad in ["1", r#""1" "2""#, r#""1"#, ","] {
+        let (status, _, body) = read("vm-1", bad).await;
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            (
+                status,
+                body["error"].as_str(),
+                body["if_none_match"].as_str()
+            ),
+            (StatusCode::BAD_REQUEST, Some("malformed"), Some(bad)),
+            "{bad}: {body}"
+        );
+    }
+    assert_eq!(read("vm-2", "*").await.0, StatusCode::NOT_FOUND);
+    server.stop().await;
+}
+
 /// The probes answer without a token (a token is not looked at): the process
 /// serves, and its stores (here in memory) answer. `fsm-serve/tests/etcd.rs`
 /// holds the readiness probe to a 503 once etcd is gone.
