@@ -467,7 +467,7 @@ fn unchanged(headers: &HeaderMap, version: u64) -> Result<bool, ApiError> {
 struct ListQuery {
     /// Only the objects in this state.
     state: Option<String>,
-    /// At most this many objects, with `next` when more remain.
+    /// At most this many objects, with `next` when objects past the last remain.
     limit: Option<NonZeroU64>,
     /// Only the objects past this one (the `next` of the page before).
     after: Option<String>,

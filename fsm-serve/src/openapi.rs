@@ -228,7 +228,7 @@ fn machine_paths(
                 "operationId": op("list"),
                 "tags": tags,
                 "summary": "List objects, optionally those in one state, optionally a page at a time",
-                "description": "Without `limit` or `after`: every object (in the state), sorted by id. With either: the objects past `after` in the store's order (by id; on etcd an id's `/` sorts as `%2F`), at most `limit` of them, and `next` when objects past the last one remain: list again with `after` set to it.",
+                "description": "Without `limit` or `after`: every object (in the state), sorted by id. With either: the objects past `after` in the store's order (by id; on etcd an id's `/` sorts as `%2F`), at most `limit` of them, and `next` when objects past the last one remain (in any state: with `state`, the page after may be empty): list again with `after` set to it.",
                 "parameters": [
                     { "name": "state", "in": "query", "schema": { "type": "string", "enum": states } },
                     { "name": "limit", "in": "query", "description": "At most this many objects", "schema": { "type": "integer", "minimum": 1, "maximum": u64::MAX } },
@@ -239,7 +239,7 @@ fn machine_paths(
                         "type": "object", "required": ["objects"],
                         "properties": {
                             "objects": { "type": "array", "items": object_ref },
-                            "next": { "type": "string", "description": "The last object's id, when objects past it remain: the next page's `after`" },
+                            "next": { "type": "string", "description": "The last object's id, when objects past it remain (in any state): the next page's `after`" },
                             "unreadable": {
                                 "type": "array",
                                 "description": "Records met that the service cannot read (written by a newer spec, or not by fsm), whatever the state asked; absent when there are none",
