@@ -396,9 +396,9 @@ impl Store for MemoryStore {
         Ok(records)
     }
 
-    /// The ids past `after` gathered shard by shard, the first `limit` of them
-    /// chosen, then each of those read: a page costs a pass over the ids, not
-    /// a copy of every record.
+    /// The ids past `after` copied shard by shard, the first `limit` of them
+    /// chosen, then each of those read: a page costs a pass over the ids (the
+    /// shards keep no order), not a copy of every record.
     fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
         let mut ids = Vec::new();
         for shard in &self.shards {

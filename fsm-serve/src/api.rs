@@ -477,6 +477,9 @@ struct ListQuery {
 /// at least: a state few objects are in is not looked for a few at a time.
 const LIST_CHUNK: usize = 1_000;
 
+/// `GET /v1/<machine>/objects`: the objects (in a state), all of them sorted by
+/// id, or a page of them (`limit`, `after`) with the id to list the next page
+/// after (`next`); the records met that cannot be read, named apart.
 async fn list(
     State(service): State<Arc<Service>>,
     Path(name): Path<String>,
