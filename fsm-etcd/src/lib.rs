@@ -104,6 +104,9 @@
 //!   the range of keys past the page's `after` only, in key order (an id's
 //!   `/` sorts as `%2F`): a page of a hundred reads a hundred records (and
 //!   the keys that say holders live) however many objects there are.
+//! - **Large answers.** The store reads answers of up to 2 GiB, as etcd's own
+//!   client does, not gRPC's default of 4 MiB: a request's thousand records
+//!   with their data, a long history and a watch catching up are read whole.
 //! - **Positions.** Each event carries its write's revision
 //!   ([`Event::position`](fsm_runtime::Event::position)), the same in every
 //!   process on the store; [`EtcdStore::revision`] is etcd's revision now.
@@ -341,7 +344,7 @@ impl EtcdStore {
     /// (the [`position`](fsm_runtime::Event::position) its watchers' events
     /// carry), every write already accepted this one or an earlier one.
     pub fn revision(&self) -> Result<u64, StoreError> {
-        let (mut kv, prefix) = (self.inner.client.kv_client(), self.inner.prefix.clone());
+        let (mut kv, prefix) = (kv_client(&self.inner.client), self.inner.prefix.clone());
         let header = self.run(async move { kv.get(prefix, None).await })?;
         Ok(header
             .header()
@@ -456,7 +459,7 @@ impl EtcdStore {
 impl EtcdStore {
     /// The object's record as etcd has it now, its holders' liveness read.
     fn read(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
-        let (mut kv, key) = (self.inner.client.kv_client(), self.object_key(id));
+        let (mut kv, key) = (kv_client(&self.inner.client), self.object_key(id));
 
         let resp = self.run(async move { kv.get(key, None).await })?;
         let Some(mut record) = resp
@@ -480,7 +483,7 @@ impl EtcdStore {
                 .map(|(_, key, _)| TxnOp::get(key.clone(), None))
                 .collect::<Vec<_>>(),
         );
-        let mut kv = self.inner.client.kv_client();
+        let mut kv = kv_client(&self.inner.client);
         let resp = self.run(async move { kv.txn(txn).await })?;
         let values: Vec<Option<Vec<u8>>> = resp
             .op_responses()
@@ -547,7 +550,7 @@ impl EtcdStore {
         let page = GetOptions::new()
             .with_range(end.clone())
             .with_limit(wanted(0));
-        let mut kv = self.inner.client.kv_client();
+        let mut kv = kv_client(&self.inner.client);
         let txn = Txn::new().and_then(vec![
             TxnOp::get(first_key, Some(page)),
             TxnOp::get(
@@ -590,7 +593,7 @@ impl EtcdStore {
         while let Some(mut after) = next.filter(|_| wanted(records.len()) > 0) {
             // The page's last key, and a zero byte: the first key past it.
             after.push(0);
-            let mut kv = self.inner.client.kv_client();
+            let mut kv = kv_client(&self.inner.client);
             let options = GetOptions::new()
                 .with_range(end.clone())
                 .with_limit(wanted(records.len()))
@@ -599,8 +602,11 @@ impl EtcdStore {
                 .run(async move {
                     match kv.get(after, Some(options)).await {
                         // Compacted past the snapshot's revision meanwhile.
+                        // (gRPC's out of range is also its code for an answer
+                        // too large to read: only etcd's compaction is this.)
                         Err(etcd_client::Error::GRpcStatus(status))
-                            if status.code() == tonic::Code::OutOfRange =>
+                            if status.code() == tonic::Code::OutOfRange
+                                && status.message().contains("compacted") =>
                         {
                             Ok(None)
                         }
@@ -690,7 +696,7 @@ impl EtcdStore {
                 .or_else(otherwise)
         };
         let (mut kv, client, lease, ttl, prefix) = (
-            self.inner.client.kv_client(),
+            kv_client(&self.inner.client),
             self.inner.client.clone(),
             self.inner.lease.clone(),
             self.inner.ttl,
@@ -773,7 +779,7 @@ impl Store for EtcdStore {
         let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
         if codec.fingerprint() == fsm_core::evolve::fingerprint(machine) {
             let prefix = format!("{}obj/", self.inner.prefix);
-            let (mut kv, query) = (self.inner.client.kv_client(), prefix.clone());
+            let (mut kv, query) = (kv_client(&self.inner.client), prefix.clone());
             let resp = self
                 .run(async move { kv.get(query, Some(GetOptions::new().with_prefix())).await })?;
             let unreadable: Vec<String> = resp
@@ -844,7 +850,7 @@ impl Store for EtcdStore {
     }
 
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
-        let (mut kv, prefix) = (self.inner.client.kv_client(), self.history_prefix(id));
+        let (mut kv, prefix) = (kv_client(&self.inner.client), self.history_prefix(id));
         let resp =
             self.run(async move { kv.get(prefix, Some(GetOptions::new().with_prefix())).await })?;
         // etcd answers in key order, which is version order.
@@ -856,7 +862,7 @@ impl Store for EtcdStore {
 
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
         let prefix = format!("{}obj/", self.inner.prefix);
-        let mut kv = self.inner.client.kv_client();
+        let mut kv = kv_client(&self.inner.client);
         let query = prefix.clone();
         let resp = self.run(async move {
             kv.get(
@@ -1024,6 +1030,16 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
     vec![0]
 }
 
+/// The largest answer from etcd the store reads: as etcd's own client allows
+/// (`math.MaxInt32`). gRPC's default, 4 MiB, is less than a page of a thousand
+/// records that carry data, or a long history; etcd bounds what it sends itself.
+const MAX_ANSWER: usize = i32::MAX as usize;
+
+/// `client`'s key-value calls, reading answers up to [`MAX_ANSWER`].
+fn kv_client(client: &Client) -> etcd_client::KvClient {
+    client.kv_client().max_decoding_message_size(MAX_ANSWER)
+}
+
 /// The key that lives as long as the session (lease) `session` of a process.
 fn live_key(prefix: &str, session: i64) -> String {
     format!("{prefix}live/{session:x}")
@@ -1031,8 +1047,7 @@ fn live_key(prefix: &str, session: i64) -> String {
 
 /// Puts the key of session `lease`, on that lease.
 async fn put_live(client: &Client, prefix: &str, lease: i64) -> Result<(), etcd_client::Error> {
-    client
-        .kv_client()
+    kv_client(client)
         .put(
             live_key(prefix, lease),
             "",
@@ -1120,7 +1135,7 @@ async fn feed(
         let options = WatchOptions::new()
             .with_prefix()
             .with_start_revision(revision);
-        let mut watch = client.watch_client();
+        let mut watch = client.watch_client().max_decoding_message_size(MAX_ANSWER);
         match watch.watch(prefix.clone(), Some(options)).await {
             Ok(mut stream) => {
                 while let Ok(Some(resp)) = stream.message().await {

@@ -1094,3 +1094,44 @@ fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
     assert_eq!(failed, ["vm-0999x"], "{report:?}");
     held.complete().unwrap();
 }
+
+/// Answers past gRPC's default 4 MiB are read: a page of a thousand records
+/// with 8 KiB of data each (8 MiB), and a history of 600 entries by an actor
+/// whose name is 8 KiB long (about 5 MiB).
+#[test]
+fn answers_past_four_mebibytes_are_read() {
+    let Some(store) = store() else { return };
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    let data: std::sync::Arc<str> = format!(r#"{{"blob":"{}"}}"#, "x".repeat(8 * 1024)).into();
+    let ids: Vec<String> = (0..1_000).map(|n| format!("big-{n:04}")).collect();
+    std::thread::scope(|s| {
+        for part in ids.chunks(250) {
+            let (rt, admin, data) = (&rt, &admin, data.clone());
+            s.spawn(move || {
+                for id in part {
+                    rt.create_with(id.as_str(), admin, Some(data.clone()))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let read = |records: fsm_runtime::Records| {
+        assert_eq!(records.len(), ids.len());
+        let whole = |(_, r): &(_, Result<fsm_runtime::Record, _>)| {
+            r.as_ref().unwrap().data.as_deref() == Some(&*data)
+        };
+        assert!(records.iter().all(whole));
+    };
+    read(rt.store().records().unwrap());
+    read(rt.store().records_after(None, 1_000).unwrap());
+
+    let long = Actor::new("a".repeat(8 * 1024));
+    for _ in 0..150 {
+        rt.run("big-0000", &long, "start").unwrap();
+        rt.run("big-0000", &long, "stop").unwrap();
+    }
+    let history = rt.history("big-0000").unwrap();
+    assert_eq!(history.len(), 1 + 150 * 4);
+    assert_eq!(history[600].actor.as_str(), long.name());
+}

@@ -17,6 +17,10 @@ use tokio::sync::mpsc;
 
 use crate::support::lock;
 
+/// The largest answer from etcd read: as etcd's own client allows
+/// (`math.MaxInt32`), past gRPC's default of 4 MiB.
+const MAX_ANSWER: usize = i32::MAX as usize;
+
 /// What a document must be to live in etcd.
 pub(crate) trait Document:
     Serialize + DeserializeOwned + Clone + PartialEq + Send + 'static
@@ -127,7 +131,12 @@ impl<T: Document> EtcdApi<T> {
 
     /// Every document, with the revision of its last change.
     fn load(&self) -> Result<Read<T>, etcd_client::Error> {
-        let (mut kv, prefix) = (self.client.kv_client(), self.prefix.clone());
+        // Every document in one answer.
+        let kv = self.client.kv_client();
+        let (mut kv, prefix) = (
+            kv.max_decoding_message_size(MAX_ANSWER),
+            self.prefix.clone(),
+        );
         let resp =
             self.block(async move { kv.get(prefix, Some(GetOptions::new().with_prefix())).await })?;
         let mut documents = HashMap::new();
@@ -205,7 +214,7 @@ impl<T: Document> EtcdApi<T> {
     pub(crate) fn watch(&self, wakes: mpsc::UnboundedSender<(ObjectId, T)>) {
         let (client, prefix) = (self.client.clone(), self.prefix.clone());
         self.runtime().spawn(async move {
-            let mut watch = client.watch_client();
+            let mut watch = client.watch_client().max_decoding_message_size(MAX_ANSWER);
             let options = WatchOptions::new().with_prefix();
             let Ok(mut stream) = watch.watch(prefix.clone(), Some(options)).await else {
                 return;
