@@ -107,6 +107,10 @@
 //! - **Large answers.** The store reads answers of up to 2 GiB, as etcd's own
 //!   client does, not gRPC's default of 4 MiB: a request's thousand records
 //!   with their data, a long history and a watch catching up are read whole.
+//!   A write past what etcd takes (`--max-request-bytes`, 1.5 MiB by default:
+//!   an object's data, and at a start the data it proposes beside it) is
+//!   [`StoreError::TooLarge`], naming the object: never retried, nothing
+//!   written.
 //! - **Positions.** Each event carries its write's revision
 //!   ([`Event::position`](fsm_runtime::Event::position)), the same in every
 //!   process on the store; [`EtcdStore::revision`] is etcd's revision now.
@@ -219,6 +223,22 @@ fn store_error(e: etcd_client::Error) -> StoreError {
         _ => false,
     };
     unavailable(format!("etcd: {e}"), retryable)
+}
+
+/// Whether etcd refused a request for its size: past its request limit
+/// (`--max-request-bytes`, 1.5 MiB by default: "request is too large"), or past
+/// gRPC's limit on what it receives, which is that and 512 KiB ("larger than
+/// max"). The same request will never be taken.
+fn is_too_large(e: &etcd_client::Error) -> bool {
+    use tonic::Code;
+    let etcd_client::Error::GRpcStatus(status) = e else {
+        return false;
+    };
+    match status.code() {
+        Code::InvalidArgument => status.message().contains("request is too large"),
+        Code::ResourceExhausted => status.message().contains("larger than max"),
+        _ => false,
+    }
 }
 
 /// Options of an [`EtcdStore`] before it connects.
@@ -357,11 +377,20 @@ impl EtcdStore {
         &self,
         work: impl Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
     ) -> Result<T, StoreError> {
+        self.run_mapped(work, store_error)
+    }
+
+    /// [`run`](Self::run), etcd's errors told by `error`.
+    fn run_mapped<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+        error: impl FnOnce(etcd_client::Error) -> StoreError + Send + 'static,
+    ) -> Result<T, StoreError> {
         let timeout = self.inner.timeout;
         let runtime = self.inner.runtime.as_ref().expect("running until dropped");
         let work = async move {
             match tokio::time::timeout(timeout, work).await {
-                Ok(done) => done.map_err(store_error),
+                Ok(done) => done.map_err(error),
                 Err(_) => Err(unavailable("etcd: timed out", true)),
             }
         };
@@ -702,7 +731,15 @@ impl EtcdStore {
             self.inner.ttl,
             self.inner.prefix.clone(),
         );
-        let resp = self.run(async move {
+        let written = id.clone();
+        let too_large = move |e| match is_too_large(&e) {
+            true => StoreError::TooLarge {
+                id: written,
+                message: format!("etcd: {e}"),
+            },
+            false => store_error(e),
+        };
+        let resp = self.run_mapped(async move {
             let held_on = lease.load(Ordering::Acquire);
             let resp = kv.txn(txn(held_on)).await?;
             // The object was as expected but our session's key is gone: our lease
@@ -722,7 +759,7 @@ impl EtcdStore {
                 return kv.txn(txn(renewed)).await;
             }
             Ok(resp)
-        })?;
+        }, too_large)?;
         if resp.succeeded() {
             return Ok(());
         }

@@ -1135,3 +1135,37 @@ fn answers_past_four_mebibytes_are_read() {
     assert_eq!(history.len(), 1 + 150 * 4);
     assert_eq!(history[600].actor.as_str(), long.name());
 }
+
+/// A write past what etcd takes (its request limit, 1.5 MiB by default, and
+/// gRPC's past it) is refused as too large, not retryable, and writes nothing:
+/// a creation leaves no object, a start that proposes too much data leaves the
+/// object as it was.
+#[test]
+fn a_write_larger_than_etcd_takes_is_refused_as_too_large() {
+    let Some(store) = store() else { return };
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    let blob = |kib: usize| -> std::sync::Arc<str> {
+        format!(r#"{{"blob":"{}"}}"#, "x".repeat(kib * 1024)).into()
+    };
+    let too_large = |result: Result<_, RuntimeError>, id: &str| match result {
+        Err(RuntimeError::Store(e @ StoreError::TooLarge { .. })) => {
+            assert!(!e.is_retryable(), "{e}");
+            assert!(e.to_string().contains(id), "{e}");
+        }
+        other => panic!("{id}: {other:?}"),
+    };
+    // Past etcd's limit (1.7 MiB), and past gRPC's too (2.5 MiB).
+    for (id, kib) in [("vm-1", 1_700), ("vm-2", 2_500)] {
+        too_large(rt.create_with(id, &admin, Some(blob(kib))).map(drop), id);
+        assert!(
+            matches!(rt.get(id), Err(RuntimeError::NotFound { .. })),
+            "{id} was written"
+        );
+    }
+    rt.create("vm-3", &admin).unwrap();
+    let start = rt.start_changing("vm-3", None, &admin, "start", blob(1_700));
+    too_large(start.map(drop), "vm-3");
+    let record = rt.get("vm-3").unwrap();
+    assert_eq!((record.version, record.in_flight), (1, None));
+}

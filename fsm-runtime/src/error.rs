@@ -36,6 +36,16 @@ pub enum StoreError {
         /// Why.
         reason: String,
     },
+    /// The write is larger than the store takes (etcd's request limit, 1.5 MiB
+    /// by default): the object's data, most likely. Nothing was written, and
+    /// the same write will never be taken.
+    #[error("the write to {id} is larger than the store takes: {message}")]
+    TooLarge {
+        /// The object written.
+        id: ObjectId,
+        /// What the store said.
+        message: String,
+    },
     /// The store itself failed: connection lost, timeout, a server restarting.
     #[error("store unavailable: {message}")]
     Unavailable {
@@ -66,7 +76,8 @@ impl StoreError {
         match self {
             StoreError::Conflict { .. }
             | StoreError::Unreadable { .. }
-            | StoreError::Incompatible { .. } => false,
+            | StoreError::Incompatible { .. }
+            | StoreError::TooLarge { .. } => false,
             StoreError::Unavailable { retryable, .. } => *retryable,
         }
     }

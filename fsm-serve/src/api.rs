@@ -197,6 +197,12 @@ fn refused(e: RuntimeError) -> ApiError {
         RuntimeError::Store(StoreError::Unavailable { .. }) => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
         }
+        // The object's record, with what this request adds, is past what the
+        // store takes: the same request will never be taken.
+        RuntimeError::Store(StoreError::TooLarge { id, .. }) => {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+                .with("id", id.as_str())
+        }
         _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message),
     }
 }

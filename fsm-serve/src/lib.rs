@@ -33,7 +33,8 @@
 //! not parse; a query parameter or body field the call does not take, so that a
 //! misspelt `?rn=true` is refused rather than starting and holding), 403 missing role or not the owner, 404 unknown machine, object or
 //! action, 405 a method the path does not take (with `Allow`), 409 busy, conflict
-//! or revoked, 412 If-Match, 413 too large, 422 no rule from this state or a guard
+//! or revoked, 412 If-Match, 413 too large (a body past the limit, or data past
+//! what the store takes: etcd's 1.5 MiB a request), 422 no rule from this state or a guard
 //! refused, 503 the store is unavailable.
 //!
 //! Objects carry JSON data: given when created, shown in every answer, and changed

@@ -221,7 +221,7 @@ fn machine_paths(
                 "responses": common(json!({
                     "201": linked("The object created", created_links),
                     "409": error("The object exists"),
-                    "413": error("Body too large")
+                    "413": error("The body is past the limit, or the object's record with it past what the store takes (`too_large`, naming the object)")
                 }))
             },
             "get": {
@@ -319,7 +319,7 @@ fn machine_paths(
                 "200": object("The object, its data changed"),
                 "403": error("A role is missing, or the actor does not own the state"),
                 "404": not_found, "409": error("Busy or conflict"), "412": error("If-Match: the object is at another version"),
-                "413": error("Body too large"),
+                "413": error("The body is past the limit, or the object's record with it past what the store takes (`too_large`, naming the object)"),
                 "422": error("No rule for the action from this state, or a guard refused")
             }))
         }}),

@@ -103,16 +103,21 @@ fn watch(
     request.send()
 }
 
-/// Two services on one prefix no other run uses.
-async fn two_services() -> Option<(Server, Server)> {
-    let prefix = format!(
+/// A prefix no other run uses.
+fn fresh_prefix() -> String {
+    format!(
         "/fsm-serve-test/{}-{}/",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos()
-    );
+    )
+}
+
+/// Two services on one prefix no other run uses.
+async fn two_services() -> Option<(Server, Server)> {
+    let prefix = fresh_prefix();
     Some((open(&prefix).await?, open(&prefix).await?))
 }
 
@@ -341,6 +346,61 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
 
     service_a.stop().await;
     service_b.stop().await;
+}
+
+/// Data grown by patches, each under the body limit, past what etcd takes:
+/// the patch that would take it past is refused 413 `too_large`, naming the
+/// object, not 503 (a client made it again and again), and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_grown_past_what_etcd_takes_is_413() {
+    let Some(server) = open(&fresh_prefix()).await else {
+        return;
+    };
+    let base = server.base.clone();
+    let c = Client::new();
+    create(&c, &base, "vm", "vm-1").await;
+    let deploy = format!("{base}/v1/vm/objects/vm-1/actions/deploy?run=true");
+    assert_eq!(post(&c, deploy, OPS, None).await.0, StatusCode::OK);
+    let mut refused = None;
+    for n in 0..40 {
+        let patch = json!({ format!("k{n}"): "x".repeat(60 * 1024) });
+        let r = c
+            .patch(format!("{base}/v1/vm/objects/vm-1/data?action=reset"))
+            .bearer_auth(OPS)
+            .json(&patch)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let body: Value = r.json().await.unwrap();
+        match status {
+            StatusCode::OK => {}
+            _ => {
+                refused = Some((n, status, body));
+                break;
+            }
+        }
+    }
+    // etcd takes 1.5 MiB, and a patch's start writes the data it proposes
+    // beside the data: some twelve patches of 60 KiB.
+    let (n, status, body) = refused.expect("etcd took 2.4 MiB of data");
+    assert!(n >= 10, "refused at patch {n}: {body}");
+    assert_eq!(
+        (status, body["error"].as_str(), body["id"].as_str()),
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Some("too_large"),
+            Some("vm-1")
+        ),
+        "{body}"
+    );
+    let (_, vm) = get(&c, format!("{base}/v1/vm/objects/vm-1")).await;
+    let keys = vm["data"].as_object().unwrap().len();
+    assert_eq!(
+        (keys, vm["state"].as_str(), &vm["in_flight"]),
+        (n, Some("RUNNING"), &Value::Null)
+    );
+    server.stop().await;
 }
 
 /// A port nothing listens on now.
