@@ -129,8 +129,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp,
-    TxnOpResponse, WatchOptions,
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions, PutOptions,
+    Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 use fsm_core::Machine;
 use fsm_runtime::wire::{Codec, StoredEntry, StoredHolder, StoredRecord};
@@ -188,6 +188,8 @@ struct Inner {
     ttl: i64,
     /// Names to ids and back, for the machine the store was bound to.
     codec: Arc<OnceLock<Codec>>,
+    /// How many entries of each history to keep (all: `None`).
+    keep: Option<u64>,
 }
 
 impl Drop for Inner {
@@ -248,6 +250,7 @@ pub struct EtcdBuilder {
     prefix: String,
     timeout: Duration,
     lease_ttl: Duration,
+    keep: Option<u64>,
 }
 
 impl EtcdBuilder {
@@ -263,6 +266,20 @@ impl EtcdBuilder {
     /// at least 1 s).
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
         self.lease_ttl = ttl;
+        self
+    }
+
+    /// Keeps only the last `entries` entries of each history (at least one):
+    /// each write deletes, in its own transaction, the entries older than
+    /// that, so that a long-lived object's history does not grow without end
+    /// in etcd. Histories are kept whole by default. A history cut this way no
+    /// longer starts with the creation, so
+    /// [`check_history`](fsm_runtime::check_history) no longer applies to it.
+    /// (etcd keeps each key's old revisions until it compacts them: run it with
+    /// `--auto-compaction-retention`, or compact it, so that what is deleted
+    /// frees its space.)
+    pub fn keep_history(mut self, entries: usize) -> Self {
+        self.keep = Some(u64::try_from(entries.max(1)).unwrap_or(u64::MAX));
         self
     }
 
@@ -296,6 +313,7 @@ impl EtcdStore {
             prefix: prefix.to_owned(),
             timeout: Duration::from_secs(5),
             lease_ttl: Duration::from_secs(10),
+            keep: None,
         }
     }
 
@@ -305,6 +323,7 @@ impl EtcdStore {
             prefix,
             timeout,
             lease_ttl,
+            keep,
         } = options;
         // One worker: it only hands requests to the connection and answers back,
         // and with two, each call's hand-offs crossed between them, a thread
@@ -351,6 +370,7 @@ impl EtcdStore {
                 lease,
                 ttl,
                 codec,
+                keep,
             }),
         })
     }
@@ -685,7 +705,18 @@ impl EtcdStore {
     fn write(&self, write: Write) -> Result<(), StoreError> {
         let (id, expected, record, entry) = write.into_parts();
         let key = self.object_key(&id);
-        let history = format!("{}{:020}", self.history_prefix(&id), entry.version);
+        let history_prefix = self.history_prefix(&id);
+        let history = format!("{history_prefix}{:020}", entry.version);
+        // The entries older than the last `keep` (this one among them): the
+        // range of keys before the oldest kept, deleted by the same transaction.
+        let forget = self
+            .inner
+            .keep
+            .and_then(|keep| entry.version.checked_sub(keep))
+            .map(|last_forgotten| {
+                let end = format!("{history_prefix}{:020}", last_forgotten + 1);
+                TxnOp::delete(history_prefix, Some(DeleteOptions::new().with_range(end)))
+            });
         let version = expected.map_or(0, |e| e.version as i64);
         let codec = self.codec()?;
         let entry = encode(&codec.encode_entry(&entry));
@@ -716,13 +747,12 @@ impl EtcdStore {
                 compare.push(Compare::version(live.clone(), CompareOp::Greater, 0));
                 otherwise.push(TxnOp::get(live, None));
             }
-            Txn::new()
-                .when(compare)
-                .and_then([
-                    TxnOp::put(key.clone(), encode(&stored), None),
-                    TxnOp::put(history.clone(), entry.clone(), None),
-                ])
-                .or_else(otherwise)
+            let mut writes = vec![
+                TxnOp::put(key.clone(), encode(&stored), None),
+                TxnOp::put(history.clone(), entry.clone(), None),
+            ];
+            writes.extend(forget.clone());
+            Txn::new().when(compare).and_then(writes).or_else(otherwise)
         };
         let (mut kv, client, lease, ttl, prefix) = (
             kv_client(&self.inner.client),

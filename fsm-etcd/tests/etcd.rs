@@ -1169,3 +1169,62 @@ fn a_write_larger_than_etcd_takes_is_refused_as_too_large() {
     let record = rt.get("vm-3").unwrap();
     assert_eq!((record.version, record.in_flight), (1, None));
 }
+
+/// A store that keeps three entries of each history deletes the older ones in
+/// each write's transaction: the history holds the last three, etcd holds no
+/// other key of it, and a watcher still sees every write (the deletions are
+/// not writes).
+#[test]
+fn a_store_keeping_three_entries_deletes_the_older_ones() {
+    let prefix = fresh_prefix();
+    if store_at(&prefix).is_none() {
+        return;
+    }
+    let store = EtcdStore::builder(endpoints(), &prefix)
+        .keep_history(3)
+        .connect()
+        .unwrap();
+    let rt = Runtime::new(machine(), store).unwrap();
+    let admin = Actor::new("admin");
+    let mut watcher = rt.watch().unwrap();
+    rt.create("vm", &admin).unwrap();
+    for _ in 0..3 {
+        rt.run("vm", &admin, "start").unwrap();
+        rt.run("vm", &admin, "stop").unwrap();
+    }
+    let versions: Vec<u64> = rt
+        .history("vm")
+        .unwrap()
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(versions, [11, 12, 13]);
+    let keys = block_on(async {
+        let mut client = etcd_client::Client::connect(endpoints(), None)
+            .await
+            .unwrap();
+        let only = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_count_only();
+        client
+            .get(format!("{prefix}hist/"), Some(only))
+            .await
+            .unwrap()
+            .count()
+    });
+    assert_eq!(keys, 3, "history keys left in etcd");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    while seen.len() < 13 && Instant::now() < deadline {
+        match watcher.try_recv() {
+            Ok(Some(event)) => seen.push(event.entry.version),
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(
+        seen,
+        (1..=13).collect::<Vec<_>>(),
+        "every write, once, in order"
+    );
+}

@@ -48,7 +48,13 @@
 //! what is written; a guard with no expression is code the service
 //! does not have, so an action it protects is refused (422, the guard named)
 //! rather than let through.
-
+//!
+//! Every object's history is kept whole unless `--keep-history N` keeps only
+//! its newest N entries: in memory the oldest is overwritten; on etcd each
+//! write deletes the older entries in its own transaction (compact etcd, or run
+//! it with `--auto-compaction-retention`, so that their space is freed). A
+//! record past what etcd takes in one request (1.5 MiB by default: the data,
+//! and at a start the data it proposes beside it) is refused 413 `too_large`.
 //!
 //! # Security
 //!
@@ -119,6 +125,9 @@ pub struct Config {
     pub deadline: Option<Duration>,
     /// Web origins whose pages may call the API (CORS); none by default.
     pub cors_origins: Vec<String>,
+    /// How many entries of each object's history to keep, the newest (at least
+    /// one); every entry by default.
+    pub keep_history: Option<usize>,
 }
 
 impl Config {
@@ -134,6 +143,7 @@ impl Config {
             heal_every: Duration::from_secs(5),
             deadline: None,
             cors_origins: Vec::new(),
+            keep_history: None,
         }
     }
 }
@@ -188,11 +198,25 @@ impl Service {
                 ));
             }
             let store = match &config.store {
-                StoreKind::Memory => AnyStore::Memory(Box::new(MemoryStore::new())),
-                StoreKind::Etcd { endpoints, prefix } => AnyStore::Etcd(
-                    EtcdStore::connect(endpoints.iter(), &format!("{prefix}{name}/"))
-                        .map_err(|e| format!("machine `{name}`: {e}"))?,
-                ),
+                StoreKind::Memory => {
+                    let store = MemoryStore::new();
+                    AnyStore::Memory(Box::new(match config.keep_history {
+                        Some(entries) => store.keep_history(entries),
+                        None => store,
+                    }))
+                }
+                StoreKind::Etcd { endpoints, prefix } => {
+                    let store = EtcdStore::builder(endpoints.iter(), &format!("{prefix}{name}/"));
+                    let store = match config.keep_history {
+                        Some(entries) => store.keep_history(entries),
+                        None => store,
+                    };
+                    AnyStore::Etcd(
+                        store
+                            .connect()
+                            .map_err(|e| format!("machine `{name}`: {e}"))?,
+                    )
+                }
             };
             let mut builder = Runtime::builder(machine.clone(), store);
             // Guards written in CEL are evaluated by the runtime; the others are

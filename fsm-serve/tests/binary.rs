@@ -53,6 +53,8 @@ fn a_tokens_file_others_can_read_is_refused() {
     assert!(!stderr.contains(OPS));
 }
 
+/// The binary as run: where it listens, `--keep-history` bounding histories,
+/// refusals logged without tokens, SIGINT a clean stop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
     let tmp = tempfile::tempdir().unwrap();
@@ -65,6 +67,8 @@ async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
             &tokens.display().to_string(),
             "--listen",
             "127.0.0.1:0",
+            "--keep-history",
+            "2",
         ])
         .stderr(Stdio::piped())
         .spawn()
@@ -101,6 +105,23 @@ async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
         .await
         .unwrap();
     assert_eq!(status(r), 200);
+    // `--keep-history 2`: of created, started and completed, the last two.
+    let history: serde_json::Value = c
+        .get(format!("{base}/v1/door/objects/d/history"))
+        .bearer_auth(USER)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = history["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["Started", "Completed"], "{history}");
     // Refused: a missing role, an unknown token.
     let r = c
         .post(format!("{base}/v1/door/objects/d/actions/lock"))
