@@ -762,12 +762,16 @@ impl EtcdStore {
             self.inner.prefix.clone(),
         );
         let written = id.clone();
-        let too_large = move |e| match is_too_large(&e) {
-            true => StoreError::TooLarge {
-                id: written,
-                message: format!("etcd: {e}"),
-            },
-            false => store_error(e),
+        let too_large = move |e| {
+            if is_too_large(&e) {
+                let message = format!("etcd: {e}");
+                StoreError::TooLarge {
+                    id: written,
+                    message,
+                }
+            } else {
+                store_error(e)
+            }
         };
         let resp = self.run_mapped(async move {
             let held_on = lease.load(Ordering::Acquire);
