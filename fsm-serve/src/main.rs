@@ -47,7 +47,7 @@ struct Args {
     /// Keep only the last N entries of each object's history (every entry by
     /// default): older ones are deleted as new ones are written.
     #[arg(long, value_name = "N")]
-    keep_history: Option<usize>,
+    keep_history: Option<std::num::NonZeroUsize>,
     /// A web origin whose pages may call the API (CORS), e.g.
     /// `https://ops.example.com`; repeat for several. None by default.
     #[arg(long = "cors-origin")]
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
     config.heal_every = Duration::from_secs(args.heal_every.max(1));
     config.deadline = args.deadline.map(Duration::from_secs);
     config.cors_origins = args.cors_origins;
-    config.keep_history = args.keep_history;
+    config.keep_history = args.keep_history.map(std::num::NonZeroUsize::get);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
