@@ -93,6 +93,17 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.history(id),
         }
     }
+    fn history_after(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.history_after(id, after, limit),
+            AnyStore::Etcd(s) => s.history_after(id, after, limit),
+        }
+    }
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
         match self {
             AnyStore::Memory(s) => s.ids(),
@@ -160,6 +171,17 @@ impl Store for AnyStore {
         match self {
             AnyStore::Memory(s) => s.records_after_async(after, limit).await,
             AnyStore::Etcd(s) => s.records_after_async(after, limit).await,
+        }
+    }
+    async fn history_after_async(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.history_after_async(id, after, limit).await,
+            AnyStore::Etcd(s) => s.history_after_async(id, after, limit).await,
         }
     }
     async fn history_async(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {

@@ -921,9 +921,29 @@ impl Store for EtcdStore {
     }
 
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
-        let (mut kv, prefix) = (kv_client(&self.inner.client), self.history_prefix(id));
-        let resp =
-            self.run(async move { kv.get(prefix, Some(GetOptions::new().with_prefix())).await })?;
+        self.history_after(id, None, usize::MAX)
+    }
+
+    /// One range of the history's keys: from version `after + 1`, `limit`
+    /// of them at most.
+    fn history_after(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let prefix = self.history_prefix(id);
+        let end = prefix_end(&prefix);
+        let from = format!("{prefix}{:020}", after.map_or(0, |v| v.saturating_add(1)));
+        let mut options = GetOptions::new().with_range(end);
+        if let Ok(limit) = i64::try_from(limit) {
+            options = options.with_limit(limit);
+        }
+        let mut kv = kv_client(&self.inner.client);
+        let resp = self.run(async move { kv.get(from, Some(options)).await })?;
         // etcd answers in key order, which is version order.
         resp.kvs()
             .iter()
@@ -1037,6 +1057,18 @@ impl Store for EtcdStore {
     ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
         let (store, id) = (self.clone(), id.clone());
         self.off_thread(move || store.history(&id))
+    }
+
+    /// Runs [`history_after`](Store::history_after) on the store's own runtime
+    /// and awaits it, as [`load_async`](Store::load_async).
+    fn history_after_async(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
+        let (store, id) = (self.clone(), id.clone());
+        self.off_thread(move || store.history_after(&id, after, limit))
     }
 }
 

@@ -363,6 +363,29 @@ impl Store for MemoryStore {
             .unwrap_or_default())
     }
 
+    /// The page copied under the object's shard lock: the rest of the
+    /// history is not.
+    fn history_after(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        let (hash, shard) = self.shard(id);
+        let past = |e: &&Entry| after.is_none_or(|after| e.version > after);
+        Ok(lock_shard(shard)
+            .get(hash, id)
+            .map(|slot| {
+                slot.history
+                    .iter()
+                    .filter(past)
+                    .take(limit)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
         let mut ids: Vec<_> = self
             .shards

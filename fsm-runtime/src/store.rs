@@ -244,6 +244,29 @@ pub trait Store: Send + Sync + 'static {
     /// The object's history, oldest first (empty if it does not exist).
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError>;
 
+    /// A page of the object's [`history`](Store::history): up to `limit`
+    /// entries past version `after` (from the oldest kept when `None`), oldest
+    /// first. Listing again after the last entry's version, until a page holds
+    /// fewer than `limit`, meets every entry once.
+    ///
+    /// The default reads the whole history and keeps the page; a store that
+    /// can read a range overrides it to read only the page (the etcd store:
+    /// one range of keys).
+    fn history_after(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        let past = |e: &Entry| after.is_none_or(|after| e.version > after);
+        Ok(self
+            .history(id)?
+            .into_iter()
+            .filter(past)
+            .take(limit)
+            .collect())
+    }
+
     /// Every object in the store.
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError>;
 
@@ -458,6 +481,17 @@ pub trait Store: Send + Sync + 'static {
         id: &ObjectId,
     ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
         std::future::ready(self.history(id))
+    }
+
+    /// [`history_after`](Store::history_after) for async callers, as
+    /// [`load_async`](Store::load_async).
+    fn history_after_async(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
+        std::future::ready(self.history_after(id, after, limit))
     }
 }
 
@@ -858,6 +892,14 @@ impl<S: Store> Store for Arc<S> {
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         (**self).history(id)
     }
+    fn history_after(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        (**self).history_after(id, after, limit)
+    }
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
         (**self).ids()
     }
@@ -904,5 +946,13 @@ impl<S: Store> Store for Arc<S> {
         id: &ObjectId,
     ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
         (**self).history_async(id)
+    }
+    fn history_after_async(
+        &self,
+        id: &ObjectId,
+        after: Option<u64>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
+        (**self).history_after_async(id, after, limit)
     }
 }

@@ -203,6 +203,47 @@ pub fn history_follows_state<S: Store>(store: S) {
     assert_eq!(record.version, history.len() as u64);
     assert_eq!(Some(record.state), history.last().map(|e| e.to));
     assert_eq!(state(&rt, "a"), "RETIRED");
+    // Pages of every size, each after the last one's version, give the same
+    // entries, as the async form does; past the last version, or of an object
+    // that does not exist, none.
+    let store = rt.store();
+    let a = ObjectId::from("a");
+    for limit in 1..=history.len() + 1 {
+        let (mut paged, mut after, mut pages) = (Vec::new(), None, 0);
+        loop {
+            let page = if pages % 2 == 0 {
+                store.history_after(&a, after, limit)
+            } else {
+                block_on(store.history_after_async(&a, after, limit))
+            }
+            .unwrap();
+            pages += 1;
+            assert!(
+                page.len() <= limit,
+                "history_follows_state: a page of {limit}"
+            );
+            let full = page.len() == limit;
+            after = page.last().map(|e| e.version).or(after);
+            paged.extend(page);
+            if !full {
+                break;
+            }
+            assert!(
+                pages <= history.len(),
+                "history_follows_state: pages do not end"
+            );
+        }
+        assert_eq!(paged, history, "history_follows_state: pages of {limit}");
+    }
+    let last = history.len() as u64;
+    assert!(store.history_after(&a, Some(last), 5).unwrap().is_empty());
+    let none = store
+        .history_after(&ObjectId::from("nobody"), None, 5)
+        .unwrap();
+    assert!(
+        none.is_empty(),
+        "history_follows_state: no object, no entries"
+    );
 }
 
 /// A write against a record that has changed since it was read is a conflict and

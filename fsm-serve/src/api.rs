@@ -957,19 +957,46 @@ async fn patch_data(
     Ok(with_etag(StatusCode::OK, body, record.version))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryQuery {
+    /// At most this many entries, with `next` when entries past the last remain.
+    limit: Option<NonZeroU64>,
+    /// Only the entries past this version (the `next` of the page before).
+    after: Option<u64>,
+}
+
+/// `GET /v1/<machine>/objects/<id>/history`: the entries, oldest first; all of
+/// them, or a page (`limit`, `after`) with the version to read the next page
+/// after (`next`).
 async fn history(
     State(service): State<Arc<Service>>,
     Path((name, id)): Path<(String, String)>,
-    Query(NoQuery {}): Query<NoQuery>,
+    Query(query): Query<HistoryQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
-    let (rt, key) = (m.runtime.clone(), id.clone());
-    let entries = blocking(move || {
+    let (rt, key) = (m.runtime.clone(), ObjectId::from(id.as_str()));
+    let (entries, next) = blocking(move || {
         // An unknown object is a 404, not an empty history.
         rt.get(key.clone())?;
-        rt.history(key)
+        if query.limit.is_none() && query.after.is_none() {
+            return Ok((rt.history(key)?, None));
+        }
+        // One entry more than the page: whether entries remain past it.
+        let limit = query.limit.map_or(usize::MAX, |limit| {
+            usize::try_from(limit.get()).unwrap_or(usize::MAX)
+        });
+        let mut entries = rt
+            .store()
+            .history_after(&key, query.after, limit.saturating_add(1))
+            .map_err(RuntimeError::Store)?;
+        let next = (entries.len() > limit).then(|| {
+            entries.truncate(limit);
+            entries.last().map(|e| e.version)
+        });
+        Ok((entries, next.flatten()))
     })
     .await
     .map_err(|e| logged(&actor, "history", e))?;
@@ -978,7 +1005,11 @@ async fn history(
         .iter()
         .map(|e| Value::Object(entry_json(machine_def, e)))
         .collect();
-    Ok(axum::Json(json!({ "id": id, "entries": entries })).into_response())
+    let mut body = json!({ "id": id, "entries": entries });
+    if let Some(next) = next {
+        body["next"] = json!(next);
+    }
+    Ok(axum::Json(body).into_response())
 }
 
 /// The event a watch resumes after: `Last-Event-ID`, an event id this

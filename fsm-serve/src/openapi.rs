@@ -329,14 +329,20 @@ fn machine_paths(
         json!({ "get": {
             "operationId": op("history"),
             "tags": tags,
-            "summary": "An object's history, oldest first",
-            "parameters": [id],
+            "summary": "An object's history, oldest first, optionally a page at a time",
+            "description": "Without `limit` or `after`: every entry kept. With either: the entries past version `after`, at most `limit` of them, and `next` when entries past the last one remain: read again with `after` set to it.",
+            "parameters": [
+                id,
+                { "name": "limit", "in": "query", "description": "At most this many entries", "schema": { "type": "integer", "minimum": 1, "maximum": u64::MAX } },
+                { "name": "after", "in": "query", "description": "Only the entries past this version: the `next` of the page before", "schema": { "type": "integer", "minimum": 0, "maximum": u64::MAX } }
+            ],
             "responses": common(json!({
                 "200": { "description": "The entries", "content": { "application/json": { "schema": {
                     "type": "object", "required": ["id", "entries"],
                     "properties": {
                         "id": { "type": "string" },
-                        "entries": { "type": "array", "items": { "$ref": format!("#/components/schemas/{key}.Entry") } }
+                        "entries": { "type": "array", "items": { "$ref": format!("#/components/schemas/{key}.Entry") } },
+                        "next": { "type": "integer", "minimum": 1, "description": "The last entry's version, when entries past it remain: the next page's `after`" }
                     }
                 } } } },
                 "404": not_found

@@ -99,6 +99,13 @@ async fn get(client: &Client, url: &str, token: &str) -> (StatusCode, Value) {
     call(client, reqwest::Method::GET, url, Some(token), None).await
 }
 
+/// Creates VM `id` on `server`, as ops.
+async fn create_vm(server: &Server, client: &Client, id: &str) {
+    let body = Some(json!({ "id": id }));
+    let (status, created) = post(client, &server.url("/v1/vm/objects"), OPS, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_status_of_the_contract() {
     let server = Server::start(|_| {}).await;
@@ -220,7 +227,7 @@ async fn every_status_of_the_contract() {
     );
     for path in [
         "/v1/vm/objects/vm-1?run=true",
-        "/v1/vm/objects/vm-1/history?limit=1",
+        "/v1/vm/objects/vm-1/history?limt=1",
         "/v1/vm/objects?stat=VIRTUAL",
         "/v1/vm/watch?after=1",
     ] {
@@ -1616,14 +1623,7 @@ async fn the_list_comes_a_page_at_a_time() {
     let c = Client::new();
     let ids: Vec<String> = (0..25).map(|n| format!("vm-{n:02}")).collect();
     for (n, id) in ids.iter().enumerate() {
-        let (status, _) = post(
-            &c,
-            &server.url("/v1/vm/objects"),
-            OPS,
-            Some(json!({ "id": id })),
-        )
-        .await;
-        assert_eq!(status, StatusCode::CREATED);
+        create_vm(&server, &c, id).await;
         if n % 3 == 0 {
             let deploy = server.url(&format!("/v1/vm/objects/{id}/actions/deploy?run=true"));
             assert_eq!(post(&c, &deploy, OPS, None).await.0, StatusCode::OK);
@@ -1636,9 +1636,7 @@ async fn the_list_comes_a_page_at_a_time() {
     // between the first page and the second: the one past it is met.
     let create = async || {
         for id in ["vm-000", "vm-99"] {
-            let body = Some(json!({ "id": id }));
-            let (status, _) = post(&c, &server.url("/v1/vm/objects"), OPS, body).await;
-            assert_eq!(status, StatusCode::CREATED);
+            create_vm(&server, &c, id).await;
         }
     };
     let listed = pages(&server, &c, "limit=10", create).await;
@@ -1689,6 +1687,68 @@ async fn the_list_comes_a_page_at_a_time() {
     }
 }
 
+/// A history read a page at a time: each `next` the next page's `after`,
+/// every entry once, in order; `next` only when entries remain past the page;
+/// a bad `after` refused by name; an unknown object 404 as without paging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_comes_a_page_at_a_time() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    create_vm(&server, &c, "vm-1").await;
+    for action in ["deploy", "reboot", "reset"] {
+        let url = server.url(&format!("/v1/vm/objects/vm-1/actions/{action}?run=true"));
+        assert_eq!(
+            post(&c, &url, OPS, None).await.0,
+            StatusCode::OK,
+            "{action}"
+        );
+    }
+    let versions = |body: &Value| -> Vec<u64> {
+        let entries = body["entries"].as_array().unwrap().iter();
+        entries.map(|e| e["version"].as_u64().unwrap()).collect()
+    };
+    let (_, whole) = get(&c, &server.url("/v1/vm/objects/vm-1/history"), USER).await;
+    assert_eq!(versions(&whole), (1..=7).collect::<Vec<_>>());
+    assert!(whole.get("next").is_none(), "{whole}");
+    for limit in 1..=8 {
+        let (mut paged, mut after, mut pages) = (Vec::<u64>::new(), String::new(), 0);
+        loop {
+            let url = format!("/v1/vm/objects/vm-1/history?limit={limit}{after}");
+            let (status, page) = get(&c, &server.url(&url), USER).await;
+            assert_eq!(status, StatusCode::OK, "{url}: {page}");
+            let got = versions(&page);
+            pages += 1;
+            assert!(pages <= 8 && got.len() <= limit, "{url}: {page}");
+            paged.extend(&got);
+            match page["next"].as_u64() {
+                Some(next) => {
+                    assert_eq!(got.last(), Some(&next), "{url}: next is the last version");
+                    after = format!("&after={next}");
+                }
+                None => break,
+            }
+        }
+        assert_eq!(paged, (1..=7).collect::<Vec<_>>(), "pages of {limit}");
+        // `next` only when entries remain: 7 entries take 7 / limit pages,
+        // and one more only when none is left over.
+        assert_eq!(pages, 7usize.div_ceil(limit), "pages of {limit}");
+    }
+    let (_, past) = get(&c, &server.url("/v1/vm/objects/vm-1/history?after=5"), USER).await;
+    assert_eq!(versions(&past), [6, 7]);
+    let (status, body) = get(&c, &server.url("/v1/vm/objects/vm-1/history?after=x"), USER).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("malformed"))
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("after"),
+        "{body}"
+    );
+    let (status, _) = get(&c, &server.url("/v1/vm/objects/vm-9/history?limit=2"), USER).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    server.stop().await;
+}
+
 /// A read with `If-None-Match` naming the object's version (weakly, in a list,
 /// or `*`) is 304 with the ETag and no body; one naming another version is
 /// the object; a header that is not entity tags is refused by name; an
@@ -1697,14 +1757,7 @@ async fn the_list_comes_a_page_at_a_time() {
 async fn a_read_of_an_unchanged_object_is_304() {
     let server = Server::start(|_| {}).await;
     let c = Client::new();
-    let (status, _) = post(
-        &c,
-        &server.url("/v1/vm/objects"),
-        OPS,
-        Some(json!({ "id": "vm-1" })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED);
+    create_vm(&server, &c, "vm-1").await;
     let read = async |id: &str, tags: &str| {
         let r = c
             .get(server.url(&format!("/v1/vm/objects/{id}")))
