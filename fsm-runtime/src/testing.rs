@@ -209,30 +209,25 @@ pub fn history_follows_state<S: Store>(store: S) {
     let store = rt.store();
     let a = ObjectId::from("a");
     for limit in 1..=history.len() + 1 {
-        let (mut paged, mut after, mut pages) = (Vec::new(), None, 0);
-        loop {
-            let page = if pages % 2 == 0 {
-                store.history_after(&a, after, limit)
-            } else {
-                block_on(store.history_after_async(&a, after, limit))
-            }
-            .unwrap();
-            pages += 1;
-            assert!(
-                page.len() <= limit,
-                "history_follows_state: a page of {limit}"
-            );
-            let full = page.len() == limit;
-            after = page.last().map(|e| e.version).or(after);
-            paged.extend(page);
-            if !full {
-                break;
-            }
-            assert!(
-                pages <= history.len(),
-                "history_follows_state: pages do not end"
-            );
-        }
+        let (paged, pages) = read_pages(
+            "history_follows_state",
+            limit,
+            |after, sync| {
+                let after = after.copied();
+                if sync {
+                    store.history_after(&a, after, limit)
+                } else {
+                    block_on(store.history_after_async(&a, after, limit))
+                }
+                .unwrap()
+            },
+            |e| e.version,
+        );
+        assert_eq!(
+            pages,
+            history.len() / limit + 1,
+            "history_follows_state: pages of {limit}"
+        );
         assert_eq!(paged, history, "history_follows_state: pages of {limit}");
     }
     let last = history.len() as u64;
@@ -561,6 +556,36 @@ pub fn lists_objects<S: Store>(store: S) {
     );
 }
 
+/// Every page that `read` answers, of `limit` items at most, from the first
+/// (`read(None, _)`), each after the `cursor` of the last item of the page
+/// before, until a page holds fewer than `limit`: the items in order, and how
+/// many pages. `read` is told to read blocking (`true`) or async, in turn.
+/// Panics, naming `check`, on a page past `limit`, or pages that do not end.
+fn read_pages<T, C>(
+    check: &str,
+    limit: usize,
+    mut read: impl FnMut(Option<&C>, bool) -> Vec<T>,
+    cursor: impl Fn(&T) -> C,
+) -> (Vec<T>, usize) {
+    let (mut items, mut after, mut pages) = (Vec::new(), None, 0);
+    loop {
+        let page = read(after.as_ref(), pages % 2 == 0);
+        pages += 1;
+        assert!(
+            page.len() <= limit,
+            "{check}: a page of {} for a limit of {limit}",
+            page.len()
+        );
+        let full = page.len() == limit;
+        after = page.last().map(&cursor).or(after);
+        items.extend(page);
+        if !full {
+            return (items, pages);
+        }
+        assert!(pages <= 1_000, "{check}: pages of {limit} do not end");
+    }
+}
+
 /// `records_after`, page by page from the first, each page's last id the next
 /// page's `after`, meets each of `loaded` (by id) once, with the record `load`
 /// gives, for every page size; so does the async form; a page after an id
@@ -568,41 +593,29 @@ pub fn lists_objects<S: Store>(store: S) {
 fn pages_meet_every_object_once<S: Store>(rt: &Runtime<S>, loaded: &[(String, Record)]) {
     let store = rt.store();
     for limit in 1..=loaded.len() + 1 {
-        let (mut listed, mut after, mut pages) = (Vec::new(), None::<ObjectId>, 0);
-        loop {
-            let page = if pages % 2 == 0 {
-                store.records_after(after.as_ref(), limit)
-            } else {
-                block_on(store.records_after_async(after.as_ref(), limit))
-            }
-            .unwrap();
-            pages += 1;
-            assert!(
-                page.len() <= limit,
-                "lists_objects: a page of {} for a limit of {limit}",
-                page.len()
-            );
-            let full = page.len() == limit;
-            after = page.last().map(|(id, _)| id.clone()).or(after);
-            listed
-                .extend(page.into_iter().map(|(id, record)| {
-                    (id.to_string(), record.expect("lists_objects: readable"))
-                }));
-            if !full {
-                break;
-            }
-            assert!(
-                pages <= loaded.len(),
-                "lists_objects: pages of {limit} do not end: {:?}",
-                listed.iter().map(|(id, _)| id).collect::<Vec<_>>()
-            );
-        }
+        let (page, pages) = read_pages(
+            "lists_objects",
+            limit,
+            |after, sync| {
+                if sync {
+                    store.records_after(after, limit)
+                } else {
+                    block_on(store.records_after_async(after, limit))
+                }
+                .unwrap()
+            },
+            |(id, _)| id.clone(),
+        );
         assert_eq!(
             pages,
             loaded.len() / limit + 1,
             "lists_objects: pages of {limit} for {} objects",
             loaded.len()
         );
+        let mut listed: Vec<(String, Record)> = page
+            .into_iter()
+            .map(|(id, record)| (id.to_string(), record.expect("lists_objects: readable")))
+            .collect();
         listed.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(listed, loaded, "lists_objects: pages of {limit}");
     }

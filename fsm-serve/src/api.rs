@@ -512,44 +512,37 @@ async fn list(
     };
     let rt = m.runtime.clone();
     let (listing, next) = blocking(move || {
-        let store = rt.store();
+        let (store, machine) = (rt.store(), rt.machine());
         let mut listing = Listing::default();
-        let mut look = |id: &ObjectId, record: &Result<Record, StoreError>| {
-            listing.look(rt.machine(), wanted, id, record);
-            listing.objects.len()
-        };
         if query.limit.is_none() && query.after.is_none() {
             // Every record at once (on etcd, one transaction), sorted by id.
             let records = store.records().map_err(RuntimeError::Store)?;
             for (id, record) in &records {
-                look(id, record);
+                listing.look(machine, wanted, id, record);
             }
             return Ok((listing, None));
         }
         // A page: read from the store a page at a time, in its order, until
         // `limit` objects are listed and one more record shows that more
         // remain (without a state, one read of `limit` and one more).
-        let limit = query.limit.map_or(usize::MAX, |limit| {
-            usize::try_from(limit.get()).unwrap_or(usize::MAX)
-        });
+        let limit = page_size(query.limit);
         let chunk = match wanted {
             None => limit.saturating_add(1),
             Some(_) => limit.saturating_add(1).max(LIST_CHUNK),
         };
         let mut after = query.after.map(ObjectId::from);
-        let mut listed = 0;
         loop {
             let page = store
                 .records_after(after.as_ref(), chunk)
                 .map_err(RuntimeError::Store)?;
             let full = page.len() == chunk;
             for (id, record) in page {
-                if listed == limit {
+                if listing.objects.len() == limit {
                     // A record past the last object listed: `after` is that
                     // object's id.
                     return Ok((listing, after));
                 }
-                listed = look(&id, &record);
+                listing.look(machine, wanted, &id, &record);
                 after = Some(id);
             }
             if !full {
@@ -567,6 +560,13 @@ async fn list(
         body["next"] = json!(next.as_str());
     }
     Ok(axum::Json(body).into_response())
+}
+
+/// How many a page of a list or a history holds: `limit`, or every one.
+fn page_size(limit: Option<NonZeroU64>) -> usize {
+    limit.map_or(usize::MAX, |limit| {
+        usize::try_from(limit.get()).unwrap_or(usize::MAX)
+    })
 }
 
 /// What a list answers besides `next`: the objects, and the records it met
@@ -985,9 +985,7 @@ async fn history(
             return Ok((rt.history(key)?, None));
         }
         // One entry more than the page: whether entries remain past it.
-        let limit = query.limit.map_or(usize::MAX, |limit| {
-            usize::try_from(limit.get()).unwrap_or(usize::MAX)
-        });
+        let limit = page_size(query.limit);
         let mut entries = rt
             .store()
             .history_after(&key, query.after, limit.saturating_add(1))
@@ -1163,13 +1161,9 @@ async fn readyz(State(service): State<Arc<Service>>) -> Result<Response, ApiErro
     for (name, m) in &service.machines {
         let rt = m.runtime.clone();
         // One read of the store's position (on etcd, a request; in memory, none).
-        let answer = tokio::task::spawn_blocking(move || rt.store().position()).await;
-        let why = match answer {
-            Ok(Ok(_)) => continue,
-            Ok(Err(e)) => e.to_string(),
-            Err(e) => format!("the read did not finish ({e})"),
-        };
-        down.insert(name.clone(), json!(why));
+        if let Ok(Err(e)) = blocking(move || Ok(rt.store().position())).await {
+            down.insert(name.clone(), json!(e.to_string()));
+        }
     }
     if down.is_empty() {
         return Ok(axum::Json(json!({ "status": "ready" })).into_response());

@@ -595,12 +595,19 @@ async fn a_lost_etcd_is_a_503() {
     assert_eq!(resumed.status(), StatusCode::OK);
     let opened = sse::sse(resumed, 1, &["gap", "write"]).await;
     assert_eq!(opened[0].0, "gap", "{opened:?}");
-    let (status, body) = get(&c, format!("{base}/v1/vm/objects/vm-1")).await;
-    assert_eq!(
-        (status, body["error"].as_str()),
-        (StatusCode::SERVICE_UNAVAILABLE, Some("unavailable")),
-        "{body}"
-    );
+    // Reads of one object, and pages of the list and of a history, too.
+    for path in [
+        "/v1/vm/objects/vm-1",
+        "/v1/vm/objects?limit=1",
+        "/v1/vm/objects/vm-1/history?limit=1",
+    ] {
+        let (status, body) = get(&c, format!("{base}{path}")).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::SERVICE_UNAVAILABLE, Some("unavailable")),
+            "{path}: {body}"
+        );
+    }
     // The service is still up: what needs no store answers.
     let metrics = c.get(format!("{base}/openapi.json")).send().await.unwrap();
     assert_eq!(metrics.status(), StatusCode::OK);
