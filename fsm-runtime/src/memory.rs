@@ -1,5 +1,8 @@
 //! The embedded default store: in memory, safe under many threads.
 
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
 use hashbrown::HashTable;
 
 use fsm_core::{ActionId, Machine, StateId};
@@ -15,7 +18,9 @@ use crate::{
 /// Objects live in shards, each a map behind its own lock, chosen by a fast,
 /// randomly seeded hash of the id: a write locks only its object's shard, for one
 /// comparison and one push, so writes to different objects run in parallel and
-/// there is no global lock. The lock is held for a few dozen nanoseconds at a
+/// an action takes no global lock. (Creating an object also puts its id in an
+/// ordered index under one lock, so that a page of the listing,
+/// [`Store::records_after`], costs its own objects, not a pass over all.) The lock is held for a few dozen nanoseconds at a
 /// time: a spin lock whose waiters yield their time slice, released without an
 /// atomic read-modify-write. Each write is applied whole under that lock (record,
 /// history entry and the event to watchers, in version order). Each object's
@@ -35,6 +40,12 @@ pub struct MemoryStore {
     /// Each shard's lock on cache lines of its own, so that threads locking
     /// neighbouring shards do not contend on one line.
     shards: Box<[Padded<ShardLock<Shard>>]>,
+    /// Every id, in order: what lists and pages read their ids from, so that a
+    /// page costs a seek and its own objects, not a pass over every id. Written
+    /// only when an object is created (under its shard's lock, before the object
+    /// is inserted, so that a reader who finds an id here and then takes the
+    /// shard's lock finds its object), never on an action's path.
+    index: Mutex<BTreeSet<Ordered>>,
     publisher: Publisher,
     keep: usize,
     /// The machine whose ids the records hold.
@@ -75,6 +86,33 @@ impl Shard {
 #[inline]
 fn id_hash(id: &ObjectId) -> u64 {
     id.hash_code()
+}
+
+/// An id in the memory store's ordered index, beside its first sixteen bytes
+/// as a number: most comparisons in the index are of two numbers, not of two
+/// texts behind two pointers (at 200,000 objects created in random order, 1.1
+/// µs a create against 2.0 with the ids alone, and 0.6 with no index;
+/// BENCHMARKS.md). Ordered as the ids are: the numbers
+/// are big-endian, and a text shorter than sixteen bytes is padded with zeros,
+/// so two numbers that differ order their texts, and equal numbers fall back on
+/// the texts.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Ordered {
+    prefix: u128,
+    id: ObjectId,
+}
+
+impl Ordered {
+    fn new(id: &ObjectId) -> Self {
+        let mut bytes = [0; 16];
+        let text = id.as_str().as_bytes();
+        let n = text.len().min(16);
+        bytes[..n].copy_from_slice(&text[..n]);
+        Ordered {
+            prefix: u128::from_be_bytes(bytes),
+            id: id.clone(),
+        }
+    }
 }
 
 /// An object: its record and history, in an allocation of its own, on cache
@@ -151,6 +189,7 @@ impl MemoryStore {
             shards: (0..shards)
                 .map(|_| Padded(ShardLock::new(Shard::default())))
                 .collect(),
+            index: Mutex::new(BTreeSet::new()),
             publisher: Publisher::new(capacity),
             keep: usize::MAX,
             bound: Mutex::new(None),
@@ -299,6 +338,7 @@ impl Store for MemoryStore {
                 spare: None,
             };
             self.append(&mut slot, &id, entry);
+            lock(&self.index).insert(Ordered::new(&id));
             shard.insert(hash, id, slot);
             return Ok(());
         };
@@ -386,21 +426,9 @@ impl Store for MemoryStore {
             .unwrap_or_default())
     }
 
+    /// The index copied: already in order.
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
-        let mut ids: Vec<_> = self
-            .shards
-            .iter()
-            .flat_map(|shard| {
-                let shard = lock_shard(&shard.0);
-                shard
-                    .objects
-                    .iter()
-                    .map(|(id, _)| id.clone())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        ids.sort();
-        Ok(ids)
+        Ok(lock(&self.index).iter().map(|o| o.id.clone()).collect())
     }
 
     /// Each shard's records copied under its lock, one shard at a time.
@@ -419,30 +447,16 @@ impl Store for MemoryStore {
         Ok(records)
     }
 
-    /// The ids past `after` copied shard by shard, the first `limit` of them
-    /// chosen, then each of those read: a page costs a pass over the ids (the
-    /// shards keep no order), not a copy of every record.
+    /// The page's ids taken from the index (a seek to `after`, then `limit`
+    /// steps), then each of those read under its shard's lock: a page costs its
+    /// own objects, whatever the store holds.
     fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
-        let mut ids = Vec::new();
-        for shard in &self.shards {
-            let shard = lock_shard(&shard.0);
-            ids.extend(
-                shard
-                    .objects
-                    .iter()
-                    .map(|(id, _)| id)
-                    .filter(|id| after.is_none_or(|after| *id > after))
-                    .cloned(),
-            );
-        }
-        if ids.len() > limit {
-            if limit == 0 {
-                return Ok(Vec::new());
-            }
-            ids.select_nth_unstable(limit - 1);
-            ids.truncate(limit);
-        }
-        ids.sort_unstable();
+        let from = after.map_or(Bound::Unbounded, |id| Bound::Excluded(Ordered::new(id)));
+        let ids: Vec<ObjectId> = lock(&self.index)
+            .range((from, Bound::Unbounded))
+            .take(limit)
+            .map(|o| o.id.clone())
+            .collect();
         Ok(ids
             .into_iter()
             .filter_map(|id| {
@@ -455,5 +469,27 @@ impl Store for MemoryStore {
 
     fn watch(&self) -> Result<Watcher, StoreError> {
         Ok(self.publisher.watch())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Ordered;
+    use crate::ObjectId;
+
+    proptest! {
+        /// The index orders ids as the ids order themselves: short ones, ones
+        /// with zero bytes where the padding goes, and long ones that share
+        /// their first sixteen bytes.
+        #[test]
+        fn the_index_orders_ids_by_their_text(
+            a in "(vm-0000000000000)?[a-c\\x00]{0,20}",
+            b in "(vm-0000000000000)?[a-c\\x00]{0,20}",
+        ) {
+            let (x, y) = (ObjectId::from(a.as_str()), ObjectId::from(b.as_str()));
+            prop_assert_eq!(Ordered::new(&x).cmp(&Ordered::new(&y)), a.cmp(&b));
+        }
     }
 }

@@ -53,6 +53,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     history_follows_state(make());
     stale_writes_conflict(make());
     lists_objects(make());
+    pages_meet_objects_created_meanwhile(make());
     keeps_data(make());
     reads_part_of_a_record(make());
     handles_end_as_they_should(make());
@@ -630,6 +631,72 @@ fn pages_meet_every_object_once<S: Store>(rt: &Runtime<S>, loaded: &[(String, Re
         .map(|(id, _)| id.to_string())
         .collect();
     assert_eq!(past, ["y", "z"], "lists_objects: the page after x0");
+}
+
+/// Pages of `records_after` read while objects are created between them: each
+/// object that existed all along is met once, and no object twice; an object
+/// created past the last page read is met, one created before it is not (a
+/// page reads the store as it is then).
+pub fn pages_meet_objects_created_meanwhile<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    let id = |n: usize| format!("o-{n:03}");
+    // The even numbers exist all along; the odd ones are created as the pages go.
+    for n in (0..60).step_by(2) {
+        rt.create(id(n), &user).unwrap();
+    }
+    let (mut met, mut after, mut created) = (Vec::<String>::new(), None::<ObjectId>, Vec::new());
+    let mut odd = (1..60).step_by(2);
+    loop {
+        let page = rt.store().records_after(after.as_ref(), 4).unwrap();
+        for (id, record) in &page {
+            record
+                .as_ref()
+                .expect("pages_meet_objects_created_meanwhile: readable");
+            met.push(id.to_string());
+        }
+        let Some((last, _)) = page.last() else { break };
+        after = Some(last.clone());
+        // Two created between this page and the next: the lowest odd number
+        // left (behind the cursor) and the highest (past it, until the cursor
+        // overtakes them).
+        for n in [odd.next(), odd.next_back()].into_iter().flatten() {
+            rt.create(id(n), &user).unwrap();
+            created.push((id(n), id(n).as_str() > last.as_str()));
+        }
+        if page.len() < 4 {
+            break;
+        }
+    }
+    let mut unique = met.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        met.len(),
+        "pages_meet_objects_created_meanwhile: an object met twice: {met:?}"
+    );
+    for n in (0..60).step_by(2) {
+        assert!(
+            met.contains(&id(n)),
+            "pages_meet_objects_created_meanwhile: {} was not met",
+            id(n)
+        );
+    }
+    let (past, behind): (Vec<_>, Vec<_>) = created.iter().partition(|(_, past)| *past);
+    // Both kinds happened: the pages raced the creates on either side.
+    assert!(
+        !past.is_empty() && !behind.is_empty(),
+        "pages_meet_objects_created_meanwhile: {created:?}"
+    );
+    for (id, past) in &created {
+        assert_eq!(
+            met.contains(id),
+            *past,
+            "pages_meet_objects_created_meanwhile: {id}, created {} the cursor",
+            if *past { "past" } else { "behind" }
+        );
+    }
 }
 
 /// The next event of `watcher`, waiting up to 10 s.
