@@ -485,7 +485,9 @@ const LIST_CHUNK: usize = 1_000;
 
 /// `GET /v1/<machine>/objects`: the objects (in a state), all of them sorted by
 /// id, or a page of them (`limit`, `after`) with the id to list the next page
-/// after (`next`); the records met that cannot be read, named apart.
+/// after (`next`); the records met that cannot be read, named apart; and the
+/// event id a watch resumes after (`Last-Event-ID`) to meet every write the
+/// list may not show (`last_event_id`).
 async fn list(
     State(service): State<Arc<Service>>,
     Path(name): Path<String>,
@@ -510,6 +512,9 @@ async fn list(
         })?),
         None => None,
     };
+    // Numbered before the store is read: a write numbered past it may be
+    // missing from the list, and one numbered at or before it is not.
+    let last_event_id = m.feed.last_numbered();
     let rt = m.runtime.clone();
     let (listing, next) = blocking(move || {
         let (store, machine) = (rt.store(), rt.machine());
@@ -552,7 +557,7 @@ async fn list(
     })
     .await
     .map_err(|e| logged(&actor, "list", e))?;
-    let mut body = json!({ "objects": listing.objects });
+    let mut body = json!({ "objects": listing.objects, "last_event_id": last_event_id });
     if !listing.unreadable.is_empty() {
         body["unreadable"] = json!(listing.unreadable);
     }

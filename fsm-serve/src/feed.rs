@@ -275,6 +275,15 @@ impl Feed {
         let _ = self.tx.send(note);
     }
 
+    /// The number of the newest write numbered so far (at first, the feed's
+    /// start). Read before a list reads the store, it is where a watch
+    /// resumes to meet every write the list may not show: each write numbered
+    /// past it, and no write the list was read too early for is numbered at
+    /// or before it.
+    pub fn last_numbered(&self) -> u64 {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).newest
+    }
+
     /// A subscription to new notes from `after` on (a `Last-Event-ID`; `None`:
     /// from now). `store_at`: the store's position now, where it has one
     /// ([`AnyStore::position`]: etcd's revision), so that a number another

@@ -228,7 +228,7 @@ fn machine_paths(
                 "operationId": op("list"),
                 "tags": tags,
                 "summary": "List objects, optionally those in one state, optionally a page at a time",
-                "description": "Without `limit` or `after`: every object (in the state), sorted by id. With either: the objects past `after` in the store's order (by id; on etcd an id's `/` sorts as `%2F`), at most `limit` of them, and `next` when objects past the last one remain (in any state: with `state`, the page after may be empty): list again with `after` set to it.",
+                "description": "Without `limit` or `after`: every object (in the state), sorted by id. With either: the objects past `after` in the store's order (by id; on etcd an id's `/` sorts as `%2F`), at most `limit` of them, and `next` when objects past the last one remain (in any state: with `state`, the page after may be empty): list again with `after` set to it. Then watch with `Last-Event-ID` set to the (first) answer's `last_event_id`: no write is missed between the list and the watch.",
                 "parameters": [
                     { "name": "state", "in": "query", "schema": { "type": "string", "enum": states } },
                     { "name": "limit", "in": "query", "description": "At most this many objects", "schema": { "type": "integer", "minimum": 1, "maximum": u64::MAX } },
@@ -236,9 +236,10 @@ fn machine_paths(
                 ],
                 "responses": common(json!({
                     "200": { "description": "The objects", "content": { "application/json": { "schema": {
-                        "type": "object", "required": ["objects"],
+                        "type": "object", "required": ["objects", "last_event_id"],
                         "properties": {
                             "objects": { "type": "array", "items": object_ref },
+                            "last_event_id": { "type": "integer", "minimum": 0, "description": "The newest write's event id when the list was read: a watch resumed after it (`Last-Event-ID`) meets every write the list may not show (a write it shows may come again, at a version the list already has). With pages, the first page's" },
                             "next": { "type": "string", "description": "The last object's id, when objects past it remain (in any state): the next page's `after`" },
                             "unreadable": {
                                 "type": "array",

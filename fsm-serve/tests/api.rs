@@ -852,6 +852,55 @@ async fn a_watch_resumed_with_a_number_this_service_did_not_give_starts_with_a_g
     after.stop().await;
 }
 
+/// A controller lists, then watches from the list's `last_event_id`, and
+/// meets every write made between the two, in order, and none the list
+/// already showed; a page of the list answers the same id as the whole list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_the_lists_last_event_id_meets_each_write_made_since() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    let objects = server.url("/v1/vm/objects");
+    // `a` is created, and its creation numbered (a stream has it), before the list.
+    let stream = c
+        .get(server.url("/v1/vm/watch"))
+        .bearer_auth(OPS)
+        .send()
+        .await
+        .unwrap();
+    post(&c, &objects, OPS, Some(json!({ "id": "a" }))).await;
+    let (created, _) = events(stream, 1).await[0];
+    let (status, listed) = get(&c, &objects, OPS).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let last = listed["last_event_id"].as_u64().expect("a number");
+    assert!(last >= created, "{listed}: `a` created as {created}");
+    assert_eq!(listed["objects"][0]["id"], "a");
+    let (_, page) = get(&c, &format!("{objects}?limit=1"), OPS).await;
+    assert_eq!(page["last_event_id"], last, "{page}");
+
+    // Written after the list, before the watch: each is met, and only those.
+    post(&c, &objects, OPS, Some(json!({ "id": "b" }))).await;
+    let run = server.url("/v1/vm/objects/a/actions/deploy?run=true");
+    let (status, _) = post(&c, &run, OPS, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let resumed = c
+        .get(server.url("/v1/vm/watch"))
+        .bearer_auth(OPS)
+        .header("last-event-id", last.to_string())
+        .send()
+        .await
+        .unwrap();
+    let met = events(resumed, 3).await;
+    let seen: Vec<(&str, &str)> = (met.iter())
+        .map(|(_, e)| (e["id"].as_str().unwrap(), e["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [("b", "Created"), ("a", "Started"), ("a", "Completed")]
+    );
+    assert!(met.iter().all(|(id, _)| *id > last), "{met:?} after {last}");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watch_stream_resumes_and_is_bounded() {
     let server = Server::start(|c| c.max_watchers = 1).await;
@@ -1880,7 +1929,9 @@ fn a_service_listens_on_loopback_unless_told_otherwise() {
 
 /// A controller in another language: `clients/python/deployer.py` (Python's
 /// standard library only) deploys every VM created, completing each deploy by
-/// the fence token its start answered. Stopped, then started again, it resumes
+/// the fence token its start answered: first those the list shows, then, from
+/// the list's `last_event_id`, each the watch meets (one created while it
+/// catches up among them). Stopped, then started again, it resumes
 /// its watch after the last event id it kept: the service replays what was
 /// created while it was away (no `gap`, no listing), and it deploys that too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

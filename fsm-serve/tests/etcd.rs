@@ -174,6 +174,55 @@ async fn a_watch_resumes_on_another_service_of_the_store() {
     service_b.stop().await;
 }
 
+/// On etcd, a list's `last_event_id` is a revision: a controller lists on one
+/// service and watches on another from it, and meets every write made between
+/// the two, on either service, and none the list showed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_on_one_service_and_a_watch_on_another_miss_nothing() {
+    let Some((service_a, service_b)) = two_services().await else {
+        return;
+    };
+    let (a, b) = (service_a.base.clone(), service_b.base.clone());
+    let c = Client::new();
+    // vm-1 created, and A's feed has numbered it, before A's list.
+    let on_a = watch(&c, &a, None).await.unwrap();
+    create(&c, &b, "vm", "vm-1").await;
+    let created = sse::sse(on_a, 1, &["write"]).await[0].1.unwrap();
+    let (status, listed) = get(&c, format!("{a}/v1/vm/objects")).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let last = listed["last_event_id"].as_u64().expect("a number");
+    assert!(last >= created, "{listed}: vm-1 created at {created}");
+    assert_eq!(listed["objects"][0]["id"], "vm-1");
+
+    // Written after the list, one on each service; then watched on B.
+    create(&c, &a, "vm", "vm-2").await;
+    let deploy = format!("{b}/v1/vm/objects/vm-1/actions/deploy?run=true");
+    let (status, _) = post(&c, deploy, OPS, None).await;
+    assert_eq!(status, StatusCode::OK);
+    let on_b = watch(&c, &b, Some(last)).await.unwrap();
+    let met = sse::sse(on_b, 3, &["write", "gap"]).await;
+    let seen: Vec<(&str, &str, &str)> = (met.iter())
+        .map(|(event, _, e)| {
+            (
+                event.as_str(),
+                e["id"].as_str().unwrap(),
+                e["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("write", "vm-2", "Created"),
+            ("write", "vm-1", "Started"),
+            ("write", "vm-1", "Completed")
+        ]
+    );
+    assert!(met.iter().all(|(_, id, _)| id.unwrap() > last), "{met:?}");
+    service_a.stop().await;
+    service_b.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
     let Some((service_a, service_b)) = two_services().await else {

@@ -9,14 +9,15 @@ another controller took (409) or that moved on (422) is left alone.
 
 It stops and starts without losing a creation:
 
-- on start it opens the watch first, then deploys what is already waiting (a
-  creation written in between is seen twice, and the second start is refused);
+- on start it lists what is already waiting and deploys it, then watches from
+  the list's `last_event_id` (`Last-Event-ID`): the service replays every write
+  the list may not show, so a creation written in between is not missed (one
+  the list showed may come again: its second start is refused);
 - it keeps the id of the last event it handled in a file, and resumes the watch
-  after it (`Last-Event-ID`): the service replays what was written meanwhile.
-  On etcd an event's id is its write's revision, so it may resume on any
-  service of the store;
-- on a `gap` event (writes the service could not replay) it deploys what is
-  waiting again.
+  after it: the service replays what was written meanwhile. On etcd an event's
+  id is its write's revision, so it may resume on any service of the store;
+- on a `gap` event (writes the service could not replay) it lists and deploys
+  what is waiting again, and watches from that list.
 
     FSM_TOKEN=... python3 deployer.py --url http://127.0.0.1:8080 --last-event last-event
 """
@@ -98,16 +99,20 @@ class Service:
             time.sleep(wait)
 
     def waiting(self, state):
-        """The ids of the objects in `state`, listed `page` at a time: each
-        answer's `next`, while it has one, is the next page's `after`."""
-        ids, query = [], {"state": state, "limit": self.page}
+        """The ids of the objects in `state`, listed `page` at a time (each
+        answer's `next`, while it has one, is the next page's `after`), and
+        the first page's `last_event_id`: where a watch misses none of the
+        writes the pages may not show."""
+        ids, query, last_event = [], {"state": state, "limit": self.page}, None
         while True:
             status, body = self.call("GET", "/objects?" + urllib.parse.urlencode(query))
             if status != 200:
                 raise RuntimeError(f"listing {state}: {status} {body}")
+            if last_event is None:
+                last_event = str(body["last_event_id"])
             ids += [o["id"] for o in body["objects"]]
             if "next" not in body:
-                return ids
+                return ids, last_event
             query["after"] = body["next"]
 
     def watch(self, last_event):
@@ -177,11 +182,12 @@ class Deployer:
         return True
 
     def catch_up(self):
-        """Deploys what waits in the state now."""
-        waiting = self.service.waiting(self.state)
+        """Deploys what waits in the state now; the event id to watch from."""
+        waiting, last_event = self.service.waiting(self.state)
         self.log(f"catching up: {len(waiting)} in {self.state}")
         for object_id in waiting:
             self.deploy(object_id)
+        return last_event
 
 
 def main():
@@ -214,24 +220,32 @@ def main():
     def done():
         return args.exit_after is not None and deployer.deployed >= args.exit_after
 
+    def keep(event_id):
+        if args.last_event:
+            with open(args.last_event, "w") as kept:
+                kept.write(event_id)
+
     while not done():
         try:
+            if last is None:
+                # Nothing to resume after: what waits now, then the writes
+                # from the list on.
+                last = deployer.catch_up()
+                keep(last)
             with service.watch(last) as stream:
-                if last is None:
-                    deployer.catch_up()
                 for name, event_id, data in events(stream):
                     if name == "gap":
+                        # Writes were missed: list again, and watch from there.
                         log(f"gap: {data['message']}")
-                        deployer.catch_up()
-                    elif name == "write":
+                        last = None
+                        break
+                    if name == "write":
                         # Created there, or rolled back there by the healer (a
                         # failure is not retried at once: it would fail again).
                         if data["to"] == args.state and data["kind"] in ("Created", "Healed"):
                             deployer.deploy(data["id"])
                         last = event_id
-                        if args.last_event:
-                            with open(args.last_event, "w") as kept:
-                                kept.write(last)
+                        keep(last)
                     if done():
                         break
         except urllib.error.HTTPError as refused:

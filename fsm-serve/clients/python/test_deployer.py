@@ -127,12 +127,13 @@ class FailsWhenTheWorkFails(unittest.TestCase):
 
 
 class ListsPageByPage(unittest.TestCase):
-    def test_each_next_is_the_after_of_the_next_page_until_there_is_none(self):
+    def test_each_next_is_the_after_of_the_next_page_and_the_first_page_says_where_to_watch(self):
         first = "/v1/vm/objects?state=VIRTUAL&limit=2"
         second = first + "&after=vm-2"
         script = {
-            first: [(200, {"objects": [{"id": "vm-1"}, {"id": "vm-2"}], "next": "vm-2"})],
-            second: [UNAVAILABLE, (200, {"objects": [{"id": "vm-3"}]})],
+            first: [(200, {"objects": [{"id": "vm-1"}, {"id": "vm-2"}], "next": "vm-2",
+                           "last_event_id": 40})],
+            second: [UNAVAILABLE, (200, {"objects": [{"id": "vm-3"}], "last_event_id": 41})],
         }
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
         server.script, server.seen = script, []
@@ -142,7 +143,9 @@ class ListsPageByPage(unittest.TestCase):
                 f"http://127.0.0.1:{server.server_port}", "vm", "token",
                 backoff=0.01, page=2,
             )
-            self.assertEqual(service.waiting("VIRTUAL"), ["vm-1", "vm-2", "vm-3"])
+            # The first page's event id: the pages after it were read later,
+            # so a watch from it misses no write any of them may not show.
+            self.assertEqual(service.waiting("VIRTUAL"), (["vm-1", "vm-2", "vm-3"], "40"))
             # The second page made again past its 503, and no third asked for.
             self.assertEqual(server.seen, [first, second, second])
         finally:
