@@ -2,8 +2,9 @@
 //! live from the watch stream; the objects held by an action, those past their
 //! deadline marked; records the store cannot read, when there are some; an
 //! object's history on a click. The page holds no data: it asks the API (the
-//! machine's summary after each write, never the list of every object) with the
-//! token the reader gives (kept for the browser tab only).
+//! machine's summary after each write, one at a time however fast writes come,
+//! never the list of every object) with the token the reader gives (kept for
+//! the browser tab only).
 
 use std::fmt::Write;
 

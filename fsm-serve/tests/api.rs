@@ -1258,8 +1258,10 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
 /// objects created and moved over the API change the counts on the page; the
 /// object held by an action is listed, and its history shows on a click; its
 /// watch cut off, the page says it is reconnecting, and once back shows the
-/// object created meanwhile; its token refused (401) on a reconnection, the
-/// page says so and stops trying.
+/// object created meanwhile; writes faster than its summary is read (the
+/// summary held 300 ms), it reads one summary at a time and ends on the last
+/// write; its token refused (401) on a reconnection, the page says so and
+/// stops trying.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_follows_the_objects_in_a_browser() {
     let server = Server::start(|_| {}).await;
@@ -1303,6 +1305,8 @@ async fn the_page_follows_the_objects_in_a_browser() {
             "reconnecting",
             "OPEN=3",
             "connected",
+            "OPEN=11",
+            "one summary at a time",
             "refused",
             "stopped",
             "summaries"

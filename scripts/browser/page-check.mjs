@@ -6,8 +6,10 @@
 // The page must show, for machine `door` (fsm-serve/tests/specs/door.toml): the
 // count of objects per state as they change, the object held by an action, and
 // its history on a click; cut off, it must say so, and once back show what was
-// written meanwhile; its token refused, it must say so and stop. It must follow
-// the machine by its summary, never by listing every object. Prints one
+// written meanwhile; written faster than its summary is read, it must read one
+// summary at a time and end on the last write; its token refused, it must say
+// so and stop. It must follow the machine by its summary, never by listing
+// every object. Prints one
 // JSON line, {"ok": true, "seen": [...]} or {"ok": false, "error": ...}; exits
 // 0, 1, or 2 when Chromium or the driver is missing.
 import { createRequire } from "node:module";
@@ -141,6 +143,28 @@ try {
   await until("OPEN", "3");
   await page.waitForFunction(() => document.getElementById("status").textContent === "connected", null, { timeout: 10000 });
   seen.push("connected");
+  // A summary slow to read (300 ms here) while writes come faster: the page
+  // reads one at a time, and the last one read shows the last write.
+  let reading = 0, most = 0;
+  await page.route("**/v1/door/summary", async (route) => {
+    reading += 1;
+    most = Math.max(most, reading);
+    try {
+      const response = await route.fetch();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await route.fulfill({ response });
+    } finally {
+      reading -= 1;
+    }
+  });
+  for (let n = 4; n < 12; n++) {
+    await call("POST", "/v1/door/objects", { id: `d${n}` });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+  }
+  await until("OPEN", "11");
+  await page.unroute("**/v1/door/summary");
+  if (most !== 1) throw new Error(`${most} summaries were read at once`);
+  seen.push("one summary at a time");
   // The token refused (401) when the watches reconnect (one per machine):
   // trying again will not help, so the page says why and stops; it does not
   // knock every second. (Which machine's refusal the status shows last is the
