@@ -610,6 +610,8 @@ impl Listing {
 /// the spec, zeros included), the objects an action holds, how many are past
 /// their deadline, and how many records cannot be read. One read of the store,
 /// as the list; its answer grows with the objects held, not with all of them.
+/// Its `last_event_id` is the list's: where a watch that keeps the summary up
+/// to date starts.
 async fn summary(
     State(service): State<Arc<Service>>,
     Path(name): Path<String>,
@@ -618,6 +620,9 @@ async fn summary(
 ) -> Result<Response, ApiError> {
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
+    // As the list's: a watch resumed after it meets every write the summary
+    // may not count.
+    let last_event_id = m.feed.last_numbered();
     let rt = m.runtime.clone();
     let census = blocking(move || Census::take(&rt, SystemTime::now()))
         .await
@@ -641,6 +646,7 @@ async fn summary(
         "in_flight": held,
         "stuck": census.stuck,
         "unreadable": census.unreadable,
+        "last_event_id": last_event_id,
     }))
     .into_response())
 }

@@ -267,7 +267,7 @@ fn machine_paths(
             "responses": common(json!({
                 "200": { "description": "The summary", "content": { "application/json": { "schema": {
                     "type": "object",
-                    "required": ["machine", "total", "states", "in_flight", "stuck", "unreadable"],
+                    "required": ["machine", "total", "states", "in_flight", "stuck", "unreadable", "last_event_id"],
                     "properties": {
                         "machine": { "type": "string" },
                         "total": { "type": "integer", "minimum": 0, "description": "The objects read: the sum of `states`" },
@@ -277,7 +277,8 @@ fn machine_paths(
                         },
                         "in_flight": { "type": "array", "items": object_ref, "description": "The objects an action (visible or hidden) holds, by id" },
                         "stuck": { "type": "integer", "minimum": 0, "description": "Objects held past their deadline: the healer's next pass rolls them back" },
-                        "unreadable": { "type": "integer", "minimum": 0, "description": "Records the store holds but cannot read (say, written by a newer spec): counted nowhere else" }
+                        "unreadable": { "type": "integer", "minimum": 0, "description": "Records the store holds but cannot read (say, written by a newer spec): counted nowhere else" },
+                        "last_event_id": { "type": "integer", "minimum": 0, "description": "The newest write's event id when the summary was read, as a list's: a watch resumed after it (`Last-Event-ID`) meets every write the summary may not count" }
                     }
                 } } } }
             }))

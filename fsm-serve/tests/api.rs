@@ -854,7 +854,8 @@ async fn a_watch_resumed_with_a_number_this_service_did_not_give_starts_with_a_g
 
 /// A controller lists, then watches from the list's `last_event_id`, and
 /// meets every write made between the two, in order, and none the list
-/// already showed; a page of the list answers the same id as the whole list.
+/// already showed; a page of the list, and the summary, answer the same id as
+/// the whole list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_from_the_lists_last_event_id_meets_each_write_made_since() {
     let server = Server::start(|_| {}).await;
@@ -876,6 +877,8 @@ async fn a_watch_from_the_lists_last_event_id_meets_each_write_made_since() {
     assert_eq!(listed["objects"][0]["id"], "a");
     let (_, page) = get(&c, &format!("{objects}?limit=1"), OPS).await;
     assert_eq!(page["last_event_id"], last, "{page}");
+    let (_, summary) = get(&c, &server.url("/v1/vm/summary"), OPS).await;
+    assert_eq!(summary["last_event_id"], last, "{summary}");
 
     // Written after the list, before the watch: each is met, and only those.
     post(&c, &objects, OPS, Some(json!({ "id": "b" }))).await;
@@ -1260,8 +1263,9 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
 /// watch cut off, the page says it is reconnecting, and once back shows the
 /// object created meanwhile; writes faster than its summary is read (the
 /// summary held 300 ms), it reads one summary at a time and ends on the last
-/// write; its token refused (401) on a reconnection, the page says so and
-/// stops trying.
+/// write; a page whose watch opens after a write its first summary missed
+/// shows it (it watches from the summary's `last_event_id`); its token
+/// refused (401) on a reconnection, the page says so and stops trying.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_follows_the_objects_in_a_browser() {
     let server = Server::start(|_| {}).await;
@@ -1307,6 +1311,7 @@ async fn the_page_follows_the_objects_in_a_browser() {
             "connected",
             "OPEN=11",
             "one summary at a time",
+            "OPEN=12 on a page opened as d12 was created",
             "refused",
             "stopped",
             "summaries"

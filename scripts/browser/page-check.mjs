@@ -7,7 +7,8 @@
 // count of objects per state as they change, the object held by an action, and
 // its history on a click; cut off, it must say so, and once back show what was
 // written meanwhile; written faster than its summary is read, it must read one
-// summary at a time and end on the last write; its token refused, it must say
+// summary at a time and end on the last write; opened as a write is made, it
+// must show it; its token refused, it must say
 // so and stop. It must follow the machine by its summary, never by listing
 // every object. Prints one
 // JSON line, {"ok": true, "seen": [...]} or {"ok": false, "error": ...}; exits
@@ -165,6 +166,41 @@ try {
   await page.unroute("**/v1/door/summary");
   if (most !== 1) throw new Error(`${most} summaries were read at once`);
   seen.push("one summary at a time");
+  // A write between a page's first summary and its watch: a second page, whose
+  // door watch is held until an object is created and numbered (this script's
+  // own stream has met it), shows it, since it watches from the summary's
+  // `last_event_id`, not from when its stream opens.
+  const stream = await fetch(base + "/v1/door/watch", { headers: { Authorization: `Bearer ${token}` } });
+  const events = stream.body.pipeThrough(new TextDecoderStream()).getReader();
+  const met = async (id) => {
+    let buffer = "";
+    while (!buffer.includes(`"id":"${id}"`)) {
+      const { value, done } = await events.read();
+      if (done) throw new Error(`the stream ended before ${id} was created`);
+      buffer += value;
+    }
+  };
+  const second = await browser.newPage();
+  let held = false;
+  await second.route("**/v1/door/watch", async (route) => {
+    if (!held) {
+      held = true;
+      await call("POST", "/v1/door/objects", { id: "d12" });
+      await met("d12");
+    }
+    await route.continue();
+  });
+  await second.goto(via + "/");
+  await second.fill("#token", token);
+  await second.click("#login button");
+  await second.waitForFunction(
+    () => document.querySelector('[data-machine="door"][data-state="OPEN"]').textContent === "12",
+    null,
+    { timeout: 10000 },
+  );
+  seen.push("OPEN=12 on a page opened as d12 was created");
+  await events.cancel();
+  await second.close();
   // The token refused (401) when the watches reconnect (one per machine):
   // trying again will not help, so the page says why and stops; it does not
   // knock every second. (Which machine's refusal the status shows last is the
