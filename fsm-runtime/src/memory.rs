@@ -20,7 +20,8 @@ use crate::{
 /// comparison and one push, so writes to different objects run in parallel and
 /// an action takes no global lock. (Creating an object also puts its id in an
 /// ordered index under one lock, so that a page of the listing,
-/// [`Store::records_after`], costs its own objects, not a pass over all.) The lock is held for a few dozen nanoseconds at a
+/// [`Store::records_after`], costs its own objects, not a pass over all.) The
+/// shard's lock is held for a few dozen nanoseconds at a
 /// time: a spin lock whose waiters yield their time slice, released without an
 /// atomic read-modify-write. Each write is applied whole under that lock (record,
 /// history entry and the event to watchers, in version order). Each object's
@@ -92,10 +93,11 @@ fn id_hash(id: &ObjectId) -> u64 {
 /// as a number: most comparisons in the index are of two numbers, not of two
 /// texts behind two pointers (at 200,000 objects created in random order, 1.1
 /// µs a create against 2.0 with the ids alone, and 0.6 with no index;
-/// BENCHMARKS.md). Ordered as the ids are: the numbers
-/// are big-endian, and a text shorter than sixteen bytes is padded with zeros,
-/// so two numbers that differ order their texts, and equal numbers fall back on
-/// the texts.
+/// BENCHMARKS.md).
+///
+/// Ordered as the ids are: the numbers are big-endian, and a text shorter than
+/// sixteen bytes is padded with zeros, so two numbers that differ order their
+/// texts as the texts' bytes do, and equal numbers fall back on the texts.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Ordered {
     prefix: u128,
