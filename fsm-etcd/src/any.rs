@@ -116,6 +116,15 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.records(),
         }
     }
+    fn for_each_record(
+        &self,
+        look: impl FnMut(&ObjectId, Result<&Record, &StoreError>),
+    ) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.for_each_record(look),
+            AnyStore::Etcd(s) => s.for_each_record(look),
+        }
+    }
     fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
         match self {
             AnyStore::Memory(s) => s.records_after(after, limit),

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use fsm_runtime::{Actor, MemoryStore, ObjectId, Runtime, Store};
+use fsm_runtime::{Actor, Healer, MemoryStore, ObjectId, Runtime, Store};
 
 #[path = "../../benches/report/mod.rs"]
 mod report;
@@ -46,7 +46,31 @@ fn main() {
     }
     g.finish();
 
+    // What looks at every object: the healer's pass and `Runtime::states`, at
+    // the largest size, 100 of the objects held by an action (not late).
     let n = SIZES[2];
+    let rt = Runtime::new(machine.clone(), MemoryStore::new()).unwrap();
+    for i in 0..n {
+        rt.create(format!("vm-{i:06}"), &user).unwrap();
+    }
+    let held: Vec<_> = (0..n)
+        .step_by(n / 100)
+        .map(|i| rt.start(format!("vm-{i:06}"), &user, "deploy").unwrap())
+        .collect();
+    let healer = Healer::new().deadline(Duration::from_secs(3_600));
+    let report = healer.heal(&rt).unwrap();
+    assert!(report.healed.is_empty() && report.errors.is_empty());
+    let mut g = c.benchmark_group("every object");
+    g.sample_size(20);
+    g.bench_function("a healer's pass", |b| {
+        b.iter(|| black_box(healer.heal(&rt).unwrap()))
+    });
+    g.bench_function("each object's state", |b| {
+        b.iter(|| black_box(rt.states().unwrap()))
+    });
+    g.finish();
+    drop(held);
+
     let in_order: Vec<String> = (0..n).map(|i| format!("vm-{i:06}")).collect();
     // A fixed permutation: multiplying by a number prime to `n` visits each
     // residue once.
@@ -97,6 +121,12 @@ fn main() {
     // A page's growth with the store: each size against the smallest.
     let cases = SIZES.map(|n| format!("a page of 100/{n}"));
     report::print_ratios("pages", "page", 1.0, &cases.each_ref().map(String::as_str));
+    report::print_ratios(
+        "every object",
+        "pass",
+        1.0,
+        &["a healer's pass", "each object's state"],
+    );
     for case in ["in order", "in random order"] {
         if let Some(all) = report::mean("creates", case) {
             println!("a create, {n} {case}: {:.0} ns", all / n as f64);

@@ -127,13 +127,23 @@ impl Healer {
         self
     }
 
-    /// One pass over every object of `runtime`, read all at once
-    /// ([`Store::records`]). Fails only when the store cannot list its objects;
-    /// a failure on one object is in the report, and the pass goes on with the
-    /// others.
+    /// One pass over every object of `runtime`: each looked at where the
+    /// store keeps it ([`Store::for_each_record`]; on etcd, all read at
+    /// once), and those an action holds, and those that cannot be read, taken
+    /// up in the order of their ids. Fails only when the store cannot list its
+    /// objects; a failure on one object is in the report, and the pass goes on
+    /// with the others.
     pub fn heal<S: Store>(&self, runtime: &Runtime<S>) -> Result<HealReport, RuntimeError> {
         let mut report = HealReport::default();
-        let records = runtime.store().records().map_err(RuntimeError::Store)?;
+        // Copied: only the objects with something to judge.
+        let mut records = Vec::new();
+        (runtime.store())
+            .for_each_record(|id, read| match read {
+                Ok(r) if r.in_flight.is_none() && r.hidden.is_none() => {}
+                read => records.push((id.clone(), read.cloned().map_err(Clone::clone))),
+            })
+            .map_err(RuntimeError::Store)?;
+        records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         let now = runtime.now();
         for (id, read) in records {
             let mut read = read.map_err(RuntimeError::Store);

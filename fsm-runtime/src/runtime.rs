@@ -156,6 +156,30 @@ fn states_of<M>(records: crate::Records, as_state: impl Fn(StateId) -> M) -> Sta
         .collect()
 }
 
+/// Each object's state as `as_state` gives it, looked at where `store` keeps
+/// it ([`Store::for_each_record`]: no record copied), sorted by id. What is
+/// sorted is small (the id as an [`OrderedId`](crate::OrderedId), the state,
+/// an error boxed), and the list is built from it once.
+fn states_in<S: Store, M>(
+    store: &S,
+    as_state: impl Fn(StateId) -> M,
+) -> Result<StateList<M>, RuntimeError> {
+    let mut found = Vec::new();
+    store
+        .for_each_record(|id, record| {
+            let state = match record {
+                Ok(record) => Ok(as_state(record.state)),
+                Err(e) => Err(Box::new(RuntimeError::Store(e.clone()))),
+            };
+            found.push((crate::OrderedId::new(id.clone()), state));
+        })
+        .map_err(RuntimeError::Store)?;
+    found.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+    Ok((found.into_iter())
+        .map(|(key, state)| (key.id, state.map_err(|e| *e)))
+        .collect())
+}
+
 /// The runtime of one machine over one store. Cloning it is cheap and shares both.
 ///
 /// See the [crate documentation](crate) for what it guarantees.
@@ -391,8 +415,9 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The state of every object, sorted by id, read at once with
-    /// [`Store::records`]: on etcd one transaction, where a [`state`](Self::state)
-    /// per object would make a request each. An object whose record cannot be
+    /// [`Store::for_each_record`]: on etcd one transaction, where a
+    /// [`state`](Self::state) per object would make a request each; in memory
+    /// each record looked at in place, none copied. An object whose record cannot be
     /// read (say, one written by a newer spec) has that error in place of its
     /// state; the others are there all the same. The outer error: the store could
     /// not list its objects.
@@ -416,8 +441,7 @@ impl<S: Store> Runtime<S> {
     /// # Ok::<(), fsm_runtime::RuntimeError>(())
     /// ```
     pub fn states(&self) -> Result<StateList<StateId>, RuntimeError> {
-        let records = self.records()?;
-        Ok(states_of(records, |state| state))
+        states_in(self.store(), |state| state)
     }
 
     /// [`states`](Self::states) for async callers.
@@ -436,8 +460,7 @@ impl<S: Store> Runtime<S> {
     pub fn states_as<M: fsm_core::typed::StateMachine>(
         &self,
     ) -> Result<StateList<M>, RuntimeError> {
-        let records = self.records()?;
-        Ok(states_of(records, |state| self.typed(state)))
+        states_in(self.store(), |state| self.typed(state))
     }
 
     /// [`states_as`](Self::states_as) for async callers.
@@ -450,10 +473,6 @@ impl<S: Store> Runtime<S> {
     ) -> Result<StateList<M>, RuntimeError> {
         let records = self.records_async().await?;
         Ok(states_of(records, |state| self.typed(state)))
-    }
-
-    fn records(&self) -> Result<crate::Records, RuntimeError> {
-        self.inner.store.records().map_err(RuntimeError::Store)
     }
 
     async fn records_async(&self) -> Result<crate::Records, RuntimeError> {

@@ -272,8 +272,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every object in the store with its record, sorted by id: what
     /// [`ids`](Store::ids), then [`load`](Store::load) of each, would give, for
-    /// callers that look at every object (a listing, the healer's pass,
-    /// metrics). The outer `Err`: the store could not list its objects; an
+    /// callers that keep every object (a listing; one that keeps little of
+    /// each looks with [`for_each_record`](Store::for_each_record)). The outer `Err`: the store could not list its objects; an
     /// inner one: that object's record could not be read (say, written by a
     /// newer spec), the others are there all the same.
     ///
@@ -292,6 +292,29 @@ pub trait Store: Send + Sync + 'static {
         }
         records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         Ok(records)
+    }
+
+    /// Calls `look` with every object in the store and its record (or why it
+    /// cannot be read), in no set order: [`records`](Store::records) without
+    /// the copies and the sort, for callers that keep little of what they
+    /// look at (the healer's pass, [`Runtime::states`](crate::Runtime::states),
+    /// a count per state). The `Err`: the store could not list its objects.
+    ///
+    /// `look` may run while the store holds a lock on some of its objects: it
+    /// must not call the store (on the [`MemoryStore`](crate::MemoryStore) it
+    /// would wait for itself), and should be quick.
+    ///
+    /// The default reads [`records`](Store::records) and looks at each; the
+    /// memory store looks at each record in place, a shard at a time under
+    /// the shard's lock.
+    fn for_each_record(
+        &self,
+        mut look: impl FnMut(&ObjectId, Result<&Record, &StoreError>),
+    ) -> Result<(), StoreError> {
+        for (id, record) in self.records()? {
+            look(&id, record.as_ref());
+        }
+        Ok(())
     }
 
     /// One page of [`records`](Store::records): up to `limit` objects that
@@ -905,6 +928,12 @@ impl<S: Store> Store for Arc<S> {
     }
     fn records(&self) -> Result<Records, StoreError> {
         (**self).records()
+    }
+    fn for_each_record(
+        &self,
+        look: impl FnMut(&ObjectId, Result<&Record, &StoreError>),
+    ) -> Result<(), StoreError> {
+        (**self).for_each_record(look)
     }
     fn records_after(&self, after: Option<&ObjectId>, limit: usize) -> Result<Records, StoreError> {
         (**self).records_after(after, limit)

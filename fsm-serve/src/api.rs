@@ -608,8 +608,9 @@ impl Listing {
 /// `GET /v1/<machine>/summary`: what a view of the whole machine needs (the
 /// page's), without every object: how many are in each state (every state of
 /// the spec, zeros included), the objects an action holds, how many are past
-/// their deadline, and how many records cannot be read. One read of the store,
-/// as the list; its answer grows with the objects held, not with all of them.
+/// their deadline, and how many records cannot be read. One look at each
+/// record ([`Census`]); its answer grows with the objects held, not with all
+/// of them.
 /// Its `last_event_id` is the list's: where a watch that keeps the summary up
 /// to date starts.
 async fn summary(

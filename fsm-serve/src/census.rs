@@ -1,6 +1,7 @@
 //! What every record of a machine says at once, for the summary
-//! (`GET /v1/<machine>/summary`, the page's view) and the metrics: one read of
-//! the store ([`Store::records`]: on etcd, one snapshot).
+//! (`GET /v1/<machine>/summary`, the page's view) and the metrics: one look at
+//! each record ([`Store::for_each_record`]: on etcd, one snapshot; in memory,
+//! in place, only the records held copied).
 
 use std::time::SystemTime;
 
@@ -27,29 +28,31 @@ impl Census {
     /// deadline. The store failing to list its objects is the error.
     pub fn take(rt: &Runtime<AnyStore>, now: SystemTime) -> Result<Census, RuntimeError> {
         let m = rt.machine();
-        let records = rt.store().records().map_err(RuntimeError::Store)?;
         let mut census = Census {
             per_state: vec![0; m.states().len()],
             held: Vec::new(),
             stuck: 0,
             unreadable: 0,
         };
-        for (id, record) in records {
-            let Ok(record) = record else {
-                census.unreadable += 1;
-                continue;
-            };
-            census.per_state[record.state.0] += 1;
-            let holders = || record.in_flight.iter().chain(&record.hidden);
-            let overdue = holders().any(|h| {
-                m.deadline(h.action, record.state)
-                    .is_some_and(|d| h.since + d < now)
-            });
-            census.stuck += u64::from(overdue);
-            if holders().next().is_some() {
-                census.held.push((id, record));
-            }
-        }
+        (rt.store())
+            .for_each_record(|id, record| {
+                let Ok(record) = record else {
+                    census.unreadable += 1;
+                    return;
+                };
+                census.per_state[record.state.0] += 1;
+                let holders = || record.in_flight.iter().chain(&record.hidden);
+                let overdue = holders().any(|h| {
+                    m.deadline(h.action, record.state)
+                        .is_some_and(|d| h.since + d < now)
+                });
+                census.stuck += u64::from(overdue);
+                if holders().next().is_some() {
+                    census.held.push((id.clone(), record.clone()));
+                }
+            })
+            .map_err(RuntimeError::Store)?;
+        census.held.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         Ok(census)
     }
 
