@@ -1,9 +1,11 @@
 //! A page of the memory store's listing (`Store::records_after`: 100 objects
 //! past one in the middle) at 1,000, 10,000 and 100,000 objects, against
 //! reading every record (`Store::records`) at the same size; then how a page's
-//! time grows with the store. And what the ordered index that pages read
-//! costs creates: 100,000 objects created into an empty store, their ids in
-//! order and in a random order (group `creates`).
+//! time grows with the store. What looks at every object of 100,000, 100 of
+//! them held by an action: a healer's pass and `Runtime::states` (group
+//! `every object`). And what the ordered index that pages read costs creates:
+//! 100,000 objects created into an empty store, their ids in order and in a
+//! random order (group `creates`).
 //!
 //! `cargo bench -p fsm-runtime --bench pages`
 
