@@ -172,6 +172,15 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.records_async().await,
         }
     }
+    async fn for_each_record_async(
+        &self,
+        look: impl FnMut(&ObjectId, Result<&Record, &StoreError>) + Send,
+    ) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.for_each_record_async(look).await,
+            AnyStore::Etcd(s) => s.for_each_record_async(look).await,
+        }
+    }
     async fn records_after_async(
         &self,
         after: Option<&ObjectId>,

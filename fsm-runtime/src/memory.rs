@@ -359,6 +359,14 @@ impl Store for MemoryStore {
         std::future::ready(self.load_with(id, read))
     }
 
+    /// `for_each_record`: the memory store never waits.
+    fn for_each_record_async(
+        &self,
+        look: impl FnMut(&ObjectId, Result<&Record, &StoreError>) + Send,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(self.for_each_record(look))
+    }
+
     /// `modify`: the memory store never waits.
     fn modify_async<T: Send, E: Send, R: Send>(
         &self,

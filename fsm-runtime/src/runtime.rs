@@ -142,42 +142,37 @@ impl<S: Store> RuntimeBuilder<S> {
 /// [`Runtime::states_as`] answer, sorted by id.
 pub type StateList<M> = Vec<(ObjectId, Result<M, RuntimeError>)>;
 
-/// Each record's state as `as_state` gives it; an unreadable record keeps its
-/// error.
-fn states_of<M>(records: crate::Records, as_state: impl Fn(StateId) -> M) -> StateList<M> {
-    records
-        .into_iter()
-        .map(|(id, record)| {
-            let state = record
-                .map(|record| as_state(record.state))
-                .map_err(RuntimeError::Store);
-            (id, state)
-        })
-        .collect()
+/// The states of the objects a [`Store::for_each_record`] looks at (no record
+/// copied), as `as_state` gives them, then sorted by id. What is sorted is
+/// small (the id as an [`OrderedId`](crate::OrderedId), the state, an error
+/// boxed), and the list is built from it once.
+struct StatesFound<M, F> {
+    as_state: F,
+    found: Vec<(crate::OrderedId, Result<M, Box<RuntimeError>>)>,
 }
 
-/// Each object's state as `as_state` gives it, looked at where `store` keeps
-/// it ([`Store::for_each_record`]: no record copied), sorted by id. What is
-/// sorted is small (the id as an [`OrderedId`](crate::OrderedId), the state,
-/// an error boxed), and the list is built from it once.
-fn states_in<S: Store, M>(
-    store: &S,
-    as_state: impl Fn(StateId) -> M,
-) -> Result<StateList<M>, RuntimeError> {
-    let mut found = Vec::new();
-    store
-        .for_each_record(|id, record| {
-            let state = match record {
-                Ok(record) => Ok(as_state(record.state)),
-                Err(e) => Err(Box::new(RuntimeError::Store(e.clone()))),
-            };
-            found.push((crate::OrderedId::new(id.clone()), state));
-        })
-        .map_err(RuntimeError::Store)?;
-    found.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
-    Ok((found.into_iter())
-        .map(|(key, state)| (key.id, state.map_err(|e| *e)))
-        .collect())
+impl<M, F: Fn(StateId) -> M> StatesFound<M, F> {
+    fn new(as_state: F) -> Self {
+        StatesFound {
+            as_state,
+            found: Vec::new(),
+        }
+    }
+
+    fn look(&mut self, id: &ObjectId, record: Result<&Record, &StoreError>) {
+        let state = match record {
+            Ok(record) => Ok((self.as_state)(record.state)),
+            Err(e) => Err(Box::new(RuntimeError::Store(e.clone()))),
+        };
+        self.found.push((crate::OrderedId::new(id.clone()), state));
+    }
+
+    fn sorted(mut self) -> StateList<M> {
+        self.found.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        (self.found.into_iter())
+            .map(|(key, state)| (key.id, state.map_err(|e| *e)))
+            .collect()
+    }
 }
 
 /// The runtime of one machine over one store. Cloning it is cheap and shares both.
@@ -441,13 +436,12 @@ impl<S: Store> Runtime<S> {
     /// # Ok::<(), fsm_runtime::RuntimeError>(())
     /// ```
     pub fn states(&self) -> Result<StateList<StateId>, RuntimeError> {
-        states_in(self.store(), |state| state)
+        self.states_with(|state| state)
     }
 
     /// [`states`](Self::states) for async callers.
     pub async fn states_async(&self) -> Result<StateList<StateId>, RuntimeError> {
-        let records = self.records_async().await?;
-        Ok(states_of(records, |state| state))
+        self.states_with_async(|state| state).await
     }
 
     /// [`states`](Self::states), each a variant of a derived enum (`VmState`), as
@@ -460,7 +454,7 @@ impl<S: Store> Runtime<S> {
     pub fn states_as<M: fsm_core::typed::StateMachine>(
         &self,
     ) -> Result<StateList<M>, RuntimeError> {
-        states_in(self.store(), |state| self.typed(state))
+        self.states_with(|state| self.typed(state))
     }
 
     /// [`states_as`](Self::states_as) for async callers.
@@ -471,16 +465,32 @@ impl<S: Store> Runtime<S> {
     pub async fn states_as_async<M: fsm_core::typed::StateMachine>(
         &self,
     ) -> Result<StateList<M>, RuntimeError> {
-        let records = self.records_async().await?;
-        Ok(states_of(records, |state| self.typed(state)))
+        self.states_with_async(|state| self.typed(state)).await
     }
 
-    async fn records_async(&self) -> Result<crate::Records, RuntimeError> {
-        self.inner
-            .store
-            .records_async()
+    /// Every object's state as `as_state` gives it, sorted by id.
+    fn states_with<M>(
+        &self,
+        as_state: impl Fn(StateId) -> M,
+    ) -> Result<StateList<M>, RuntimeError> {
+        let mut found = StatesFound::new(as_state);
+        (self.store())
+            .for_each_record(|id, record| found.look(id, record))
+            .map_err(RuntimeError::Store)?;
+        Ok(found.sorted())
+    }
+
+    /// [`states_with`](Self::states_with) for async callers.
+    async fn states_with_async<M: Send>(
+        &self,
+        as_state: impl Fn(StateId) -> M + Send,
+    ) -> Result<StateList<M>, RuntimeError> {
+        let mut found = StatesFound::new(as_state);
+        (self.store())
+            .for_each_record_async(|id, record| found.look(id, record))
             .await
-            .map_err(RuntimeError::Store)
+            .map_err(RuntimeError::Store)?;
+        Ok(found.sorted())
     }
 
     /// `state` as a variant of `M`, derived from this runtime's machine.

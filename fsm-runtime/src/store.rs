@@ -487,6 +487,21 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(self.records())
     }
 
+    /// [`for_each_record`](Store::for_each_record) for async callers: the
+    /// default looks at each of [`records_async`](Store::records_async) (on
+    /// etcd, read off the caller's thread); the memory store looks in place.
+    fn for_each_record_async(
+        &self,
+        mut look: impl FnMut(&ObjectId, Result<&Record, &StoreError>) + Send,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        async move {
+            for (id, record) in self.records_async().await? {
+                look(&id, record.as_ref());
+            }
+            Ok(())
+        }
+    }
+
     /// [`records_after`](Store::records_after) for async callers, as
     /// [`load_async`](Store::load_async).
     fn records_after_async(
@@ -962,6 +977,12 @@ impl<S: Store> Store for Arc<S> {
     }
     fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
         (**self).records_async()
+    }
+    fn for_each_record_async(
+        &self,
+        look: impl FnMut(&ObjectId, Result<&Record, &StoreError>) + Send,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).for_each_record_async(look)
     }
     fn records_after_async(
         &self,

@@ -496,7 +496,8 @@ pub fn hidden_actions_keep_their_own_slot<S: Store>(store: S) {
 
 /// `ids` lists every object, and only them; `records` (and `records_async`)
 /// give each with the record `load` gives, holders and data included, sorted
-/// by id; `for_each_record` looks at each once, with that record.
+/// by id; `for_each_record` (and `for_each_record_async`) looks at each once,
+/// with that record.
 pub fn lists_objects<S: Store>(store: S) {
     let rt = runtime(store);
     let user = Actor::new("user");
@@ -551,6 +552,14 @@ pub fn lists_objects<S: Store>(store: S) {
         .unwrap();
     looked.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(looked, loaded, "lists_objects: for_each_record");
+    let mut looked = Vec::new();
+    block_on(rt.store().for_each_record_async(|id, record| {
+        let record = record.expect("lists_objects: readable");
+        looked.push((id.to_string(), record.clone()));
+    }))
+    .unwrap();
+    looked.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(looked, loaded, "lists_objects: for_each_record_async");
     pages_meet_every_object_once(&rt, &loaded);
     // What the records must show, so that agreeing with `load` means something.
     let by_id: std::collections::HashMap<_, _> = loaded.into_iter().collect();
