@@ -98,9 +98,11 @@
 //!   records and every key that says whether a holder lives in one
 //!   transaction, then a thousand more per request at that transaction's
 //!   revision: one snapshot, in as many requests as there are thousands (a
-//!   listing of `fsm serve`, a [`Healer`](fsm_runtime::Healer)'s pass). A
-//!   compaction past that revision while the pages are read fails the call
-//!   (retryable). [`Store::records_after`] reads a page the same way, over
+//!   listing of `fsm serve`). [`Store::for_each_record`] reads the same
+//!   snapshot and looks at each request's records before it reads the next,
+//!   never holding every record (a [`Healer`](fsm_runtime::Healer)'s pass,
+//!   `fsm serve`'s summary and metrics, `Runtime::states`). A compaction past
+//!   that revision while the pages are read fails the call (retryable). [`Store::records_after`] reads a page the same way, over
 //!   the range of keys past the page's `after` only, in key order (an id's
 //!   `/` sorts as `%2F`): a page of a hundred reads a hundred records (and
 //!   the keys that say holders live) however many objects there are.
@@ -576,6 +578,20 @@ impl EtcdStore {
         after: Option<&ObjectId>,
         limit: Option<usize>,
     ) -> Result<Records, StoreError> {
+        let mut records = Vec::new();
+        self.read_pages(after, limit, |page| records.extend(page))?;
+        Ok(records)
+    }
+
+    /// [`read_range`](Self::read_range), each request's records handed to
+    /// `each` as they are read (and then let go), so that a caller that keeps
+    /// little of each holds a thousand records at a time, not every one.
+    fn read_pages(
+        &self,
+        after: Option<&ObjectId>,
+        limit: Option<usize>,
+        mut each: impl FnMut(Records),
+    ) -> Result<(), StoreError> {
         let prefix = &self.inner.prefix;
         let objects = format!("{prefix}obj/");
         let end = prefix_end(&objects);
@@ -594,7 +610,7 @@ impl EtcdStore {
             i64::try_from(left).unwrap_or(i64::MAX).min(RECORDS_PAGE)
         };
         if wanted(0) == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let page = GetOptions::new()
             .with_range(end.clone())
@@ -637,15 +653,33 @@ impl EtcdStore {
             .flat_map(|get| get.kvs())
             .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
             .collect();
-        let mut records = Vec::new();
-        let mut next = self.decode_page(&first, &objects, &mut records);
-        while let Some(mut after) = next.filter(|_| wanted(records.len()) > 0) {
+        // Each page's holders judged against those keys, then handed on: how
+        // many records were, so far.
+        let mut handed = 0;
+        let mut hand_on = |mut page: Records| {
+            for (id, record) in &mut page {
+                let Ok(record) = record else { continue };
+                let liveness = self.liveness(id, record);
+                let values: Vec<Option<&[u8]>> = liveness
+                    .iter()
+                    .map(|(_, key, _)| alive.get(key.as_bytes()).map(Vec::as_slice))
+                    .collect();
+                mark_abandoned(record, liveness, |n| values.get(n).copied().flatten());
+            }
+            handed += page.len();
+            each(page);
+            handed
+        };
+        let mut page = Vec::new();
+        let mut next = self.decode_page(&first, &objects, &mut page);
+        let mut read = hand_on(page);
+        while let Some(mut after) = next.filter(|_| wanted(read) > 0) {
             // The page's last key, and a zero byte: the first key past it.
             after.push(0);
             let mut kv = kv_client(&self.inner.client);
             let options = GetOptions::new()
                 .with_range(end.clone())
-                .with_limit(wanted(records.len()))
+                .with_limit(wanted(read))
                 .with_revision(revision);
             let get = self
                 .run(async move {
@@ -668,18 +702,11 @@ impl EtcdStore {
                         true,
                     )
                 })?;
-            next = self.decode_page(&get, &objects, &mut records);
+            let mut page = Vec::new();
+            next = self.decode_page(&get, &objects, &mut page);
+            read = hand_on(page);
         }
-        for (id, record) in &mut records {
-            let Ok(record) = record else { continue };
-            let liveness = self.liveness(id, record);
-            let values: Vec<Option<&[u8]>> = liveness
-                .iter()
-                .map(|(_, key, _)| alive.get(key.as_bytes()).map(Vec::as_slice))
-                .collect();
-            mark_abandoned(record, liveness, |n| values.get(n).copied().flatten());
-        }
-        Ok(records)
+        Ok(())
     }
 
     /// Adds the records of one page of `obj/` to `records` (one that does not
@@ -976,6 +1003,20 @@ impl Store for EtcdStore {
         let mut records = self.read_range(None, None)?;
         records.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         Ok(records)
+    }
+
+    /// Each record looked at as [`records`](Store::records) reads it (one
+    /// snapshot), a request's thousand records at a time: not sorted, and
+    /// never every record held at once.
+    fn for_each_record(
+        &self,
+        mut look: impl FnMut(&ObjectId, Result<&Record, &StoreError>),
+    ) -> Result<(), StoreError> {
+        self.read_pages(None, None, |page| {
+            for (id, record) in &page {
+                look(id, record.as_ref());
+            }
+        })
     }
 
     /// One range of keys past `after`'s, in one snapshot as

@@ -1024,7 +1024,8 @@ fn a_start_on_a_stale_kept_copy_is_decided_again_on_a_fresh_read() {
 /// revision, each as `load` reads it (the holder of a live process not
 /// abandoned); a record that does not read is an error for that object alone,
 /// and the healer's pass, which reads through `records`, reports it and goes on.
-/// Pages of `records_after` larger than a request read the same.
+/// Pages of `records_after` larger than a request read the same, and so does
+/// `for_each_record`, a request at a time.
 #[test]
 fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
     let Some(store) = store() else { return };
@@ -1067,6 +1068,13 @@ fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
         .collect();
     let whole: Vec<_> = records.iter().map(|(id, r)| (id, r.is_ok())).collect();
     assert_eq!(paged, whole, "ids of no `/`: the pages come in id order");
+    // Looked at a request at a time: the same records, each once, the
+    // holder's liveness judged as `records` judges it.
+    let mut looked = Vec::new();
+    rt.store()
+        .for_each_record(|id, r| looked.push((id.clone(), r.cloned().map_err(Clone::clone))))
+        .unwrap();
+    assert_eq!(looked, records, "for_each_record");
     let past = rt
         .store()
         .records_after(Some(&"vm-0999".into()), 1)
