@@ -2,10 +2,11 @@
 //! past one in the middle) at 1,000, 10,000 and 100,000 objects, against
 //! reading every record (`Store::records`) at the same size; then how a page's
 //! time grows with the store. What looks at every object of 100,000, 100 of
-//! them held by an action: a healer's pass and `Runtime::states` (group
-//! `every object`). And what the ordered index that pages read costs creates:
-//! 100,000 objects created into an empty store, their ids in order and in a
-//! random order (group `creates`).
+//! them held by an action: a healer's pass, `Runtime::states`, and the first
+//! page of a store, which makes its index (group `every object`). And creates: 100,000 objects created into an empty store,
+//! their ids in order and in a random order, then the same once a page was
+//! asked for, when each create also writes the ordered index that pages read
+//! (group `creates`).
 //!
 //! `cargo bench -p fsm-runtime --bench pages`
 
@@ -21,6 +22,15 @@ mod report;
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 const PAGE: usize = 100;
+/// The cases of `creates`: the ids in a random order or not, and whether a
+/// page was asked for first (from then on, the store keeps an ordered index of
+/// its ids, which each create writes).
+const CREATES: [(&str, bool, bool); 4] = [
+    ("in order", false, false),
+    ("in random order", true, false),
+    ("in order, after a page", false, true),
+    ("in random order, after a page", true, true),
+];
 
 fn main() {
     report::start();
@@ -70,6 +80,25 @@ fn main() {
     g.bench_function("each object's state", |b| {
         b.iter(|| black_box(rt.states().unwrap()))
     });
+    // The first page of a store that has kept no index yet: it makes it.
+    g.sample_size(10);
+    g.bench_function("the first page (the index made)", |b| {
+        b.iter_custom(|iters| {
+            let mut took = Duration::ZERO;
+            for _ in 0..iters {
+                let fresh = Runtime::new(machine.clone(), MemoryStore::new()).unwrap();
+                for i in 0..n {
+                    fresh
+                        .create(format!("vm-{:06}", i * 7_919 % n), &user)
+                        .unwrap();
+                }
+                let start = Instant::now();
+                black_box(fresh.store().records_after(None, PAGE).unwrap());
+                took += start.elapsed();
+            }
+            took
+        })
+    });
     g.finish();
     drop(held);
 
@@ -79,12 +108,18 @@ fn main() {
     let scrambled: Vec<String> = (0..n).map(|i| format!("vm-{:06}", i * 7_919 % n)).collect();
     let mut g = c.benchmark_group("creates");
     g.sample_size(10).throughput(Throughput::Elements(n as u64));
-    for (case, ids) in [("in order", &in_order), ("in random order", &scrambled)] {
+    for (case, ids, paged) in CREATES
+        .map(|(case, scramble, paged)| (case, if scramble { &scrambled } else { &in_order }, paged))
+    {
         g.bench_function(case, |b| {
             b.iter_custom(|iters| {
                 let mut took = Duration::ZERO;
                 for _ in 0..iters {
                     let rt = Runtime::new(machine.clone(), MemoryStore::new()).unwrap();
+                    if paged {
+                        // A page asked for first: the store keeps its index.
+                        rt.store().records_after(None, 1).unwrap();
+                    }
                     let start = Instant::now();
                     for id in ids {
                         rt.create(id.as_str(), &user).unwrap();
@@ -127,9 +162,13 @@ fn main() {
         "every object",
         "pass",
         1.0,
-        &["a healer's pass", "each object's state"],
+        &[
+            "a healer's pass",
+            "each object's state",
+            "the first page (the index made)",
+        ],
     );
-    for case in ["in order", "in random order"] {
+    for (case, ..) in CREATES {
         if let Some(all) = report::mean("creates", case) {
             println!("a create, {n} {case}: {:.0} ns", all / n as f64);
         }

@@ -277,9 +277,10 @@ impl ObjectId {
 
 /// An id beside its first sixteen bytes as a number, for ordering many ids:
 /// most comparisons are then of two numbers, not of two texts behind two
-/// pointers. The memory store's ordered index holds these (at 200,000 objects
-/// created in random order, 1.1 µs a create against 2.0 with the ids alone, and
-/// 0.6 with no index; BENCHMARKS.md), and [`Runtime::states`] sorts by them.
+/// pointers. The memory store's ordered index holds these (in a scratch loop
+/// of 200,000 creates in a random order into a store keeping it, 1.1 µs a
+/// create against 2.0 with the ids alone; BENCHMARKS.md), and
+/// [`Runtime::states`] sorts by them.
 ///
 /// Ordered as the ids are: the numbers are big-endian, and a text shorter than
 /// sixteen bytes is padded with zeros, so two numbers that differ order their
