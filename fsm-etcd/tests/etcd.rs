@@ -1023,7 +1023,8 @@ fn a_start_on_a_stale_kept_copy_is_decided_again_on_a_fresh_read() {
 /// `records` reads every object at once, a thousand to a request at one
 /// revision, each as `load` reads it (the holder of a live process not
 /// abandoned); a record that does not read is an error for that object alone,
-/// and the healer's pass, which reads through `records`, reports it and goes on.
+/// and the healer's pass, which reads through `for_each_record`, reports it
+/// and goes on.
 /// Pages of `records_after` larger than a request read the same, and so does
 /// `for_each_record`, a request at a time.
 #[test]

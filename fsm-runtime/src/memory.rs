@@ -100,18 +100,9 @@ impl Index {
         // shard by the time the pass below takes that shard's lock (a create
         // that takes it after the pass sees `kept`).
         self.kept.store(1, Ordering::SeqCst);
-        let mut found = Vec::new();
-        for shard in shards {
-            let shard = lock_shard(&shard.0);
-            found.extend(
-                shard
-                    .objects
-                    .iter()
-                    .map(|(id, _)| OrderedId::new(id.clone())),
-            );
-        }
+        let found = ids_of(shards);
         let mut ids = lock(&self.ids);
-        ids.0.extend(found);
+        ids.0.extend(found.into_iter().map(OrderedId::new));
         ids.1 = true;
         ids
     }
@@ -121,6 +112,17 @@ impl Index {
         let ids = lock(&self.ids);
         ids.1.then(|| ids.0.iter().map(|o| o.id.clone()).collect())
     }
+}
+
+/// Every id in `shards`, each shard's copied under its lock, one shard at a
+/// time, in no order.
+fn ids_of(shards: &[Padded<ShardLock<Shard>>]) -> Vec<ObjectId> {
+    let mut ids = Vec::new();
+    for shard in shards {
+        let shard = lock_shard(&shard.0);
+        ids.extend(shard.objects.iter().map(|(id, _)| id.clone()));
+    }
+    ids
 }
 
 /// The objects of one shard, each found by the hash that chose the shard: an id
@@ -484,18 +486,7 @@ impl Store for MemoryStore {
         if let Some(ids) = self.index.in_order() {
             return Ok(ids);
         }
-        let mut ids: Vec<_> = self
-            .shards
-            .iter()
-            .flat_map(|shard| {
-                let shard = lock_shard(&shard.0);
-                shard
-                    .objects
-                    .iter()
-                    .map(|(id, _)| id.clone())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let mut ids = ids_of(&self.shards);
         ids.sort();
         Ok(ids)
     }

@@ -302,7 +302,10 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// `look` may run while the store holds a lock on some of its objects: it
     /// must not call the store (on the [`MemoryStore`](crate::MemoryStore) it
-    /// would wait for itself), and should be quick.
+    /// would wait for itself), and should be quick. A store that reads in
+    /// parts may fail after `look` has seen some objects (the etcd store, when
+    /// a compaction overtakes its snapshot): a caller acts on what it looked
+    /// at only once the call returned `Ok`, as the healer does.
     ///
     /// The default reads [`records`](Store::records) and looks at each; the
     /// memory store looks at each record in place, a shard at a time under

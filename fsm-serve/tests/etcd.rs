@@ -90,6 +90,13 @@ async fn create(c: &Client, base: &str, machine: &str, id: &str) {
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
+/// Runs `action` whole on VM `id` at the service at `base`, as ops: 200.
+async fn run(c: &Client, base: &str, id: &str, action: &str) {
+    let url = format!("{base}/v1/vm/objects/{id}/actions/{action}?run=true");
+    let (status, body) = post(c, url, OPS, None).await;
+    assert_eq!(status, StatusCode::OK, "{action} on {id}: {body}");
+}
+
 /// The VMs' watch stream of the service at `base`, resumed after `after`.
 fn watch(
     c: &Client,
@@ -136,9 +143,7 @@ async fn a_watch_resumes_on_another_service_of_the_store() {
     let on_a = watch(&c, &a, None).await.unwrap();
     // Three writes, made on B: created, started, completed.
     create(&c, &b, "vm", "vm-1").await;
-    let deploy = format!("{b}/v1/vm/objects/vm-1/actions/deploy?run=true");
-    let (status, _) = post(&c, deploy, OPS, None).await;
-    assert_eq!(status, StatusCode::OK);
+    run(&c, &b, "vm-1", "deploy").await;
     let seen_on_a = sse::sse(on_a, 3, &["write", "gap"]).await;
     let ids: Vec<u64> = seen_on_a
         .iter()
@@ -157,9 +162,7 @@ async fn a_watch_resumes_on_another_service_of_the_store() {
     // revision: a gap first.
     let resumed = watch(&c, &b, Some(ids[2])).await.unwrap();
     let made_up = watch(&c, &b, Some(u64::MAX)).await.unwrap();
-    let pause = format!("{a}/v1/vm/objects/vm-1/actions/pause?run=true");
-    let (status, _) = post(&c, pause, OPS, None).await;
-    assert_eq!(status, StatusCode::OK);
+    run(&c, &a, "vm-1", "pause").await;
     let next = sse::sse(resumed, 1, &["write", "gap"]).await;
     assert_eq!(next[0].0, "write", "{next:?}");
     assert!(next[0].1.unwrap() > ids[2], "{next:?}");
@@ -196,9 +199,7 @@ async fn a_list_on_one_service_and_a_watch_on_another_miss_nothing() {
 
     // Written after the list, one on each service; then watched on B.
     create(&c, &a, "vm", "vm-2").await;
-    let deploy = format!("{b}/v1/vm/objects/vm-1/actions/deploy?run=true");
-    let (status, _) = post(&c, deploy, OPS, None).await;
-    assert_eq!(status, StatusCode::OK);
+    run(&c, &b, "vm-1", "deploy").await;
     let on_b = watch(&c, &b, Some(last)).await.unwrap();
     let met = sse::sse(on_b, 3, &["write", "gap"]).await;
     let seen: Vec<(&str, &str, &str)> = (met.iter())
@@ -408,8 +409,7 @@ async fn data_grown_past_what_etcd_takes_is_413() {
     let base = server.base.clone();
     let c = Client::new();
     create(&c, &base, "vm", "vm-1").await;
-    let deploy = format!("{base}/v1/vm/objects/vm-1/actions/deploy?run=true");
-    assert_eq!(post(&c, deploy, OPS, None).await.0, StatusCode::OK);
+    run(&c, &base, "vm-1", "deploy").await;
     let mut refused = None;
     for n in 0..40 {
         let patch = json!({ format!("k{n}"): "x".repeat(60 * 1024) });
