@@ -592,97 +592,82 @@ impl EtcdStore {
         limit: Option<usize>,
         mut each: impl FnMut(Records),
     ) -> Result<(), StoreError> {
-        let prefix = &self.inner.prefix;
-        let objects = format!("{prefix}obj/");
-        let end = prefix_end(&objects);
-        // The first key past `after`'s: its key and a zero byte.
-        let first_key = after.map_or_else(
-            || objects.clone().into_bytes(),
-            |id| {
-                let mut key = self.object_key(id).into_bytes();
-                key.push(0);
-                key
-            },
+        let mut reading = Reading::new(
+            &self.inner.prefix,
+            after.map(|id| self.object_key(id)),
+            limit,
         );
-        // How many more records the read wants, a thousand at most per request.
-        let wanted = |read: usize| {
-            let left = limit.map_or(usize::MAX, |limit| limit.saturating_sub(read));
-            i64::try_from(left).unwrap_or(i64::MAX).min(RECORDS_PAGE)
-        };
-        if wanted(0) == 0 {
-            return Ok(());
-        }
-        let page = GetOptions::new()
-            .with_range(end.clone())
-            .with_limit(wanted(0));
-        let mut kv = kv_client(&self.inner.client);
-        let txn = Txn::new().and_then(vec![
-            TxnOp::get(first_key, Some(page)),
-            TxnOp::get(
-                format!("{prefix}live/"),
-                Some(GetOptions::new().with_prefix().with_keys_only()),
-            ),
-            TxnOp::get(
-                format!("{prefix}held/"),
-                Some(GetOptions::new().with_prefix()),
-            ),
-            TxnOp::get(
-                format!("{prefix}hidden/"),
-                Some(GetOptions::new().with_prefix()),
-            ),
-        ]);
-        let resp = self.run(async move { kv.txn(txn).await })?;
-        let revision = resp.header().map_or(0, |h| h.revision());
-        let gets: Vec<etcd_client::GetResponse> = resp
-            .op_responses()
-            .into_iter()
-            .filter_map(|r| match r {
-                TxnOpResponse::Get(get) => Some(get),
-                _ => None,
-            })
-            .collect();
-        let [first, live, held, hidden]: [_; 4] = gets.try_into().map_err(|_| {
-            unavailable(
-                "etcd: a transaction of four reads answered otherwise",
-                false,
-            )
-        })?;
-        // Every key that says a holder lives, with its value.
-        let alive: std::collections::HashMap<Vec<u8>, Vec<u8>> = [live, held, hidden]
-            .iter()
-            .flat_map(|get| get.kvs())
-            .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
-            .collect();
-        // Each page's holders judged against those keys, then handed on: how
-        // many records were, so far.
-        let mut handed = 0;
-        let mut hand_on = |mut page: Records| {
-            for (id, record) in &mut page {
-                let Ok(record) = record else { continue };
-                let liveness = self.liveness(id, record);
-                let values: Vec<Option<&[u8]>> = liveness
-                    .iter()
-                    .map(|(_, key, _)| alive.get(key.as_bytes()).map(Vec::as_slice))
-                    .collect();
-                mark_abandoned(record, liveness, |n| values.get(n).copied().flatten());
-            }
-            handed += page.len();
+        while let Some(page) = self.next_page(&mut reading)? {
             each(page);
-            handed
-        };
-        let mut page = Vec::new();
-        let mut next = self.decode_page(&first, &objects, &mut page);
-        let mut read = hand_on(page);
-        while let Some(mut after) = next.filter(|_| wanted(read) > 0) {
-            // The page's last key, and a zero byte: the first key past it.
-            after.push(0);
-            let mut kv = kv_client(&self.inner.client);
-            let options = GetOptions::new()
-                .with_range(end.clone())
-                .with_limit(wanted(read))
-                .with_revision(revision);
-            let get = self
-                .run(async move {
+        }
+        Ok(())
+    }
+
+    /// The next request of `reading`: its records, their holders judged, or
+    /// `None` once the range (or the limit) is read. The first request is one
+    /// transaction that also reads every key that says a holder lives, and
+    /// fixes the revision; each later one reads the next thousand records at
+    /// that revision, or fails, retryable, when a compaction overtook it.
+    fn next_page(&self, reading: &mut Reading) -> Result<Option<Records>, StoreError> {
+        let wanted = reading.wanted();
+        if wanted == 0 {
+            return Ok(None);
+        }
+        let prefix = &self.inner.prefix;
+        let mut kv = kv_client(&self.inner.client);
+        let get = match (reading.revision, reading.next.take()) {
+            (None, _) => {
+                let page = GetOptions::new()
+                    .with_range(reading.end.clone())
+                    .with_limit(wanted);
+                let txn = Txn::new().and_then(vec![
+                    TxnOp::get(reading.first_key.clone(), Some(page)),
+                    TxnOp::get(
+                        format!("{prefix}live/"),
+                        Some(GetOptions::new().with_prefix().with_keys_only()),
+                    ),
+                    TxnOp::get(
+                        format!("{prefix}held/"),
+                        Some(GetOptions::new().with_prefix()),
+                    ),
+                    TxnOp::get(
+                        format!("{prefix}hidden/"),
+                        Some(GetOptions::new().with_prefix()),
+                    ),
+                ]);
+                let resp = self.run(async move { kv.txn(txn).await })?;
+                reading.revision = Some(resp.header().map_or(0, |h| h.revision()));
+                let gets: Vec<etcd_client::GetResponse> = resp
+                    .op_responses()
+                    .into_iter()
+                    .filter_map(|r| match r {
+                        TxnOpResponse::Get(get) => Some(get),
+                        _ => None,
+                    })
+                    .collect();
+                let [first, live, held, hidden]: [_; 4] = gets.try_into().map_err(|_| {
+                    unavailable(
+                        "etcd: a transaction of four reads answered otherwise",
+                        false,
+                    )
+                })?;
+                // Every key that says a holder lives, with its value.
+                reading.alive = [live, held, hidden]
+                    .iter()
+                    .flat_map(|get| get.kvs())
+                    .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
+                    .collect();
+                first
+            }
+            (Some(_), None) => return Ok(None),
+            (Some(revision), Some(mut after)) => {
+                // The page's last key, and a zero byte: the first key past it.
+                after.push(0);
+                let options = GetOptions::new()
+                    .with_range(reading.end.clone())
+                    .with_limit(wanted)
+                    .with_revision(revision);
+                self.run(async move {
                     match kv.get(after, Some(options)).await {
                         // Compacted past the snapshot's revision meanwhile.
                         // (gRPC's out of range is also its code for an answer
@@ -701,12 +686,23 @@ impl EtcdStore {
                         "etcd: compacted past the revision of the records being read; read again",
                         true,
                     )
-                })?;
-            let mut page = Vec::new();
-            next = self.decode_page(&get, &objects, &mut page);
-            read = hand_on(page);
+                })?
+            }
+        };
+        let mut page = Vec::new();
+        reading.next = self.decode_page(&get, &reading.objects, &mut page);
+        // Each holder judged against the keys of the first request's moment.
+        for (id, record) in &mut page {
+            let Ok(record) = record else { continue };
+            let liveness = self.liveness(id, record);
+            let values: Vec<Option<&[u8]>> = liveness
+                .iter()
+                .map(|(_, key, _)| reading.alive.get(key.as_bytes()).map(Vec::as_slice))
+                .collect();
+            mark_abandoned(record, liveness, |n| values.get(n).copied().flatten());
         }
-        Ok(())
+        reading.read += page.len();
+        Ok(Some(page))
     }
 
     /// Adds the records of one page of `obj/` to `records` (one that does not
@@ -1079,6 +1075,35 @@ impl Store for EtcdStore {
         self.off_thread(move || store.records())
     }
 
+    /// [`for_each_record`](Store::for_each_record) for async callers: each
+    /// request of the read runs on the store's own runtime, as
+    /// [`load_async`](Store::load_async), and `look` sees its records on the
+    /// caller's task before the next request is made. As the blocking form,
+    /// it never holds more than one request's thousand records.
+    fn for_each_record_async(
+        &self,
+        mut look: impl FnMut(&ObjectId, Result<&Record, &StoreError>) + Send,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let store = self.clone();
+        async move {
+            let mut reading = Reading::new(&store.inner.prefix, None, None);
+            loop {
+                let on = store.clone();
+                let (read_on, page) = store
+                    .off_thread(move || {
+                        let page = on.next_page(&mut reading)?;
+                        Ok((reading, page))
+                    })
+                    .await?;
+                let Some(page) = page else { return Ok(()) };
+                for (id, record) in &page {
+                    look(id, record.as_ref());
+                }
+                reading = read_on;
+            }
+        }
+    }
+
     /// Runs [`records_after`](Store::records_after) on the store's own runtime
     /// and awaits it, as [`load_async`](Store::load_async).
     fn records_after_async(
@@ -1132,6 +1157,66 @@ impl EtcdStore {
                 ))
             })
         }
+    }
+}
+
+/// A read of a range of records in one snapshot, a request at a time (see
+/// [`EtcdStore::next_page`]): where it starts and ends, what its first
+/// request fixed (the revision, every key that says a holder lives), and
+/// where the next request starts. Owned, so that an async caller moves it to
+/// the store's runtime for each request and looks at each page in between.
+struct Reading {
+    /// The prefix of every object's key.
+    objects: String,
+    /// The first key the range may hold: `obj/`, or past `after`'s key.
+    first_key: Vec<u8>,
+    /// The end of `obj/`.
+    end: Vec<u8>,
+    limit: Option<usize>,
+    /// How many records were read so far.
+    read: usize,
+    /// The first request's revision, once it was made.
+    revision: Option<i64>,
+    /// Every key that says a holder lives, with its value, as of `revision`.
+    alive: std::collections::HashMap<Vec<u8>, Vec<u8>>,
+    /// The last key read, when more follow.
+    next: Option<Vec<u8>>,
+}
+
+impl Reading {
+    /// A read of the objects under `prefix` whose keys come after `after`
+    /// (from the first: `None`), up to `limit` (every one: `None`).
+    fn new(prefix: &str, after: Option<String>, limit: Option<usize>) -> Self {
+        let objects = format!("{prefix}obj/");
+        let end = prefix_end(&objects);
+        // The first key past `after`: that key and a zero byte.
+        let first_key = after.map_or_else(
+            || objects.clone().into_bytes(),
+            |key| {
+                let mut key = key.into_bytes();
+                key.push(0);
+                key
+            },
+        );
+        Reading {
+            objects,
+            first_key,
+            end,
+            limit,
+            read: 0,
+            revision: None,
+            alive: Default::default(),
+            next: None,
+        }
+    }
+
+    /// How many records the next request asks for: what the limit leaves, a
+    /// thousand at most.
+    fn wanted(&self) -> i64 {
+        let left = self
+            .limit
+            .map_or(usize::MAX, |limit| limit.saturating_sub(self.read));
+        i64::try_from(left).unwrap_or(i64::MAX).min(RECORDS_PAGE)
     }
 }
 

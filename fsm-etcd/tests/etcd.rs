@@ -1025,8 +1025,8 @@ fn a_start_on_a_stale_kept_copy_is_decided_again_on_a_fresh_read() {
 /// abandoned); a record that does not read is an error for that object alone,
 /// and the healer's pass, which reads through `for_each_record`, reports it
 /// and goes on.
-/// Pages of `records_after` larger than a request read the same, and so does
-/// `for_each_record`, a request at a time.
+/// Pages of `records_after` larger than a request read the same, and so do
+/// `for_each_record` and `for_each_record_async`, a request at a time.
 #[test]
 fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
     let Some(store) = store() else { return };
@@ -1076,6 +1076,12 @@ fn every_record_is_read_at_once_and_an_unreadable_one_is_an_error_of_its_own() {
         .for_each_record(|id, r| looked.push((id.clone(), r.cloned().map_err(Clone::clone))))
         .unwrap();
     assert_eq!(looked, records, "for_each_record");
+    looked.clear();
+    block_on(rt.store().for_each_record_async(|id, r| {
+        looked.push((id.clone(), r.cloned().map_err(Clone::clone)))
+    }))
+    .unwrap();
+    assert_eq!(looked, records, "for_each_record_async");
     let past = rt
         .store()
         .records_after(Some(&"vm-0999".into()), 1)

@@ -491,8 +491,10 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// [`for_each_record`](Store::for_each_record) for async callers: the
-    /// default looks at each of [`records_async`](Store::records_async) (on
-    /// etcd, read off the caller's thread); the memory store looks in place.
+    /// default looks at each of [`records_async`](Store::records_async); the
+    /// memory store looks in place, and the etcd store makes each request of
+    /// its read off the caller's thread and looks at its records before the
+    /// next.
     fn for_each_record_async(
         &self,
         mut look: impl FnMut(&ObjectId, Result<&Record, &StoreError>) + Send,
