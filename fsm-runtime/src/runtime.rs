@@ -525,6 +525,49 @@ impl<S: Store> Runtime<S> {
     }
 
     /// A subscription to every accepted write from now on (see [`Watcher`]).
+    ///
+    /// To follow every object without a gap, a controller watches first, then
+    /// reads the records: a write made in between is both in what it read and
+    /// among the events, at a version it already has, so it skips each event
+    /// at or below the version it read for that object.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use fsm_runtime::{Actor, MemoryStore, ObjectId, Runtime, Store};
+    ///
+    /// let vms = Runtime::new(
+    ///     fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?,
+    ///     MemoryStore::new(),
+    /// )?;
+    /// let user = Actor::new("user");
+    /// vms.create("vm-1", &user)?;
+    ///
+    /// let mut watcher = vms.watch()?;
+    /// vms.create("vm-2", &user)?; // read below, and told
+    /// let mut seen: HashMap<ObjectId, u64> = vms
+    ///     .store()
+    ///     .records()?
+    ///     .into_iter()
+    ///     .filter_map(|(id, record)| Some((id, record.ok()?.version)))
+    ///     .collect();
+    /// vms.run("vm-1", &user, "deploy")?; // told only
+    ///
+    /// let mut news = Vec::new();
+    /// while let Some(event) = watcher.try_recv()? {
+    ///     let last = seen.entry(event.id.clone()).or_default();
+    ///     if event.entry.version > *last {
+    ///         *last = event.entry.version;
+    ///         news.push((event.id.to_string(), event.entry.version));
+    ///     }
+    /// }
+    /// // vm-2's creation came twice and counts once; vm-1's action, in two writes.
+    /// assert_eq!(news, [("vm-1".to_owned(), 2), ("vm-1".to_owned(), 3)]);
+    /// assert_eq!(seen.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// Over REST, `fsm serve` numbers its events and answers a list's
+    /// `last_event_id`, so a client lists first and watches from there.
     pub fn watch(&self) -> Result<Watcher, RuntimeError> {
         self.inner.store.watch().map_err(RuntimeError::Store)
     }
