@@ -256,8 +256,10 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> 
     }
 }
 
-/// axum's `Query`, refused as a JSON error that names the parameter (`run:
-/// provided string was not `true` or `false``), not as plain text.
+/// A call's query parameters, refused as a JSON error whose `parameter` names
+/// the one at fault (`{"error": "malformed", "parameter": "run", "message":
+/// "the query's `run`: provided string was not `true` or `false`"}`), not as
+/// plain text.
 ///
 /// Every `/v1` call reads its query through one, and every query type denies
 /// unknown fields: a misspelt parameter is a 400, not ignored. (`?rn=true`
@@ -272,11 +274,43 @@ struct NoQuery {}
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        axum::extract::Query::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Query(value)| Query(value))
-            .map_err(|e| ApiError::new(e.status(), "malformed", e.body_text()))
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default().as_bytes();
+        // A parameter given twice is named here: serde's own refusal of a
+        // duplicate field does not say which.
+        let mut given = std::collections::HashSet::new();
+        if let Some((twice, _)) =
+            form_urlencoded::parse(query).find(|(k, _)| !given.insert(k.clone()))
+        {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed",
+                format!("the query gives `{twice}` twice"),
+            )
+            .with("parameter", twice.into_owned()));
+        }
+        let pairs = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query));
+        serde_path_to_error::deserialize(pairs)
+            .map(Query)
+            .map_err(|e| {
+                let parameter = e.path().to_string();
+                let e = e.into_inner();
+                // A mistake of the whole query (none names a parameter) has
+                // the path `.`.
+                if parameter == "." {
+                    return ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "malformed",
+                        format!("the query: {e}"),
+                    );
+                }
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "malformed",
+                    format!("the query's `{parameter}`: {e}"),
+                )
+                .with("parameter", parameter)
+            })
     }
 }
 

@@ -29,8 +29,8 @@
 //!
 //! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are
 //! JSON, `{"error": kind, "message": ..., ...facts}`: 400 malformed (a body with
-//! the position, a query parameter, a path segment or a `Last-Event-ID` that does
-//! not parse; a query parameter or body field the call does not take, so that a
+//! the position, `line` and `column`; a query parameter, named in `parameter`,
+//! a path segment or a `Last-Event-ID` that does not parse; a query parameter or body field the call does not take, so that a
 //! misspelt `?rn=true` is refused rather than starting and holding), 403 missing role or not the owner, 404 unknown machine, object or
 //! action, 405 a method the path does not take (with `Allow`), 409 busy, conflict
 //! or revoked, 412 If-Match, 413 too large (a body past the limit, or data past

@@ -417,7 +417,10 @@ pub fn document(service: &Service) -> Value {
             "type": "object", "required": ["error", "message"],
             "properties": {
                 "error": { "type": "string", "description": ERROR_KINDS },
-                "message": { "type": "string" }
+                "message": { "type": "string" },
+                "line": { "type": "integer", "description": "A malformed body: the line of the mistake" },
+                "column": { "type": "integer", "description": "A malformed body: the column of the mistake (0: at the line's start, as where the body ends early after a line break)" },
+                "parameter": { "type": "string", "description": "A malformed query: the parameter at fault (one the call does not take, one that does not parse, or one given twice)" }
             },
             "additionalProperties": true
         }),

@@ -203,9 +203,15 @@ async fn every_status_of_the_contract() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["error"], "malformed");
+    assert_eq!(
+        (&body["error"], &body["parameter"]),
+        (&json!("malformed"), &json!("run"))
+    );
     assert!(
-        body["message"].as_str().unwrap().contains("run: "),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("`run`: provided string was not `true` or `false`"),
         "{body}"
     );
     // A parameter a call does not take is refused, not ignored: `?rn=true`
@@ -218,6 +224,7 @@ async fn every_status_of_the_contract() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["parameter"], "rn", "{body}");
     assert!(
         body["message"]
             .as_str()
@@ -225,16 +232,22 @@ async fn every_status_of_the_contract() {
             .contains("unknown field `rn`, expected `run`"),
         "{body}"
     );
-    for path in [
-        "/v1/vm/objects/vm-1?run=true",
-        "/v1/vm/objects/vm-1/history?limt=1",
-        "/v1/vm/objects?stat=VIRTUAL",
-        "/v1/vm/watch?after=1",
+    // Each names the parameter at fault: one the call does not take, one
+    // that does not parse, one given twice (serde's own refusal of that
+    // names none).
+    for (path, parameter) in [
+        ("/v1/vm/objects/vm-1?run=true", "run"),
+        ("/v1/vm/objects/vm-1/history?limt=1", "limt"),
+        ("/v1/vm/objects?stat=VIRTUAL", "stat"),
+        ("/v1/vm/watch?after=1", "after"),
+        ("/v1/vm/objects?limit=0", "limit"),
+        ("/v1/vm/objects?state=VIRTUAL&limit=x", "limit"),
+        ("/v1/vm/objects?limit=1&after=a&limit=2", "limit"),
     ] {
         let (status, body) = get(&c, &server.url(path), OPS).await;
         assert_eq!(
-            (status, body["error"].as_str()),
-            (StatusCode::BAD_REQUEST, Some("malformed")),
+            (status, body["error"].as_str(), body["parameter"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("malformed"), Some(parameter)),
             "{path}: {body}"
         );
     }
