@@ -242,17 +242,35 @@ fn machine<'s>(service: &'s Service, name: &str) -> Result<&'s Arc<MachineServic
 }
 
 /// axum's `Path`, refused as the API refuses: a JSON error (a path segment that
-/// is not UTF-8 once decoded, say), not axum's plain text.
+/// is not UTF-8 once decoded, say) whose `parameter` names the segment as the
+/// OpenAPI document does, not axum's plain text.
 struct Path<T>(T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        use axum::extract::path::ErrorKind;
+        use axum::extract::rejection::PathRejection;
         axum::extract::Path::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Path(value)| Path(value))
-            .map_err(|e| ApiError::new(e.status(), "malformed", e.body_text()))
+            .map_err(|e| {
+                let key = match &e {
+                    PathRejection::FailedToDeserializePathParams(failed) => match failed.kind() {
+                        ErrorKind::InvalidUtf8InPathParam { key }
+                        | ErrorKind::ParseErrorAtKey { key, .. }
+                        | ErrorKind::DeserializeError { key, .. } => Some(key.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let refused = ApiError::new(e.status(), "malformed", e.body_text());
+                match key {
+                    Some(key) => refused.with("parameter", key),
+                    None => refused,
+                }
+            })
     }
 }
 
@@ -474,6 +492,7 @@ fn unchanged(headers: &HeaderMap, version: u64) -> Result<bool, ApiError> {
                 "If-None-Match must be `*` or entity tags separated by commas (\"<version>\" or W/\"<version>\"), not `{text}`"
             ),
         )
+        .with("parameter", "If-None-Match")
         .with("if_none_match", text)
     };
     let current = version.to_string();
@@ -738,6 +757,7 @@ impl IfMatch {
                 "malformed",
                 format!("If-Match must be one ETag this service gave (\"<version>\") or `*`, not `{text}`"),
             )
+            .with("parameter", "If-Match")
             .with("if_match", text)),
         }
     }
@@ -847,6 +867,7 @@ async fn finish(
             "malformed",
             format!("`{token}` is not a fence token"),
         )
+        .with("parameter", "token")
     })?;
     let key = (name.clone(), id.clone(), fence);
     // The handle this service kept at the start, if it has it; otherwise the
@@ -1071,6 +1092,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
             "malformed",
             format!("Last-Event-ID must be an event id a service gave (a number), not `{text}`"),
         )
+        .with("parameter", "Last-Event-ID")
     })
 }
 

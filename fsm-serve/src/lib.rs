@@ -28,11 +28,13 @@
 //! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text (per machine: `fsm_store_up`, then, while its store answers, objects per state, stuck and unreadable; actions started, completed, failed, healed, abandoned, revoked; conflicts), OpenAPI 3, the web page (no token) |
 //!
 //! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are
-//! JSON, `{"error": kind, "message": ..., ...facts}`: 400 malformed (a body with
-//! the position, `line` and `column`; a query parameter, named in `parameter`,
-//! a path segment or a `Last-Event-ID` that does not parse; a query parameter or body field the call does not take, so that a
-//! misspelt `?rn=true` is refused rather than starting and holding), 403 missing role or not the owner, 404 unknown machine, object or
-//! action, 405 a method the path does not take (with `Allow`), 409 busy, conflict
+//! JSON, `{"error": kind, "message": ..., ...facts}`: 400 malformed (a body,
+//! with its mistake's `line` and `column`; a query parameter, a path segment or
+//! a header (`Last-Event-ID`, `If-Match`) that does not parse, or a query
+//! parameter given twice, named in `parameter` as the OpenAPI document names
+//! it; a query parameter or body field the call does not take, so that a
+//! misspelt `?rn=true` is refused rather than starting and holding), 403
+//! missing role or not the owner, 404 unknown machine, object or action, 405 a method the path does not take (with `Allow`), 409 busy, conflict
 //! or revoked, 412 If-Match, 413 too large (a body past the limit, or data past
 //! what the store takes: etcd's 1.5 MiB a request), 422 no rule from this state or a guard
 //! refused, 503 the store is unavailable.

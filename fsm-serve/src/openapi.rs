@@ -420,7 +420,7 @@ pub fn document(service: &Service) -> Value {
                 "message": { "type": "string" },
                 "line": { "type": "integer", "description": "A malformed body: the line of the mistake" },
                 "column": { "type": "integer", "description": "A malformed body: the column of the mistake (0: at the line's start, as where the body ends early after a line break)" },
-                "parameter": { "type": "string", "description": "A malformed query: the parameter at fault (one the call does not take, one that does not parse, or one given twice)" }
+                "parameter": { "type": "string", "description": "Malformed: the parameter at fault, named as this document names it: a query parameter (one the call does not take, one that does not parse, or one given twice), a path segment or a header" }
             },
             "additionalProperties": true
         }),

@@ -234,8 +234,21 @@ async fn every_status_of_the_contract() {
     );
     // Each names the parameter at fault: one the call does not take, one
     // that does not parse, one given twice (serde's own refusal of that
-    // names none).
+    // names none); a path segment that is not UTF-8 once decoded, or not a
+    // fence token, as the document names the segment.
     for (path, parameter) in [
+        ("/v1/vm/objects/vm-1/in-flight/seven/complete", "token"),
+        ("/v1/vm/objects/vm-1/actions/de%FFploy", "action"),
+    ] {
+        let (status, body) = post(&c, &server.url(path), OPS, None).await;
+        assert_eq!(
+            (status, body["error"].as_str(), body["parameter"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("malformed"), Some(parameter)),
+            "{path}: {body}"
+        );
+    }
+    for (path, parameter) in [
+        ("/v1/vm/objects/vm-%FF", "id"),
         ("/v1/vm/objects/vm-1?run=true", "run"),
         ("/v1/vm/objects/vm-1/history?limt=1", "limt"),
         ("/v1/vm/objects?stat=VIRTUAL", "stat"),
@@ -497,6 +510,9 @@ async fn every_status_of_the_contract() {
             (body["error"].as_str(), body["if_match"].as_str()),
             (Some(kind), Some(tag))
         );
+        if status == StatusCode::BAD_REQUEST {
+            assert_eq!(body["parameter"], "If-Match", "{body}");
+        }
     }
     let missing = server.url("/v1/vm/objects/no-such-vm/actions/resume");
     let response = with_if_match(&missing, String::new()).await.unwrap();
@@ -942,7 +958,10 @@ async fn the_watch_stream_resumes_and_is_bounded() {
         .unwrap();
     assert_eq!(garbled.status(), StatusCode::BAD_REQUEST);
     let body: Value = garbled.json().await.unwrap();
-    assert_eq!(body["error"], "malformed");
+    assert_eq!(
+        (&body["error"], &body["parameter"]),
+        (&json!("malformed"), &json!("Last-Event-ID"))
+    );
     assert!(
         body["message"].as_str().unwrap().contains("`seven`"),
         "{body}"
