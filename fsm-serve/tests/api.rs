@@ -1888,9 +1888,15 @@ async fn a_read_of_an_unchanged_object_is_304() {
             (
                 status,
                 body["error"].as_str(),
+                body["parameter"].as_str(),
                 body["if_none_match"].as_str()
             ),
-            (StatusCode::BAD_REQUEST, Some("malformed"), Some(bad)),
+            (
+                StatusCode::BAD_REQUEST,
+                Some("malformed"),
+                Some("If-None-Match"),
+                Some(bad)
+            ),
             "{bad}: {body}"
         );
     }
