@@ -23,10 +23,9 @@ use support::{block_on, endpoints, fresh_prefix, store, with_etcd};
 #[test]
 fn records_read_while_etcd_compacts_are_whole_or_a_retryable_error() {
     let _alone = alone();
-    let Some(store) = store() else { return };
-    let rt = Runtime::new(machine(), store).unwrap();
-    let admin = Actor::new("admin");
-    let ids = support::three_pages(&rt, &admin);
+    let Some((rt, ids)) = three_pages() else {
+        return;
+    };
 
     let stop = AtomicBool::new(false);
     let compactions = AtomicUsize::new(0);
@@ -37,13 +36,8 @@ fn records_read_while_etcd_compacts_are_whole_or_a_retryable_error() {
                 let mut client = etcd_client::Client::connect(endpoints(), None)
                     .await
                     .unwrap();
-                // A key of its own, outside every store's prefix: each put
-                // moves the revision on, so each compaction has one to reach.
-                let tick = format!("{}tick", fresh_prefix().trim_end_matches('/'));
                 while !stop.load(Ordering::SeqCst) {
-                    let put = client.put(tick.as_str(), "tick", None).await.unwrap();
-                    let revision = put.header().unwrap().revision();
-                    client.compact(revision, None).await.unwrap();
+                    compact_past_now(&mut client).await;
                     compactions.fetch_add(1, Ordering::SeqCst);
                     // Paced, so that some calls fall between two compactions.
                     tokio::time::sleep(std::time::Duration::from_millis(25)).await;
@@ -92,10 +86,9 @@ fn records_read_while_etcd_compacts_are_whole_or_a_retryable_error() {
 #[test]
 fn a_compaction_while_records_are_looked_at_fails_the_look_retryably() {
     let _alone = alone();
-    let Some(store) = store() else { return };
-    let rt = Runtime::new(machine(), store).unwrap();
-    let admin = Actor::new("admin");
-    let ids = support::three_pages(&rt, &admin);
+    let Some((rt, ids)) = three_pages() else {
+        return;
+    };
     // Each form compacts on its first object, from a thread of its own (the
     // async form's `look` runs inside a runtime), then counts what it sees.
     let looker = |looked: &mut usize| {
@@ -136,15 +129,27 @@ fn a_compaction_while_records_are_looked_at_fails_the_look_retryably() {
     assert_eq!(again, 2 * ids.len());
 }
 
-/// Writes a key outside every store's prefix (moving etcd's revision on past
-/// every snapshot read so far), then compacts to that revision.
+/// A runtime on a store of its own holding three requests' worth of objects,
+/// and their ids in order; `None` as [`store`] says.
+fn three_pages() -> Option<(Runtime<fsm_etcd::EtcdStore>, Vec<String>)> {
+    let rt = Runtime::new(machine(), store()?).unwrap();
+    let ids = support::three_pages(&rt, &Actor::new("admin"));
+    Some((rt, ids))
+}
+
+/// [`compact_past_now`] with a client of its own.
 fn compact_to_now() {
-    with_etcd(|mut client| async move {
-        let tick = format!("{}tick", fresh_prefix().trim_end_matches('/'));
-        let put = client.put(tick, "tick", None).await.unwrap();
-        let revision = put.header().unwrap().revision();
-        client.compact(revision, None).await.unwrap();
-    });
+    with_etcd(|mut client| async move { compact_past_now(&mut client).await });
+}
+
+/// Writes a key outside every store's prefix (moving etcd's revision on past
+/// every snapshot read so far, so each compaction has one to reach), then
+/// compacts to that revision.
+async fn compact_past_now(client: &mut etcd_client::Client) {
+    let tick = format!("{}tick", fresh_prefix().trim_end_matches('/'));
+    let put = client.put(tick, "tick", None).await.unwrap();
+    let revision = put.header().unwrap().revision();
+    client.compact(revision, None).await.unwrap();
 }
 
 /// Held by each test for its whole run: one test's compactions would fail
