@@ -117,9 +117,23 @@
 //!   ([`Event::position`](fsm_runtime::Event::position)), the same in every
 //!   process on the store; [`EtcdStore::revision`] is etcd's revision now.
 //!
+//! # An etcd that checks who connects
+//!
+//! [`EtcdBuilder::user`] authenticates as an etcd user ([`EtcdUser`]), and
+//! again whenever etcd says the token expired (`--auth-token-ttl`). With the
+//! feature `tls`, [`EtcdBuilder::tls`] connects over TLS ([`EtcdTls`]):
+//! etcd's certificate checked against the authority given, and a client
+//! certificate for an etcd run with `--client-cert-auth`. A refused
+//! connection is [`StoreError::Unavailable`] saying where and how the store
+//! connected and what etcd or TLS answered; a wrong password and a user etcd
+//! does not know are not retryable.
+//!
 //! The store's calls are blocking: they run on the store's own tokio runtime and
 //! wait for it, so they work from plain threads and (blocking a worker briefly)
 //! from async code alike.
+
+// docs.rs (`--cfg docsrs`, a nightly) marks each item a feature gates with it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod any;
 
@@ -253,6 +267,134 @@ pub struct EtcdBuilder {
     timeout: Duration,
     lease_ttl: Duration,
     keep: Option<u64>,
+    user: Option<EtcdUser>,
+    #[cfg(feature = "tls")]
+    tls: Option<EtcdTls>,
+}
+
+/// An etcd user and its password, for an etcd with authentication on
+/// (`etcdctl auth enable`): the store authenticates as it when it connects, and
+/// again whenever etcd says its token expired.
+///
+/// Its `Debug` shows the name, never the password.
+///
+/// ```
+/// let user = fsm_etcd::EtcdUser::new("fsm-serve", "s3cret");
+/// assert_eq!(format!("{user:?}"), r#"EtcdUser { name: "fsm-serve", password: <hidden> }"#);
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct EtcdUser {
+    name: String,
+    password: String,
+}
+
+impl EtcdUser {
+    /// The user `name`, with `password`.
+    pub fn new(name: impl Into<String>, password: impl Into<String>) -> Self {
+        EtcdUser {
+            name: name.into(),
+            password: password.into(),
+        }
+    }
+
+    /// The user's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Debug for EtcdUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "EtcdUser {{ name: {:?}, password: <hidden> }}",
+            self.name
+        )
+    }
+}
+
+/// TLS to etcd (feature `tls`): the certificate authority that signed etcd's
+/// certificate, and for an etcd run with `--client-cert-auth`, this client's
+/// certificate and key, all PEM. With it the store connects over `https`
+/// (an endpoint given as `host:port` is read as `https://host:port`), and
+/// refuses an etcd whose certificate that authority did not sign, or that is
+/// not issued to the endpoint's host (or to [`domain`](Self::domain)).
+///
+/// Its `Debug` shows what it holds, never the key.
+///
+/// ```no_run
+/// use fsm_etcd::{EtcdStore, EtcdTls, EtcdUser};
+///
+/// let tls = EtcdTls::new(std::fs::read("/etc/etcd/ca.pem")?).identity(
+///     std::fs::read("/etc/fsm/client.pem")?,
+///     std::fs::read("/etc/fsm/client-key.pem")?,
+/// );
+/// let store = EtcdStore::builder(["etcd-0.example.com:2379"], "/sabakan/machines/")
+///     .tls(tls)
+///     .user(EtcdUser::new("sabakan", std::env::var("ETCD_PASSWORD")?))
+///     .connect()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "tls")]
+#[derive(Clone, PartialEq, Eq)]
+pub struct EtcdTls {
+    ca: Vec<u8>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
+    domain: Option<String>,
+}
+
+#[cfg(feature = "tls")]
+impl EtcdTls {
+    /// TLS that trusts the certificates `ca` (PEM, one or several) signed.
+    pub fn new(ca: impl Into<Vec<u8>>) -> Self {
+        EtcdTls {
+            ca: ca.into(),
+            identity: None,
+            domain: None,
+        }
+    }
+
+    /// This client's certificate and its private key (PEM), which an etcd run
+    /// with `--client-cert-auth` asks for. (Without a user, such an etcd takes
+    /// the certificate's common name as the user's.)
+    pub fn identity(mut self, certificate: impl Into<Vec<u8>>, key: impl Into<Vec<u8>>) -> Self {
+        self.identity = Some((certificate.into(), key.into()));
+        self
+    }
+
+    /// The name etcd's certificate must be issued to, when it is not the
+    /// endpoints' host (endpoints given as addresses, a certificate issued to
+    /// a name).
+    pub fn domain(mut self, name: impl Into<String>) -> Self {
+        self.domain = Some(name.into());
+        self
+    }
+
+    fn options(&self) -> etcd_client::TlsOptions {
+        let mut options = etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(&self.ca));
+        if let Some((certificate, key)) = &self.identity {
+            options = options.identity(etcd_client::Identity::from_pem(certificate, key));
+        }
+        if let Some(domain) = &self.domain {
+            options = options.domain_name(domain.clone());
+        }
+        options
+    }
+}
+
+#[cfg(feature = "tls")]
+impl std::fmt::Debug for EtcdTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdTls")
+            .field("ca_bytes", &self.ca.len())
+            .field(
+                "identity",
+                &self.identity.as_ref().map(|_| "<certificate and key>"),
+            )
+            .field("domain", &self.domain)
+            .finish()
+    }
 }
 
 impl EtcdBuilder {
@@ -285,7 +427,23 @@ impl EtcdBuilder {
         self
     }
 
-    /// Connects.
+    /// Authenticates as `user`, for an etcd with authentication on.
+    pub fn user(mut self, user: EtcdUser) -> Self {
+        self.user = Some(user);
+        self
+    }
+
+    /// Connects over TLS (feature `tls`): see [`EtcdTls`].
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: EtcdTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Connects: fails with [`StoreError::Unavailable`] when no endpoint
+    /// answers, when TLS fails (etcd's certificate not signed by the
+    /// authority, or etcd asking for a client certificate this store has
+    /// not), and when etcd refuses the user.
     pub fn connect(self) -> Result<EtcdStore, StoreError> {
         EtcdStore::open(self)
     }
@@ -316,6 +474,9 @@ impl EtcdStore {
             timeout: Duration::from_secs(5),
             lease_ttl: Duration::from_secs(10),
             keep: None,
+            user: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -326,6 +487,9 @@ impl EtcdStore {
             timeout,
             lease_ttl,
             keep,
+            user,
+            #[cfg(feature = "tls")]
+            tls,
         } = options;
         // One worker: it only hands requests to the connection and answers back,
         // and with two, each call's hand-offs crossed between them, a thread
@@ -337,21 +501,49 @@ impl EtcdStore {
             .enable_all()
             .build()
             .map_err(|e| unavailable(e, false))?;
-        let options = ConnectOptions::new()
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(2))
             .with_timeout(timeout);
+        // Who connects where, for the errors of connecting.
+        let mut at = format!("etcd at {}", endpoints.join(","));
+        #[cfg(feature = "tls")]
+        if tls.is_some() {
+            at.push_str(" over TLS");
+        }
+        if let Some(user) = &user {
+            at.push_str(&format!(" as user `{}`", user.name));
+        }
+        let connecting = |e: etcd_client::Error| match store_error(e) {
+            StoreError::Unavailable { message, retryable } => StoreError::Unavailable {
+                message: format!("connecting to {at}: {message}"),
+                retryable,
+            },
+            other => other,
+        };
+        if let Some(EtcdUser { name, password }) = user {
+            // etcd's tokens expire (`--auth-token-ttl`, 5 minutes by default):
+            // a request that finds its token expired authenticates again.
+            options = options
+                .with_user(name, password)
+                .with_auto_token_refresh(true);
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &tls {
+            options = options.with_tls(tls.options());
+        }
         let client = runtime
             .block_on(Client::connect(endpoints, Some(options)))
-            .map_err(store_error)?;
+            .map_err(connecting)?;
         let publisher = Arc::new(Publisher::new(WATCH_CAPACITY));
         let ttl = lease_ttl.as_secs().max(1) as i64;
+        // The first requests: where a refused certificate or user shows.
         let lease = runtime
             .block_on(client.lease_client().grant(ttl, None))
-            .map_err(store_error)?
+            .map_err(connecting)?
             .id();
         runtime
             .block_on(put_live(&client, &prefix, lease))
-            .map_err(store_error)?;
+            .map_err(connecting)?;
         let lease = Arc::new(AtomicI64::new(lease));
         runtime.spawn(keep_alive(
             client.clone(),

@@ -65,7 +65,11 @@
 //! constant time and never logged; every refusal is logged with the actor and the
 //! rule. Request bodies (`--body-limit`) and watch streams (`--max-watchers`) are
 //! bounded. No CORS unless origins are given (`--cors-origin`), and then only
-//! those.
+//! those. An etcd that checks who connects is reached over TLS
+//! (`--etcd-cacert`, and `--etcd-cert` with `--etcd-key` for its
+//! `--client-cert-auth`) and as an etcd user (`--etcd-user`, its password
+//! from the environment variable `FSM_ETCD_PASSWORD`, never from the command
+//! line nor in the log): [`StoreKind::Etcd`]'s `user` and `tls`.
 
 mod api;
 mod census;
@@ -89,7 +93,7 @@ use fsm_runtime::{Healer, MemoryStore, PeriodicHealer, Runtime};
 
 pub use api::router;
 pub use flights::Flight;
-pub use fsm_etcd::AnyStore;
+pub use fsm_etcd::{AnyStore, EtcdTls, EtcdUser};
 pub use json::{entry_json, object_json};
 pub use tokens::{MIN_TOKEN_LEN, Tokens};
 
@@ -104,6 +108,11 @@ pub enum StoreKind {
         endpoints: Vec<String>,
         /// The key prefix.
         prefix: String,
+        /// The etcd user to authenticate as, for an etcd with authentication on.
+        user: Option<EtcdUser>,
+        /// TLS to etcd: its authority, and a client certificate if etcd asks
+        /// for one.
+        tls: Option<EtcdTls>,
     },
 }
 
@@ -207,12 +216,23 @@ impl Service {
                         None => store,
                     }))
                 }
-                StoreKind::Etcd { endpoints, prefix } => {
-                    let store = EtcdStore::builder(endpoints.iter(), &format!("{prefix}{name}/"));
-                    let store = match config.keep_history {
-                        Some(entries) => store.keep_history(entries),
-                        None => store,
-                    };
+                StoreKind::Etcd {
+                    endpoints,
+                    prefix,
+                    user,
+                    tls,
+                } => {
+                    let mut store =
+                        EtcdStore::builder(endpoints.iter(), &format!("{prefix}{name}/"));
+                    if let Some(entries) = config.keep_history {
+                        store = store.keep_history(entries);
+                    }
+                    if let Some(user) = user {
+                        store = store.user(user.clone());
+                    }
+                    if let Some(tls) = tls {
+                        store = store.tls(tls.clone());
+                    }
                     AnyStore::Etcd(
                         store
                             .connect()

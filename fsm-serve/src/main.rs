@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use fsm_serve::{Config, Service, StoreKind, Tokens};
+use fsm_serve::{Config, EtcdTls, EtcdUser, Service, StoreKind, Tokens};
 
 /// Serve state machines over REST, with a live web page.
 #[derive(Parser)]
@@ -31,6 +31,22 @@ struct Args {
     /// The etcd key prefix; each machine lives under `<prefix><machine>/`.
     #[arg(long, default_value = "/fsm/")]
     prefix: String,
+    /// The certificate authority (PEM) that signed etcd's certificate: connect
+    /// to etcd over TLS, and only to an etcd whose certificate it signed.
+    #[arg(long, value_name = "FILE")]
+    etcd_cacert: Option<PathBuf>,
+    /// This service's client certificate (PEM), for an etcd run with
+    /// `--client-cert-auth`; with `--etcd-key` and `--etcd-cacert`.
+    #[arg(long, value_name = "FILE", requires_all = ["etcd_key", "etcd_cacert"])]
+    etcd_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM); with `--etcd-cert`.
+    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
+    etcd_key: Option<PathBuf>,
+    /// The etcd user to authenticate as, for an etcd with authentication on;
+    /// its password is read from the environment variable `FSM_ETCD_PASSWORD`
+    /// (never from the command line, where other users could read it).
+    #[arg(long, value_name = "NAME")]
+    etcd_user: Option<String>,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     body_limit: usize,
@@ -62,6 +78,58 @@ enum Store {
     Etcd,
 }
 
+/// The environment variable `--etcd-user`'s password is read from.
+const PASSWORD_VARIABLE: &str = "FSM_ETCD_PASSWORD";
+
+/// Where the objects live, as the arguments say: for etcd, with the user and
+/// the TLS files read.
+fn store_kind(args: &Args) -> Result<StoreKind, String> {
+    let etcd_only = [
+        ("--etcd-cacert", args.etcd_cacert.is_some()),
+        ("--etcd-user", args.etcd_user.is_some()),
+    ];
+    if let Store::Memory = args.store {
+        return match etcd_only.iter().find(|(_, given)| *given) {
+            Some((flag, _)) => Err(format!("{flag} is for `--store etcd`")),
+            None => Ok(StoreKind::Memory),
+        };
+    }
+    let read = |flag: &str, path: &PathBuf| {
+        std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+    };
+    let tls = match &args.etcd_cacert {
+        Some(ca) => {
+            let tls = EtcdTls::new(read("--etcd-cacert", ca)?);
+            Some(match (&args.etcd_cert, &args.etcd_key) {
+                (Some(cert), Some(key)) => {
+                    tls.identity(read("--etcd-cert", cert)?, read("--etcd-key", key)?)
+                }
+                // clap requires them together, and with the authority.
+                _ => tls,
+            })
+        }
+        None => None,
+    };
+    let user = match &args.etcd_user {
+        Some(name) => match std::env::var(PASSWORD_VARIABLE) {
+            Ok(password) => Some(EtcdUser::new(name, password)),
+            Err(_) => {
+                return Err(format!(
+                    "--etcd-user {name}: set its password in the environment variable \
+                     {PASSWORD_VARIABLE}"
+                ));
+            }
+        },
+        None => None,
+    };
+    Ok(StoreKind::Etcd {
+        endpoints: args.etcd.clone(),
+        prefix: args.prefix.clone(),
+        user,
+        tls,
+    })
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     tracing_subscriber::fmt()
@@ -75,15 +143,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let store = match store_kind(&args) {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut config = Config::new(args.specs);
     config.listen = args.listen;
-    config.store = match args.store {
-        Store::Memory => StoreKind::Memory,
-        Store::Etcd => StoreKind::Etcd {
-            endpoints: args.etcd,
-            prefix: args.prefix,
-        },
-    };
+    config.store = store;
     config.body_limit = args.body_limit;
     config.max_watchers = args.max_watchers;
     config.heal_every = Duration::from_secs(args.heal_every.max(1));

@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 
 const OPS: &str = "binary-test-token-ops-5d1f";
 const USER: &str = "binary-test-token-user-8a2c";
@@ -32,6 +32,57 @@ fn door() -> String {
         .join("tests/specs/door.toml")
         .display()
         .to_string()
+}
+
+/// Where the started binary listens, from the first line of its standard
+/// error that says so, and the rest of that stream.
+fn listening(child: &mut Child) -> (String, BufReader<ChildStderr>) {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "it exited before listening"
+        );
+        if let Some(at) = line.trim().strip_prefix("fsm serve: door on http://") {
+            return (at.to_owned(), stderr);
+        }
+    }
+}
+
+/// Creates the door `d` and closes it, as `USER`, on the service at `base`:
+/// the two answers' statuses.
+async fn create_and_close(c: &reqwest::Client, base: &str) -> [u16; 2] {
+    let created = c
+        .post(format!("{base}/v1/door/objects"))
+        .bearer_auth(USER)
+        .json(&serde_json::json!({"id": "d"}))
+        .send()
+        .await
+        .unwrap();
+    let closed = c
+        .post(format!("{base}/v1/door/objects/d/actions/close?run=true"))
+        .bearer_auth(USER)
+        .send()
+        .await
+        .unwrap();
+    [created.status().as_u16(), closed.status().as_u16()]
+}
+
+/// Stops the binary with SIGINT, which must be a clean stop: what it wrote
+/// to its standard error after `stderr`'s last read line.
+fn interrupted(child: &mut Child, mut stderr: BufReader<ChildStderr>) -> String {
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let exit = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(exit.success(), "{exit:?}\n{rest}");
+    rest
 }
 
 #[test]
@@ -73,38 +124,12 @@ async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Its first line says where it listens.
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "it exited before listening"
-        );
-        if let Some(at) = line.trim().strip_prefix("fsm serve: door on http://") {
-            break at.to_owned();
-        }
-    };
+    let (addr, stderr) = listening(&mut child);
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     let base = format!("http://{addr}");
     let c = reqwest::Client::new();
     let status = |r: reqwest::Response| r.status().as_u16();
-    let r = c
-        .post(format!("{base}/v1/door/objects"))
-        .bearer_auth(USER)
-        .json(&serde_json::json!({"id": "d"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(r), 201);
-    let r = c
-        .post(format!("{base}/v1/door/objects/d/actions/close?run=true"))
-        .bearer_auth(USER)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(r), 200);
+    assert_eq!(create_and_close(&c, &base).await, [201, 200]);
     // `--keep-history 2`: of created, started and completed, the last two.
     let history: serde_json::Value = c
         .get(format!("{base}/v1/door/objects/d/history"))
@@ -138,16 +163,7 @@ async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
         .unwrap();
     assert_eq!(status(r), 401);
 
-    // SIGINT: a clean stop.
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let exit = child.wait().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    assert!(exit.success(), "{exit:?}\n{rest}");
+    let rest = interrupted(&mut child, stderr);
     assert!(
         rest.contains("actor=\"alice\"") || rest.contains("actor=alice"),
         "{rest}"
@@ -158,4 +174,155 @@ async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
     for token in [OPS, USER, STRANGER] {
         assert!(!rest.contains(token), "a token in the log:\n{rest}");
     }
+}
+
+#[path = "../../fsm-etcd/tests/support/secure.rs"]
+mod secure;
+
+/// A child process killed when the test ends, failed or not.
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The binary's arguments for `door` on the secure etcd, with `extra`.
+fn on_etcd(tokens: &Path, etcd: &secure::SecureEtcd, extra: &[&str]) -> Command {
+    let (ca, cert, key) = etcd.files();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fsm-serve"));
+    command
+        .args([&door(), "--tokens", &tokens.display().to_string()])
+        .args(["--listen", "127.0.0.1:0", "--store", "etcd"])
+        .args(["--etcd", &etcd.endpoint, "--prefix", "/fsm-secure-test/"])
+        .arg("--etcd-cacert")
+        .arg(ca)
+        .arg("--etcd-cert")
+        .arg(cert)
+        .arg("--etcd-key")
+        .arg(key)
+        .args(extra)
+        .env_remove("FSM_ETCD_PASSWORD");
+    command
+}
+
+/// `--etcd-cacert`, `--etcd-cert`, `--etcd-key` and `--etcd-user` (its
+/// password from `FSM_ETCD_PASSWORD`): the service on an etcd that takes only
+/// TLS, with a client certificate, from a user; and a wrong password refused
+/// at start, without the password in what it prints.
+#[test]
+fn the_service_runs_on_an_etcd_over_tls_as_a_user() {
+    let Some(etcd) = secure::SecureEtcd::start() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+
+    let wrong = on_etcd(&tokens, &etcd, &["--etcd-user", "root"])
+        .env("FSM_ETCD_PASSWORD", "not-the-password")
+        .output()
+        .unwrap();
+    assert_eq!(wrong.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&wrong.stderr);
+    assert!(said.contains("as user `root`"), "{said}");
+    assert!(said.contains("authentication failed"), "{said}");
+    assert!(!said.contains("not-the-password"), "{said}");
+
+    let mut child = Stopped(
+        on_etcd(&tokens, &etcd, &["--etcd-user", "root"])
+            .env("FSM_ETCD_PASSWORD", secure::ROOT_PASSWORD)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (addr, stderr) = listening(&mut child.0);
+    let base = format!("http://{addr}");
+    let statuses = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(create_and_close(&reqwest::Client::new(), &base));
+    assert_eq!(statuses, [201, 200]);
+    // The object is on that etcd, where a store with the same access reads it.
+    let store = fsm_etcd::EtcdStore::builder([&etcd.endpoint], "/fsm-secure-test/door/")
+        .tls(
+            fsm_etcd::EtcdTls::new(etcd.ca.clone())
+                .identity(etcd.client.certificate.clone(), etcd.client.key.clone()),
+        )
+        .user(fsm_etcd::EtcdUser::new("root", secure::ROOT_PASSWORD))
+        .connect()
+        .unwrap();
+    let door = fsm_core::spec::load(door()).unwrap();
+    // (Its guard `oiled` is code, which the service refuses and this test grants.)
+    let doors = fsm_runtime::Runtime::builder(door, store)
+        .guard("oiled", |_| true)
+        .build()
+        .unwrap();
+    assert_eq!(doors.state_name("d").unwrap(), "CLOSED");
+    assert_eq!(doors.get("d").unwrap().version, 3);
+
+    let rest = interrupted(&mut child.0, stderr);
+    assert!(!rest.contains(secure::ROOT_PASSWORD), "{rest}");
+}
+
+/// The etcd flags are checked before anything starts: each mistake exits
+/// with 2 and says which flag.
+#[test]
+fn etcd_access_flags_are_checked_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
+            .args([&door(), "--tokens", &tokens.display().to_string()])
+            .args(args)
+            .env_remove("FSM_ETCD_PASSWORD")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = run(&["--store", "etcd", "--etcd-user", "root"]);
+    assert!(
+        said.contains(
+            "--etcd-user root: set its password in the environment variable FSM_ETCD_PASSWORD"
+        ),
+        "{said}"
+    );
+    let said = run(&["--etcd-cacert", "ca.pem"]);
+    assert!(
+        said.contains("--etcd-cacert is for `--store etcd`"),
+        "{said}"
+    );
+    let said = run(&["--etcd-user", "root"]);
+    assert!(said.contains("--etcd-user is for `--store etcd`"), "{said}");
+    let missing = tmp.path().join("no-such-ca.pem");
+    let said = run(&[
+        "--store",
+        "etcd",
+        "--etcd-cacert",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(
+        said.contains(&format!("--etcd-cacert {}: ", missing.display())),
+        "{said}"
+    );
+    // A certificate goes with its key, and both with the authority.
+    let said = run(&[
+        "--store",
+        "etcd",
+        "--etcd-cacert",
+        "ca.pem",
+        "--etcd-cert",
+        "c.pem",
+    ]);
+    assert!(said.contains("--etcd-key"), "{said}");
+    let said = run(&[
+        "--store",
+        "etcd",
+        "--etcd-cert",
+        "c.pem",
+        "--etcd-key",
+        "k.pem",
+    ]);
+    assert!(said.contains("--etcd-cacert"), "{said}");
 }

@@ -27,6 +27,8 @@ async fn open(prefix: &str) -> Option<Server> {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
     ]);
     config.store = StoreKind::Etcd {
+        user: None,
+        tls: None,
         endpoints: endpoints(),
         prefix: prefix.to_owned(),
     };
@@ -510,6 +512,8 @@ async fn a_lost_etcd_is_a_503() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/disk.toml"),
     ]);
     config.store = StoreKind::Etcd {
+        user: None,
+        tls: None,
         endpoints: vec![format!("127.0.0.1:{client}")],
         prefix: "/lost/".into(),
     };

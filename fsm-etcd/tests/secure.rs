@@ -1,0 +1,196 @@
+//! The store on an etcd that checks who connects: TLS, client certificates,
+//! users. Each test runs an etcd of its own (`support/secure.rs`).
+
+#[path = "support/secure.rs"]
+mod secure;
+
+use std::path::Path;
+
+use fsm_etcd::{EtcdStore, EtcdTls, EtcdUser};
+use fsm_runtime::{Actor, EntryKind, Runtime, StoreError};
+use secure::{ROOT_PASSWORD, SecureEtcd};
+
+fn vm_machine() -> fsm_core::Machine {
+    fsm_core::spec::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"))
+        .unwrap()
+}
+
+/// The TLS a deployment gives the store: the authority, and the client's
+/// certificate and key.
+fn client_tls(etcd: &SecureEtcd) -> EtcdTls {
+    EtcdTls::new(etcd.ca.clone()).identity(etcd.client.certificate.clone(), etcd.client.key.clone())
+}
+
+fn connect(
+    etcd: &SecureEtcd,
+    tls: EtcdTls,
+    user: Option<EtcdUser>,
+) -> Result<EtcdStore, StoreError> {
+    // Each test's etcd is its own: any prefix will do.
+    let builder = EtcdStore::builder([&etcd.endpoint], "/fsm-secure/").tls(tls);
+    match user {
+        Some(user) => builder.user(user),
+        None => builder,
+    }
+    .connect()
+}
+
+/// A refused connection: its message, which says where the store connected
+/// and how, and whether it is retryable.
+fn refusal(etcd: &SecureEtcd, connected: Result<EtcdStore, StoreError>) -> (String, bool) {
+    match connected {
+        Ok(_) => panic!("the store connected"),
+        Err(e @ StoreError::Unavailable { retryable, .. }) => {
+            let message = e.to_string();
+            let at = format!("connecting to etcd at {} over TLS", etcd.endpoint);
+            assert!(message.contains(&at), "{message}");
+            (message, retryable)
+        }
+        Err(e) => panic!("not an unavailable store: {e:?}"),
+    }
+}
+
+#[test]
+fn a_store_with_the_authority_a_client_certificate_and_a_user_runs_actions_and_watches() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    let open = || {
+        EtcdStore::builder([&etcd.endpoint], "/fsm-secure/")
+            .tls(client_tls(&etcd))
+            .user(EtcdUser::new("root", ROOT_PASSWORD))
+            .connect()
+            .unwrap()
+    };
+    let ops = Actor::new("ops").with_role("admin").with_role("user");
+    let vms = Runtime::new(vm_machine(), open()).unwrap();
+    // A second process's store on the same prefix sees the first one's writes.
+    let other = Runtime::new(vm_machine(), open()).unwrap();
+    let mut watcher = other.watch().unwrap();
+    vms.create("vm-1", &ops).unwrap();
+    let deployed = vms.run("vm-1", &ops, "deploy").unwrap();
+    assert_eq!(vms.machine().state(deployed.state).name, "RUNNING");
+    assert_eq!(other.state_name("vm-1").unwrap(), "RUNNING");
+    let kinds: Vec<EntryKind> = other
+        .history("vm-1")
+        .unwrap()
+        .iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [EntryKind::Created, EntryKind::Started, EntryKind::Completed]
+    );
+    let seen: Vec<u64> = (0..3)
+        .map(|_| watcher.recv().unwrap().entry.version)
+        .collect();
+    assert_eq!(seen, [1, 2, 3]);
+}
+
+#[test]
+fn a_user_whose_token_expired_authenticates_again() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    let store = connect(
+        &etcd,
+        client_tls(&etcd),
+        Some(EtcdUser::new("root", ROOT_PASSWORD)),
+    )
+    .unwrap();
+    let vms = Runtime::new(vm_machine(), store).unwrap();
+    let ops = Actor::new("ops").with_role("admin").with_role("user");
+    vms.create("vm-1", &ops).unwrap();
+    // Past the token's second, idle: etcd forgets it.
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let deploy = vms.start("vm-1", &ops, "deploy").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let deployed = deploy.complete().unwrap();
+    assert_eq!(vms.machine().state(deployed.state).name, "RUNNING");
+}
+
+#[test]
+fn etcd_refuses_a_store_without_a_client_certificate() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    // etcd closes the connection: all the client learns.
+    let (message, _) = refusal(
+        &etcd,
+        connect(
+            &etcd,
+            EtcdTls::new(etcd.ca.clone()),
+            Some(EtcdUser::new("root", ROOT_PASSWORD)),
+        ),
+    );
+    assert!(message.contains("transport error"), "{message}");
+}
+
+#[test]
+fn the_store_refuses_an_etcd_whose_certificate_its_authority_did_not_sign() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    let tls = EtcdTls::new(etcd.other_ca.clone())
+        .identity(etcd.client.certificate.clone(), etcd.client.key.clone());
+    let (message, _) = refusal(
+        &etcd,
+        connect(&etcd, tls, Some(EtcdUser::new("root", ROOT_PASSWORD))),
+    );
+    assert!(
+        message.contains("invalid peer certificate: UnknownIssuer"),
+        "{message}"
+    );
+}
+
+#[test]
+fn etcd_refuses_a_wrong_password_and_no_user() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    // Neither is retryable: the same request would be refused again.
+    let (wrong, retryable) = refusal(
+        &etcd,
+        connect(
+            &etcd,
+            client_tls(&etcd),
+            Some(EtcdUser::new("root", "not the password")),
+        ),
+    );
+    assert!(wrong.contains("as user `root`"), "{wrong}");
+    assert!(wrong.contains("authentication failed"), "{wrong}");
+    assert!(!retryable);
+    // With no user, etcd takes the certificate's name, which is no user of its.
+    let (nobody, retryable) = refusal(&etcd, connect(&etcd, client_tls(&etcd), None));
+    assert!(nobody.contains("permission denied"), "{nobody}");
+    assert!(!retryable);
+}
+
+#[test]
+fn neither_a_user_nor_tls_shows_its_secret_in_debug() {
+    let key = "-----BEGIN PRIVATE KEY-----\nTHE-KEY-BYTES\n-----END PRIVATE KEY-----\n";
+    let builder = EtcdStore::builder(["127.0.0.1:2379"], "/p/")
+        .tls(EtcdTls::new("the authority").identity("the certificate", key))
+        .user(EtcdUser::new("root", ROOT_PASSWORD));
+    let shown = format!("{builder:?}");
+    assert!(shown.contains(r#"name: "root""#), "{shown}");
+    assert!(shown.contains("<certificate and key>"), "{shown}");
+    for secret in [ROOT_PASSWORD, "THE-KEY-BYTES", "the certificate"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+}
+
+#[test]
+fn etcds_certificate_must_be_issued_to_the_name_the_store_is_given() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    let root = || Some(EtcdUser::new("root", ROOT_PASSWORD));
+    // Its certificate names `localhost` and `127.0.0.1`.
+    connect(&etcd, client_tls(&etcd).domain("localhost"), root()).unwrap();
+    let (message, _) = refusal(
+        &etcd,
+        connect(&etcd, client_tls(&etcd).domain("etcd.example.com"), root()),
+    );
+    assert!(message.contains("NotValidForName"), "{message}");
+}

@@ -1,0 +1,237 @@
+//! An etcd of a test's own that checks who connects: TLS with client
+//! certificates (`--client-cert-auth`), and users (`auth enable`), with
+//! certificates made for it. Each test starts its own and stops it when done.
+//! (Apart from `support`, whose other binaries build without TLS.)
+
+#![allow(dead_code)] // each binary uses its part
+
+#[path = "../../../fsm-core/tests/common/mod.rs"]
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair,
+};
+
+/// The password of the etcd's `root` user.
+pub const ROOT_PASSWORD: &str = "root-password-of-the-test";
+
+/// A certificate and its key, PEM.
+pub struct Pem {
+    pub certificate: String,
+    pub key: String,
+}
+
+/// A running etcd that takes TLS connections only, from clients whose
+/// certificate its authority signed, and with authentication on (`root`,
+/// [`ROOT_PASSWORD`]), whose tokens expire after a second.
+pub struct SecureEtcd {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// `127.0.0.1:port`.
+    pub endpoint: String,
+    /// The authority that signed etcd's certificate and the client's (PEM).
+    pub ca: String,
+    /// A client certificate the authority signed (common name
+    /// `fsm-test-client`, no user of etcd's).
+    pub client: Pem,
+    /// An authority that signed nothing of this etcd's (PEM).
+    pub other_ca: String,
+}
+
+impl SecureEtcd {
+    /// Starts one, or `None` when there is no `etcd` to run and
+    /// `FSM_SKIP_ETCD` is set (without it, the test fails saying how to get
+    /// one).
+    pub fn start() -> Option<SecureEtcd> {
+        let dir = tempfile::tempdir().unwrap();
+        let (ca, issuer) = authority("fsm test authority");
+        let (other_ca, _) = authority("another authority");
+        let server = signed(&issuer, "etcd", &["localhost", "127.0.0.1"], true);
+        let client = signed(&issuer, "fsm-test-client", &[], false);
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let ca_file = write("ca.pem", &ca);
+        let cert_file = write("server.pem", &server.certificate);
+        let key_file = write("server-key.pem", &server.key);
+        let (port, peer) = (free_port(), free_port());
+        let endpoint = format!("127.0.0.1:{port}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let arg = |p: &PathBuf| p.to_str().unwrap().to_owned();
+        let spawned = Command::new("etcd")
+            .args(["--name", "secure", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args(["--listen-client-urls", &format!("https://{endpoint}")])
+            .args(["--advertise-client-urls", &format!("https://{endpoint}")])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("secure={peer_url}")])
+            .args([
+                "--cert-file",
+                &arg(&cert_file),
+                "--key-file",
+                &arg(&key_file),
+            ])
+            .args(["--trusted-ca-file", &arg(&ca_file), "--client-cert-auth"])
+            // Tokens that expire within a test (5 minutes by default).
+            .args(["--auth-token-ttl", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.path().join("etcd.log")).unwrap(),
+            ))
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                common::missing(
+                    "FSM_SKIP_ETCD",
+                    &format!("cannot run etcd ({e})"),
+                    "scripts/setup installs it (Debian's etcd-server)",
+                );
+                return None;
+            }
+        };
+        let etcd = SecureEtcd {
+            child,
+            dir,
+            endpoint,
+            ca,
+            client,
+            other_ca,
+        };
+        etcd.enable_auth();
+        Some(etcd)
+    }
+
+    /// Where the etcd writes its log.
+    pub fn log(&self) -> PathBuf {
+        self.dir.path().join("etcd.log")
+    }
+
+    /// The TLS options of a client with the authority and the client
+    /// certificate.
+    fn tls(&self) -> TlsOptions {
+        TlsOptions::new()
+            .ca_certificate(Certificate::from_pem(&self.ca))
+            .identity(Identity::from_pem(
+                &self.client.certificate,
+                &self.client.key,
+            ))
+    }
+
+    /// Waits for the etcd to answer, then adds `root` and turns
+    /// authentication on.
+    fn enable_auth(&self) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let started = Instant::now();
+                let mut client = loop {
+                    let options = ConnectOptions::new()
+                        .with_tls(self.tls())
+                        .with_connect_timeout(Duration::from_secs(1))
+                        .with_timeout(Duration::from_secs(2));
+                    let answer = match Client::connect([&self.endpoint], Some(options)).await {
+                        Ok(mut client) => client.status().await.map(|_| client),
+                        Err(e) => Err(e),
+                    };
+                    match answer {
+                        Ok(client) => break client,
+                        Err(e) if started.elapsed() > Duration::from_secs(30) => panic!(
+                            "the test's etcd does not answer at {} ({e}); its log: {}",
+                            self.endpoint,
+                            std::fs::read_to_string(self.log()).unwrap_or_default()
+                        ),
+                        Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                    }
+                };
+                client.user_add("root", ROOT_PASSWORD, None).await.unwrap();
+                client.user_grant_role("root", "root").await.unwrap();
+                client.auth_enable().await.unwrap();
+            });
+    }
+
+    /// The authority and the client's certificate and key written to files,
+    /// as a deployment has them: `(ca, certificate, key)`.
+    pub fn files(&self) -> (PathBuf, PathBuf, PathBuf) {
+        let write = |name: &str, text: &str| {
+            let path = self.dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        (
+            write("client-ca.pem", &self.ca),
+            write("client.pem", &self.client.certificate),
+            write("client-key.pem", &self.client.key),
+        )
+    }
+
+    /// The directory the etcd's files are in.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for SecureEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A self-signed authority named `name`: its certificate (PEM), and the
+/// issuer to sign others with.
+fn authority(name: &str) -> (String, CertifiedIssuer<'static, KeyPair>) {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+    (issuer.pem(), issuer)
+}
+
+/// A certificate for `name` (and `hosts`, its alternative names) that
+/// `issuer` signed, for a server or for a client.
+fn signed(
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    name: &str,
+    hosts: &[&str],
+    server: bool,
+) -> Pem {
+    let key = KeyPair::generate().unwrap();
+    let mut params =
+        CertificateParams::new(hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, name);
+    // etcd checks a server's certificate for both uses (it dials itself).
+    params.extended_key_usages = match server {
+        true => vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ],
+        false => vec![ExtendedKeyUsagePurpose::ClientAuth],
+    };
+    let certificate = params.signed_by(&key, issuer).unwrap();
+    Pem {
+        certificate: certificate.pem(),
+        key: key.serialize_pem(),
+    }
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
