@@ -60,7 +60,11 @@
 //!
 //! # Security
 //!
-//! It listens on loopback unless told otherwise (`--listen`). Tokens come from a
+//! It listens on loopback unless told otherwise (`--listen`). Off loopback,
+//! give it a certificate (`--tls-cert`, `--tls-key`; [`ServeTls`],
+//! [`serve_tls`]): it then answers over HTTPS only, so that tokens never cross
+//! the network in clear text, and a client that does not finish its TLS
+//! handshake within 10 seconds is dropped, holding up no other. Tokens come from a
 //! file only its owner may read (refused at start otherwise), are compared in
 //! constant time and never logged; every refusal is logged with the actor and the
 //! rule. Request bodies (`--body-limit`) and watch streams (`--max-watchers`) are
@@ -75,6 +79,7 @@ mod api;
 mod census;
 mod feed;
 mod flights;
+mod https;
 mod json;
 mod metrics;
 mod openapi;
@@ -94,6 +99,7 @@ use fsm_runtime::{Healer, MemoryStore, PeriodicHealer, Runtime};
 pub use api::router;
 pub use flights::Flight;
 pub use fsm_etcd::{AnyStore, EtcdTls, EtcdUser};
+pub use https::{ServeTls, TlsError};
 pub use json::{entry_json, object_json};
 pub use tokens::{MIN_TOKEN_LEN, Tokens};
 
@@ -327,6 +333,30 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_on(service, listener, shutdown).await
+}
+
+/// [`serve`] over HTTPS only, with `tls`'s certificate: a client that does
+/// not complete its TLS handshake within 10 seconds is dropped, and holds up
+/// no other client meanwhile.
+pub async fn serve_tls(
+    service: Arc<Service>,
+    listener: tokio::net::TcpListener,
+    tls: &ServeTls,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_on(service, https::TlsListener::new(listener, tls)?, shutdown).await
+}
+
+async fn serve_on<L>(
+    service: Arc<Service>,
+    listener: L,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let app = router(service.clone());
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)

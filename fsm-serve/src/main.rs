@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use fsm_serve::{Config, EtcdTls, EtcdUser, Service, StoreKind, Tokens};
+use fsm_serve::{Config, EtcdTls, EtcdUser, ServeTls, Service, StoreKind, Tokens};
 
 /// Serve state machines over REST, with a live web page.
 #[derive(Parser)]
@@ -18,6 +18,14 @@ struct Args {
     /// Where to listen. Loopback unless told otherwise.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+    /// Serve HTTPS only, with this certificate chain (PEM: the service's
+    /// certificate, then its intermediates); with `--tls-key`. Off loopback,
+    /// without it, bearer tokens cross the network in clear text.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// The tokens file (TOML: `[[token]]` with `token`, `actor`, `roles`), readable
     /// by its owner only.
     #[arg(long)]
@@ -143,6 +151,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(chain), Some(key)) => match ServeTls::load(chain, key) {
+            Ok(tls) => Some(tls),
+            Err(e) => {
+                eprintln!(
+                    "error: --tls-cert {}, --tls-key {}: {e}",
+                    chain.display(),
+                    key.display()
+                );
+                return ExitCode::from(2);
+            }
+        },
+        // clap requires them together.
+        _ => None,
+    };
     let store = match store_kind(&args) {
         Ok(store) => store,
         Err(e) => {
@@ -177,15 +200,19 @@ fn main() -> ExitCode {
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         let machines: Vec<&str> = service.machines().collect();
         eprintln!(
-            "fsm serve: {} on http://{}",
+            "fsm serve: {} on {}://{}",
             machines.join(", "),
+            if tls.is_some() { "https" } else { "http" },
             listener.local_addr()?
         );
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
             eprintln!("fsm serve: shutting down");
         };
-        fsm_serve::serve(service, listener, shutdown).await
+        match &tls {
+            Some(tls) => fsm_serve::serve_tls(service, listener, tls, shutdown).await,
+            None => fsm_serve::serve(service, listener, shutdown).await,
+        }
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

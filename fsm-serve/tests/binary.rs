@@ -34,8 +34,8 @@ fn door() -> String {
         .to_string()
 }
 
-/// Where the started binary listens, from the first line of its standard
-/// error that says so, and the rest of that stream.
+/// Where the started binary listens (`http://…` or `https://…`), from the
+/// first line of its standard error that says so, and the rest of that stream.
 fn listening(child: &mut Child) -> (String, BufReader<ChildStderr>) {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
@@ -45,7 +45,7 @@ fn listening(child: &mut Child) -> (String, BufReader<ChildStderr>) {
             stderr.read_line(&mut line).unwrap() > 0,
             "it exited before listening"
         );
-        if let Some(at) = line.trim().strip_prefix("fsm serve: door on http://") {
+        if let Some(at) = line.trim().strip_prefix("fsm serve: door on ") {
             return (at.to_owned(), stderr);
         }
     }
@@ -124,9 +124,8 @@ async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (addr, stderr) = listening(&mut child);
-    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
-    let base = format!("http://{addr}");
+    let (base, stderr) = listening(&mut child);
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
     let c = reqwest::Client::new();
     let status = |r: reqwest::Response| r.status().as_u16();
     assert_eq!(create_and_close(&c, &base).await, [201, 200]);
@@ -237,8 +236,7 @@ fn the_service_runs_on_an_etcd_over_tls_as_a_user() {
             .spawn()
             .unwrap(),
     );
-    let (addr, stderr) = listening(&mut child.0);
-    let base = format!("http://{addr}");
+    let (base, stderr) = listening(&mut child.0);
     let statuses = tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(create_and_close(&reqwest::Client::new(), &base));
@@ -325,4 +323,113 @@ fn etcd_access_flags_are_checked_at_start() {
         "k.pem",
     ]);
     assert!(said.contains("--etcd-cacert"), "{said}");
+}
+
+/// `--tls-cert` and `--tls-key`: HTTPS only, with the service's certificate.
+/// A client that opens a connection and never completes its handshake holds
+/// up no other; plain HTTP and a client that does not trust the certificate
+/// get nothing.
+#[test]
+fn with_a_certificate_it_serves_https_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let (ca, issuer) = secure::authority("fsm serve's authority");
+    let service = secure::signed(&issuer, "fsm serve", &["localhost", "127.0.0.1"], true);
+    let (cert, key) = (
+        tmp.path().join("serve.pem"),
+        tmp.path().join("serve-key.pem"),
+    );
+    std::fs::write(&cert, &service.certificate).unwrap();
+    std::fs::write(&key, &service.key).unwrap();
+    let mut child = Stopped(
+        Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
+            .args([&door(), "--tokens", &tokens.display().to_string()])
+            .args(["--listen", "127.0.0.1:0", "--tls-cert"])
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&key)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (base, stderr) = listening(&mut child.0);
+    let addr = base.strip_prefix("https://").expect(&base).to_owned();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        // A connection that never says hello.
+        let _silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let trusting = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+            .build()
+            .unwrap();
+        let statuses = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            create_and_close(&trusting, &base),
+        )
+        .await
+        .expect("held up behind a handshake that never came");
+        assert_eq!(statuses, [201, 200]);
+        let plain = reqwest::Client::new()
+            .get(format!("http://{addr}/healthz"))
+            .send()
+            .await;
+        assert!(plain.is_err(), "{plain:?}");
+        let stranger = reqwest::Client::new()
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .unwrap_err();
+        assert!(stranger.is_connect(), "{stranger:?}");
+    });
+    interrupted(&mut child.0, stderr);
+}
+
+/// A certificate and key that cannot serve stop it at start, naming the files.
+#[test]
+fn a_certificate_that_cannot_serve_is_refused_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let (_, issuer) = secure::authority("an authority");
+    let one = secure::signed(&issuer, "one", &["localhost"], true);
+    let other = secure::signed(&issuer, "other", &["localhost"], true);
+    let write = |name: &str, text: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let (cert, other_key) = (
+        write("one.pem", &one.certificate),
+        write("other-key.pem", &other.key),
+    );
+    let missing = tmp.path().join("missing.pem").display().to_string();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
+            .args([&door(), "--tokens", &tokens.display().to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = run(&["--tls-cert", &cert, "--tls-key", &missing]);
+    assert!(said.contains(&format!("{missing}: ")), "{said}");
+    let said = run(&["--tls-cert", &cert, "--tls-key", &cert]);
+    assert!(
+        said.contains("the private key is not a PEM private key"),
+        "{said}"
+    );
+    let said = run(&["--tls-cert", &other_key, "--tls-key", &other_key]);
+    assert!(
+        said.contains("the certificate chain holds no PEM certificate"),
+        "{said}"
+    );
+    let said = run(&["--tls-cert", &cert, "--tls-key", &other_key]);
+    assert!(
+        said.contains(&format!(
+            "--tls-cert {cert}, --tls-key {other_key}: the private key is not the key of the \
+             chain's first certificate"
+        )),
+        "{said}"
+    );
+    let said = run(&["--tls-cert", &cert]);
+    assert!(said.contains("--tls-key"), "{said}");
 }

@@ -192,7 +192,7 @@ impl Drop for SecureEtcd {
 
 /// A self-signed authority named `name`: its certificate (PEM), and the
 /// issuer to sign others with.
-fn authority(name: &str) -> (String, CertifiedIssuer<'static, KeyPair>) {
+pub fn authority(name: &str) -> (String, CertifiedIssuer<'static, KeyPair>) {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.distinguished_name.push(DnType::CommonName, name);
@@ -202,7 +202,7 @@ fn authority(name: &str) -> (String, CertifiedIssuer<'static, KeyPair>) {
 
 /// A certificate for `name` (and `hosts`, its alternative names) that
 /// `issuer` signed, for a server or for a client.
-fn signed(
+pub fn signed(
     issuer: &CertifiedIssuer<'static, KeyPair>,
     name: &str,
     hosts: &[&str],
