@@ -220,7 +220,7 @@ fn actor(service: &Service, headers: &HeaderMap) -> Result<Actor, ApiError> {
                 "an `Authorization: Bearer <token>` header is required",
             )
         })?;
-    service.tokens.actor(presented.trim()).ok_or_else(|| {
+    service.tokens().actor(presented.trim()).ok_or_else(|| {
         tracing::warn!("refused: unknown token");
         ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "unknown token")
     })

@@ -7,16 +7,18 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::crypto::ring;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
+use tokio_rustls::rustls::sign::CertifiedKey;
+use tokio_rustls::rustls::{Error, ServerConfig};
 use tokio_rustls::server::TlsStream;
 
 /// How long a client has to finish its TLS handshake.
@@ -27,7 +29,9 @@ const READY: usize = 64;
 
 /// The service's certificate chain and private key: `fsm serve` then answers
 /// over HTTPS only (`--tls-cert`, `--tls-key`), so that bearer tokens never
-/// cross the network in clear text.
+/// cross the network in clear text. [`reload`](Self::reload) puts a renewed
+/// pair in its place while the service runs (`fsm serve` does on SIGHUP):
+/// connections made from then on are served with it.
 ///
 /// ```no_run
 /// use std::path::Path;
@@ -46,11 +50,22 @@ const READY: usize = 64;
 #[derive(Clone)]
 pub struct ServeTls {
     config: Arc<ServerConfig>,
+    current: Arc<Current>,
 }
 
 impl std::fmt::Debug for ServeTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ServeTls { .. }")
+    }
+}
+
+/// The pair each new handshake is served with, replaced whole by a reload.
+#[derive(Debug)]
+struct Current(RwLock<Arc<CertifiedKey>>);
+
+impl ResolvesServerCert for Current {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.read().unwrap_or_else(|e| e.into_inner()).clone())
     }
 }
 
@@ -83,40 +98,59 @@ impl ServeTls {
     /// certificate first, then the intermediates) and its private key `key`
     /// (PEM: PKCS#8, PKCS#1 or SEC1).
     pub fn from_pem(chain: &[u8], key: &[u8]) -> Result<ServeTls, TlsError> {
-        let chain = CertificateDer::pem_slice_iter(chain)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| TlsError::Chain(format!("is not PEM: {e}")))?;
-        if chain.is_empty() {
-            return Err(TlsError::Chain("holds no PEM certificate".into()));
-        }
-        let key = PrivateKeyDer::from_pem_slice(key)
-            .map_err(|e| TlsError::Key(format!("is not a PEM private key: {e}")))?;
+        let current = Arc::new(Current(RwLock::new(certified(chain, key)?)));
         let config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Refused(e.to_string()))?
             .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .map_err(|e| match e {
-                tokio_rustls::rustls::Error::InconsistentKeys(_) => TlsError::Refused(
-                    "the private key is not the key of the chain's first certificate".into(),
-                ),
-                e => TlsError::Refused(e.to_string()),
-            })?;
+            .with_cert_resolver(current.clone());
         Ok(ServeTls {
             config: Arc::new(config),
+            current,
         })
     }
 
     /// [`from_pem`](Self::from_pem) of the files `chain` and `key`.
     pub fn load(chain: &Path, key: &Path) -> Result<ServeTls, TlsError> {
-        let read = |path: &Path| {
-            std::fs::read(path).map_err(|source| TlsError::Read {
-                path: path.display().to_string(),
-                source,
-            })
-        };
         ServeTls::from_pem(&read(chain)?, &read(key)?)
     }
+
+    /// Serves new connections with the pair in the files `chain` and `key`
+    /// from now on (connections made before keep theirs). A pair that cannot
+    /// serve is refused, and the one in place stays.
+    pub fn reload(&self, chain: &Path, key: &Path) -> Result<(), TlsError> {
+        let renewed = certified(&read(chain)?, &read(key)?)?;
+        *self.current.0.write().unwrap_or_else(|e| e.into_inner()) = renewed;
+        Ok(())
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// The chain and key (PEM) as rustls serves them, once it is known that the
+/// key is the first certificate's.
+fn certified(chain: &[u8], key: &[u8]) -> Result<Arc<CertifiedKey>, TlsError> {
+    let chain = CertificateDer::pem_slice_iter(chain)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Chain(format!("is not PEM: {e}")))?;
+    if chain.is_empty() {
+        return Err(TlsError::Chain("holds no PEM certificate".into()));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key)
+        .map_err(|e| TlsError::Key(format!("is not a PEM private key: {e}")))?;
+    let certified =
+        CertifiedKey::from_der(chain, key, &ring::default_provider()).map_err(|e| match e {
+            Error::InconsistentKeys(_) => TlsError::Refused(
+                "the private key is not the key of the chain's first certificate".into(),
+            ),
+            e => TlsError::Refused(e.to_string()),
+        })?;
+    Ok(Arc::new(certified))
 }
 
 /// Connections of a TCP listener once their TLS handshake is done, for

@@ -64,7 +64,11 @@
 //! give it a certificate (`--tls-cert`, `--tls-key`; [`ServeTls`],
 //! [`serve_tls`]): it then answers over HTTPS only, so that tokens never cross
 //! the network in clear text, and a client that does not finish its TLS
-//! handshake within 10 seconds is dropped, holding up no other. Tokens come from a
+//! handshake within 10 seconds is dropped, holding up no other. On SIGHUP it
+//! reads the tokens file and the certificate again ([`Service::replace_tokens`],
+//! [`ServeTls::reload`]): tokens and certificates are renewed without a
+//! restart, which would leave every action held over the API to the healer.
+//! Files that do not read are refused, saying why, and the ones in use stay. Tokens come from a
 //! file only its owner may read (refused at start otherwise), are compared in
 //! constant time and never logged; every refusal is logged with the actor and the
 //! rule. Request bodies (`--body-limit`) and watch streams (`--max-watchers`) are
@@ -175,7 +179,8 @@ pub struct MachineService {
 /// A running service's state.
 pub struct Service {
     machines: BTreeMap<String, Arc<MachineService>>,
-    tokens: Tokens,
+    /// Replaced whole on a reload ([`Service::replace_tokens`]).
+    tokens: std::sync::RwLock<Tokens>,
     flights: Arc<flights::Flights>,
     watchers: Arc<tokio::sync::Semaphore>,
     max_watchers: usize,
@@ -188,7 +193,7 @@ impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Service")
             .field("machines", &self.machines.keys().collect::<Vec<_>>())
-            .field("tokens", &self.tokens)
+            .field("tokens", &*self.tokens())
             .finish_non_exhaustive()
     }
 }
@@ -288,7 +293,7 @@ impl Service {
         }
         Ok(Arc::new(Service {
             machines,
-            tokens,
+            tokens: std::sync::RwLock::new(tokens),
             flights,
             watchers: Arc::new(tokio::sync::Semaphore::new(config.max_watchers)),
             max_watchers: config.max_watchers,
@@ -307,6 +312,19 @@ impl Service {
     /// embedding program (or a test) to use directly.
     pub fn runtime(&self, name: &str) -> Option<&Runtime<AnyStore>> {
         self.machines.get(name).map(|m| &m.runtime)
+    }
+
+    /// The tokens accepted now.
+    fn tokens(&self) -> std::sync::RwLockReadGuard<'_, Tokens> {
+        self.tokens.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Accepts `tokens` from now on, in place of those before (`fsm serve`
+    /// reads its tokens file again on SIGHUP): a token no longer in them is
+    /// refused at its next request (401), and actions started with it stay
+    /// theirs, to complete or fail by the actor's new token.
+    pub fn replace_tokens(&self, tokens: Tokens) {
+        *self.tokens.write().unwrap_or_else(|e| e.into_inner()) = tokens;
     }
 
     /// Stops the healers and drops the actions still in flight over the API

@@ -138,6 +138,46 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
     })
 }
 
+/// On each SIGHUP, reads the tokens file again and, with HTTPS, the
+/// certificate and its key: what reads is served from then on, and what does
+/// not is refused, saying why, the last good one kept.
+#[cfg(unix)]
+async fn reload_on_hangup(
+    mut hangups: tokio::signal::unix::Signal,
+    service: std::sync::Arc<Service>,
+    tokens: PathBuf,
+    tls: Option<(ServeTls, (PathBuf, PathBuf))>,
+) {
+    while hangups.recv().await.is_some() {
+        match Tokens::load(&tokens) {
+            Ok(read) => {
+                let count = read.len();
+                service.replace_tokens(read);
+                let plural = if count == 1 { "" } else { "s" };
+                eprintln!(
+                    "fsm serve: reloaded {} ({count} token{plural})",
+                    tokens.display()
+                );
+            }
+            Err(e) => eprintln!("fsm serve: the tokens in use stay: {e}"),
+        }
+        if let Some((tls, (chain, key))) = &tls {
+            match tls.reload(chain, key) {
+                Ok(()) => eprintln!(
+                    "fsm serve: reloaded {} and {}",
+                    chain.display(),
+                    key.display()
+                ),
+                Err(e) => eprintln!(
+                    "fsm serve: the certificate in use stays: --tls-cert {}, --tls-key {}: {e}",
+                    chain.display(),
+                    key.display()
+                ),
+            }
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     tracing_subscriber::fmt()
@@ -198,6 +238,10 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
+        // Caught before it says it listens: from then on, a SIGHUP reloads
+        // (uncaught, it would stop the process).
+        #[cfg(unix)]
+        let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
         let machines: Vec<&str> = service.machines().collect();
         eprintln!(
             "fsm serve: {} on {}://{}",
@@ -209,6 +253,14 @@ fn main() -> ExitCode {
             let _ = tokio::signal::ctrl_c().await;
             eprintln!("fsm serve: shutting down");
         };
+        #[cfg(unix)]
+        tokio::spawn(reload_on_hangup(
+            hangups,
+            service.clone(),
+            args.tokens.clone(),
+            tls.clone()
+                .zip(args.tls_cert.clone().zip(args.tls_key.clone())),
+        ));
         match &tls {
             Some(tls) => fsm_serve::serve_tls(service, listener, tls, shutdown).await,
             None => fsm_serve::serve(service, listener, shutdown).await,

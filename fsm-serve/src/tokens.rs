@@ -126,6 +126,17 @@ impl Tokens {
         }
         found
     }
+
+    /// How many tokens there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none (a tokens file may list none: every call is
+    /// then refused).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -325,6 +325,35 @@ fn etcd_access_flags_are_checked_at_start() {
     assert!(said.contains("--etcd-cacert"), "{said}");
 }
 
+/// A certificate for the service (`localhost`, `127.0.0.1`) that `issuer`
+/// signed, and its key, written into `dir` (over those written before): their
+/// paths.
+fn certify(
+    dir: &Path,
+    issuer: &rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+) -> (PathBuf, PathBuf) {
+    let pair = secure::signed(issuer, "fsm serve", &["localhost", "127.0.0.1"], true);
+    let (cert, key) = (dir.join("serve.pem"), dir.join("serve-key.pem"));
+    std::fs::write(&cert, &pair.certificate).unwrap();
+    std::fs::write(&key, &pair.key).unwrap();
+    (cert, key)
+}
+
+/// The binary serving `door` over HTTPS with `cert` and `key`.
+fn on_https(tokens: &Path, cert: &Path, key: &Path) -> Stopped {
+    Stopped(
+        Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
+            .args([&door(), "--tokens", &tokens.display().to_string()])
+            .args(["--listen", "127.0.0.1:0", "--tls-cert"])
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// `--tls-cert` and `--tls-key`: HTTPS only, with the service's certificate.
 /// A client that opens a connection and never completes its handshake holds
 /// up no other; plain HTTP and a client that does not trust the certificate
@@ -334,24 +363,8 @@ fn with_a_certificate_it_serves_https_only() {
     let tmp = tempfile::tempdir().unwrap();
     let tokens = tokens_file(tmp.path(), 0o600);
     let (ca, issuer) = secure::authority("fsm serve's authority");
-    let service = secure::signed(&issuer, "fsm serve", &["localhost", "127.0.0.1"], true);
-    let (cert, key) = (
-        tmp.path().join("serve.pem"),
-        tmp.path().join("serve-key.pem"),
-    );
-    std::fs::write(&cert, &service.certificate).unwrap();
-    std::fs::write(&key, &service.key).unwrap();
-    let mut child = Stopped(
-        Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
-            .args([&door(), "--tokens", &tokens.display().to_string()])
-            .args(["--listen", "127.0.0.1:0", "--tls-cert"])
-            .arg(&cert)
-            .arg("--tls-key")
-            .arg(&key)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let (cert, key) = certify(tmp.path(), &issuer);
+    let mut child = on_https(&tokens, &cert, &key);
     let (base, stderr) = listening(&mut child.0);
     let addr = base.strip_prefix("https://").expect(&base).to_owned();
     tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -432,4 +445,101 @@ fn a_certificate_that_cannot_serve_is_refused_at_start() {
     );
     let said = run(&["--tls-cert", &cert]);
     assert!(said.contains("--tls-key"), "{said}");
+}
+
+/// The next line of the binary's standard error that holds `what`.
+fn line_with(stderr: &mut BufReader<ChildStderr>, what: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "it exited before saying {what}"
+        );
+        if line.contains(what) {
+            return line;
+        }
+    }
+}
+
+/// SIGHUP: the tokens file and the certificate are read again, and serve
+/// from then on (a token taken out is refused, a new one accepted; a new
+/// connection meets the renewed certificate); files that do not read are
+/// refused, saying why, and the last good ones stay.
+#[test]
+fn sighup_reloads_the_tokens_and_the_certificate() {
+    const RENEWED: &str = "binary-test-token-renewed-4e1b";
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let (first_ca, first) = secure::authority("the first authority");
+    let (renewed_ca, renewed) = secure::authority("the renewed authority");
+    let (cert, key) = certify(tmp.path(), &first);
+    let mut child = on_https(&tokens, &cert, &key);
+    let (base, mut stderr) = listening(&mut child.0);
+    let hang_up = |child: &Child| {
+        let sent = Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    // A client of its own for each request: each makes a new connection, and
+    // meets the certificate served then.
+    let status = |ca: &str, token: &str, path: &str| {
+        let (ca, token, url) = (ca.to_owned(), token.to_owned(), format!("{base}{path}"));
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async move {
+                let client = reqwest::Client::builder()
+                    .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+                    .build()
+                    .unwrap();
+                match client.get(url).bearer_auth(token).send().await {
+                    Ok(answer) => Ok(answer.status().as_u16()),
+                    Err(e) => Err(e.is_connect()),
+                }
+            })
+    };
+    // At once: a SIGHUP is caught from the moment it says it listens
+    // (uncaught, it would stop it).
+    hang_up(&child.0);
+    assert!(line_with(&mut stderr, "reloaded").contains("(2 tokens)"));
+    line_with(&mut stderr, "reloaded");
+    assert_eq!(status(&first_ca, USER, "/v1/door/objects"), Ok(200));
+    assert_eq!(status(&renewed_ca, USER, "/v1/door/objects"), Err(true));
+
+    std::fs::write(
+        &tokens,
+        format!("[[token]]\ntoken = \"{RENEWED}\"\nactor = \"alice\"\nroles = [\"user\"]\n"),
+    )
+    .unwrap();
+    certify(tmp.path(), &renewed);
+    hang_up(&child.0);
+    assert!(line_with(&mut stderr, "reloaded").contains("(1 token)"));
+    line_with(&mut stderr, "reloaded");
+    assert_eq!(status(&renewed_ca, RENEWED, "/v1/door/objects"), Ok(200));
+    assert_eq!(status(&renewed_ca, USER, "/v1/door/objects"), Ok(401));
+    assert_eq!(status(&first_ca, RENEWED, "/v1/door/objects"), Err(true));
+
+    // Files that do not read: the ones in use stay.
+    std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(&key, "not a key").unwrap();
+    hang_up(&child.0);
+    let said = line_with(&mut stderr, "stay");
+    assert!(
+        said.contains("the tokens in use stay") && said.contains("mode 644"),
+        "{said}"
+    );
+    let said = line_with(&mut stderr, "stay");
+    assert!(said.contains("the certificate in use stays"), "{said}");
+    assert!(
+        said.contains("the private key is not a PEM private key"),
+        "{said}"
+    );
+    assert_eq!(status(&renewed_ca, RENEWED, "/v1/door/objects"), Ok(200));
+
+    let rest = interrupted(&mut child.0, stderr);
+    for token in [OPS, USER, RENEWED] {
+        assert!(!rest.contains(token), "a token in the log:\n{rest}");
+    }
 }
