@@ -1,7 +1,7 @@
 //! `fsm-serve`, run as `fsm serve`: see the `fsm_serve` crate's documentation.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -138,6 +138,47 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
     })
 }
 
+/// HTTPS as the arguments give it: the certificate and key in use, and the
+/// files they are read from (again on SIGHUP).
+#[derive(Clone)]
+struct Https {
+    tls: ServeTls,
+    chain: PathBuf,
+    key: PathBuf,
+}
+
+impl Https {
+    /// The pair in `chain` and `key`, or why it cannot serve.
+    fn load(chain: &Path, key: &Path) -> Result<Https, String> {
+        match ServeTls::load(chain, key) {
+            Ok(tls) => Ok(Https {
+                tls,
+                chain: chain.to_owned(),
+                key: key.to_owned(),
+            }),
+            Err(e) => Err(format!("{}: {e}", files(chain, key))),
+        }
+    }
+
+    /// Reads the files again: what it says of them.
+    fn reload(&self) -> String {
+        let files = files(&self.chain, &self.key);
+        match self.tls.reload(&self.chain, &self.key) {
+            Ok(()) => format!("fsm serve: reloaded {files}"),
+            Err(e) => format!("fsm serve: the certificate in use stays: {files}: {e}"),
+        }
+    }
+}
+
+/// The certificate's and the key's files, as the flags name them.
+fn files(chain: &Path, key: &Path) -> String {
+    format!(
+        "--tls-cert {}, --tls-key {}",
+        chain.display(),
+        key.display()
+    )
+}
+
 /// On each SIGHUP, reads the tokens file again and, with HTTPS, the
 /// certificate and its key: what reads is served from then on, and what does
 /// not is refused, saying why, the last good one kept.
@@ -146,7 +187,7 @@ async fn reload_on_hangup(
     mut hangups: tokio::signal::unix::Signal,
     service: std::sync::Arc<Service>,
     tokens: PathBuf,
-    tls: Option<(ServeTls, (PathBuf, PathBuf))>,
+    https: Option<Https>,
 ) {
     while hangups.recv().await.is_some() {
         match Tokens::load(&tokens) {
@@ -161,19 +202,8 @@ async fn reload_on_hangup(
             }
             Err(e) => eprintln!("fsm serve: the tokens in use stay: {e}"),
         }
-        if let Some((tls, (chain, key))) = &tls {
-            match tls.reload(chain, key) {
-                Ok(()) => eprintln!(
-                    "fsm serve: reloaded {} and {}",
-                    chain.display(),
-                    key.display()
-                ),
-                Err(e) => eprintln!(
-                    "fsm serve: the certificate in use stays: --tls-cert {}, --tls-key {}: {e}",
-                    chain.display(),
-                    key.display()
-                ),
-            }
+        if let Some(https) = &https {
+            eprintln!("{}", https.reload());
         }
     }
 }
@@ -191,15 +221,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(chain), Some(key)) => match ServeTls::load(chain, key) {
-            Ok(tls) => Some(tls),
+    let https = match (&args.tls_cert, &args.tls_key) {
+        (Some(chain), Some(key)) => match Https::load(chain, key) {
+            Ok(https) => Some(https),
             Err(e) => {
-                eprintln!(
-                    "error: --tls-cert {}, --tls-key {}: {e}",
-                    chain.display(),
-                    key.display()
-                );
+                eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         },
@@ -246,7 +272,7 @@ fn main() -> ExitCode {
         eprintln!(
             "fsm serve: {} on {}://{}",
             machines.join(", "),
-            if tls.is_some() { "https" } else { "http" },
+            if https.is_some() { "https" } else { "http" },
             listener.local_addr()?
         );
         let shutdown = async {
@@ -258,11 +284,10 @@ fn main() -> ExitCode {
             hangups,
             service.clone(),
             args.tokens.clone(),
-            tls.clone()
-                .zip(args.tls_cert.clone().zip(args.tls_key.clone())),
+            https.clone(),
         ));
-        match &tls {
-            Some(tls) => fsm_serve::serve_tls(service, listener, tls, shutdown).await,
+        match &https {
+            Some(https) => fsm_serve::serve_tls(service, listener, &https.tls, shutdown).await,
             None => fsm_serve::serve(service, listener, shutdown).await,
         }
     });

@@ -34,6 +34,24 @@ fn door() -> String {
         .to_string()
 }
 
+/// The binary serving `door` with `tokens`, and no etcd password from the
+/// test's own environment.
+fn fsm_serve(tokens: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fsm-serve"));
+    command
+        .args([&door(), "--tokens", &tokens.display().to_string()])
+        .env_remove("FSM_ETCD_PASSWORD");
+    command
+}
+
+/// What the binary run with `tokens` and `args` says as it refuses to start
+/// (exit 2).
+fn refused_at_start(tokens: &Path, args: &[&str]) -> String {
+    let out = fsm_serve(tokens).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Where the started binary listens (`http://…` or `https://…`), from the
 /// first line of its standard error that says so, and the rest of that stream.
 fn listening(child: &mut Child) -> (String, BufReader<ChildStderr>) {
@@ -90,12 +108,7 @@ fn a_tokens_file_others_can_read_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let tokens = tokens_file(dir, 0o644);
-    let out = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
-        .args([&door(), "--tokens", &tokens.display().to_string()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = refused_at_start(&tokens, &[]);
     assert!(
         stderr
             .contains("can be read by other users (mode 644): restrict it to its owner (chmod 600"),
@@ -111,16 +124,8 @@ async fn refusals_are_logged_without_tokens_and_sigint_stops_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let tokens = tokens_file(dir, 0o600);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
-        .args([
-            &door(),
-            "--tokens",
-            &tokens.display().to_string(),
-            "--listen",
-            "127.0.0.1:0",
-            "--keep-history",
-            "2",
-        ])
+    let mut child = fsm_serve(&tokens)
+        .args(["--listen", "127.0.0.1:0", "--keep-history", "2"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -191,9 +196,8 @@ impl Drop for Stopped {
 /// The binary's arguments for `door` on the secure etcd, with `extra`.
 fn on_etcd(tokens: &Path, etcd: &secure::SecureEtcd, extra: &[&str]) -> Command {
     let (ca, cert, key) = etcd.files();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fsm-serve"));
+    let mut command = fsm_serve(tokens);
     command
-        .args([&door(), "--tokens", &tokens.display().to_string()])
         .args(["--listen", "127.0.0.1:0", "--store", "etcd"])
         .args(["--etcd", &etcd.endpoint, "--prefix", "/fsm-secure-test/"])
         .arg("--etcd-cacert")
@@ -202,8 +206,7 @@ fn on_etcd(tokens: &Path, etcd: &secure::SecureEtcd, extra: &[&str]) -> Command 
         .arg(cert)
         .arg("--etcd-key")
         .arg(key)
-        .args(extra)
-        .env_remove("FSM_ETCD_PASSWORD");
+        .args(extra);
     command
 }
 
@@ -269,16 +272,7 @@ fn the_service_runs_on_an_etcd_over_tls_as_a_user() {
 fn etcd_access_flags_are_checked_at_start() {
     let tmp = tempfile::tempdir().unwrap();
     let tokens = tokens_file(tmp.path(), 0o600);
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
-            .args([&door(), "--tokens", &tokens.display().to_string()])
-            .args(args)
-            .env_remove("FSM_ETCD_PASSWORD")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
+    let run = |args: &[&str]| refused_at_start(&tokens, args);
     let said = run(&["--store", "etcd", "--etcd-user", "root"]);
     assert!(
         said.contains(
@@ -342,8 +336,7 @@ fn certify(
 /// The binary serving `door` over HTTPS with `cert` and `key`.
 fn on_https(tokens: &Path, cert: &Path, key: &Path) -> Stopped {
     Stopped(
-        Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
-            .args([&door(), "--tokens", &tokens.display().to_string()])
+        fsm_serve(tokens)
             .args(["--listen", "127.0.0.1:0", "--tls-cert"])
             .arg(cert)
             .arg("--tls-key")
@@ -414,17 +407,15 @@ fn a_certificate_that_cannot_serve_is_refused_at_start() {
         write("other-key.pem", &other.key),
     );
     let missing = tmp.path().join("missing.pem").display().to_string();
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_fsm-serve"))
-            .args([&door(), "--tokens", &tokens.display().to_string()])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
+    let run = |args: &[&str]| refused_at_start(&tokens, args);
     let said = run(&["--tls-cert", &cert, "--tls-key", &missing]);
     assert!(said.contains(&format!("{missing}: ")), "{said}");
+    let garbled = write(
+        "garbled.pem",
+        "-----BEGIN CERTIFICATE-----\n!!! not base64 !!!\n-----END CERTIFICATE-----\n",
+    );
+    let said = run(&["--tls-cert", &garbled, "--tls-key", &other_key]);
+    assert!(said.contains("the certificate chain is not PEM"), "{said}");
     let said = run(&["--tls-cert", &cert, "--tls-key", &cert]);
     assert!(
         said.contains("the private key is not a PEM private key"),

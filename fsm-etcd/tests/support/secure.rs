@@ -55,11 +55,7 @@ impl SecureEtcd {
         let (other_ca, _) = authority("another authority");
         let server = signed(&issuer, "etcd", &["localhost", "127.0.0.1"], true);
         let client = signed(&issuer, "fsm-test-client", &[], false);
-        let write = |name: &str, text: &str| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, text).unwrap();
-            path
-        };
+        let write = |name: &str, text: &str| write(dir.path(), name, text);
         let ca_file = write("ca.pem", &ca);
         let cert_file = write("server.pem", &server.certificate);
         let key_file = write("server-key.pem", &server.key);
@@ -165,21 +161,12 @@ impl SecureEtcd {
     /// The authority and the client's certificate and key written to files,
     /// as a deployment has them: `(ca, certificate, key)`.
     pub fn files(&self) -> (PathBuf, PathBuf, PathBuf) {
-        let write = |name: &str, text: &str| {
-            let path = self.dir.path().join(name);
-            std::fs::write(&path, text).unwrap();
-            path
-        };
+        let dir = self.dir.path();
         (
-            write("client-ca.pem", &self.ca),
-            write("client.pem", &self.client.certificate),
-            write("client-key.pem", &self.client.key),
+            write(dir, "client-ca.pem", &self.ca),
+            write(dir, "client.pem", &self.client.certificate),
+            write(dir, "client-key.pem", &self.client.key),
         )
-    }
-
-    /// The directory the etcd's files are in.
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
     }
 }
 
@@ -225,6 +212,13 @@ pub fn signed(
         certificate: certificate.pem(),
         key: key.serialize_pem(),
     }
+}
+
+/// `text` written into the file `name` of `dir`: its path.
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 /// A port nobody listens on now.
