@@ -8,7 +8,7 @@ mod machines;
 mod registry;
 
 use fsm::ActionEnum;
-use fsm_runtime::{Actor, check_history};
+use fsm_runtime::{Actor, EntryKind, RuntimeError, check_history};
 use machines::MachineAction as A;
 use machines::MachineState as S;
 use registry::{Registry, RegistryError};
@@ -71,7 +71,7 @@ fn refusal(from: S, actor: &Actor, action: A) -> String {
 /// The transitions that leave a state, and who makes them.
 fn actor_for(action: A) -> Actor {
     match action {
-        A::Retire | A::Reinitialize | A::Remove => admin(),
+        A::Retire | A::Reinitialize => admin(),
         _ => controller(),
     }
 }
@@ -247,22 +247,40 @@ fn retiring_to_retired_only_once_the_keys_are_deleted() {
 #[test]
 fn only_retired_machines_can_be_removed() {
     for from in NOT_RETIRED {
-        let err = machine_in(from).remove("m", &admin()).unwrap_err();
+        let r = machine_in(from);
+        let err = r.remove("m", &admin()).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
-                "m: `remove` cannot start in {}: it starts only from Retired",
+                "m cannot be removed in {}: only objects in Retired may be removed",
                 from.name()
             )
         );
+        assert_eq!(r.state("m").unwrap(), from, "nothing changed");
     }
     let r = machine_in(S::Retired);
     assert!(r.keys("m").is_empty(), "a Retired machine has no keys");
-    r.remove("m", &admin()).unwrap();
-    let removed = RegistryError::Removed { serial: "m".into() };
-    assert_eq!(r.state("m").unwrap_err(), removed);
-    assert_eq!(r.register("m", &admin()).unwrap_err(), removed);
-    assert_eq!(removed.to_string(), "machine m was removed from sabakan");
+    // By admins only, as every operation by hand.
+    assert_eq!(
+        r.remove("m", &controller()).unwrap_err().to_string(),
+        "neco may not remove m in Retired: it needs the role admin"
+    );
+    let version = r.runtime().get("m").unwrap().version;
+    let mut watcher = r.runtime().watch().unwrap();
+    let removed = r.remove("m", &admin()).unwrap();
+    assert_eq!(
+        (removed.kind, removed.version, &*removed.actor),
+        (EntryKind::Removed, version + 1, "ops")
+    );
+    assert_eq!(watcher.try_recv().unwrap().map(|e| e.entry), Some(removed));
+    let gone = RegistryError::Refused(RuntimeError::NotFound { id: "m".into() });
+    assert_eq!(r.state("m").unwrap_err(), gone);
+    assert_eq!(r.remove("m", &admin()).unwrap_err(), gone);
+    assert!(r.runtime().history("m").unwrap().is_empty());
+    // The serial is free: registered again, it is a new machine.
+    r.register("m", &admin()).unwrap();
+    assert_eq!(r.state("m").unwrap(), S::Uninitialized);
+    assert_eq!(r.runtime().get("m").unwrap().version, 1);
 }
 
 #[test]
@@ -315,8 +333,8 @@ fn updating_machines_can_transition_only_to_uninitialized_after_restarting() {
 /// transition an action, allowed or forbidden, performed on a fresh registry and
 /// checked with `Expected::check`; a failure is shrunk by deleting transitions.
 /// The test satisfies the guards the way sabakan's users do (keys deleted before
-/// retirement completes, a restart reported before an update finishes); removal,
-/// which takes the machine out of the registry, is the table's part only.
+/// retirement completes, a restart reported before an update finishes). Removal,
+/// which is no action, has its own test above.
 #[cfg(feature = "testing")]
 mod model {
     use super::*;
@@ -343,11 +361,6 @@ mod model {
                     .delete_keys(SERIAL, actor)
                     .map(drop)
                     .map_err(refused),
-                A::Remove => registry
-                    .runtime()
-                    .run(SERIAL, actor, A::Remove)
-                    .map(drop)
-                    .map_err(|e| e.to_string()),
                 other => {
                     if other == A::CompleteRetirement {
                         // Only possible while Retiring; elsewhere it is refused and

@@ -43,9 +43,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Err(e) = sabakan.add_key(serial, &controller, "disk1:...") {
         println!("refused: {e}");
     }
-    sabakan.remove(serial, &admin)?;
-    println!("{serial}: removed; history:");
     let rt = sabakan.runtime();
+    println!("{serial}: history:");
     for e in rt.history(serial)? {
         let action = e
             .action
@@ -60,5 +59,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rt.machine().state(e.to).name
         );
     }
+    // "Only Retired machines can be removed from sabakan": its record and
+    // history go, and watchers get this last entry.
+    let removed = sabakan.remove(serial, &admin)?;
+    println!(
+        "{serial}: removed at v{} by {}; registered again: {:?}",
+        removed.version,
+        removed.actor,
+        sabakan
+            .register(serial, &admin)
+            .map(|()| sabakan.state(serial))
+    );
     Ok(())
 }

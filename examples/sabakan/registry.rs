@@ -1,12 +1,13 @@
 //! A sabakan-like machine registry on the fsm runtime: machines with their states
-//! and disk encryption keys, admins and controllers as actors with roles, and the
-//! seed's rules on keys as guards and state-preserving actions.
+//! and disk encryption keys, admins and controllers as actors with roles, the
+//! seed's rules on keys as guards and state-preserving actions, and its rule on
+//! removal as the spec's `remove` on Retired.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fsm::StateMachine;
-use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+use fsm_runtime::{Actor, Entry, MemoryStore, Runtime, RuntimeError};
 
 use crate::machines::{MachineAction, MachineState};
 
@@ -16,12 +17,6 @@ pub enum RegistryError {
     /// The lifecycle's rules refused (see the runtime's message).
     #[error(transparent)]
     Refused(#[from] RuntimeError),
-    /// The machine was removed from sabakan.
-    #[error("machine {serial} was removed from sabakan")]
-    Removed {
-        /// The machine's serial.
-        serial: String,
-    },
 }
 
 type Keys = Arc<Mutex<HashMap<String, Vec<String>>>>;
@@ -31,7 +26,6 @@ pub struct Registry {
     machines: Runtime,
     keys: Keys,
     restarted: Arc<Mutex<HashSet<String>>>,
-    removed: Mutex<HashSet<String>>,
 }
 
 impl Default for Registry {
@@ -67,21 +61,18 @@ impl Registry {
             machines,
             keys,
             restarted,
-            removed: Mutex::default(),
         }
     }
 
-    /// Registers a new machine: Uninitialized, no keys. A removed serial stays
-    /// removed: the runtime keeps its history, so it cannot be registered again.
+    /// Registers a new machine: Uninitialized, no keys. A removed serial may
+    /// be registered again, as a new machine.
     pub fn register(&self, serial: &str, actor: &Actor) -> Result<(), RegistryError> {
-        self.present(serial)?;
         self.machines.create(serial, actor)?;
         Ok(())
     }
 
     /// The machine's state.
     pub fn state(&self, serial: &str) -> Result<MachineState, RegistryError> {
-        self.present(serial)?;
         Ok(self.machines.state_as::<MachineState>(serial)?)
     }
 
@@ -92,7 +83,6 @@ impl Registry {
         actor: &Actor,
         action: MachineAction,
     ) -> Result<MachineState, RegistryError> {
-        self.present(serial)?;
         let record = self.machines.run(serial, actor, action)?;
         if action == MachineAction::FinishUpdate {
             lock(&self.restarted).remove(serial);
@@ -102,7 +92,6 @@ impl Registry {
 
     /// Adds a disk encryption key: never to a Retired machine.
     pub fn add_key(&self, serial: &str, actor: &Actor, key: &str) -> Result<(), RegistryError> {
-        self.present(serial)?;
         let held = self.machines.start(serial, actor, MachineAction::AddKey)?;
         lock(&self.keys)
             .entry(serial.to_owned())
@@ -114,7 +103,6 @@ impl Registry {
 
     /// Deletes every disk encryption key of the machine: only while Retiring.
     pub fn delete_keys(&self, serial: &str, actor: &Actor) -> Result<usize, RegistryError> {
-        self.present(serial)?;
         let held = self
             .machines
             .start(serial, actor, MachineAction::DeleteKeys)?;
@@ -133,27 +121,19 @@ impl Registry {
         lock(&self.restarted).insert(serial.to_owned());
     }
 
-    /// Removes the machine from sabakan: only Retired machines.
-    pub fn remove(&self, serial: &str, actor: &Actor) -> Result<(), RegistryError> {
-        self.present(serial)?;
-        let held = self.machines.start(serial, actor, MachineAction::Remove)?;
-        lock(&self.removed).insert(serial.to_owned());
-        held.complete()?;
-        Ok(())
+    /// Removes the machine from sabakan, its keys with it: only Retired
+    /// machines, by admins. Answers the removal's entry, the last event
+    /// watchers get of the machine.
+    pub fn remove(&self, serial: &str, actor: &Actor) -> Result<Entry, RegistryError> {
+        let removed = self.machines.remove(serial, actor)?;
+        lock(&self.keys).remove(serial);
+        lock(&self.restarted).remove(serial);
+        Ok(removed)
     }
 
     /// The runtime, for its history and watchers.
     pub fn runtime(&self) -> &Runtime {
         &self.machines
-    }
-
-    fn present(&self, serial: &str) -> Result<(), RegistryError> {
-        if lock(&self.removed).contains(serial) {
-            return Err(RegistryError::Removed {
-                serial: serial.to_owned(),
-            });
-        }
-        Ok(())
     }
 }
 

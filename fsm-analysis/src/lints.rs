@@ -33,6 +33,8 @@ pub(crate) const LINTS: &[fn(&Cx<'_>, &mut Out)] = &[
     unowned_state,
     rename_conflict,
     static_deadline,
+    transition_remove,
+    remove_owner,
 ];
 
 /// Why `name` cannot serve as a name, if it cannot. A role's or a guard's name
@@ -505,10 +507,10 @@ fn unused_role(cx: &Cx<'_>, out: &mut Out) {
     let def = cx.def;
     for (i, r) in def.roles.iter().enumerate() {
         let used = def.actions.iter().any(|a| a.roles.contains(&r.name))
-            || def
-                .states
-                .iter()
-                .any(|s| s.owner.as_deref() == Some(&r.name));
+            || def.states.iter().any(|s| {
+                s.owner.as_deref() == Some(&r.name)
+                    || s.remove.iter().flatten().any(|x| *x == r.name)
+            });
         if !used {
             out.push(
                 Diagnostic::new(
@@ -516,7 +518,7 @@ fn unused_role(cx: &Cx<'_>, out: &mut Out) {
                     Site::Role(i),
                     format!("role `{}` is never used", r.name),
                 )
-                .with_label("no action names it and no state is owned by it"),
+                .with_label("no action, owner or `remove` names it"),
             );
         }
     }
@@ -662,6 +664,53 @@ fn check_renames(
                     format!("{kind} `{name}` was renamed from `{old}`, but {problem}"),
                 )
                 .with_label(format!("a stored `{old}` could not be read as one {kind}")),
+            );
+        }
+    }
+}
+
+fn transition_remove(cx: &Cx<'_>, out: &mut Out) {
+    for (i, s) in cx.def.states.iter().enumerate() {
+        if s.remove.is_some() && s.kind == StateKind::Transition {
+            out.push(
+                Diagnostic::new(
+                    Lint::TransitionRemove,
+                    Site::StateRemove(i),
+                    format!("transition state `{}` allows removal", s.name),
+                )
+                .with_label("an object in a transition state is held by its action, and a held object is never removed")
+                .with_help(Help::Text(
+                    "allow removal in the static state the action ends in".into(),
+                )),
+            );
+        }
+    }
+}
+
+fn remove_owner(cx: &Cx<'_>, out: &mut Out) {
+    for (i, s) in cx.def.states.iter().enumerate() {
+        let (Some(owner), Some(roles)) = (&s.owner, &s.remove) else {
+            continue;
+        };
+        if !roles.is_empty() && !roles.contains(owner) {
+            out.push(
+                Diagnostic::new(
+                    Lint::RemoveOwner,
+                    Site::StateRemove(i),
+                    format!(
+                        "state `{}` lets {} remove objects, but it is owned by `{owner}`",
+                        s.name,
+                        roles
+                            .iter()
+                            .map(|r| format!("`{r}`"))
+                            .collect::<Vec<_>>()
+                            .join(" or ")
+                    ),
+                )
+                .with_label(
+                    "only the owner moves an object out of its state, so no one could remove it",
+                )
+                .with_help(Help::Text(format!("name `{owner}` in `remove`"))),
             );
         }
     }

@@ -142,6 +142,9 @@ pub(crate) fn resolve<'d>(def: &'d MachineDef, out: &mut Vec<Diagnostic>) -> Cx<
         if let Some(owner) = &s.owner {
             r.role(owner, Site::StateOwner(i));
         }
+        for (k, role) in s.remove.iter().flatten().enumerate() {
+            r.role(role, Site::StateRemoveRole(i, k));
+        }
     }
     let actions: Vec<Resolved> = (0..def.actions.len()).map(|a| r.action(a)).collect();
     let graph = Graph::of(def.states.len(), initial, &actions);

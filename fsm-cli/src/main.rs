@@ -597,6 +597,16 @@ fn actions(spec: &Path, name: &str) -> Result<ExitCode, Unusable> {
         }
         let _ = writeln!(out, "{line}");
     }
+    // Not an action, but what else may be done to an object here.
+    match state.remove.as_deref() {
+        None => {}
+        Some([]) => {
+            let _ = writeln!(out, "(removal: by anyone)");
+        }
+        Some(roles) => {
+            let _ = writeln!(out, "(removal: roles: {})", roles.join(", "));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -98,6 +98,16 @@ pub enum Change {
         /// The new one.
         to: Option<String>,
     },
+    /// Who may remove an object in a state changed (`None`: no one; an empty
+    /// list: anyone; else those roles).
+    Removal {
+        /// The state.
+        state: String,
+        /// Who could.
+        from: Option<Vec<String>>,
+        /// Who may now.
+        to: Option<Vec<String>>,
+    },
     /// The initial state changed.
     Initial {
         /// The old one.
@@ -166,6 +176,16 @@ impl Change {
                 Impact::None
             }
             Change::ActionRemoved(_) => Impact::StoredObjects,
+            // Loosened: whoever could remove still can.
+            Change::Removal {
+                from, to: Some(to), ..
+            } if to.is_empty()
+                || from
+                    .as_ref()
+                    .is_none_or(|from| !from.is_empty() && from.iter().all(|r| to.contains(r))) =>
+            {
+                Impact::None
+            }
             _ => Impact::Callers,
         }
     }
@@ -203,6 +223,19 @@ impl fmt::Display for Change {
                 to.as_deref().unwrap_or("no one"),
                 from.as_deref().unwrap_or("no one")
             ),
+            Change::Removal { state, from, to } => {
+                let who = |roles: &Option<Vec<String>>| match roles.as_deref() {
+                    None => "no one".to_owned(),
+                    Some([]) => "anyone".to_owned(),
+                    Some(roles) => format!("the role {}", roles.join(" or ")),
+                };
+                write!(
+                    f,
+                    "an object in `{state}` may be removed by {} (was {})",
+                    who(to),
+                    who(from)
+                )
+            }
             Change::Initial { from, to } => {
                 write!(f, "new objects start in `{to}` (was `{from}`)")
             }
@@ -313,6 +346,17 @@ pub fn diff(old: &Machine, new: &Machine) -> Vec<Change> {
                 state: n.name.to_string(),
                 from: o.owner.as_ref().map(|x| x.to_string()),
                 to: n.owner.as_ref().map(|x| x.to_string()),
+            });
+        }
+        if n.remove != o.remove {
+            let roles = |r: &Option<std::borrow::Cow<'static, [fsm_model::Text]>>| {
+                r.as_ref()
+                    .map(|r| r.iter().map(|x| x.to_string()).collect())
+            };
+            out.push(Change::Removal {
+                state: n.name.to_string(),
+                from: roles(&o.remove),
+                to: roles(&n.remove),
             });
         }
     }

@@ -207,6 +207,27 @@ provision = { from = "Init", to = "Provisioned" }
             good_with(r#"RUNNING = "Running""#, r#"RUNNING = { deadline = "10m" }"#),
         ),
         case(
+            "transition_remove",
+            &[TransitionRemove],
+            good_with("STARTING = { transition = true }", "STARTING = { transition = true, remove = true }"),
+        ),
+        case(
+            "remove_owner",
+            &[RemoveOwner],
+            good_with("[states]", "[roles]\nadmin = \"An administrator\"\nops = \"Operators\"\n\n[states]")
+                .replace(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, owner = "ops", remove = ["admin"] }"#),
+        ),
+        case(
+            "unknown_remove_role",
+            &[UnknownRole, UnknownRole],
+            good_with(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, remove = ["admin", "ops"] }"#),
+        ),
+        case(
+            "schema_bad_remove",
+            &[Schema],
+            good_with(r#"GONE = { terminal = true }"#, r#"GONE = { terminal = true, remove = 1 }"#),
+        ),
+        case(
             "schema_bad_deadline",
             &[Schema],
             good_with("STARTING = { transition = true }", r#"STARTING = { transition = true, deadline = "soon" }"#),

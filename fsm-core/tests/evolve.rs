@@ -125,6 +125,66 @@ fn every_kind_of_change_says_whom_it_breaks() {
     assert_eq!(got, expected);
 }
 
+/// A change of who may remove breaks callers only when someone who could no
+/// longer can.
+#[test]
+fn removal_loosened_breaks_no_one_and_tightened_breaks_callers() {
+    let with = |halted: &str| OLD.replace("HALTED = \"Off\"", halted);
+    let cases = [
+        (
+            "HALTED = \"Off\"",
+            "HALTED = { remove = \"admin\" }",
+            Impact::None,
+            "the role admin (was no one)",
+        ),
+        (
+            "HALTED = { remove = \"admin\" }",
+            "HALTED = { remove = [\"admin\", \"ops\"] }",
+            Impact::None,
+            "the role admin or ops (was the role admin)",
+        ),
+        (
+            "HALTED = { remove = \"admin\" }",
+            "HALTED = { remove = true }",
+            Impact::None,
+            "anyone (was the role admin)",
+        ),
+        (
+            "HALTED = { remove = true }",
+            "HALTED = { remove = \"admin\" }",
+            Impact::Callers,
+            "the role admin (was anyone)",
+        ),
+        (
+            "HALTED = { remove = [\"admin\", \"ops\"] }",
+            "HALTED = { remove = \"ops\" }",
+            Impact::Callers,
+            "the role ops (was the role admin or ops)",
+        ),
+        (
+            "HALTED = { remove = \"admin\" }",
+            "HALTED = \"Off\"",
+            Impact::Callers,
+            "no one (was the role admin)",
+        ),
+    ];
+    for (old, new, impact, who) in cases {
+        let got: Vec<(Impact, String)> =
+            diff(&load("old.toml", &with(old)), &load("new.toml", &with(new)))
+                .into_iter()
+                .map(|c| (c.impact(), c.to_string()))
+                .collect();
+        assert_eq!(
+            got,
+            [(
+                impact,
+                format!("an object in `HALTED` may be removed by {who}")
+            )],
+            "{old} -> {new}"
+        );
+    }
+}
+
 #[test]
 fn initial_terminal_and_actions_added_removed_and_renamed() {
     let new = OLD

@@ -254,8 +254,15 @@ fn sabakan_matches_its_transition_constraints() {
     let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
     // "Disk encryption keys of a machine can be deleted if the machine is in Retiring state."
     assert_eq!(allowed_in("delete_keys"), set(&["Retiring"]));
-    // "Only Retired machines can be removed from sabakan."
-    assert_eq!(allowed_in("remove"), set(&["Retired"]));
+    // "Only Retired machines can be removed from sabakan": by admins.
+    let removable: BTreeSet<String> = (m.states().iter())
+        .filter(|s| s.remove.is_some())
+        .map(|s| s.name.to_string())
+        .collect();
+    assert_eq!(removable, set(&["Retired"]));
+    let retired = m.state(m.state_named("Retired").unwrap());
+    assert!(retired.may_remove(|r| r == "admin"));
+    assert!(!retired.may_remove(|r| r == "controller"));
     // "No new disk encryption keys can be added to Retired machines."
     assert!(!allowed_in("add_key").contains("Retired"));
     // Admins alone move machines to Retiring and from Retired to Uninitialized.

@@ -62,7 +62,7 @@ struct Settings {
 
 const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, diagram, crate";
 const VARIANT_KEYS: &str =
-    "name, transition, terminal, persisted, owner, deadline, renamed_from, description";
+    "name, transition, terminal, persisted, owner, remove, deadline, renamed_from, description";
 
 pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
     let input = crate::input::parse(tokens)?;
@@ -365,7 +365,25 @@ fn state(
                     state.owner = Some(name);
                 }
             }
+            // `remove`: anyone; `remove = "role"` or `remove = ["a", "b"]`.
+            ("remove", Body::Flag) => {
+                spans.at(Site::StateRemove(i), item.span());
+                state.remove = Some(Vec::new());
+            }
+            ("remove", Body::Value(v)) if v.as_names().is_some_and(|n| !n.is_empty()) => {
+                spans.at(Site::StateRemove(i), item.span());
+                let roles = v.as_names().unwrap_or_default().into_iter().enumerate();
+                let roles = roles.map(|(k, (role, span))| {
+                    spans.at(Site::StateRemoveRole(i, k), span);
+                    role
+                });
+                state.remove = Some(roles.collect());
+            }
             ("description", Body::Value(Value::Str(s, _))) => state.description = Some(s.clone()),
+            ("remove", _) => errors.at(
+                item.span(),
+                "expected `remove`, `remove = \"role\"` or `remove = [\"a\", \"b\"]`",
+            ),
             ("name" | "description", _) => {
                 errors.at(item.span(), format!("expected `{} = \"...\"`", item.name()))
             }

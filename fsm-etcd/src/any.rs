@@ -2,7 +2,8 @@
 
 use fsm_core::Machine;
 use fsm_runtime::{
-    Change, Entry, MemoryStore, ObjectId, Record, Records, Store, StoreError, Watcher, Write,
+    Change, Entry, MemoryStore, ObjectId, Record, Records, Removal, Store, StoreError, Watcher,
+    Write,
 };
 
 use crate::EtcdStore;
@@ -135,6 +136,18 @@ impl Store for AnyStore {
         match self {
             AnyStore::Memory(s) => s.watch(),
             AnyStore::Etcd(s) => s.watch(),
+        }
+    }
+    fn remove(&self, removal: Removal) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.remove(removal),
+            AnyStore::Etcd(s) => s.remove(removal),
+        }
+    }
+    async fn remove_async(&self, removal: Removal) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.remove_async(removal).await,
+            AnyStore::Etcd(s) => s.remove_async(removal).await,
         }
     }
     // Forwarded, so that awaiting an etcd store never blocks the caller's thread.

@@ -37,6 +37,12 @@
 //!   *then* put the record and put its history entry, *else* read what is there and
 //!   answer [`StoreError::Conflict`]. A state change is never stored without its
 //!   history entry, nor an entry without its change.
+//! - **Removal by transaction too.** [`Store::remove`] is one transaction:
+//!   *if* `version(obj/<id>)` is the expected one, *then* delete `obj/<id>` and
+//!   the history's keys and put the removal's entry at the next version's key
+//!   (which the watch below publishes), *else* answer the conflict. A second
+//!   request deletes that last key while the object is still absent; should it
+//!   fail, the next creation of the id deletes it.
 //! - **A read saved per write.** The store keeps the records it last read or
 //!   wrote ([`Store::cached`]), and a start or a completion decides on that
 //!   copy instead of reading first: one transaction to start, one to end. A
@@ -151,7 +157,7 @@ use etcd_client::{
 use fsm_core::Machine;
 use fsm_runtime::wire::{Codec, StoredEntry, StoredHolder, StoredRecord};
 use fsm_runtime::{
-    Entry, Event, ObjectId, Publisher, Record, Records, Store, StoreError, Watcher, Write,
+    Entry, Event, ObjectId, Publisher, Record, Records, Removal, Store, StoreError, Watcher, Write,
 };
 
 /// How many events each watcher buffers.
@@ -930,7 +936,19 @@ impl EtcdStore {
             .and_then(|keep| entry.version.checked_sub(keep))
             .map(|last_forgotten| {
                 let end = format!("{history_prefix}{:020}", last_forgotten + 1);
-                TxnOp::delete(history_prefix, Some(DeleteOptions::new().with_range(end)))
+                TxnOp::delete(
+                    history_prefix.clone(),
+                    Some(DeleteOptions::new().with_range(end)),
+                )
+            })
+            // A creation: whatever a removal of the same id left past version 1
+            // (its last key, if the removal's second request failed).
+            .or_else(|| {
+                expected.is_none().then(|| {
+                    let first = format!("{history_prefix}{:020}", entry.version + 1);
+                    let end = prefix_end(&history_prefix);
+                    TxnOp::delete(first, Some(DeleteOptions::new().with_range(end)))
+                })
             });
         let version = expected.map_or(0, |e| e.version as i64);
         let codec = self.codec()?;
@@ -1009,6 +1027,59 @@ impl EtcdStore {
             }
             Ok(resp)
         }, too_large)?;
+        self.answered(id, resp)
+    }
+
+    /// Carries out `removal` by one transaction: if the object's key is at
+    /// the version expected, it deletes that key and the history's, and puts
+    /// the removal's entry at the next version's history key, which the feed
+    /// publishes to watchers as every entry. A second request then deletes
+    /// that last key, if the object is still absent; a creation of the same
+    /// id also deletes it (see `write`), should the second request fail.
+    fn delete(&self, removal: Removal) -> Result<(), StoreError> {
+        let (id, expected, entry) = removal.into_parts();
+        let key = self.object_key(&id);
+        let history_prefix = self.history_prefix(&id);
+        let last = format!("{history_prefix}{:020}", entry.version);
+        let entry = encode(&self.codec()?.encode_entry(&entry));
+        let version = expected.version as i64;
+        let txn = Txn::new()
+            .when([Compare::version(key.clone(), CompareOp::Equal, version)])
+            .and_then([
+                TxnOp::delete(key.clone(), None),
+                TxnOp::delete(self.held_key(&id, false), None),
+                TxnOp::delete(self.held_key(&id, true), None),
+                TxnOp::delete(
+                    history_prefix.clone(),
+                    Some(DeleteOptions::new().with_range(last.clone())),
+                ),
+                TxnOp::put(last, entry, None),
+            ])
+            .or_else([TxnOp::get(key.clone(), None)]);
+        let cleanup = Txn::new()
+            .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::delete(
+                history_prefix.clone(),
+                Some(DeleteOptions::new().with_range(prefix_end(&history_prefix))),
+            )]);
+        let mut kv = kv_client(&self.inner.client);
+        let resp = self.run(async move {
+            let resp = kv.txn(txn).await?;
+            if resp.succeeded()
+                && let Err(e) = kv.txn(cleanup).await
+            {
+                // Deleted by the next creation of the id, or by the next removal.
+                tracing::warn!("etcd: the removed object's last history key stays: {e}");
+            }
+            Ok(resp)
+        })?;
+        self.answered(id, resp)
+    }
+
+    /// What a transaction on `id`'s key answered: done, or the conflict
+    /// with the record its `else` branch read first (none: the object is
+    /// absent).
+    fn answered(&self, id: ObjectId, resp: etcd_client::TxnResponse) -> Result<(), StoreError> {
         if resp.succeeded() {
             return Ok(());
         }
@@ -1128,6 +1199,28 @@ impl Store for EtcdStore {
                 Err(e)
             }
         }
+    }
+
+    /// Deletes the object's keys by one transaction (see `delete`), and
+    /// forgets the record kept of it.
+    fn remove(&self, removal: Removal) -> Result<(), StoreError> {
+        let id = removal.id().clone();
+        let result = self.delete(removal);
+        match &result {
+            Err(StoreError::Conflict { found, .. }) => self.keep(&id, found.as_deref()),
+            _ => self.keep(&id, None),
+        }
+        result
+    }
+
+    /// Runs [`remove`](Store::remove) on the store's own runtime and awaits
+    /// it, as [`load_async`](Store::load_async).
+    fn remove_async(
+        &self,
+        removal: Removal,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let store = self.clone();
+        self.off_thread(move || store.remove(removal))
     }
 
     /// The record this store last read or wrote.

@@ -858,6 +858,55 @@ fn a_holder_names_its_process_session_and_nothing_else_is_written() {
     );
 }
 
+/// A removal leaves no key of the object behind, and the entry watchers get
+/// was written to etcd: a second store's watcher, on its own watch of etcd,
+/// gets it. A last history key left by a removal whose second request failed
+/// is deleted by the next creation of the id, whose history starts afresh.
+#[test]
+fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
+    let Some((rt, prefix, admin)) = created(&["vm", "other"]) else {
+        return;
+    };
+    let second = EtcdStore::connect(endpoints(), &prefix).unwrap();
+    let elsewhere = Runtime::new(machine(), second).unwrap();
+    let mut watcher = elsewhere.watch().unwrap().only("vm");
+    rt.run("vm", &admin, "start").unwrap();
+    let removed = rt.remove("vm", &admin).unwrap_err();
+    assert!(
+        matches!(removed, RuntimeError::NotRemovable { .. }),
+        "{removed}"
+    );
+    rt.run("vm", &admin, "stop").unwrap();
+    let removed = rt.remove("vm", &admin).unwrap();
+    assert_eq!((removed.kind, removed.version), (EntryKind::Removed, 6));
+    let mut keys = keys_under(&prefix);
+    keys.retain(|k| !k.starts_with("live/"));
+    keys.sort();
+    assert_eq!(keys, ["hist/other/00000000000000000001", "obj/other"]);
+    let kinds: Vec<(u64, EntryKind)> = (0..5)
+        .map(|_| watcher.recv().unwrap().entry)
+        .map(|e| (e.version, e.kind))
+        .collect();
+    assert_eq!(kinds.last(), Some(&(6, EntryKind::Removed)), "{kinds:?}");
+    assert!(
+        elsewhere.get("vm").is_err(),
+        "the other store reads it gone"
+    );
+
+    // What a removal leaves when its second request fails: its last key.
+    etcd_put(&format!("{prefix}hist/vm/00000000000000000006"), "{}");
+    rt.create("vm", &admin).unwrap();
+    let history = rt.history("vm").unwrap();
+    assert_eq!(
+        history
+            .iter()
+            .map(|e| (e.version, e.kind))
+            .collect::<Vec<_>>(),
+        [(1, EntryKind::Created)]
+    );
+    check_history(rt.machine(), &history).unwrap();
+}
+
 /// A holder stored by the previous format names no session: it is alive while
 /// `held/<id>` holds its version, and abandoned once the key is gone or holds
 /// another version.

@@ -325,7 +325,10 @@ fn by_place<T>(items: &mut [T], order: &[String], name: impl Fn(&T) -> &str) {
 /// machine's `meta` did not (all of them, for a config written by hand).
 pub(crate) fn declare_used(def: &mut MachineDef, format: &str) {
     let note = format!("Imported from {format}: say what must hold");
-    let owners = def.states.iter().filter_map(|s| s.owner.clone());
+    let owners = def.states.iter().flat_map(|s| {
+        let removers = s.remove.iter().flatten().cloned();
+        s.owner.clone().into_iter().chain(removers)
+    });
     let roles: Vec<String> = def
         .actions
         .iter()

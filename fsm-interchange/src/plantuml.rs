@@ -14,6 +14,8 @@ struct DrawnState {
     transition: bool,
     terminal: bool,
     owner: Option<String>,
+    /// `removable`, or `removable by: ROLES`.
+    remove: Option<Vec<String>>,
     persisted: bool,
     descriptions: Vec<String>,
     /// `X --> [*]`.
@@ -452,6 +454,12 @@ fn read_line(d: &mut Diagram, text: &str, line: usize) -> Result<(), (usize, Str
         let state = d.state(id).map_err(|e| (col(indent), e))?;
         if let Some(owner) = label.strip_prefix("owner: ") {
             state.owner = Some(owner.trim().to_owned());
+        } else if label == "removable" {
+            state.remove = Some(Vec::new());
+        } else if let Some(roles) = label.strip_prefix("removable by: ")
+            && let Some(Group { items, .. }) = group(&format!("({roles})"), ')')
+        {
+            state.remove = Some(items.into_iter().map(|(name, _)| name).collect());
         } else if label == "not persisted" {
             state.persisted = false;
         } else {
@@ -1059,6 +1067,11 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
         .iter()
         .flat_map(|(_, a)| a.label.roles.clone())
         .chain(d.states.iter().filter_map(|(_, s)| s.owner.clone()))
+        .chain(
+            d.states
+                .iter()
+                .flat_map(|(_, s)| s.remove.iter().flatten().cloned()),
+        )
         .collect();
     def.roles = declared(roles, "Imported from the diagram");
     let guards = actions
@@ -1077,6 +1090,7 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
         let mut state = StateDef::new(s.name.clone(), kind);
         state.terminal = s.terminal || (s.ends && !has_exit);
         state.owner = s.owner.clone();
+        state.remove = s.remove.clone();
         state.persisted = s.persisted;
         if !s.descriptions.is_empty() {
             state.description = Some(s.descriptions.join("; "));

@@ -162,6 +162,15 @@ pub fn scxml(m: &Machine) -> Result<String, ExportError> {
             .unwrap_or_default();
         let notes = fsm_attrs([
             ("owner", state.owner.as_deref().map(String::from)),
+            // Anyone removes: `fsm:remove="true"`; some roles: those roles.
+            (
+                "remove",
+                (state.remove.as_deref() == Some(&[])).then(|| "true".to_owned()),
+            ),
+            (
+                "remove-roles",
+                listed(texts(state.remove.as_deref().unwrap_or(&[]))),
+            ),
             ("persisted", (!state.persisted).then(|| "false".to_owned())),
             (
                 "deadline-seconds",

@@ -438,6 +438,12 @@ fn read_state<'a, 'i>(
     };
     state.def.terminal = node.tag_name().name() == "final";
     state.def.owner = doc.fsm(node, "owner").map(|(o, _)| o.to_owned());
+    let removers = doc.fsm_list(node, "remove-roles");
+    state.def.remove = match doc.fsm_flag(node, "remove")? {
+        _ if !removers.is_empty() => Some(removers),
+        Some(true) => Some(Vec::new()),
+        Some(false) | None => None,
+    };
     state.def.persisted = doc.fsm_flag(node, "persisted")?.unwrap_or(true);
     state.def.deadline = doc.fsm_deadline(node)?;
     state.def.description = doc.fsm(node, "description").map(|(d, _)| d.to_owned());
@@ -495,12 +501,13 @@ fn read_state<'a, 'i>(
     // its transitions (unless the child has its own for the same event).
     let what = format!("compound state `{id}`");
     let of_a_state = state.def.owner.is_some()
+        || state.def.remove.is_some()
         || state.def.deadline.is_some()
         || !state.def.renamed_from.is_empty();
     if of_a_state || !state.def.persisted {
         return Err(state.at.error(format!(
-            "{what} is no state of the table, so it cannot have an owner, a deadline, earlier \
-             names or `fsm:persisted`"
+            "{what} is no state of the table, so it cannot have an owner, a removal, a \
+             deadline, earlier names or `fsm:persisted`"
         )));
     }
     let first = match (node.attribute("initial"), initial) {

@@ -77,6 +77,11 @@ pub(crate) fn write(def: &MachineDef, comments: &[String]) -> String {
         if let Some(owner) = &s.owner {
             fields.push(format!("owner = {}", quote(owner)));
         }
+        match s.remove.as_deref() {
+            None => {}
+            Some([]) => fields.push("remove = true".to_owned()),
+            Some(roles) => fields.push(format!("remove = {}", list(roles))),
+        }
         if !s.persisted {
             fields.push("persisted = false".to_owned());
         }

@@ -57,6 +57,16 @@ pub fn xstate(m: &Machine) -> Result<String, ExportError> {
         if let Some(owner) = &state.owner {
             meta.insert("owner".into(), json!(owner.as_ref()));
         }
+        // `true`: anyone may remove an object here; else the roles that may.
+        match state.remove.as_deref() {
+            None => {}
+            Some([]) => {
+                meta.insert("remove".into(), json!(true));
+            }
+            Some(roles) => {
+                meta.insert("remove".into(), names(roles));
+            }
+        }
         if !state.persisted {
             meta.insert("persisted".into(), json!(false));
         }

@@ -440,6 +440,13 @@ fn read_node<'a>(
                         }
                         "owner" => node.def.owner = Some(json.string(v, "`meta.owner`")?),
                         "persisted" => node.def.persisted = json.boolean(v, "`meta.persisted`")?,
+                        "remove" => {
+                            node.def.remove = match v.get().trim() {
+                                "true" => Some(Vec::new()),
+                                "false" => None,
+                                _ => Some(json.strings(v, "`meta.remove`, or true or false,")?),
+                            }
+                        }
                         "deadline_seconds" => {
                             node.def.deadline = Some(json.seconds(v, "`meta.deadline_seconds`")?)
                         }
@@ -481,6 +488,7 @@ fn read_node<'a>(
     // A compound state: not a table's state, but its children are, each under
     // its transitions (unless the child has its own for the same event).
     let of_a_state = node.def.owner.is_some()
+        || node.def.remove.is_some()
         || node.def.deadline.is_some()
         || !node.def.renamed_from.is_empty();
     if node.def.terminal || !node.in_place.is_empty() || of_a_state || !node.def.persisted {
@@ -488,7 +496,8 @@ fn read_node<'a>(
             raw,
             format!(
                 "{what} has child states: it is no state of the table, so it cannot be final \
-                 nor have an owner, a deadline, earlier names, `persisted` or actions in place"
+                 nor have an owner, a removal, a deadline, earlier names, `persisted` or actions \
+                 in place"
             ),
         ));
     }

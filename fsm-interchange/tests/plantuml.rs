@@ -133,10 +133,9 @@ fn sabakan_agrees_with_every_arrow_of_its_diagram() {
         .filter(|(_, to, _)| to == "[*]")
         .map(|(from, ..)| from.clone())
         .collect();
-    let remove = m.find_action("remove").unwrap();
     let removable: BTreeSet<String> = m
         .state_ids()
-        .filter(|&st| m.start(remove, st).is_ok())
+        .filter(|&st| m.state(st).remove.is_some())
         .map(name)
         .collect();
     assert_eq!(ends, removable);

@@ -222,13 +222,18 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         err("<state id=\"a\">\n  <initial/>\n  <state id=\"a1\"/>\n</state>"),
         "line 3, column 3: an `<initial>` needs a `<transition target>`"
     );
-    for attribute in ["fsm:owner=\"ops\"", "fsm:renamed-from=\"old\""] {
+    for attribute in [
+        "fsm:owner=\"ops\"",
+        "fsm:renamed-from=\"old\"",
+        "fsm:remove=\"true\"",
+        "fsm:remove-roles=\"ops\"",
+    ] {
         assert_eq!(
             err(&format!(
                 "<state id=\"a\" xmlns:fsm=\"urn:fsm:scxml\" {attribute}><state id=\"a1\"/></state>"
             )),
             "line 2, column 1: compound state `a` is no state of the table, so it cannot have \
-             an owner, a deadline, earlier names or `fsm:persisted`",
+             an owner, a removal, a deadline, earlier names or `fsm:persisted`",
             "{attribute}"
         );
     }

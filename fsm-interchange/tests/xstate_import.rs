@@ -351,14 +351,18 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         "line 1, column 67: state `a.x` is a transition state (`meta.transition`) inside \
          compound state `a`; a table has it only among its own states"
     );
-    for meta in [r#""owner": "ops""#, r#""renamed_from": "old""#] {
+    for meta in [
+        r#""owner": "ops""#,
+        r#""renamed_from": "old""#,
+        r#""remove": true"#,
+    ] {
         assert_eq!(
             err(&format!(
                 r#"{{"initial": "a", "states": {{"a": {{"initial": "x", "meta": {{{meta}}}, "states": {{"x": {{}}}}}}}}}}"#
             )),
             "line 1, column 34: state `a` has child states: it is no state of the table, so it \
-             cannot be final nor have an owner, a deadline, earlier names, `persisted` or actions \
-             in place",
+             cannot be final nor have an owner, a removal, a deadline, earlier names, `persisted` \
+             or actions in place",
             "{meta}"
         );
     }

@@ -69,6 +69,11 @@ pub struct StateDef {
     pub persisted: bool,
     /// The role that alone may move an object out of this state.
     pub owner: Option<String>,
+    /// Who may remove an object in this state, deleting its record and history
+    /// from the store: `None`, no one (the default); `Some` of the roles that
+    /// may, an empty list for anyone (as an action's roles). The owner rule
+    /// holds too: in an owned state, only the owner removes.
+    pub remove: Option<Vec<String>>,
     /// For a transition state: how long an action may hold an object in it before a
     /// healer may roll it back, however alive its holder.
     pub deadline: Option<Duration>,
@@ -88,6 +93,7 @@ impl StateDef {
             terminal: false,
             persisted: true,
             owner: None,
+            remove: None,
             deadline: None,
             renamed_from: Vec::new(),
             description: None,
@@ -162,6 +168,10 @@ pub enum Site {
     State(usize),
     /// A state's owner.
     StateOwner(usize),
+    /// A state's `remove` setting.
+    StateRemove(usize),
+    /// Role number `.1` of state `.0`'s `remove`.
+    StateRemoveRole(usize, usize),
     /// A state's `terminal` flag.
     StateTerminal(usize),
     /// A state's deadline.
@@ -205,7 +215,9 @@ impl Site {
             | Site::Guard(_)
             | Site::State(_) => Site::Machine,
             Site::Action(_) => Site::Machine,
+            Site::StateRemoveRole(s, _) => Site::StateRemove(s),
             Site::StateOwner(s)
+            | Site::StateRemove(s)
             | Site::StateTerminal(s)
             | Site::StateDeadline(s)
             | Site::StateRename(s, _) => Site::State(s),

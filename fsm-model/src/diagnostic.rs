@@ -125,6 +125,12 @@ lints! {
     RenameConflict = ("rename-conflict", Error),
     /// A deadline on a static state, where no action runs.
     StaticDeadline = ("static-deadline", Error),
+    /// A transition state allows removal: an object there is held by its
+    /// action, and a held object is never removed.
+    TransitionRemove = ("transition-remove", Error),
+    /// A state's `remove` names roles, but not its owner's: only the owner
+    /// may remove an object in an owned state, so no one ever could.
+    RemoveOwner = ("remove-owner", Error),
     /// No path from the initial state reaches this state.
     Unreachable = ("unreachable", Warning),
     /// A declared guard that no action uses.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::{Action, Guard, GuardId, Machine, Role, State, StateId, StateKind, Target};
 
-const TAG: &str = "fsm2|";
+const TAG: &str = "fsm3|";
 
 struct Writer(String);
 
@@ -60,6 +60,16 @@ pub fn encode(machine: &Machine) -> String {
         w.flag(s.terminal);
         w.flag(s.persisted);
         w.o(s.owner.as_deref());
+        // No removal as `0;`, else the number of roles plus one.
+        match &s.remove {
+            None => w.n(0),
+            Some(roles) => {
+                w.n(roles.len() + 1);
+                for r in roles.iter() {
+                    w.s(r);
+                }
+            }
+        }
         w.deadline(s.deadline);
         w.n(s.renamed_from.len());
         for r in s.renamed_from.iter() {
@@ -187,6 +197,10 @@ pub fn decode(encoded: &'static str) -> Machine {
         terminal: r.flag(),
         persisted: r.flag(),
         owner: r.o(),
+        remove: r
+            .n()
+            .checked_sub(1)
+            .map(|len| Cow::Owned((0..len).map(|_| r.s()).collect())),
         deadline: r.deadline(),
         renamed_from: Cow::Owned(r.list(|r| r.s())),
         description: r.o(),
@@ -239,6 +253,7 @@ mod tests {
             terminal: false,
             persisted: true,
             owner: None,
+            remove: None,
             deadline: None,
             renamed_from: Cow::Borrowed(&[]),
             description: description.map(Cow::Borrowed),
@@ -256,9 +271,14 @@ mod tests {
                 state("HALTED", StateKind::Static, Some("3:x")),
                 state("STARTING", StateKind::Transition, None),
                 State {
+                    remove: Some(Cow::Owned(vec![])),
+                    ..state("STOPPED", StateKind::Static, None)
+                },
+                State {
                     terminal: true,
                     persisted: false,
                     owner: Some(Cow::Borrowed("ops")),
+                    remove: Some(Cow::Owned(vec![Cow::Borrowed("ops"), Cow::Borrowed("3:-")])),
                     deadline: Some(Duration::from_secs(90)),
                     renamed_from: Cow::Owned(vec![Cow::Borrowed("OLD:1;"), Cow::Borrowed("-")]),
                     ..state("GONE", StateKind::Static, Some("-"))

@@ -71,6 +71,10 @@ pub struct State {
     pub persisted: bool,
     /// The role that alone may move an object out of this state.
     pub owner: Option<Text>,
+    /// Who may remove an object in this state: `None`, no one; `Some` of the
+    /// roles that may, empty for anyone (see
+    /// [`StateDef::remove`](crate::StateDef::remove)).
+    pub remove: Option<Cow<'static, [Text]>>,
     /// For a transition state: how long an action may hold an object in it before
     /// a healer may roll it back, however alive its holder.
     pub deadline: Option<Duration>,
@@ -84,6 +88,18 @@ impl State {
     /// True for a transition state: an action is running.
     pub fn is_transition(&self) -> bool {
         self.kind == StateKind::Transition
+    }
+
+    /// Whether an actor holding the roles `has_role` answers yes for may
+    /// remove an object in this state: the state allows removal to anyone or
+    /// to one of the actor's roles, and the actor holds the owner's role, if
+    /// the state has an owner.
+    pub fn may_remove(&self, has_role: impl Fn(&str) -> bool) -> bool {
+        let Some(roles) = &self.remove else {
+            return false;
+        };
+        (roles.is_empty() || roles.iter().any(|r| has_role(r)))
+            && self.owner.as_deref().is_none_or(&has_role)
     }
 }
 
@@ -351,6 +367,10 @@ pub mod __private {
             terminal: def.terminal,
             persisted: def.persisted,
             owner: def.owner.clone().map(Cow::Owned),
+            remove: def
+                .remove
+                .as_ref()
+                .map(|roles| roles.iter().cloned().map(Cow::Owned).collect()),
             deadline: def.deadline,
             renamed_from: def.renamed_from.iter().cloned().map(Cow::Owned).collect(),
             description: def.description.clone().map(Cow::Owned),

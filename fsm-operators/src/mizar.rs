@@ -895,7 +895,10 @@ impl Cluster {
                         }
                         // The healer's and the runtime's own writes.
                         EntryKind::Healed | EntryKind::Abandoned => {}
-                        EntryKind::Started | EntryKind::Completed | EntryKind::Failed => {
+                        EntryKind::Started
+                        | EntryKind::Completed
+                        | EntryKind::Failed
+                        | EntryKind::Removed => {
                             if Operator::from_role(&entry.actor).is_none() {
                                 found.push(format!(
                                     "{kind:?} {id}: {:?} by {}, no operator",

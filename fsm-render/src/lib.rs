@@ -203,12 +203,22 @@ pub fn arrow_label(machine: &Machine, arrow: &Arrow) -> String {
     label
 }
 
-/// Notes about a state worth drawing: its owner, and whether it is only transient.
+/// Notes about a state worth drawing: its owner, who may remove an object in
+/// it (`removable` for anyone, `removable by: admin, "cloud admin"`, names
+/// that are not plain words in quotes), and whether it is only transient.
 pub fn state_notes(machine: &Machine, state: StateId) -> Vec<String> {
     let s = machine.state(state);
     let mut notes = Vec::new();
     if let Some(owner) = &s.owner {
         notes.push(format!("owner: {owner}"));
+    }
+    match s.remove.as_deref() {
+        None => {}
+        Some([]) => notes.push("removable".to_owned()),
+        Some(roles) => {
+            let roles: Vec<_> = roles.iter().map(|r| fsm_model::label_name(r)).collect();
+            notes.push(format!("removable by: {}", roles.join(", ")));
+        }
     }
     if !s.persisted {
         notes.push("not persisted".to_owned());

@@ -83,11 +83,16 @@ pub fn table(m: &Machine) -> String {
         if !s.persisted {
             tags.push("not persisted");
         }
-        let owner = s
+        let mut owner = s
             .owner
             .as_ref()
             .map(|o| format!(", owner {o}"))
             .unwrap_or_default();
+        match s.remove.as_deref() {
+            None => {}
+            Some([]) => owner.push_str(", removable"),
+            Some(roles) => owner.push_str(&format!(", removable by {}", roles.join(" or "))),
+        }
         let desc = s
             .description
             .as_ref()

@@ -183,6 +183,28 @@ pub enum RuntimeError {
         /// The owner's role.
         owner: String,
     },
+    /// The object's state allows no removal (the spec's `remove` on a state).
+    #[error("{id} cannot be removed in {state}: {}", removable_text(.removable))]
+    NotRemovable {
+        /// The object.
+        id: ObjectId,
+        /// Its state.
+        state: String,
+        /// The states whose objects may be removed, in the spec's order.
+        removable: Vec<String>,
+    },
+    /// The actor holds none of the roles that may remove an object in its state.
+    #[error("{actor} may not remove {id} in {state}: it needs the role {}", roles.join(" or "))]
+    MayNotRemove {
+        /// The object.
+        id: ObjectId,
+        /// The actor.
+        actor: String,
+        /// The object's state.
+        state: String,
+        /// The roles that may remove an object in that state.
+        roles: Vec<String>,
+    },
     /// A guard of the action said no.
     #[error("guard `{guard}` refused `{action}` on {id}: {description}")]
     Guard {
@@ -324,6 +346,14 @@ fn found_text(found: &Option<(String, u64)>) -> String {
     match found {
         Some((state, version)) => format!("found {state} at version {version}"),
         None => "found no such object".into(),
+    }
+}
+
+fn removable_text(removable: &[String]) -> String {
+    if removable.is_empty() {
+        "no state of the machine allows removal".into()
+    } else {
+        format!("only objects in {} may be removed", removable.join(", "))
     }
 }
 

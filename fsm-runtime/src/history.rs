@@ -22,7 +22,9 @@ pub struct HistoryError {
 /// only from one of its origins, into its transition state (or holding the state),
 /// while no other action is in flight (a hidden action only excludes another hidden
 /// one); completed to its target; failed, or healed, back to its origin; abandoned
-/// without moving; a hidden action ending where the status then is.
+/// without moving; a hidden action ending where the status then is; and, as
+/// the last entry only (a removal's event, which no store's history keeps), a
+/// removal in a state that allows it, with no action in flight.
 ///
 /// ```
 /// use fsm_runtime::{check_history, Actor, MemoryStore, Runtime};
@@ -80,7 +82,24 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
                 .action
                 .ok_or_else(|| fail(format!("a {:?} entry names no action", entry.kind)))
         };
+        if index > 0 && history[index - 1].kind == EntryKind::Removed {
+            return Err(fail("an entry after the object's removal".into()));
+        }
         match entry.kind {
+            EntryKind::Removed => {
+                if let Some((running, _)) = in_flight.or(hidden) {
+                    return Err(fail(format!(
+                        "removed while `{}` was in flight",
+                        machine.action(running).name
+                    )));
+                }
+                if entry.to != entry.from || machine.state(entry.from).remove.is_none() {
+                    return Err(fail(format!(
+                        "removed in {}, which allows no removal",
+                        name(entry.from)
+                    )));
+                }
+            }
             EntryKind::Created => {
                 if at.is_some() {
                     return Err(fail("created twice".into()));

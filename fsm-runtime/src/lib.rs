@@ -199,7 +199,7 @@ pub use park::Parking as LoomParking;
 pub use queue::{QueueError, Queuer, QueuerBuilder, Request, Ticket, Work};
 pub use runtime::{Runtime, RuntimeBuilder, StateList};
 pub use store::{
-    Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Records, Store,
+    Entry, EntryKind, Event, Expected, Holder, Lagged, Publisher, Record, Records, Removal, Store,
     WatchStream, Watcher, Write,
 };
 pub use write::Change;

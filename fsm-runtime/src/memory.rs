@@ -9,7 +9,7 @@ use fsm_core::{ActionId, Machine, StateId};
 
 use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering, Padded, ShardLock, lock_shard};
 use crate::{
-    Change, Entry, Event, Holder, ObjectId, OrderedId, Publisher, Record, Records, Store,
+    Change, Entry, Event, Holder, ObjectId, OrderedId, Publisher, Record, Records, Removal, Store,
     StoreError, Watcher, Write,
 };
 
@@ -79,6 +79,16 @@ impl Index {
         }
     }
 
+    /// Takes a removed object's id out, once ids are kept (under its shard's
+    /// lock, after the object left the shard: a reader who finds the id here
+    /// and then takes the shard's lock finds no object, and skips it).
+    #[inline]
+    fn removed(&self, id: &ObjectId) {
+        if self.kept.load(Ordering::SeqCst) == 1 {
+            lock(&self.ids).0.remove(&OrderedId::new(id.clone()));
+        }
+    }
+
     /// The ids whole, made so by a pass over `shards` the first time.
     fn whole<'a>(
         &'a self,
@@ -145,6 +155,13 @@ impl Shard {
         self.objects
             .find_mut(hash, |(k, _)| k == id)
             .map(|(_, slot)| &mut **slot)
+    }
+
+    /// Takes an object out.
+    fn remove(&mut self, hash: u64, id: &ObjectId) {
+        if let Ok(entry) = self.objects.find_entry(hash, |(k, _)| k == id) {
+            entry.remove();
+        }
     }
 
     /// Adds an object that is not there yet.
@@ -547,6 +564,29 @@ impl Store for MemoryStore {
 
     fn watch(&self) -> Result<Watcher, StoreError> {
         Ok(self.publisher.watch())
+    }
+
+    /// The record and history dropped under the shard's lock, the entry
+    /// published under it too (after every earlier write of the object).
+    fn remove(&self, removal: Removal) -> Result<(), StoreError> {
+        let (id, expected, entry) = removal.into_parts();
+        let (hash, shard) = self.shard(&id);
+        let mut shard = lock_shard(shard);
+        let slot = crate::store::decided_on(&id, shard.get(hash, &id))?;
+        if slot.record.expected() != expected {
+            return Err(StoreError::Conflict {
+                found: Some(Box::new(slot.record.clone())),
+                id,
+            });
+        }
+        shard.remove(hash, &id);
+        self.index.removed(&id);
+        self.publisher.publish(|| Event {
+            id,
+            entry,
+            position: None,
+        });
+        Ok(())
     }
 }
 

@@ -51,7 +51,7 @@ use crate::in_flight::{self, InFlight};
 use crate::write::{self, Change, Hold, Slot};
 use crate::{
     Actor, Clock, CounterClock, Entry, EntryKind, Expected, Fence, IntoHeldId, IntoObjectId,
-    ObjectId, Record, RuntimeError, Store, StoreError, Watcher, Write,
+    ObjectId, Record, Removal, RuntimeError, Store, StoreError, Watcher, Write,
 };
 use fsm_core::ActionRef;
 
@@ -1056,6 +1056,187 @@ impl<S: Store> Runtime<S> {
         self.commit(write)?;
         tracing::info!(object = %id, action = %self.machine().action(action).name, "rolled back");
         Ok(healed)
+    }
+
+    /// Removes `id` as `actor`: its record and its history leave the store,
+    /// and watchers get a last event, [`EntryKind::Removed`], which this
+    /// answers. The id is then free; creating it again makes a new object,
+    /// from version 1.
+    ///
+    /// Refused, with nothing changed, when the object does not exist
+    /// ([`RuntimeError::NotFound`]), when an action holds it, abandoned or not
+    /// (`Busy`: the healer rolls an abandoned one back first), when its state
+    /// allows no removal (`NotRemovable`: the spec's `remove` on a state), when
+    /// the actor holds none of the roles that state names (`MayNotRemove`), or
+    /// when the state has an owner and the actor is not it (`NotOwner`). The
+    /// removal is a compare-and-delete against the record the checks read: a
+    /// write in between makes it a [`RuntimeError::Conflict`].
+    ///
+    /// ```
+    /// use fsm_runtime::{Actor, EntryKind, MemoryStore, Runtime, RuntimeError};
+    ///
+    /// // sabakan's rule: "Only Retired machines can be removed", by admins.
+    /// let spec = r#"
+    ///     [machine]
+    ///     name = "machine"
+    ///     initial = "Healthy"
+    ///     [roles]
+    ///     admin = "Administrators"
+    ///     [states]
+    ///     Healthy = "Machines that can run applications"
+    ///     Retired = { terminal = true, remove = "admin" }
+    ///     [actions]
+    ///     retire = { from = "Healthy", to = "Retired", roles = "admin" }
+    /// "#;
+    /// let machines = Runtime::new(fsm_core::spec::load_str("machine.toml", spec)?, MemoryStore::new())?;
+    /// let admin = Actor::new("alice").with_role("admin");
+    /// machines.create("m-1", &admin)?;
+    ///
+    /// let refused = machines.remove("m-1", &admin).unwrap_err();
+    /// assert!(matches!(refused, RuntimeError::NotRemovable { .. }));
+    /// assert_eq!(
+    ///     refused.to_string(),
+    ///     "m-1 cannot be removed in Healthy: only objects in Retired may be removed"
+    /// );
+    ///
+    /// machines.run("m-1", &admin, "retire")?;
+    /// let removed = machines.remove("m-1", &admin)?;
+    /// assert_eq!((removed.kind, removed.version), (EntryKind::Removed, 4));
+    /// assert!(matches!(machines.get("m-1"), Err(RuntimeError::NotFound { .. })));
+    /// assert!(machines.history("m-1")?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove(&self, id: impl IntoObjectId, actor: &Actor) -> Result<Entry, RuntimeError> {
+        self.remove_expecting(id.into_object_id(), None, actor)
+    }
+
+    /// [`remove`](Self::remove), only if the object is at `version` (an HTTP
+    /// `If-Match`): otherwise [`RuntimeError::VersionMismatch`], and nothing is
+    /// removed.
+    pub fn remove_at(
+        &self,
+        id: impl IntoObjectId,
+        version: u64,
+        actor: &Actor,
+    ) -> Result<Entry, RuntimeError> {
+        self.remove_expecting(id.into_object_id(), Some(version), actor)
+    }
+
+    fn remove_expecting(
+        &self,
+        id: ObjectId,
+        version: Option<u64>,
+        actor: &Actor,
+    ) -> Result<Entry, RuntimeError> {
+        let record = self.load(&id)?;
+        let removal = self.removal(id, record, version, actor)?;
+        let result = self.inner.store.remove(removal.clone());
+        self.removed(removal, result)
+    }
+
+    /// [`remove`](Self::remove) (and, with `version`, [`remove_at`](Self::remove_at))
+    /// for async callers: the store's read and removal are awaited
+    /// ([`Store::load_async`], [`Store::remove_async`]).
+    pub async fn remove_async(
+        &self,
+        id: impl IntoObjectId,
+        version: Option<u64>,
+        actor: &Actor,
+    ) -> Result<Entry, RuntimeError> {
+        let id = id.into_object_id();
+        let record = self.load_async(&id).await?;
+        let removal = self.removal(id, record, version, actor)?;
+        let result = self.inner.store.remove_async(removal.clone()).await;
+        self.removed(removal, result)
+    }
+
+    /// The removal of `id` as `actor`, decided on its `record` as read (and,
+    /// with `version`, only at that version), or why not.
+    fn removal(
+        &self,
+        id: ObjectId,
+        record: Option<Record>,
+        version: Option<u64>,
+        actor: &Actor,
+    ) -> Result<Removal, RuntimeError> {
+        let Some(record) = record else {
+            return Err(RuntimeError::NotFound { id });
+        };
+        let machine = self.machine();
+        if let Some(expected) = version
+            && expected != record.version
+        {
+            return Err(RuntimeError::VersionMismatch {
+                id,
+                expected,
+                found: record.version,
+                state: self.name(record.state),
+            });
+        }
+        if let Some(holder) = record.in_flight.as_ref().or(record.hidden.as_ref()) {
+            return Err(RuntimeError::Busy {
+                id,
+                state: self.name(record.state),
+                action: self.action_name(holder.action).to_owned(),
+                holder: holder.actor.to_string(),
+                abandoned: holder.abandoned,
+            });
+        }
+        let state = machine.state(record.state);
+        let Some(roles) = &state.remove else {
+            let removable = machine.states().iter().filter(|s| s.remove.is_some());
+            return Err(RuntimeError::NotRemovable {
+                id,
+                state: state.name.to_string(),
+                removable: removable.map(|s| s.name.to_string()).collect(),
+            });
+        };
+        // The rule is `may_remove`'s; the refusal says which half of it failed.
+        if !state.may_remove(|r| actor.has_role(r)) {
+            let (actor, name) = (actor.name().to_owned(), state.name.to_string());
+            return Err(match &state.owner {
+                Some(owner) if roles.is_empty() || roles.contains(owner) => {
+                    RuntimeError::NotOwner {
+                        id,
+                        actor,
+                        state: name,
+                        owner: owner.to_string(),
+                    }
+                }
+                _ => RuntimeError::MayNotRemove {
+                    id,
+                    actor,
+                    state: name,
+                    roles: roles.iter().map(|r| r.to_string()).collect(),
+                },
+            });
+        }
+        let entry = Entry {
+            version: record.version + 1,
+            at: self.stamp(&record),
+            actor: actor.actor_name(),
+            kind: EntryKind::Removed,
+            action: None,
+            from: record.state,
+            to: record.state,
+        };
+        Ok(Removal {
+            id,
+            expected: record.expected(),
+            entry,
+        })
+    }
+
+    /// What a removal ended in: its entry, or why not.
+    fn removed(
+        &self,
+        removal: Removal,
+        result: Result<(), StoreError>,
+    ) -> Result<Entry, RuntimeError> {
+        let (id, expected, entry) = removal.into_parts();
+        result.map_err(|e| self.refused(Some(expected), e))?;
+        tracing::info!(object = %id, actor = %entry.actor, "removed");
+        Ok(entry)
     }
 
     /// A conflict on `id`: the write expected `expected`, the store has `found`

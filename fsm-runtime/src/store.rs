@@ -149,6 +149,11 @@ pub enum EntryKind {
     Abandoned,
     /// The healer rolled a stuck action back to its origin.
     Healed,
+    /// The object was removed ([`Runtime::remove`](crate::Runtime::remove)):
+    /// its record and history are gone. No history keeps this entry; it is
+    /// the last event watchers get of the object, at the version after its
+    /// last, with `from` and `to` the state it was removed in.
+    Removed,
 }
 
 /// One write as a [`Store`] receives it: the new record, the history entry that
@@ -189,6 +194,42 @@ impl Write {
     /// The write's parts, for a backend that stores them.
     pub fn into_parts(self) -> (ObjectId, Option<Expected>, Record, Entry) {
         (self.id, self.expected, self.record, self.entry)
+    }
+}
+
+/// An object's removal as a [`Store`] receives it: the object, the state and
+/// version it must be at, and the entry watchers get ([`EntryKind::Removed`]).
+///
+/// As with a [`Write`], only the runtime makes one, after its checks: that the
+/// object's state allows removal, by the actor's roles, and that no action
+/// holds it.
+#[derive(Debug, Clone)]
+pub struct Removal {
+    pub(crate) id: ObjectId,
+    pub(crate) expected: Expected,
+    pub(crate) entry: Entry,
+}
+
+impl Removal {
+    /// The object.
+    pub fn id(&self) -> &ObjectId {
+        &self.id
+    }
+
+    /// The state and version the object must be at.
+    pub fn expected(&self) -> Expected {
+        self.expected
+    }
+
+    /// The entry to publish to watchers: kind [`EntryKind::Removed`], at the
+    /// version after `expected`'s.
+    pub fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    /// The removal's parts, for a backend that carries them out.
+    pub fn into_parts(self) -> (ObjectId, Expected, Entry) {
+        (self.id, self.expected, self.entry)
     }
 }
 
@@ -358,6 +399,25 @@ pub trait Store: Send + Sync + 'static {
 
     /// A subscription to every write applied from now on.
     fn watch(&self) -> Result<Watcher, StoreError>;
+
+    /// Removes the object, its record and its whole history, in one atomic
+    /// step, if it is at [`removal.expected()`](Removal::expected); otherwise
+    /// [`StoreError::Conflict`] with what the store holds (`found: None`: no
+    /// such object), and nothing changes. A removal that happened is
+    /// published to watchers as [`removal.entry()`](Removal::entry), after
+    /// every earlier write of the object. The id is then free: a creation
+    /// makes a new object, from version 1.
+    fn remove(&self, removal: Removal) -> Result<(), StoreError>;
+
+    /// [`remove`](Store::remove) for async callers. The default answers with
+    /// `remove`, which suits a store whose calls never wait; a store that waits
+    /// on the network implements it without blocking the caller's thread.
+    fn remove_async(
+        &self,
+        removal: Removal,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(self.remove(removal))
+    }
 
     /// A read and the change made from it, as one compare-and-set: `decide` sees
     /// the object's record (`None`: absent) and returns the [`Change`] to make with
@@ -960,6 +1020,17 @@ impl<S: Store> Store for Arc<S> {
     }
     fn watch(&self) -> Result<Watcher, StoreError> {
         (**self).watch()
+    }
+
+    fn remove(&self, removal: Removal) -> Result<(), StoreError> {
+        (**self).remove(removal)
+    }
+
+    fn remove_async(
+        &self,
+        removal: Removal,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).remove_async(removal)
     }
     fn load_async(
         &self,

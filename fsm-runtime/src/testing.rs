@@ -18,19 +18,23 @@ use crate::{
 };
 
 /// The machine the suite runs: a server with a transition state, a back-to-origin
-/// action, a self-loop, a hidden action and a terminal state.
+/// action, a self-loop, a hidden action, a terminal state, and removal allowed
+/// in two states (to anyone in `HALTED`, to the role `ops` in `RETIRED`).
 pub const SPEC: &str = r#"
 [machine]
 name = "server"
 initial = "HALTED"
 
+[roles]
+ops = "Operators"
+
 [states]
-HALTED = "Off"
+HALTED = { remove = true, description = "Off" }
 STARTING = { transition = true }
 RUNNING = "On"
 STOPPING = { transition = true }
 RESIZING = { transition = true }
-RETIRED = { terminal = true }
+RETIRED = { terminal = true, remove = "ops" }
 
 [actions]
 start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
@@ -61,6 +65,8 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     hidden_actions_keep_their_own_slot(make());
     guards_decide_on_the_record_written_against(make());
     watchers_see_writes_in_order(make());
+    removes_whole(make());
+    removal_races_a_start(make());
     concurrent_actors_never_lose_a_write(make(), 4, 150);
     async_actors_share_one_thread(make(), 4, 60);
 }
@@ -767,6 +773,191 @@ pub fn watchers_see_writes_in_order<S: Store>(store: S) {
         ("b", EntryKind::Created)
     );
     assert_eq!(rt.history("b").unwrap()[0], event.entry);
+}
+
+/// A removal takes the object whole (record, history, listings) and tells
+/// watchers last; one the spec or a holder refuses changes nothing; the id is
+/// then free for a new object, whose history starts afresh.
+pub fn removes_whole<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, ops) = (Actor::new("user"), Actor::new("olga").with_role("ops"));
+    let what = "removes_whole";
+    let mut all = rt.watch().unwrap();
+    let mut only_r = rt.watch().unwrap().only("r");
+    for id in ["q", "r", "s"] {
+        rt.create(id, &user).unwrap();
+    }
+    rt.run("r", &user, "retire").unwrap();
+    let before = rt.history("r").unwrap();
+    // Refused: by the state, by the role, by a version, by a holder.
+    rt.run("q", &user, "start").unwrap();
+    match rt.remove("q", &user) {
+        Err(RuntimeError::NotRemovable {
+            state, removable, ..
+        }) => {
+            assert_eq!(
+                (state.as_str(), removable),
+                ("RUNNING", vec!["HALTED".into(), "RETIRED".into()]),
+                "{what}"
+            );
+        }
+        other => panic!("{what}: removal in RUNNING answered {other:?}"),
+    }
+    match rt.remove("r", &user) {
+        Err(RuntimeError::MayNotRemove { roles, .. }) => assert_eq!(roles, ["ops"], "{what}"),
+        other => panic!("{what}: removal without the role answered {other:?}"),
+    }
+    match rt.remove_at("r", 2, &ops) {
+        Err(RuntimeError::VersionMismatch {
+            expected: 2,
+            found: 3,
+            ..
+        }) => {}
+        other => panic!("{what}: removal at a stale version answered {other:?}"),
+    }
+    let held = rt.start("s", &user, "resize").unwrap();
+    match rt.remove("s", &user) {
+        Err(RuntimeError::Busy { action, .. }) => assert_eq!(action, "resize", "{what}"),
+        other => panic!("{what}: removal of a held object answered {other:?}"),
+    }
+    held.complete().unwrap();
+    assert_eq!(
+        rt.history("r").unwrap(),
+        before,
+        "{what}: a refusal changed nothing"
+    );
+    // Removed: gone from every read, told to watchers after its earlier writes.
+    let removed = rt.remove_at("r", 3, &ops).expect("removes_whole: removal");
+    assert_eq!(
+        (
+            removed.kind,
+            removed.version,
+            removed.action,
+            &*removed.actor
+        ),
+        (EntryKind::Removed, 4, None, "olga"),
+        "{what}"
+    );
+    assert_eq!(rt.machine().state(removed.from).name, "RETIRED", "{what}");
+    assert!(
+        matches!(rt.get("r"), Err(RuntimeError::NotFound { .. })),
+        "{what}"
+    );
+    assert!(rt.history("r").unwrap().is_empty(), "{what}: history kept");
+    assert!(
+        !rt.store()
+            .ids()
+            .unwrap()
+            .iter()
+            .any(|id| id.as_str() == "r"),
+        "{what}: listed"
+    );
+    let listed = |page: Vec<(ObjectId, _)>| {
+        page.into_iter()
+            .map(|(id, _)| id.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed(rt.store().records().unwrap()), ["q", "s"], "{what}");
+    assert_eq!(
+        listed(rt.store().records_after(None, 10).unwrap()),
+        ["q", "s"],
+        "{what}"
+    );
+    let mut seen: Vec<Event> = Vec::new();
+    while seen
+        .last()
+        .is_none_or(|e| e.entry.kind != EntryKind::Removed)
+    {
+        let event = next(&mut only_r);
+        seen.push(event);
+    }
+    let versions: Vec<u64> = seen.iter().map(|e| e.entry.version).collect();
+    assert_eq!(
+        versions,
+        [1, 2, 3, 4],
+        "{what}: the removal comes after every write"
+    );
+    assert_eq!(seen[3].entry, removed, "{what}");
+    let mut removals = 0;
+    while removals == 0 {
+        removals += usize::from(next(&mut all).entry.kind == EntryKind::Removed);
+    }
+    // Nothing left to remove; the id is free again.
+    assert!(
+        matches!(rt.remove("r", &ops), Err(RuntimeError::NotFound { .. })),
+        "{what}"
+    );
+    rt.create("r", &user).expect("removes_whole: created again");
+    let history = rt.history("r").unwrap();
+    assert_eq!(
+        history
+            .iter()
+            .map(|e| (e.version, e.kind))
+            .collect::<Vec<_>>(),
+        [(1, EntryKind::Created)],
+        "{what}: a new object's history starts afresh"
+    );
+    // The async form, at the version read.
+    let removed = block_on(rt.remove_async("r", Some(1), &user)).expect("removes_whole: async");
+    assert_eq!(
+        (removed.kind, removed.version),
+        (EntryKind::Removed, 2),
+        "{what}"
+    );
+    assert!(rt.store().load(&"r".into()).unwrap().is_none(), "{what}");
+}
+
+/// A removal and a start race on one object, round after round: exactly one
+/// of them lands, and the object is as the winner left it. Asserts that the
+/// race happened: in some round the removal read the object before the start
+/// and lost its compare-and-delete to it ([`RuntimeError::Conflict`]).
+pub fn removal_races_a_start<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (remover, starter) = (Actor::new("remover"), Actor::new("starter"));
+    let what = "removal_races_a_start";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut lost_the_compare, mut rounds) = (0, 0);
+    while lost_the_compare == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: in {rounds} rounds no removal lost its compare-and-delete to a start"
+        );
+        rounds += 1;
+        let id = format!("race-{rounds}");
+        rt.create(id.as_str(), &remover).unwrap();
+        let barrier = std::sync::Barrier::new(2);
+        let (removed, started) = std::thread::scope(|s| {
+            let removal = s.spawn(|| {
+                barrier.wait();
+                rt.remove(id.as_str(), &remover)
+            });
+            let start = s.spawn(|| {
+                barrier.wait();
+                rt.run(id.as_str(), &starter, "start")
+            });
+            (removal.join().unwrap(), start.join().unwrap())
+        });
+        match (&removed, &started) {
+            (Ok(entry), Err(RuntimeError::NotFound { .. } | RuntimeError::Conflict { .. })) => {
+                assert_eq!(entry.version, 2, "{what}");
+                assert!(
+                    rt.store().load(&id.as_str().into()).unwrap().is_none(),
+                    "{what}"
+                );
+            }
+            (Err(lost), Ok(_)) => {
+                match lost {
+                    RuntimeError::Conflict { .. } => lost_the_compare += 1,
+                    // Read while the action held it, or after it ended.
+                    RuntimeError::Busy { .. } | RuntimeError::NotRemovable { .. } => {}
+                    other => panic!("{what}: the removal lost with {other:?}"),
+                }
+                let record = rt.get(id.as_str()).expect("the start's object stays");
+                assert_eq!(rt.machine().state(record.state).name, "RUNNING", "{what}");
+            }
+            other => panic!("{what}: round {rounds}: {other:?}"),
+        }
+    }
 }
 
 /// `threads` actors race on a few objects: every accepted action is in the

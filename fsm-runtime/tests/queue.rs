@@ -229,6 +229,10 @@ impl Store for LateRead {
         self.store.watch()
     }
 
+    fn remove(&self, removal: fsm_runtime::Removal) -> Result<(), StoreError> {
+        self.store.remove(removal)
+    }
+
     fn modify<T, E, R>(
         &self,
         id: &ObjectId,

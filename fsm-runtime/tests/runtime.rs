@@ -672,6 +672,10 @@ impl fsm_runtime::Store for Flaky {
         self.up()?;
         self.store.watch()
     }
+    fn remove(&self, removal: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
+        self.up()?;
+        self.store.remove(removal)
+    }
 }
 
 /// A completion the store fails (its backend went down after the start) is the
@@ -1138,6 +1142,9 @@ impl fsm_runtime::Store for Down {
     fn watch(&self) -> Result<fsm_runtime::Watcher, fsm_runtime::StoreError> {
         Err(self.load(&"x".into()).unwrap_err())
     }
+    fn remove(&self, _: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
+        self.load(&"x".into()).map(drop)
+    }
 }
 
 #[test]
@@ -1258,6 +1265,9 @@ impl fsm_runtime::Store for Listing {
     fn watch(&self) -> Result<fsm_runtime::Watcher, fsm_runtime::StoreError> {
         self.store.watch()
     }
+    fn remove(&self, removal: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
+        self.store.remove(removal)
+    }
 }
 
 /// `states` reads every object with one listing (no read per object), sorted by
@@ -1320,4 +1330,41 @@ fn states_are_read_at_once_and_an_unreadable_record_stands_apart() {
             "{err:?}"
         );
     }
+}
+
+/// In an owned state only the owner removes, whatever other role `remove`
+/// names: Mizar's "exactly one operator may mutate an object in a given state".
+#[test]
+fn in_an_owned_state_only_the_owner_removes() {
+    let machine = fsm_core::spec::load_str(
+        "owned.toml",
+        r#"
+        [machine]
+        name = "vpc"
+        initial = "Provisioned"
+        [roles]
+        vpc-operator = "The VPC operator"
+        admin = "An administrator"
+        [states]
+        Provisioned = "Ready"
+        Deleted = { terminal = true, owner = "vpc-operator", remove = ["admin", "vpc-operator"] }
+        [actions]
+        delete = { from = "Provisioned", to = "Deleted" }
+        "#,
+    )
+    .unwrap();
+    let rt = Runtime::new(machine, MemoryStore::new()).unwrap();
+    let (admin, operator) = (
+        Actor::new("ada").with_role("admin"),
+        Actor::new("vpc-op").with_role("vpc-operator"),
+    );
+    rt.create("vpc-1", &admin).unwrap();
+    rt.run("vpc-1", &admin, "delete").unwrap();
+    let refused = rt.remove("vpc-1", &admin).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "ada may not move vpc-1 out of Deleted: it is owned by vpc-operator"
+    );
+    assert!(matches!(refused, RuntimeError::NotOwner { .. }));
+    assert_eq!(rt.remove("vpc-1", &operator).unwrap().version, 4);
 }

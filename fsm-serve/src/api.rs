@@ -154,6 +154,24 @@ fn refused(e: RuntimeError) -> ApiError {
             .with("actor", actor)
             .with("state", state)
             .with("owner", owner),
+        RuntimeError::NotRemovable {
+            id,
+            state,
+            removable,
+        } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "not_removable", message)
+            .with("id", id.as_str())
+            .with("state", state)
+            .with("removable_in", removable),
+        RuntimeError::MayNotRemove {
+            id,
+            actor,
+            state,
+            roles,
+        } => ApiError::new(StatusCode::FORBIDDEN, "missing_role", message)
+            .with("id", id.as_str())
+            .with("actor", actor)
+            .with("state", state)
+            .with("roles_required", roles),
         RuntimeError::Guard {
             id, action, guard, ..
         } => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "guard", message)
@@ -851,6 +869,37 @@ async fn start(
     Ok(with_etag(status, body, record.version))
 }
 
+/// `DELETE /v1/{machine}/objects/{id}`: removes the object, if its state
+/// allows it to the actor's roles and no action holds it (`If-Match` as a
+/// start's); 200 and the removal's history entry, which watchers get as the
+/// object's last `write`.
+async fn remove(
+    State(service): State<Arc<Service>>,
+    Path((name, id)): Path<(String, String)>,
+    Query(NoQuery {}): Query<NoQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&service, &headers)?;
+    let m = machine(&service, &name)?.clone();
+    let condition = IfMatch::read(&headers)?;
+    let version = condition.version();
+    let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
+    let removed = blocking(move || match version {
+        Some(v) => rt.remove_at(key, v, &who),
+        None => rt.remove(key, &who),
+    })
+    .await
+    .map_err(|e| {
+        if matches!(e, RuntimeError::Conflict { .. }) {
+            m.feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+        }
+        log(&actor, "remove", condition.explain(refused(e)))
+    })?;
+    let mut body = entry_json(m.runtime.machine(), &removed);
+    body.insert("id".into(), id.into());
+    Ok((StatusCode::OK, axum::Json(Value::Object(body))).into_response())
+}
+
 async fn finish(
     service: Arc<Service>,
     name: String,
@@ -1282,6 +1331,7 @@ pub fn router(service: Arc<Service>) -> Router {
                 axum::http::Method::GET,
                 axum::http::Method::POST,
                 axum::http::Method::PATCH,
+                axum::http::Method::DELETE,
             ])
             .allow_headers([
                 header::AUTHORIZATION,
@@ -1299,7 +1349,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/openapi.json", get(openapi))
         .route("/v1/{machine}/objects", post(create).get(list))
         .route("/v1/{machine}/summary", get(summary))
-        .route("/v1/{machine}/objects/{id}", get(get_object))
+        .route("/v1/{machine}/objects/{id}", get(get_object).delete(remove))
         .route(
             "/v1/{machine}/objects/{id}/data",
             axum::routing::patch(patch_data),

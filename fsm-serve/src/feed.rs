@@ -55,6 +55,8 @@ pub struct Counters {
     pub healed: AtomicU64,
     /// Actions abandoned by their holder.
     pub abandoned: AtomicU64,
+    /// Objects removed.
+    pub removed: AtomicU64,
     /// Requests refused by a lost compare-and-set (409 conflict).
     pub conflicts: AtomicU64,
     /// Completions refused because the hold was revoked.
@@ -248,6 +250,7 @@ impl Feed {
             EntryKind::Failed => Some(&self.counters.failed),
             EntryKind::Healed => Some(&self.counters.healed),
             EntryKind::Abandoned => Some(&self.counters.abandoned),
+            EntryKind::Removed => Some(&self.counters.removed),
             _ => None,
         };
         if let Some(c) = counter {

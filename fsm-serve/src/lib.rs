@@ -22,10 +22,11 @@
 //! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` (or `*`) makes it conditional (412; an empty `If-Match` names no version, 412 too) |
 //! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart; the data its start proposed is kept with the hold, and written); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |
 //! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A` |
+//! | `DELETE /v1/{machine}/objects/{id}` | 200 and the removal's history entry (`kind` `Removed`), the object's record and history gone from the store; only in a state whose spec says `remove`, by an actor with a role it names (403), when no action holds it (409 `busy`); `If-Match` as a start's (412). Watchers get the entry as the object's last `write`; the id is then free for a new object, from version 1 |
 //! | `GET /v1/{machine}/objects/{id}/history` | the entries, oldest first; `?limit=N&after=V` a page: at most `N` entries past version `V`, and `next`, the last one's version, when entries past it remain (one read of the store: on etcd, a range of keys) |
 //! | `GET /v1/{machine}/watch` | Server-Sent Events, one `write` per write, resumable with `Last-Event-ID`; a `gap` when writes were missed, or when the id is not one the store could have given. On etcd an event's id is its write's revision, the same on every service of the store, so a stream resumes on any of them; in memory each service numbers its events from its start time, in microseconds since the epoch, past an earlier one's (a restart's id gets a `gap`) |
 //! | `GET /healthz`, `GET /readyz` (no token) | probes: `/healthz` 200 while the process serves (it does not ask the stores); `/readyz` 200 when every machine's store answers a read, else 503 `unavailable` with `down`, each such machine and why |
-//! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text (per machine: `fsm_store_up`, then, while its store answers, objects per state, stuck and unreadable; actions started, completed, failed, healed, abandoned, revoked; conflicts), OpenAPI 3, the web page (no token) |
+//! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text (per machine: `fsm_store_up`, then, while its store answers, objects per state, stuck and unreadable; actions started, completed, failed, healed, abandoned, revoked; objects removed; conflicts), OpenAPI 3, the web page (no token) |
 //!
 //! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are
 //! JSON, `{"error": kind, "message": ..., ...facts}`: 400 malformed (a body,
@@ -36,8 +37,9 @@
 //! misspelt `?rn=true` is refused rather than starting and holding), 403
 //! missing role or not the owner, 404 unknown machine, object or action, 405 a method the path does not take (with `Allow`), 409 busy, conflict
 //! or revoked, 412 If-Match, 413 too large (a body past the limit, or data past
-//! what the store takes: etcd's 1.5 MiB a request), 422 no rule from this state or a guard
-//! refused, 503 the store is unavailable.
+//! what the store takes: etcd's 1.5 MiB a request), 422 no rule from this state, a guard
+//! refused, or the state allows no removal (`not_removable`, with the states that
+//! do in `removable_in`), 503 the store is unavailable.
 //!
 //! Objects carry JSON data: given when created, shown in every answer, and changed
 //! only by an action, so that every change passes the table's rules:

@@ -13,10 +13,11 @@ type Gauge = (&'static str, &'static str, fn(&Census) -> u64);
 
 /// The metrics of every machine: whether its store answered, objects per state,
 /// objects stuck past their deadline and records that cannot be read, actions
-/// started, completed, failed, healed, abandoned and revoked, and conflicts.
+/// started, completed, failed, healed, abandoned and revoked, objects removed,
+/// and conflicts.
 pub async fn render(service: &Service) -> String {
     let mut out = String::new();
-    let counters: [(&str, &str); 7] = [
+    let counters: [(&str, &str); 8] = [
         (
             "fsm_actions_started_total",
             "Actions started since the service started.",
@@ -35,6 +36,7 @@ pub async fn render(service: &Service) -> String {
             "fsm_actions_revoked_total",
             "Completions refused: the hold was revoked.",
         ),
+        ("fsm_objects_removed_total", "Objects removed."),
         (
             "fsm_conflicts_total",
             "Compare-and-sets lost: requests answered 409 conflict, and patches without If-Match retried on newer data.",
@@ -103,6 +105,7 @@ pub async fn render(service: &Service) -> String {
                 &c.healed,
                 &c.abandoned,
                 &c.revoked,
+                &c.removed,
                 &c.conflicts,
             ][i]
                 .load(Ordering::Relaxed);

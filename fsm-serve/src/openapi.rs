@@ -129,18 +129,36 @@ fn machine_schemas(schemas: &mut Map<String, Value>, key: &str, states: &[&str],
             "required": ["version", "kind", "action", "from", "to", "actor", "at"],
             "properties": {
                 "version": { "type": "integer", "format": "int64", "minimum": 1 },
-                "kind": { "type": "string", "enum": ["Created", "Started", "Completed", "Failed", "Abandoned", "Healed"] },
+                "kind": { "type": "string", "enum": ["Created", "Started", "Completed", "Failed", "Abandoned", "Healed", "Removed"] },
                 // (OpenAPI 3.0.3: a nullable enum lists `null` among its values.)
                 "action": { "type": "string", "enum": nullable, "nullable": true },
                 "from": { "type": "string", "enum": states },
                 "to": { "type": "string", "enum": states },
                 "actor": { "type": "string" },
                 "at": { "type": "string", "format": "date-time" },
-                "id": { "type": "string", "description": "In a watch event: the object" },
+                "id": { "type": "string", "description": "In a watch event, and in a removal's answer: the object" },
                 "seq": { "type": "integer", "format": "int64", "description": "In a watch event: its event id" }
             }
         }),
     );
+}
+
+/// Which states of `machine` allow removal, and to whom, in words.
+fn removable_in(machine: &fsm_core::Machine) -> String {
+    let states: Vec<String> = (machine.states().iter())
+        .filter_map(|s| {
+            let roles = s.remove.as_deref()?;
+            Some(match roles {
+                [] => format!("`{}` (anyone)", s.name),
+                roles => format!("`{}` (roles: {})", s.name, roles.join(", ")),
+            })
+        })
+        .collect();
+    if states.is_empty() {
+        "No state of this machine allows removal: every object is refused (422)".to_owned()
+    } else {
+        format!("Allowed in: {}", states.join(", "))
+    }
 }
 
 /// The paths of machine `name`, its components under `key`.
@@ -185,6 +203,10 @@ fn machine_paths(
         "start": { "operationId": op("start"), "parameters": by_id },
         "patch_data": { "operationId": op("patch_data"), "parameters": by_id }
     });
+    // A removal, when the initial state allows one.
+    if machine.state(machine.initial()).remove.is_some() {
+        created_links["remove"] = json!({ "operationId": op("remove"), "parameters": by_id });
+    }
     for rule in machine.rules_from(machine.initial()) {
         let action = &*machine.action(rule.action).name;
         created_links[format!("start_{action}")] = json!({
@@ -302,6 +324,24 @@ fn machine_paths(
                     "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string", "pattern": "^\"[0-9]+\"$" } } }
                 },
                 "404": not_found
+            }))
+        },
+        "delete": {
+            "operationId": op("remove"),
+            "tags": tags,
+            "summary": "Remove the object: its record and history leave the store",
+            "description": removable_in(machine),
+            "parameters": [id, if_match("Remove only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")],
+            "responses": common(json!({
+                "200": {
+                    "description": "Removed: the removal's entry, which watchers get as the object's last `write`",
+                    "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{key}.Entry") } } }
+                },
+                "403": error("The actor holds none of the roles that may remove an object in its state, or the state has an owner and the actor is not it"),
+                "404": not_found,
+                "409": error("Busy: an action holds the object; or conflict: it changed since it was read"),
+                "412": error("If-Match: the object is at another version"),
+                "422": error("Its state allows no removal")
             }))
         }}),
     );

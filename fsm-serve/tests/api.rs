@@ -1904,6 +1904,154 @@ async fn a_read_of_an_unchanged_object_is_304() {
     server.stop().await;
 }
 
+/// `DELETE` removes an object only where its spec says `remove`, by a role it
+/// names, with no action holding it and at the version `If-Match` names; the
+/// answer is the removal's entry, which a watcher gets as the object's last
+/// write; the object is then gone from every read, and its id free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_is_removed_only_as_its_spec_allows() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    let object = server.url("/v1/machine/objects/m-1");
+    let delete = async |token: &str, if_match: Option<&str>| {
+        let mut request = c.delete(&object).bearer_auth(token);
+        if let Some(tag) = if_match {
+            request = request.header("If-Match", tag);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        (status, response.json::<Value>().await.unwrap())
+    };
+    let body = Some(json!({ "id": "m-1", "data": { "disk_keys": [] } }));
+    let (status, _) = post(&c, &server.url("/v1/machine/objects"), OPS, body).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, refused) = delete(OPS, None).await;
+    assert_eq!(
+        (
+            status,
+            &refused["error"],
+            &refused["state"],
+            &refused["removable_in"]
+        ),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &json!("not_removable"),
+            &json!("Uninitialized"),
+            &json!(["Retired"])
+        ),
+        "{refused}"
+    );
+    for action in ["retire", "complete_retirement"] {
+        let url = server.url(&format!(
+            "/v1/machine/objects/m-1/actions/{action}?run=true"
+        ));
+        let (status, moved) = post(&c, &url, OPS, None).await;
+        assert_eq!(status, StatusCode::OK, "{moved}");
+    }
+    let events_response = c
+        .get(server.url("/v1/machine/watch"))
+        .bearer_auth(USER)
+        .send()
+        .await
+        .unwrap();
+    // Not by a role the state does not name; not at another version.
+    let (status, refused) = delete(USER, None).await;
+    assert_eq!(
+        (status, &refused["error"], &refused["roles_required"]),
+        (
+            StatusCode::FORBIDDEN,
+            &json!("missing_role"),
+            &json!(["admin"])
+        ),
+        "{refused}"
+    );
+    let (status, refused) = delete(OPS, Some(r#""4""#)).await;
+    assert_eq!(
+        (status, &refused["found_version"]),
+        (StatusCode::PRECONDITION_FAILED, &json!(5)),
+        "{refused}"
+    );
+    // Not while an action holds it.
+    let url = server.url("/v1/machine/objects/m-1/actions/power_off");
+    let (status, held) = post(&c, &url, OPS, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{held}");
+    let (status, refused) = delete(OPS, None).await;
+    assert_eq!(
+        (status, &refused["error"], &refused["action"]),
+        (StatusCode::CONFLICT, &json!("busy"), &json!("power_off")),
+        "{refused}"
+    );
+    let done = server.url(&format!(
+        "/v1/machine/objects/m-1/in-flight/{}/complete",
+        held["fence"]
+    ));
+    assert_eq!(post(&c, &done, OPS, None).await.0, StatusCode::OK);
+
+    let (status, removed) = delete(OPS, Some(r#""7""#)).await;
+    assert_eq!(status, StatusCode::OK, "{removed}");
+    assert_eq!(
+        (
+            &removed["id"],
+            &removed["kind"],
+            &removed["version"],
+            &removed["from"],
+            &removed["actor"]
+        ),
+        (
+            &json!("m-1"),
+            &json!("Removed"),
+            &json!(8),
+            &json!("Retired"),
+            &json!("ops")
+        ),
+        "{removed}"
+    );
+    // The watcher's last write is the removal: after the action's start
+    // and completion, the three writes since it subscribed.
+    let written = events(events_response, 3).await;
+    let kinds: Vec<(&Value, &Value)> = written
+        .iter()
+        .map(|(_, e)| (&e["kind"], &e["version"]))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (&json!("Started"), &json!(6)),
+            (&json!("Completed"), &json!(7)),
+            (&json!("Removed"), &json!(8))
+        ]
+    );
+    // Gone from every read; the id is free again.
+    assert_eq!(get(&c, &object, OPS).await.0, StatusCode::NOT_FOUND);
+    let (status, _) = get(&c, &server.url("/v1/machine/objects/m-1/history"), OPS).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, refused) = delete(OPS, None).await;
+    assert_eq!(
+        (status, &refused["error"]),
+        (StatusCode::NOT_FOUND, &json!("not_found"))
+    );
+    let (_, metrics) = call(
+        &c,
+        reqwest::Method::GET,
+        &server.url("/metrics"),
+        None,
+        None,
+    )
+    .await;
+    let metrics = metrics.as_str().unwrap_or_default().to_owned();
+    assert!(
+        metrics.contains("fsm_objects_removed_total{machine=\"machine\"} 1"),
+        "{metrics}"
+    );
+    let body = Some(json!({ "id": "m-1" }));
+    let (status, created) = post(&c, &server.url("/v1/machine/objects"), OPS, body).await;
+    assert_eq!(
+        (status, &created["version"]),
+        (StatusCode::CREATED, &json!(1))
+    );
+    server.stop().await;
+}
+
 /// The probes answer without a token (a token is not looked at): the process
 /// serves, and its stores (here in memory) answer. `fsm-serve/tests/etcd.rs`
 /// holds the readiness probe to a 503 once etcd is gone.

@@ -186,6 +186,33 @@ impl Reader {
         }
     }
 
+    /// A state's `remove`: `true` (anyone), `false` (no one), a role or an
+    /// array of roles, each role's span kept.
+    fn remove(&mut self, v: &Value<'_>, what: &str, state: usize) -> Option<Vec<String>> {
+        self.map.insert(Site::StateRemove(state), v.span());
+        match v.get_ref() {
+            DeValue::Boolean(anyone) => anyone.then(Vec::new),
+            DeValue::String(_) | DeValue::Array(_) => {
+                let roles = self.names(v, what, "a role");
+                Some(
+                    roles
+                        .into_iter()
+                        .enumerate()
+                        .map(|(k, role)| {
+                            self.map
+                                .insert(Site::StateRemoveRole(state, k), role.span());
+                            role.into_inner()
+                        })
+                        .collect(),
+                )
+            }
+            _ => {
+                self.expected(v, what, "`true`, `false`, a role or an array of roles");
+                None
+            }
+        }
+    }
+
     /// A table of named entries (`[roles]`, `[states]`, ...), in the order written;
     /// `None`, reported, when it is not a table.
     fn section<'a, 'i>(
@@ -361,6 +388,7 @@ impl Reader {
             "terminal",
             "persisted",
             "owner",
+            "remove",
             "deadline",
             "renamed_from",
             "description",
@@ -396,6 +424,9 @@ impl Reader {
         {
             self.map.insert(Site::StateOwner(i), owner.span());
             state.owner = Some(owner.into_inner());
+        }
+        if let Some(r) = fields.get("remove") {
+            state.remove = self.remove(r, &of("remove"), i);
         }
         if let Some(d) = fields.get("deadline") {
             state.deadline = self.deadline(d, &of("deadline"), Site::StateDeadline(i));

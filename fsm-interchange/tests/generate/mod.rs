@@ -2,7 +2,8 @@
 //! origin, transition states (shared too), actions that go back to their
 //! origin, stay where they are (or move to the state they are in), stay in
 //! some origins and move from others, hidden actions, roles, guards with
-//! CEL, owners, deadlines, earlier names and descriptions. Each one checks.
+//! CEL, owners, removals, deadlines, earlier names and descriptions. Each one
+//! checks.
 //!
 //! (A spec that says one thing in another way than the exports write it back
 //! is left out, as the crate says: a per-origin `to` with one target for all,
@@ -49,6 +50,9 @@ pub struct Spec {
     transitions: usize,
     roles: Vec<&'static str>,
     owners: Vec<Option<Index>>,
+    /// Per static state: no removal (0), by anyone (1), by one role (2) or by
+    /// two (3), the owner's among them when the state has one.
+    removals: Vec<u8>,
     renamed_states: Vec<bool>,
     deadlines: Vec<Option<u8>>,
     actions: Vec<Action>,
@@ -97,16 +101,18 @@ pub fn spec() -> impl Strategy<Value = Spec> {
             prop::collection::vec(prop::option::of(any::<Index>()), statics),
             prop::collection::vec(any::<bool>(), statics),
             prop::collection::vec(prop::option::of(1..100u8), transitions),
+            prop::collection::vec(0..4u8, statics),
         );
         let actions = (prop::collection::vec(action(), 0..6), any::<bool>());
         (states, actions).prop_map(move |(states, (actions, described))| {
-            let (roles, owners, renamed_states, deadlines) = states;
+            let (roles, owners, renamed_states, deadlines, removals) = states;
             Spec {
                 statics,
                 terminal,
                 transitions,
                 roles,
                 owners,
+                removals,
                 renamed_states,
                 deadlines,
                 actions,
@@ -146,6 +152,17 @@ pub fn text(spec: &Spec) -> String {
             fields.push("terminal = true".into());
         } else if let Some(owner) = &spec.owners[s] {
             fields.push(format!("owner = {:?}", owner.get(&spec.roles)));
+        }
+        // The owner's role first, if the state has one (else anyone's).
+        let owner = (spec.owners[s].as_ref())
+            .filter(|_| !(spec.terminal && s == spec.statics - 1))
+            .map_or(spec.roles[0], |o| *o.get(&spec.roles));
+        let other = *spec.roles.iter().find(|r| **r != owner).unwrap();
+        match spec.removals[s] {
+            0 => {}
+            1 => fields.push("remove = true".into()),
+            2 => fields.push(format!("remove = {owner:?}")),
+            _ => fields.push(format!("remove = {}", list(&[other, owner]))),
         }
         if spec.renamed_states[s] {
             fields.push(format!("renamed_from = \"OLD{s}\""));

@@ -191,12 +191,13 @@ pub fn states(m: &Machine) -> BTreeSet<String> {
         .iter()
         .map(|s| {
             format!(
-                "{} transition={} terminal={} owner={:?} persisted={} deadline={:?} description={:?} \
-                 renamed_from={:?}",
+                "{} transition={} terminal={} owner={:?} remove={:?} persisted={} deadline={:?} \
+                 description={:?} renamed_from={:?}",
                 s.name,
                 s.is_transition(),
                 s.terminal,
                 s.owner,
+                s.remove,
                 s.persisted,
                 s.deadline,
                 s.description,
@@ -274,7 +275,13 @@ pub fn drawn_states(m: &Machine) -> BTreeSet<String> {
     m.states()
         .iter()
         .map(|s| {
-            let kind = (s.is_transition(), s.terminal, &s.owner, s.persisted);
+            let kind = (
+                s.is_transition(),
+                s.terminal,
+                &s.owner,
+                &s.remove,
+                s.persisted,
+            );
             format!("{} {kind:?}", s.name)
         })
         .collect()

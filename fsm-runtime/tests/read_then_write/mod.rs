@@ -1,11 +1,13 @@
 //! A store of the trait's required calls only, for the tests that hold the
 //! trait's defaults.
 
-use fsm_runtime::{Entry, MemoryStore, ObjectId, Record, Store, StoreError, Watcher, Write};
+use fsm_runtime::{
+    Entry, MemoryStore, ObjectId, Record, Removal, Store, StoreError, Watcher, Write,
+};
 
 /// A store that reads, decides and then writes with a compare-and-set, as a
 /// store on the network does: the memory store behind the required calls alone
-/// (`load`, `commit`, `history`, `ids`, `watch`, and `bind` to learn the
+/// (`load`, `commit`, `history`, `ids`, `watch`, `remove`, and `bind` to learn the
 /// machine), every other call taken from the trait's defaults (`modify`'s read
 /// and compare-and-set, `records`' read per object, the `_async` calls).
 pub struct ReadThenWrite(pub MemoryStore);
@@ -28,5 +30,8 @@ impl Store for ReadThenWrite {
     }
     fn watch(&self) -> Result<Watcher, StoreError> {
         self.0.watch()
+    }
+    fn remove(&self, removal: Removal) -> Result<(), StoreError> {
+        self.0.remove(removal)
     }
 }
