@@ -149,7 +149,7 @@ pub enum VpcState {
     #[fsm(transition, persisted = false)]
     Deleting,
     /// Removed from the API server
-    #[fsm(terminal, persisted = false)]
+    #[fsm(terminal, persisted = false, remove = "vpc-operator")]
     Deleted,
 }
 

@@ -5,7 +5,7 @@
 enum E {
     #[fsm(transitional)]
     A,
-    #[fsm(terminal = yes)]
+    #[fsm(terminal = yes, remove = 3)]
     B(u8),
 }
 
