@@ -234,19 +234,55 @@ fn store_error(e: etcd_client::Error) -> StoreError {
     use etcd_client::Error as E;
     use tonic::Code;
     let retryable = match &e {
-        E::GRpcStatus(status) => matches!(
-            status.code(),
-            Code::Unavailable
-                | Code::DeadlineExceeded
-                | Code::Aborted
-                | Code::ResourceExhausted
-                | Code::Unknown
-                | Code::Cancelled
-        ),
-        E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => true,
+        E::GRpcStatus(status) => {
+            matches!(
+                status.code(),
+                Code::Unavailable
+                    | Code::DeadlineExceeded
+                    | Code::Aborted
+                    | Code::ResourceExhausted
+                    | Code::Unknown
+                    | Code::Cancelled
+            ) && !certificate_refused(status)
+        }
+        E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => {
+            !certificate_refused(&e)
+        }
         _ => false,
     };
     unavailable(format!("etcd: {e}"), retryable)
+}
+
+/// Whether rustls refused etcd's certificate (an authority that did not sign
+/// it, a name it is not issued to, an expired one): the same connection would
+/// be refused again, so retrying cannot help. Read from `e`'s sources, where
+/// rustls's error sits inside an I/O error.
+#[cfg(feature = "tls")]
+fn certificate_refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        let inner = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|inner| inner as &(dyn std::error::Error + 'static));
+        let refused = [Some(e), inner].into_iter().flatten().any(|e| {
+            matches!(
+                e.downcast_ref::<rustls::Error>(),
+                Some(rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)
+            )
+        });
+        if refused {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// Without TLS no certificate is checked.
+#[cfg(not(feature = "tls"))]
+fn certificate_refused(_: &(dyn std::error::Error + 'static)) -> bool {
+    false
 }
 
 /// Whether etcd refused a request for its size: past its request limit
@@ -439,7 +475,12 @@ impl EtcdBuilder {
         self
     }
 
-    /// Connects over TLS (feature `tls`): see [`EtcdTls`].
+    /// Connects over TLS (feature `tls`): see [`EtcdTls`]. An etcd whose
+    /// certificate the store refuses (signed by another authority, issued to
+    /// another name, expired) is [`StoreError::Unavailable`] with `retryable:
+    /// false`: the same connection would be refused again. An etcd that closes
+    /// the connection for want of a client certificate tells the client only
+    /// that the connection broke, which stays retryable.
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: EtcdTls) -> Self {
         self.tls = Some(tls);

@@ -124,11 +124,13 @@ fn the_store_refuses_an_etcd_whose_certificate_its_authority_did_not_sign() {
     };
     let tls = EtcdTls::new(etcd.other_ca.clone())
         .identity(etcd.client.certificate.clone(), etcd.client.key.clone());
-    let (message, _) = refusal(&etcd, connect(&etcd, tls, root()));
+    let (message, retryable) = refusal(&etcd, connect(&etcd, tls, root()));
     assert!(
         message.contains("invalid peer certificate: UnknownIssuer"),
         "{message}"
     );
+    // The same connection would be refused again.
+    assert!(!retryable);
 }
 
 #[test]
@@ -175,9 +177,10 @@ fn etcds_certificate_must_be_issued_to_the_name_the_store_is_given() {
     };
     // Its certificate names `localhost` and `127.0.0.1`.
     connect(&etcd, client_tls(&etcd).domain("localhost"), root()).unwrap();
-    let (message, _) = refusal(
+    let (message, retryable) = refusal(
         &etcd,
         connect(&etcd, client_tls(&etcd).domain("etcd.example.com"), root()),
     );
     assert!(message.contains("NotValidForName"), "{message}");
+    assert!(!retryable);
 }
