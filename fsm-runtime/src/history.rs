@@ -49,6 +49,9 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
             problem,
         };
         let name = |s: StateId| machine.state(s).name.to_string();
+        if index > 0 && history[index - 1].kind == EntryKind::Removed {
+            return Err(fail("an entry after the object's removal".into()));
+        }
         if entry.version != index as u64 + 1 {
             return Err(fail(format!(
                 "version {} where {} was due",
@@ -82,9 +85,6 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
                 .action
                 .ok_or_else(|| fail(format!("a {:?} entry names no action", entry.kind)))
         };
-        if index > 0 && history[index - 1].kind == EntryKind::Removed {
-            return Err(fail("an entry after the object's removal".into()));
-        }
         match entry.kind {
             EntryKind::Removed => {
                 if let Some((running, _)) = in_flight.or(hidden) {

@@ -1368,3 +1368,56 @@ fn in_an_owned_state_only_the_owner_removes() {
     assert!(matches!(refused, RuntimeError::NotOwner { .. }));
     assert_eq!(rt.remove("vpc-1", &operator).unwrap().version, 4);
 }
+
+/// What a watcher saw of an object to its removal is a path of the machine;
+/// an entry after the removal, or a removal where the state allows none, is
+/// not.
+#[test]
+fn a_watched_life_ending_in_a_removal_is_a_path() {
+    let machine = fsm_core::spec::load_str(
+        "server.toml",
+        r#"
+        [machine]
+        name = "server"
+        initial = "HALTED"
+        [states]
+        HALTED = { remove = true }
+        RUNNING = "On"
+        [actions]
+        start = { from = "HALTED", to = "RUNNING" }
+        stop = { from = "RUNNING", to = "HALTED" }
+        "#,
+    )
+    .unwrap();
+    let rt = Runtime::new(machine, MemoryStore::new()).unwrap();
+    let user = Actor::new("user");
+    let mut watcher = rt.watch().unwrap().only("s");
+    rt.create("s", &user).unwrap();
+    rt.run("s", &user, "start").unwrap();
+    rt.run("s", &user, "stop").unwrap();
+    rt.remove("s", &user).unwrap();
+    let mut life: Vec<fsm_runtime::Entry> = Vec::new();
+    while let Ok(Some(event)) = watcher.try_recv() {
+        life.push(event.entry);
+    }
+    assert_eq!(life.last().map(|e| e.kind), Some(EntryKind::Removed));
+    check_history(rt.machine(), &life).unwrap();
+
+    let mut after = life.clone();
+    let mut next = life[life.len() - 2].clone();
+    (next.version, next.at) = (life.len() as u64 + 1, life[life.len() - 1].at);
+    after.push(next);
+    let refused = check_history(rt.machine(), &after).unwrap_err();
+    assert_eq!(refused.problem, "an entry after the object's removal");
+
+    // Removed while RUNNING, which allows no removal.
+    let mut running = life[..3].to_vec();
+    let mut removal = life[life.len() - 1].clone();
+    (removal.version, removal.from, removal.to) = (4, running[2].to, running[2].to);
+    running.push(removal);
+    let refused = check_history(rt.machine(), &running).unwrap_err();
+    assert_eq!(
+        refused.problem,
+        "removed in RUNNING, which allows no removal"
+    );
+}
