@@ -245,7 +245,9 @@ pub type Records = Vec<(ObjectId, Result<Record, StoreError>)>;
 /// version (or absent, for a creation), and otherwise answer
 /// [`StoreError::Conflict`] with what it found. Failures of the backend itself are
 /// [`StoreError::Unavailable`], saying whether a retry can help. Every applied write
-/// is published to watchers, in version order per object.
+/// is published to watchers, in version order per object. A [`Removal`] is
+/// applied the same way: record and history deleted together, only at the
+/// expected version, its entry published last.
 ///
 /// The runtime makes most writes through [`Store::modify`], whose default reads
 /// (or takes the copy the store kept, [`Store::cached`]), lets the runtime
