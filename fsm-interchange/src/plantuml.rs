@@ -1038,9 +1038,10 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
         );
     }
     for (id, s) in &d.states {
-        if s.ends && !s.terminal && left.contains(id.as_str()) {
+        if s.ends && !s.terminal && left.contains(id.as_str()) && s.remove.is_none() {
             comments.push(format!(
-                "The diagram ends objects in {} (`{id} --> [*]`), which also has ways out.",
+                "The diagram ends objects in {} (`{id} --> [*]`), which also has ways out: \
+                 they are removed there (`remove = true`); name the roles that may remove them.",
                 s.name
             ));
         }
@@ -1090,7 +1091,9 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
         let mut state = StateDef::new(s.name.clone(), kind);
         state.terminal = s.terminal || (s.ends && !has_exit);
         state.owner = s.owner.clone();
-        state.remove = s.remove.clone();
+        // An object that ends where it has ways out leaves the table there: it
+        // is removed (by whom, a note as `fsm diagram` writes it says).
+        state.remove = (s.remove.clone()).or_else(|| (s.ends && has_exit).then(Vec::new));
         state.persisted = s.persisted;
         if !s.descriptions.is_empty() {
             state.description = Some(s.descriptions.join("; "));

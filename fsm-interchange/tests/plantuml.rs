@@ -83,7 +83,13 @@ fn the_sabakan_seed_diagram_imports_as_its_arrows() {
     assert_eq!(moves(&m), drawn, "{spec}");
     // And what the diagram could not say is said.
     assert!(spec.contains("A diagram cannot say which states are transition states"));
+    // `Retired --> [*]`: a Retired machine is removed from sabakan.
+    assert!(spec.contains("\nRetired = { remove = true"), "{spec}");
     assert!(spec.contains("`Retired --> [*]`"), "{spec}");
+    assert!(
+        spec.contains("name the roles that may remove them"),
+        "{spec}"
+    );
     assert!(
         spec.contains("\ndetects_an_error = { from = \"Healthy\""),
         "{spec}"

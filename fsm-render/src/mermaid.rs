@@ -31,7 +31,8 @@ pub(super) fn render(m: &Machine, d: &Drawing) -> String {
     for s in &d.states {
         let state = m.state(s.id);
         let id = ident(&state.name);
-        if state.terminal {
+        // Where objects end: a terminal state, or one where they are removed.
+        if state.terminal || state.remove.is_some() {
             let _ = writeln!(out, "    {id} --> [*]");
         }
         // Notes as blocks: a one-line note ends at its first colon.

@@ -41,9 +41,11 @@ pub(super) fn render(m: &Machine, d: &Drawing) -> String {
             e.label
         );
     }
+    // Where objects end: a terminal state, or one where they are removed.
     for s in &d.states {
-        if m.state(s.id).terminal {
-            let _ = writeln!(out, "{} --> [*]", ident(&m.state(s.id).name));
+        let state = m.state(s.id);
+        if state.terminal || state.remove.is_some() {
+            let _ = writeln!(out, "{} --> [*]", ident(&state.name));
         }
     }
     out.push_str("@enduml\n");
