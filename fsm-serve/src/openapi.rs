@@ -480,6 +480,24 @@ pub fn document(service: &Service) -> Value {
         }
         tags.push(tag);
     }
+    // A machine's name in a resumed position: unreserved characters and
+    // `%XX` escapes; an event id: a u64 without leading zeros.
+    let position = "([A-Za-z0-9._~-]|%[0-9A-F]{2})+=(0|[1-9][0-9]{0,18})";
+    paths.insert("/v1/watch".into(), json!({ "get": {
+        "operationId": "watch_all",
+        "summary": "Every machine's writes in one stream (one connection for a client that follows several machines), resumable with Last-Event-ID; a `gap` event, naming its machine, when writes were missed",
+        "parameters": [{ "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: each machine's event id, `machine=id` joined by `&` (`door=41&vm=7`, names percent-encoded). The stream resumes after each (a machine not named: from the stream's opening; a machine this service does not have: passed over)", "schema": { "type": "string", "pattern": format!("^({position}(&{position})*)?$") } }],
+        "responses": common(json!({
+            "200": { "description": "The stream: each event as the schema describes it", "content": { "text/event-stream": { "schema": {
+                "type": "object", "required": ["event", "data"],
+                "properties": {
+                    "event": { "type": "string", "enum": ["write", "gap"] },
+                    "id": { "type": "string", "description": "A `write`'s id, for Last-Event-ID: each machine's last event id so far (`door=41&vm=7`)" },
+                    "data": { "type": "string", "description": "JSON: for a `write`, the machine's stream's event (its `Entry`) with `machine`; for a `gap`, `machine`, `after` (the machine's event id the stream goes on after) and a `message`" }
+                }
+            } } } }
+        }))
+    }}));
     paths.insert("/metrics".into(), json!({ "get": { "operationId": "metrics", "summary": "Prometheus metrics", "security": [],
         "responses": { "200": { "description": "Prometheus text", "content": { "text/plain": { "schema": { "type": "string" } } } } } } }));
     paths.insert("/healthz".into(), json!({ "get": { "operationId": "healthz", "summary": "Whether the process serves: a liveness probe, which does not ask the stores", "security": [],

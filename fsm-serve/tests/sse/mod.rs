@@ -5,12 +5,24 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// Reads SSE events of the `kinds` named from `response` until `n` came: each
-/// one's name, id (if it has one) and JSON.
+/// one's name, id (if it has one, a number as a machine's stream gives) and
+/// JSON.
 pub async fn sse(
     response: reqwest::Response,
     n: usize,
     kinds: &[&str],
 ) -> Vec<(String, Option<u64>, Value)> {
+    (sse_ids(response, n, kinds).await.into_iter())
+        .map(|(kind, id, data)| (kind, id.map(|id| id.parse().unwrap()), data))
+        .collect()
+}
+
+/// [`sse`] with each id as given (the machines' stream gives JSON).
+pub async fn sse_ids(
+    response: reqwest::Response,
+    n: usize,
+    kinds: &[&str],
+) -> Vec<(String, Option<String>, Value)> {
     use futures_util::StreamExt;
     let mut stream = response.bytes_stream();
     let mut buffer = String::new();
@@ -31,7 +43,7 @@ pub async fn sse(
                     .map(|v| v.trim().to_owned())
             };
             if let Some(kind) = field("event:").filter(|k| kinds.contains(&k.as_str())) {
-                let id = field("id:").map(|id| id.parse().unwrap());
+                let id = field("id:");
                 out.push((
                     kind,
                     id,
