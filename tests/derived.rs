@@ -33,6 +33,7 @@ fn agrees<S: StateMachine>(path: &str) {
         assert_eq!(S::from_name(&s.name().to_lowercase()), Some(*s));
         assert_eq!(s.is_transition(), m.states()[i].is_transition());
         assert_eq!(s.is_terminal(), m.states()[i].terminal);
+        assert_eq!(s.is_removable(), m.states()[i].remove.is_some());
     }
     assert_eq!(S::initial().id(), m.initial());
     for &from in S::ALL {
@@ -622,4 +623,16 @@ mod reference {
         );
         assert_eq!(transitions, [VmStateAction::Deploy, VmStateAction::Resume]);
     }
+}
+
+/// Where the spec lets objects be removed, the derived enum says so: sabakan's
+/// Retired, Mizar's deleted VPC (its table inline), and nowhere else.
+#[test]
+fn a_derived_state_says_whether_its_objects_may_be_removed() {
+    let removable: Vec<MachineState> = (MachineState::ALL.iter().copied())
+        .filter(|s| s.is_removable())
+        .collect();
+    assert_eq!(removable, [MachineState::Retired]);
+    assert!(VpcState::Deleted.is_removable());
+    assert!(!VpcState::Provisioned.is_removable());
 }

@@ -27,7 +27,8 @@ pub struct Table<S: 'static, A: 'static> {
     pub states: &'static [S],
     /// Each state's name, by id.
     pub state_names: &'static [&'static str],
-    /// Each state's flags, by id: bit 0 transition state, bit 1 terminal.
+    /// Each state's flags, by id: bit 0 transition state, bit 1 terminal, bit
+    /// 2 removable (the spec's `remove`, by someone).
     pub state_flags: &'static [u8],
     /// The initial state.
     pub initial: S,
@@ -139,6 +140,13 @@ pub trait StateMachine: IntoStateId + Eq + Hash + fmt::Debug + Send + Sync + 'st
     /// True for a terminal state: nothing leaves it.
     fn is_terminal(self) -> bool {
         Self::TABLE.state_flags[self.id().0] & 2 != 0
+    }
+
+    /// True when the spec lets someone remove an object in this state (its
+    /// `remove`; who may is [`State::may_remove`](crate::State::may_remove)
+    /// on [`machine()`](Self::machine)'s state).
+    fn is_removable(self) -> bool {
+        Self::TABLE.state_flags[self.id().0] & 4 != 0
     }
 
     /// The state with this id.

@@ -62,12 +62,12 @@ fn generate(input: &Input) -> Result<String, Errors> {
     let state_names = list(m.states().iter().map(|s| lit(&s.name)));
     let action_names = list(m.actions().iter().map(|a| lit(&a.name)));
     let initial = state(m.initial());
-    // Bit 0: transition state; bit 1: terminal.
-    let state_flags = list(
-        m.states()
-            .iter()
-            .map(|s| u8::from(s.kind == StateKind::Transition) | (u8::from(s.terminal) << 1)),
-    );
+    // Bit 0: transition state; bit 1: terminal; bit 2: its objects may be removed.
+    let state_flags = list(m.states().iter().map(|s| {
+        u8::from(s.kind == StateKind::Transition)
+            | (u8::from(s.terminal) << 1)
+            | (u8::from(s.remove.is_some()) << 2)
+    }));
 
     // The state's id: its discriminant when the variants are declared in the
     // spec's order, else a `match`.
