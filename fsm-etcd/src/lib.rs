@@ -1293,11 +1293,17 @@ impl Store for EtcdStore {
         }
         let mut kv = kv_client(&self.inner.client);
         let resp = self.run(async move { kv.get(from, Some(options)).await })?;
-        // etcd answers in key order, which is version order.
-        resp.kvs()
-            .iter()
-            .map(|kv| self.decode_entry(kv.value(), kv.key()))
-            .collect()
+        // etcd answers in key order, which is version order. A removal's
+        // entry is no object's history: it is only ever the last key left of
+        // a removed object (its clean-up failed), until the id's next creation.
+        let mut entries = Vec::with_capacity(resp.kvs().len());
+        for kv in resp.kvs() {
+            let entry = self.decode_entry(kv.value(), kv.key())?;
+            if entry.kind != fsm_runtime::EntryKind::Removed {
+                entries.push(entry);
+            }
+        }
+        Ok(entries)
     }
 
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {

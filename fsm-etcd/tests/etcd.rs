@@ -810,6 +810,13 @@ fn keys_under(prefix: &str) -> Vec<String> {
     })
 }
 
+fn etcd_value(key: &str) -> String {
+    with_etcd(|mut client| async move {
+        let got = client.get(key, None).await.unwrap();
+        got.kvs()[0].value_str().unwrap().to_owned()
+    })
+}
+
 fn etcd_put(key: &str, value: &str) {
     with_etcd(|mut client| async move { client.put(key, value, None).await.unwrap() });
 }
@@ -877,6 +884,14 @@ fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
         "{removed}"
     );
     rt.run("vm", &admin, "stop").unwrap();
+    // The last entry, as stored, made the removal's (what a removal puts).
+    let mut left: serde_json::Value = serde_json::from_str(&etcd_value(&format!(
+        "{prefix}hist/vm/00000000000000000005"
+    )))
+    .unwrap();
+    left["kind"] = "Removed".into();
+    left["version"] = 6.into();
+    left.as_object_mut().unwrap().remove("action");
     let removed = rt.remove("vm", &admin).unwrap();
     assert_eq!((removed.kind, removed.version), (EntryKind::Removed, 6));
     let mut keys = keys_under(&prefix);
@@ -893,8 +908,13 @@ fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
         "the other store reads it gone"
     );
 
-    // What a removal leaves when its second request fails: its last key.
-    etcd_put(&format!("{prefix}hist/vm/00000000000000000006"), "{}");
+    // What a removal leaves when its second request fails: its last key. The
+    // absent object shows no history all the same, and a creation deletes it.
+    etcd_put(
+        &format!("{prefix}hist/vm/00000000000000000006"),
+        &left.to_string(),
+    );
+    assert_eq!(rt.history("vm").unwrap(), []);
     rt.create("vm", &admin).unwrap();
     let history = rt.history("vm").unwrap();
     assert_eq!(
