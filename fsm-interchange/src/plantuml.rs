@@ -1039,9 +1039,14 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
     }
     for (id, s) in &d.states {
         if s.ends && !s.terminal && left.contains(id.as_str()) && s.remove.is_none() {
+            // A transition state's object is held: the arrow cannot mean a removal.
+            let meaning = if s.transition {
+                "."
+            } else {
+                ": they are removed there (`remove = true`); name the roles that may remove them."
+            };
             comments.push(format!(
-                "The diagram ends objects in {} (`{id} --> [*]`), which also has ways out: \
-                 they are removed there (`remove = true`); name the roles that may remove them.",
+                "The diagram ends objects in {} (`{id} --> [*]`), which also has ways out{meaning}",
                 s.name
             ));
         }
@@ -1093,7 +1098,9 @@ fn write_spec(d: &Diagram, name: &str, initial: &str, from: &str) -> String {
         state.owner = s.owner.clone();
         // An object that ends where it has ways out leaves the table there: it
         // is removed (by whom, a note as `fsm diagram` writes it says).
-        state.remove = (s.remove.clone()).or_else(|| (s.ends && has_exit).then(Vec::new));
+        // (Not a transition state's: an object there is held, never removed.)
+        state.remove =
+            (s.remove.clone()).or_else(|| (s.ends && has_exit && !s.transition).then(Vec::new));
         state.persisted = s.persisted;
         if !s.descriptions.is_empty() {
             state.description = Some(s.descriptions.join("; "));

@@ -444,3 +444,25 @@ fn bad_plantuml_says_where() {
         "line 1, column 38: the address's code is not a compressed diagram (FailedCannotMakeProgress)"
     );
 }
+
+/// `X --> [*]` from a state with ways out is a removal there, except from a
+/// transition state, whose object an action holds: that arrow stays a
+/// comment, and the spec still checks.
+#[test]
+fn an_end_drawn_where_objects_go_on_is_a_removal_but_not_from_a_transition_state() {
+    let spec = plantuml(
+        "@startuml\n[*] --> Idle\nstate Busy <<transition>>\nIdle --> Busy : work\nBusy --> Idle : work\nIdle --> [*]\nBusy --> [*]\n@enduml\n",
+        "worker",
+    )
+    .unwrap();
+    let m = load(&spec);
+    let removal = |name: &str| m.state(m.state_named(name).unwrap()).remove.clone();
+    assert_eq!(removal("Idle"), Some(Vec::new().into()), "{spec}");
+    assert_eq!(removal("Busy"), None, "{spec}");
+    assert!(
+        spec.contains(
+            "The diagram ends objects in Busy (`Busy --> [*]`), which also has ways out.\n"
+        ),
+        "{spec}"
+    );
+}
