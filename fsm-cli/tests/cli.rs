@@ -376,6 +376,16 @@ fn actions_lists_what_may_start() {
         !stdout.contains("add_key"),
         "no key can be added to a Retired machine: {stdout}"
     );
+    // Removal by anyone; and no line where no one may remove.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("bin.toml");
+    let text = "[machine]\nname = \"bin\"\ninitial = \"Full\"\n[states]\nFull = { remove = true }\nEmpty = \"Emptied\"\n[actions]\nempty = { from = \"Full\", to = \"Empty\" }\nfill = { from = \"Empty\", to = \"Full\" }\n";
+    std::fs::write(&file, text).unwrap();
+    let file = file.display().to_string();
+    let (_, stdout, _) = fsm(&["actions", &file, "Full"]);
+    assert_eq!(stdout, "empty: to Empty\n(removal: by anyone)\n");
+    let (_, stdout, _) = fsm(&["actions", &file, "Empty"]);
+    assert_eq!(stdout, "fill: to Full\n");
 }
 
 #[test]

@@ -444,7 +444,13 @@ fn read_node<'a>(
                             node.def.remove = match v.get().trim() {
                                 "true" => Some(Vec::new()),
                                 "false" => None,
-                                _ => Some(json.strings(v, "`meta.remove`, or true or false,")?),
+                                _ => Some(json.strings(v, "`meta.remove`").map_err(|_| {
+                                    json.error(
+                                        v,
+                                        "expected true, false, a role or an array of roles for \
+                                         `meta.remove`",
+                                    )
+                                })?),
                             }
                         }
                         "deadline_seconds" => {

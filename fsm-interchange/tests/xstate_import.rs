@@ -327,6 +327,15 @@ fn what_a_table_cannot_say_is_refused_where_it_is() {
         err(r#"{"initial": "a", "states": {"a": {"after": {"1000": "b"}}, "b": {}}}"#),
         "line 1, column 44: delayed transitions (`after`) cannot be said in a table"
     );
+    for remove in ["3", "[1]", "{}"] {
+        assert_eq!(
+            err(&format!(
+                r#"{{"initial": "a", "states": {{"a": {{"meta": {{"remove": {remove}}}}}}}}}"#
+            )),
+            "line 1, column 54: expected true, false, a role or an array of roles for `meta.remove`",
+            "{remove}"
+        );
+    }
     // Compound states flatten (see `nested_states_flatten_into_the_table`),
     // but for what a table has only among its own states.
     assert_eq!(

@@ -59,6 +59,10 @@ pub(crate) enum Refusal {
     NotOwner { state: StateId },
     /// A guard said no.
     Guard { action: ActionId, guard: usize },
+    /// A removal: the state allows none.
+    NotRemovable { state: StateId },
+    /// A removal: the actor holds none of the roles the state's `remove` names.
+    MayNotRemove { state: StateId },
     /// The object moved on from the record the start was decided on.
     Conflict {
         expected: Option<Expected>,
@@ -136,9 +140,66 @@ impl Refusal {
                     description: guard.description.to_string(),
                 }
             }
+            Refusal::NotRemovable { state } => RuntimeError::NotRemovable {
+                id,
+                state: state_name(state),
+                removable: (machine.states().iter())
+                    .filter(|s| s.remove.is_some())
+                    .map(|s| s.name.to_string())
+                    .collect(),
+            },
+            Refusal::MayNotRemove { state } => RuntimeError::MayNotRemove {
+                id,
+                actor: actor.name().to_owned(),
+                state: state_name(state),
+                roles: (machine.state(state).remove.as_deref().unwrap_or_default())
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect(),
+            },
             Refusal::Conflict { expected, found } => runtime.conflict(id, expected, found),
         }
     }
+}
+
+/// The checks of a removal, against the record as read (at `version`, if
+/// given): no action holds the object, its state allows removal to one of the
+/// actor's roles, and the actor owns the state if it has an owner
+/// ([`State::may_remove`](fsm_core::State::may_remove), whose refusal this
+/// says the half of).
+pub(crate) fn removable(
+    machine: &Machine,
+    actor: &Actor,
+    record: &Record,
+    version: Option<u64>,
+) -> Result<(), Refusal> {
+    let state = record.state;
+    if let Some(expected) = version.filter(|&v| v != record.version) {
+        return Err(Refusal::VersionMismatch {
+            expected,
+            found: record.version,
+            state,
+        });
+    }
+    if let Some(holder) = record.in_flight.as_ref().or(record.hidden.as_ref()) {
+        return Err(Refusal::Busy {
+            state,
+            action: holder.action,
+            holder: holder.actor,
+            abandoned: holder.abandoned,
+        });
+    }
+    let def = machine.state(state);
+    let Some(roles) = &def.remove else {
+        return Err(Refusal::NotRemovable { state });
+    };
+    if def.may_remove(|r| actor.has_role(r)) {
+        return Ok(());
+    }
+    Err(match &def.owner {
+        Some(owner) if roles.is_empty() || roles.contains(owner) => Refusal::NotOwner { state },
+        _ => Refusal::MayNotRemove { state },
+    })
 }
 
 /// The checks of a start, against the record as read: the object is not busy,

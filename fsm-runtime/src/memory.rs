@@ -615,84 +615,83 @@ mod tests {
     use super::MemoryStore;
     use crate::{Actor, ObjectId, OrderedId, Runtime, Store};
 
-    /// The index made while objects are created: the first page is read as a
-    /// thread creates, and a page read after it ends lists every object, each
-    /// once. (A create that raced the pass that makes the index and was left
-    /// out would never be listed.) The race is asserted: in some round the
-    /// first page met some of the objects and not all.
-    #[test]
-    fn the_index_made_while_objects_are_created_misses_none() {
-        const N: usize = 2_000;
-        let mut raced = false;
-        for round in 0..50 {
-            let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
-            let first = std::thread::scope(|s| {
-                let creator = s.spawn(|| {
-                    let user = Actor::new("user");
-                    for n in 0..N {
-                        rt.create(format!("o-{n:05}"), &user).unwrap();
-                    }
-                });
-                while rt.store().ids().unwrap().len() < N / 4 {
-                    std::thread::yield_now();
-                }
-                let first = rt.store().records_after(None, usize::MAX).unwrap().len();
-                creator.join().unwrap();
-                first
-            });
-            let all = rt.store().records_after(None, usize::MAX).unwrap();
-            assert_eq!(all.len(), N, "round {round}: listed {}", all.len());
-            assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "round {round}");
-            raced |= first < N;
-            if raced && round >= 4 {
-                break;
-            }
-        }
-        assert!(raced, "no first page was read while objects were created");
-    }
+    const N: usize = 2_000;
 
-    /// The index made while objects are removed: the first page is read as a
-    /// thread removes every object, and afterwards no id of the index names
-    /// a removed object. (An id the pass found before its object was removed,
-    /// and put in the index after the removal took it out, would be listed by
-    /// `ids` forever.) The race is asserted: in some round the first page met
-    /// some of the objects and not all.
-    #[test]
-    fn the_index_made_while_objects_are_removed_keeps_none_of_them() {
-        const N: usize = 2_000;
+    /// Rounds of `work` (creates or removes of the objects `o-00000`..), on a
+    /// thread of its own over a fresh runtime that `before` filled, while the
+    /// first page, which makes the index, is read once `going` says the work
+    /// is under way; `after` checks the store once the work is done. Asserts
+    /// the race: in some round the first page met some objects, not all.
+    fn first_page_during(
+        before: impl Fn(&Runtime, &Actor),
+        work: impl Fn(&Runtime, &Actor, String) + Sync,
+        going: impl Fn(&Runtime) -> bool,
+        after: impl Fn(&Runtime, usize),
+    ) {
         let mut raced = false;
         for round in 0..50 {
             let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
             let user = Actor::new("user");
-            for n in 0..N {
-                rt.create(format!("o-{n:05}"), &user).unwrap();
-            }
+            before(&rt, &user);
             let first = std::thread::scope(|s| {
-                let remover = s.spawn(|| {
-                    for n in 0..N {
-                        rt.remove(format!("o-{n:05}"), &user).unwrap();
-                    }
-                });
-                while rt.store().load(&"o-00499".into()).unwrap().is_some() {
+                let worker = s.spawn(|| (0..N).for_each(|n| work(&rt, &user, format!("o-{n:05}"))));
+                while !going(&rt) {
                     std::thread::yield_now();
                 }
                 let first = rt.store().records_after(None, usize::MAX).unwrap().len();
-                remover.join().unwrap();
+                worker.join().unwrap();
                 first
             });
-            let ids = rt.store().ids().unwrap();
-            assert!(
-                ids.is_empty(),
-                "round {round}: {} removed ids kept",
-                ids.len()
-            );
-            assert!(rt.store().records_after(None, 10).unwrap().is_empty());
-            raced |= first > 0 && first < N;
+            after(&rt, round);
+            raced |= 0 < first && first < N;
             if raced && round >= 4 {
                 break;
             }
         }
-        assert!(raced, "no first page was read while objects were removed");
+        assert!(raced, "no first page was read while the work went on");
+    }
+
+    /// The index made while objects are created: a page read after the
+    /// creates lists every object, each once. (A create that raced the pass
+    /// that makes the index and was left out would never be listed.)
+    #[test]
+    fn the_index_made_while_objects_are_created_misses_none() {
+        first_page_during(
+            |_, _| {},
+            |rt, user, id| {
+                rt.create(id, user).unwrap();
+            },
+            |rt| rt.store().ids().unwrap().len() >= N / 4,
+            |rt, round| {
+                let all = rt.store().records_after(None, usize::MAX).unwrap();
+                assert_eq!(all.len(), N, "round {round}: listed {}", all.len());
+                assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "round {round}");
+            },
+        );
+    }
+
+    /// The index made while every object is removed: afterwards no id of the
+    /// index names a removed object. (An id the pass found before its object
+    /// was removed, and put in the index after the removal took it out, would
+    /// be listed by `ids` forever.)
+    #[test]
+    fn the_index_made_while_objects_are_removed_keeps_none_of_them() {
+        first_page_during(
+            |rt, user| (0..N).for_each(|n| drop(rt.create(format!("o-{n:05}"), user).unwrap())),
+            |rt, user, id| {
+                rt.remove(id, user).unwrap();
+            },
+            |rt| rt.store().load(&"o-00499".into()).unwrap().is_none(),
+            |rt, round| {
+                let ids = rt.store().ids().unwrap();
+                assert!(
+                    ids.is_empty(),
+                    "round {round}: {} removed ids kept",
+                    ids.len()
+                );
+                assert!(rt.store().records_after(None, 10).unwrap().is_empty());
+            },
+        );
     }
 
     proptest! {

@@ -1162,54 +1162,8 @@ impl<S: Store> Runtime<S> {
         let Some(record) = record else {
             return Err(RuntimeError::NotFound { id });
         };
-        let machine = self.machine();
-        if let Some(expected) = version
-            && expected != record.version
-        {
-            return Err(RuntimeError::VersionMismatch {
-                id,
-                expected,
-                found: record.version,
-                state: self.name(record.state),
-            });
-        }
-        if let Some(holder) = record.in_flight.as_ref().or(record.hidden.as_ref()) {
-            return Err(RuntimeError::Busy {
-                id,
-                state: self.name(record.state),
-                action: self.action_name(holder.action).to_owned(),
-                holder: holder.actor.to_string(),
-                abandoned: holder.abandoned,
-            });
-        }
-        let state = machine.state(record.state);
-        let Some(roles) = &state.remove else {
-            let removable = machine.states().iter().filter(|s| s.remove.is_some());
-            return Err(RuntimeError::NotRemovable {
-                id,
-                state: state.name.to_string(),
-                removable: removable.map(|s| s.name.to_string()).collect(),
-            });
-        };
-        // The rule is `may_remove`'s; the refusal says which half of it failed.
-        if !state.may_remove(|r| actor.has_role(r)) {
-            let (actor, name) = (actor.name().to_owned(), state.name.to_string());
-            return Err(match &state.owner {
-                Some(owner) if roles.is_empty() || roles.contains(owner) => {
-                    RuntimeError::NotOwner {
-                        id,
-                        actor,
-                        state: name,
-                        owner: owner.to_string(),
-                    }
-                }
-                _ => RuntimeError::MayNotRemove {
-                    id,
-                    actor,
-                    state: name,
-                    roles: roles.iter().map(|r| r.to_string()).collect(),
-                },
-            });
+        if let Err(refused) = admit::removable(self.machine(), actor, &record, version) {
+            return Err(refused.error(self, id, actor));
         }
         let entry = Entry {
             version: record.version + 1,

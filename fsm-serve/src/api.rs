@@ -837,12 +837,7 @@ async fn start(
         Ok((record, Some(flight)))
     })
     .await
-    .map_err(|e| {
-        if matches!(e, RuntimeError::Conflict { .. }) {
-            m.feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
-        }
-        log(&actor, "start", condition.explain(refused(e)))
-    })?;
+    .map_err(|e| conditional_refusal(&m, &actor, "start", &condition, e))?;
     let (record, flight) = started;
     let mut body = object_json(m.runtime.machine(), &id, &record);
     let status = match flight {
@@ -869,6 +864,21 @@ async fn start(
     Ok(with_etag(status, body, record.version))
 }
 
+/// The refusal of a request made under `condition` (its `If-Match`), logged,
+/// a lost compare-and-set counted.
+fn conditional_refusal(
+    m: &MachineService,
+    actor: &Actor,
+    what: &str,
+    condition: &IfMatch,
+    e: RuntimeError,
+) -> ApiError {
+    if matches!(e, RuntimeError::Conflict { .. }) {
+        m.feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+    }
+    log(actor, what, condition.explain(refused(e)))
+}
+
 /// `DELETE /v1/{machine}/objects/{id}`: removes the object, if its state
 /// allows it to the actor's roles and no action holds it (`If-Match` as a
 /// start's); 200 and the removal's history entry, which watchers get as the
@@ -889,12 +899,7 @@ async fn remove(
         None => rt.remove(key, &who),
     })
     .await
-    .map_err(|e| {
-        if matches!(e, RuntimeError::Conflict { .. }) {
-            m.feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
-        }
-        log(&actor, "remove", condition.explain(refused(e)))
-    })?;
+    .map_err(|e| conditional_refusal(&m, &actor, "remove", &condition, e))?;
     let mut body = entry_json(m.runtime.machine(), &removed);
     body.insert("id".into(), id.into());
     Ok((StatusCode::OK, axum::Json(Value::Object(body))).into_response())
