@@ -272,15 +272,19 @@ fn only_retired_machines_can_be_removed() {
         (removed.kind, removed.version, &*removed.actor),
         (EntryKind::Removed, version + 1, "ops")
     );
-    assert_eq!(watcher.try_recv().unwrap().map(|e| e.entry), Some(removed));
+    assert_eq!(
+        watcher.try_recv().unwrap().map(|e| e.entry),
+        Some(removed.clone())
+    );
     let gone = RegistryError::Refused(RuntimeError::NotFound { id: "m".into() });
     assert_eq!(r.state("m").unwrap_err(), gone);
     assert_eq!(r.remove("m", &admin()).unwrap_err(), gone);
     assert!(r.runtime().history("m").unwrap().is_empty());
-    // The serial is free: registered again, it is a new machine.
+    // The serial is free: registered again, it is a new machine, whose
+    // versions go on after the removal's (no version of the old one is its).
     r.register("m", &admin()).unwrap();
     assert_eq!(r.state("m").unwrap(), S::Uninitialized);
-    assert_eq!(r.runtime().get("m").unwrap().version, 1);
+    assert_eq!(r.runtime().get("m").unwrap().version, removed.version + 1);
 }
 
 #[test]

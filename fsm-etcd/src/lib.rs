@@ -26,6 +26,8 @@
 //! Under its prefix the store keeps, per object, `obj/<id>` (the record, JSON) and
 //! `hist/<id>/<version>` (one history entry per write, JSON, the version
 //! zero-padded so that keys sort in version order); `/` and `%` in ids are escaped.
+//! A removed object leaves its `obj/<id>` key, empty, and `gone/<id>`, until
+//! the id is created again.
 //! States and actions are stored by name with the spec's fingerprint
 //! ([`fsm_runtime::wire`]), so `etcdctl get --prefix /sabakan/machines/obj/` reads
 //! `"state":"Healthy"`, and adding or reordering states in the spec changes
@@ -38,11 +40,18 @@
 //!   answer [`StoreError::Conflict`]. A state change is never stored without its
 //!   history entry, nor an entry without its change.
 //! - **Removal by transaction too.** [`Store::remove`] is one transaction:
-//!   *if* `version(obj/<id>)` is the expected one, *then* delete `obj/<id>` and
-//!   the history's keys and put the removal's entry at the next version's key
-//!   (which the watch below publishes), *else* answer the conflict. A second
-//!   request deletes that last key while the object is still absent; should it
-//!   fail, the next creation of the id deletes it.
+//!   *if* `version(obj/<id>)` is the expected one, *then* empty `obj/<id>`, put
+//!   `gone/<id>`, delete the history's keys and put the removal's entry at the
+//!   next version's key (which the watch below publishes), *else* answer the
+//!   conflict. A second request deletes that last key while the object is
+//!   still removed; should it fail, the next creation of the id deletes it.
+//! - **Versions never repeat for an id.** The emptied key keeps counting: the
+//!   id's next object is created at the version after the removal's (*if*
+//!   `version(obj/<id>)` is the removal's and its value empty), so no version,
+//!   and no `If-Match`, of a removed object is ever one of a new object of its
+//!   id. A creation that finds the key emptied tries again at the version it
+//!   names ([`StoreError::CreateAt`]): two transactions to create an id that
+//!   was removed, one for any other.
 //! - **A read saved per write.** The store keeps the records it last read or
 //!   wrote ([`Store::cached`]), and a start or a completion decides on that
 //!   copy instead of reading first: one transaction to start, one to end. A
@@ -674,7 +683,19 @@ impl EtcdStore {
     fn history_prefix(&self, id: &ObjectId) -> String {
         format!("{}hist/{}/", self.inner.prefix, escape(id.as_str()))
     }
+
+    /// The key that says `id`'s object was removed and not created again
+    /// (its `obj/` key then holds [`REMOVED`]): [`Store::ids`] reads keys
+    /// only, and leaves these ids out.
+    fn gone_key(&self, id: &ObjectId) -> String {
+        format!("{}gone/{}", self.inner.prefix, escape(id.as_str()))
+    }
 }
+
+/// What a removed object's `obj/` key holds: nothing. The key stays, so that
+/// its etcd version goes on counting, and the id's next object continues the
+/// removed one's versions (a record's version is its key's etcd version).
+const REMOVED: &[u8] = b"";
 
 /// Drives `work` on `runtime` (a client's own runtime) and waits for it from
 /// synchronous code: on a plain thread, driving it from there; inside another
@@ -755,6 +776,7 @@ impl EtcdStore {
         let Some(mut record) = resp
             .kvs()
             .first()
+            .filter(|kv| kv.value() != REMOVED)
             .map(|kv| self.decode_record(kv.value(), kv.key()))
             .transpose()?
         else {
@@ -956,6 +978,9 @@ impl EtcdStore {
             let Some(id) = kv.key_str().ok().and_then(|k| k.strip_prefix(objects)) else {
                 continue;
             };
+            if kv.value() == REMOVED {
+                continue;
+            }
             records.push((unescape(id), self.decode_record(kv.value(), kv.key())));
         }
         get.more()
@@ -969,29 +994,41 @@ impl EtcdStore {
         let key = self.object_key(&id);
         let history_prefix = self.history_prefix(&id);
         let history = format!("{history_prefix}{:020}", entry.version);
-        // The entries older than the last `keep` (this one among them): the
-        // range of keys before the oldest kept, deleted by the same transaction.
-        let forget = self
-            .inner
-            .keep
-            .and_then(|keep| entry.version.checked_sub(keep))
-            .map(|last_forgotten| {
-                let end = format!("{history_prefix}{:020}", last_forgotten + 1);
-                TxnOp::delete(
-                    history_prefix.clone(),
-                    Some(DeleteOptions::new().with_range(end)),
-                )
-            })
-            // A creation: whatever a removal of the same id left past version 1
-            // (its last key, if the removal's second request failed).
-            .or_else(|| {
-                expected.is_none().then(|| {
-                    let first = format!("{history_prefix}{:020}", entry.version + 1);
-                    let end = prefix_end(&history_prefix);
-                    TxnOp::delete(first, Some(DeleteOptions::new().with_range(end)))
-                })
-            });
-        let version = expected.map_or(0, |e| e.version as i64);
+        let before = |version: u64| {
+            let end = format!("{history_prefix}{version:020}");
+            TxnOp::delete(
+                history_prefix.clone(),
+                Some(DeleteOptions::new().with_range(end)),
+            )
+        };
+        let forget: Vec<TxnOp> = match expected {
+            // The entries older than the last `keep` (this one among them):
+            // the range of keys before the oldest kept, deleted by the same
+            // transaction.
+            Some(_) => (self.inner.keep)
+                .and_then(|keep| entry.version.checked_sub(keep))
+                .map(|last_forgotten| before(last_forgotten + 1))
+                .into_iter()
+                .collect(),
+            // A creation: every history key but its own (a removal of the id
+            // leaves its last key if its second request failed, and a store
+            // of the previous format numbered a new object from 1 again), and
+            // the mark that the id's object was removed.
+            None => {
+                let after = format!("{history_prefix}{:020}", entry.version + 1);
+                let end = prefix_end(&history_prefix);
+                vec![
+                    before(entry.version),
+                    TxnOp::delete(after, Some(DeleteOptions::new().with_range(end))),
+                    TxnOp::delete(self.gone_key(&id), None),
+                ]
+            }
+        };
+        // The key's etcd version is the record's: a creation at version `n`
+        // finds the key at `n - 1`, absent for 1, holding the removed mark
+        // ([`REMOVED`]) past 1.
+        let version = expected.map_or(entry.version - 1, |e| e.version) as i64;
+        let creating = expected.is_none().then_some(entry.version);
         let codec = self.codec()?;
         let entry = encode(&codec.encode_entry(&entry));
         // A write that starts an action names this process's session (its lease)
@@ -1008,6 +1045,9 @@ impl EtcdStore {
         let prefix = self.inner.prefix.clone();
         let mut txn = move |lease: i64| {
             let mut compare = vec![Compare::version(key.clone(), CompareOp::Equal, version)];
+            if version > 0 && creating.is_some() {
+                compare.push(Compare::value(key.clone(), CompareOp::Equal, REMOVED));
+            }
             let mut otherwise = vec![TxnOp::get(key.clone(), None)];
             if started {
                 for h in [&mut stored.in_flight, &mut stored.hidden]
@@ -1068,15 +1108,17 @@ impl EtcdStore {
             }
             Ok(resp)
         }, too_large)?;
-        self.answered(id, resp)
+        self.answered(id, resp, creating)
     }
 
     /// Carries out `removal` by one transaction: if the object's key is at
-    /// the version expected, it deletes that key and the history's, and puts
-    /// the removal's entry at the next version's history key, which the feed
-    /// publishes to watchers as every entry. A second request then deletes
-    /// that last key, if the object is still absent; a creation of the same
-    /// id also deletes it (see `write`), should the second request fail.
+    /// the version expected, it empties that key ([`REMOVED`]: its etcd
+    /// version, the removal's, goes on for the id's next object), marks the
+    /// id gone, deletes the history's keys, and puts the removal's entry at
+    /// the next version's history key, which the feed publishes to watchers
+    /// as every entry. A second request then deletes that last key, if the
+    /// object is still removed; a creation of the same id also deletes it
+    /// (see `write`), should the second request fail.
     fn delete(&self, removal: Removal) -> Result<(), StoreError> {
         let (id, expected, entry) = removal.into_parts();
         let key = self.object_key(&id);
@@ -1087,7 +1129,8 @@ impl EtcdStore {
         let txn = Txn::new()
             .when([Compare::version(key.clone(), CompareOp::Equal, version)])
             .and_then([
-                TxnOp::delete(key.clone(), None),
+                TxnOp::put(key.clone(), REMOVED, None),
+                TxnOp::put(self.gone_key(&id), REMOVED, None),
                 TxnOp::delete(self.held_key(&id, false), None),
                 TxnOp::delete(self.held_key(&id, true), None),
                 TxnOp::delete(
@@ -1098,7 +1141,7 @@ impl EtcdStore {
             ])
             .or_else([TxnOp::get(key.clone(), None)]);
         let cleanup = Txn::new()
-            .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
+            .when([Compare::version(key.clone(), CompareOp::Equal, version + 1)])
             .and_then([TxnOp::delete(
                 history_prefix.clone(),
                 Some(DeleteOptions::new().with_range(prefix_end(&history_prefix))),
@@ -1114,24 +1157,36 @@ impl EtcdStore {
             }
             Ok(resp)
         })?;
-        self.answered(id, resp)
+        self.answered(id, resp, None)
     }
 
     /// What a transaction on `id`'s key answered: done, or the conflict
     /// with the record its `else` branch read first (none: the object is
-    /// absent).
-    fn answered(&self, id: ObjectId, resp: etcd_client::TxnResponse) -> Result<(), StoreError> {
+    /// absent, or removed). A creation (`creating`: at that version) that
+    /// found no object was numbered otherwise than the key says the id's
+    /// next object is: [`StoreError::CreateAt`] the version after the key's.
+    fn answered(
+        &self,
+        id: ObjectId,
+        resp: etcd_client::TxnResponse,
+        creating: Option<u64>,
+    ) -> Result<(), StoreError> {
         if resp.succeeded() {
             return Ok(());
         }
-        let found = match resp.op_responses().into_iter().next() {
-            Some(TxnOpResponse::Get(get)) => get
-                .kvs()
-                .first()
-                .map(|kv| self.decode_record(kv.value(), kv.key()))
-                .transpose()?,
+        let read = match resp.op_responses().into_iter().next() {
+            Some(TxnOpResponse::Get(get)) => get.kvs().first().cloned(),
             _ => None,
         };
+        let found = read
+            .as_ref()
+            .filter(|kv| kv.value() != REMOVED)
+            .map(|kv| self.decode_record(kv.value(), kv.key()))
+            .transpose()?;
+        if let (Some(_), None) = (creating, &found) {
+            let version = read.map_or(0, |kv| kv.version()).unsigned_abs() + 1;
+            return Err(StoreError::CreateAt { id, version });
+        }
         Err(StoreError::Conflict {
             id,
             found: found.map(Box::new),
@@ -1183,6 +1238,7 @@ impl Store for EtcdStore {
             let unreadable: Vec<String> = resp
                 .kvs()
                 .iter()
+                .filter(|kv| kv.value() != REMOVED)
                 .filter_map(|kv| {
                     let stored: StoredRecord = json(kv.value(), kv.key()).ok()?;
                     let id = kv.key_str().ok()?.strip_prefix(&prefix).map(unescape)?;
@@ -1306,21 +1362,41 @@ impl Store for EtcdStore {
         Ok(entries)
     }
 
+    /// The keys of `obj/` and of `gone/`, read in one transaction, keys only:
+    /// every id with a key of the first and none of the second (an id whose
+    /// object was removed keeps its `obj/` key, empty).
     fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
-        let prefix = format!("{}obj/", self.inner.prefix);
+        let objects = format!("{}obj/", self.inner.prefix);
+        let gone = format!("{}gone/", self.inner.prefix);
+        let keys = || Some(GetOptions::new().with_prefix().with_keys_only());
+        let txn = Txn::new().and_then([
+            TxnOp::get(objects.clone(), keys()),
+            TxnOp::get(gone.clone(), keys()),
+        ]);
         let mut kv = kv_client(&self.inner.client);
-        let query = prefix.clone();
-        let resp = self.run(async move {
-            kv.get(
-                query,
-                Some(GetOptions::new().with_prefix().with_keys_only()),
-            )
-            .await
-        })?;
-        Ok(resp
-            .kvs()
-            .iter()
-            .filter_map(|kv| kv.key_str().ok()?.strip_prefix(&prefix).map(unescape))
+        let resp = self.run(async move { kv.txn(txn).await })?;
+        let mut gets = resp.op_responses().into_iter().filter_map(|r| match r {
+            TxnOpResponse::Get(get) => Some(get),
+            _ => None,
+        });
+        let (Some(live), Some(removed)) = (gets.next(), gets.next()) else {
+            return Err(unavailable(
+                "etcd: a transaction of two reads answered otherwise",
+                false,
+            ));
+        };
+        let segments = |get: &etcd_client::GetResponse, prefix: &str| -> Vec<String> {
+            get.kvs()
+                .iter()
+                .filter_map(|kv| Some(kv.key_str().ok()?.strip_prefix(prefix)?.to_owned()))
+                .collect()
+        };
+        let removed: std::collections::HashSet<String> =
+            segments(&removed, &gone).into_iter().collect();
+        Ok(segments(&live, &objects)
+            .into_iter()
+            .filter(|segment| !removed.contains(segment))
+            .map(|segment| unescape(&segment))
             .collect())
     }
 

@@ -783,6 +783,14 @@ fn awaited_etcd_calls_leave_the_thread_to_other_tasks() {
     });
 }
 
+/// The keys of objects under `prefix` (no process's `live/` key), in order.
+fn object_keys(prefix: &str) -> Vec<String> {
+    let mut keys = keys_under(prefix);
+    keys.retain(|k| !k.starts_with("live/"));
+    keys.sort();
+    keys
+}
+
 /// The keys under `prefix`, without it.
 fn keys_under(prefix: &str) -> Vec<String> {
     with_etcd(|mut client| async move {
@@ -865,10 +873,12 @@ fn a_holder_names_its_process_session_and_nothing_else_is_written() {
     );
 }
 
-/// A removal leaves no key of the object behind, and the entry watchers get
-/// was written to etcd: a second store's watcher, on its own watch of etcd,
-/// gets it. A last history key left by a removal whose second request failed
-/// is deleted by the next creation of the id, whose history starts afresh.
+/// A removal leaves no record or history key of the object behind, only its
+/// emptied `obj/` key (whose etcd version goes on) and `gone/`; the entry
+/// watchers get was written to etcd: a second store's watcher, on its own
+/// watch of etcd, gets it. A last history key left by a removal whose second
+/// request failed is deleted by the next creation of the id, numbered after
+/// the removal, in whichever process creates it.
 #[test]
 fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
     let Some((rt, prefix, admin)) = created(&["vm", "other"]) else {
@@ -894,10 +904,22 @@ fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
     left.as_object_mut().unwrap().remove("action");
     let removed = rt.remove("vm", &admin).unwrap();
     assert_eq!((removed.kind, removed.version), (EntryKind::Removed, 6));
-    let mut keys = keys_under(&prefix);
-    keys.retain(|k| !k.starts_with("live/"));
-    keys.sort();
-    assert_eq!(keys, ["hist/other/00000000000000000001", "obj/other"]);
+    let keys = object_keys(&prefix);
+    assert_eq!(
+        keys,
+        [
+            "gone/vm",
+            "hist/other/00000000000000000001",
+            "obj/other",
+            "obj/vm"
+        ]
+    );
+    assert_eq!(etcd_value(&format!("{prefix}obj/vm")), "", "emptied");
+    assert_eq!(
+        elsewhere.store().ids().unwrap(),
+        [fsm_runtime::ObjectId::from("other")],
+        "listed by no one"
+    );
     let kinds: Vec<(u64, EntryKind)> = (0..5)
         .map(|_| watcher.recv().unwrap().entry)
         .map(|e| (e.version, e.kind))
@@ -915,16 +937,34 @@ fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
         &left.to_string(),
     );
     assert_eq!(rt.history("vm").unwrap(), []);
-    rt.create("vm", &admin).unwrap();
+    // Created by the process that did not remove it (and kept nothing of it).
+    let created = elsewhere.create("vm", &admin).unwrap();
+    assert_eq!(created.version, 7, "numbered after the removal");
     let history = rt.history("vm").unwrap();
     assert_eq!(
         history
             .iter()
             .map(|e| (e.version, e.kind))
             .collect::<Vec<_>>(),
-        [(1, EntryKind::Created)]
+        [(7, EntryKind::Created)]
     );
     check_history(rt.machine(), &history).unwrap();
+    let keys = object_keys(&prefix);
+    assert_eq!(
+        keys,
+        [
+            "hist/other/00000000000000000001",
+            "hist/vm/00000000000000000007",
+            "obj/other",
+            "obj/vm"
+        ],
+        "the mark and the left key gone"
+    );
+    assert_eq!(
+        rt.get("vm").unwrap().version,
+        7,
+        "the other process reads it"
+    );
 }
 
 /// A holder stored by the previous format names no session: it is alive while

@@ -17,6 +17,20 @@ pub enum StoreError {
         /// What the store holds now.
         found: Option<Box<Record>>,
     },
+    /// A creation numbered otherwise than the id's next object must be:
+    /// `version` is the one its first entry takes. That is 1 for an id that
+    /// never had an object, and the version after its removal's for one whose
+    /// object was removed ([`Store::remove`](crate::Store::remove)), so that
+    /// no version of a removed object is ever one of a new object of its id,
+    /// and no `If-Match` written for the old object matches the new one. The
+    /// runtime creates again at `version`; a caller never sees this.
+    #[error("409 Conflict on {id}: its next object is created at version {version}")]
+    CreateAt {
+        /// The object.
+        id: ObjectId,
+        /// The version the creation must write.
+        version: u64,
+    },
     /// What the store holds under `key` is not a record or entry of this machine:
     /// not what fsm writes, or a state or action the spec no longer has (a rename
     /// needs `renamed_from` in the spec). Retrying cannot help.
@@ -75,6 +89,7 @@ impl StoreError {
     pub fn is_retryable(&self) -> bool {
         match self {
             StoreError::Conflict { .. }
+            | StoreError::CreateAt { .. }
             | StoreError::Unreadable { .. }
             | StoreError::Incompatible { .. }
             | StoreError::TooLarge { .. } => false,

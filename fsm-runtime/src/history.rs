@@ -17,7 +17,8 @@ pub struct HistoryError {
 }
 
 /// Checks that `history` is a valid path of `machine`, as the runtime writes it:
-/// a creation in the initial state at version 1; versions following one another
+/// a creation in the initial state at version 1 (or later: an id whose earlier
+/// object was removed numbers its next one on); versions following one another
 /// without gaps; no entry stamped earlier than the one before it; each entry starting where the previous one ended; an action started
 /// only from one of its origins, into its transition state (or holding the state),
 /// while no other action is in flight (a hidden action only excludes another hidden
@@ -52,11 +53,14 @@ pub fn check_history(machine: &Machine, history: &[Entry]) -> Result<(), History
         if index > 0 && history[index - 1].kind == EntryKind::Removed {
             return Err(fail("an entry after the object's removal".into()));
         }
-        if entry.version != index as u64 + 1 {
+        let due = match index {
+            0 => entry.version.max(1),
+            _ => history[index - 1].version + 1,
+        };
+        if entry.version != due {
             return Err(fail(format!(
-                "version {} where {} was due",
-                entry.version,
-                index + 1
+                "version {} where {due} was due",
+                entry.version
             )));
         }
         if let Some(before) = index.checked_sub(1).map(|i| history[i].at)

@@ -28,6 +28,11 @@ use crate::{
 /// record lives in an allocation of its own, on cache lines of its own, so that
 /// threads writing different objects never write one line.
 ///
+/// A removed object leaves its id and its removal's version behind (some
+/// forty bytes and the id's text), so that the id's next object continues
+/// its versions rather than start again at 1: an `If-Match` written for the
+/// old object never matches the new one. Creating the id again forgets it.
+///
 /// Histories are kept whole by default. A long-running process that only needs the
 /// recent past can bound them with [`MemoryStore::keep_history`]. An object that
 /// has run an action also keeps its holder's box (a [`Holder`], some seventy
@@ -158,6 +163,9 @@ fn ids_of(shards: &[Padded<ShardLock<Shard>>]) -> Vec<ObjectId> {
 #[derive(Debug, Default)]
 struct Shard {
     objects: HashTable<(ObjectId, Box<Slot>)>,
+    /// Each id whose object was removed and not created again, with the
+    /// removal's version: the id's next object starts at the version after.
+    removed: HashTable<(ObjectId, u64)>,
 }
 
 impl Shard {
@@ -175,15 +183,29 @@ impl Shard {
             .map(|(_, slot)| &mut **slot)
     }
 
-    /// Takes an object out.
-    fn remove(&mut self, hash: u64, id: &ObjectId) {
+    /// Takes an object out, removed at `version`.
+    fn remove(&mut self, hash: u64, id: &ObjectId, version: u64) {
         if let Ok(entry) = self.objects.find_entry(hash, |(k, _)| k == id) {
-            entry.remove();
+            let ((id, _), _) = entry.remove();
+            self.removed
+                .insert_unique(hash, (id, version), |(k, _)| id_hash(k));
         }
     }
 
-    /// Adds an object that is not there yet.
+    /// The version the id's next object is created at, which forgets the
+    /// id's removal: 1, or the one after the removal's.
+    fn first_version(&self, hash: u64, id: &ObjectId) -> u64 {
+        self.removed
+            .find(hash, |(k, _)| k == id)
+            .map_or(1, |(_, removed)| removed + 1)
+    }
+
+    /// Adds an object that is not there yet, and forgets the removal of the
+    /// id's last object, if any.
     fn insert(&mut self, hash: u64, id: ObjectId, slot: Slot) {
+        if let Ok(entry) = self.removed.find_entry(hash, |(k, _)| *k == id) {
+            entry.remove();
+        }
         self.objects
             .insert_unique(hash, (id, Box::new(slot)), |(k, _)| id_hash(k));
     }
@@ -413,6 +435,10 @@ impl Store for MemoryStore {
                     id,
                 });
             }
+            let version = shard.first_version(hash, &id);
+            if record.version != version {
+                return Err(StoreError::CreateAt { id, version });
+            }
             let mut slot = Slot {
                 record,
                 history: History::default(),
@@ -597,7 +623,7 @@ impl Store for MemoryStore {
                 id,
             });
         }
-        shard.remove(hash, &id);
+        shard.remove(hash, &id, entry.version);
         self.index.removed(&id);
         self.publisher.publish(|| Event {
             id,

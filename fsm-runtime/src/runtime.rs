@@ -259,11 +259,16 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let (id, write) = self.creation(id.into_object_id(), actor, data);
-        let record = write.record.clone();
-        let expected = write.expected;
-        let result = self.inner.store.commit(write);
-        self.created(id, actor, expected, result, record)
+        let id = id.into_object_id();
+        let mut version = 1;
+        loop {
+            let write = self.creation(id.clone(), actor, data.clone(), version);
+            let record = write.record.clone();
+            match self.inner.store.commit(write) {
+                Err(StoreError::CreateAt { version: due, .. }) => version = due,
+                result => return self.created(id, actor, result, record),
+            }
+        }
     }
 
     /// [`create`](Self::create) for async callers.
@@ -283,23 +288,31 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
-        let (id, write) = self.creation(id.into_object_id(), actor, data);
-        let record = write.record.clone();
-        let expected = write.expected;
-        let result = self.inner.store.commit_async(write).await;
-        self.created(id, actor, expected, result, record)
+        let id = id.into_object_id();
+        let mut version = 1;
+        loop {
+            let write = self.creation(id.clone(), actor, data.clone(), version);
+            let record = write.record.clone();
+            match self.inner.store.commit_async(write).await {
+                Err(StoreError::CreateAt { version: due, .. }) => version = due,
+                result => return self.created(id, actor, result, record),
+            }
+        }
     }
 
-    /// The write that creates `id`.
-    fn creation(&self, id: ObjectId, actor: &Actor, data: Option<Arc<str>>) -> (ObjectId, Write) {
-        let write = write::create(
-            id.clone(),
+    /// The write that creates `id`, its first entry at `version`: 1, unless
+    /// the store answered that the id's next object starts later
+    /// ([`StoreError::CreateAt`]: an object of the id was removed), in which
+    /// case the creation is made again at that version.
+    fn creation(&self, id: ObjectId, actor: &Actor, data: Option<Arc<str>>, version: u64) -> Write {
+        write::create(
+            id,
             self.machine().initial(),
             actor.actor_name(),
             self.now(),
             data,
-        );
-        (id, write)
+            version,
+        )
     }
 
     /// What a creation's write ended in: the record, or why not.
@@ -307,11 +320,10 @@ impl<S: Store> Runtime<S> {
         &self,
         id: ObjectId,
         actor: &Actor,
-        expected: Option<Expected>,
         result: Result<(), StoreError>,
         record: Record,
     ) -> Result<Record, RuntimeError> {
-        match result.map_err(|e| self.refused(expected, e)) {
+        match result.map_err(|e| self.refused(None, e)) {
             Err(RuntimeError::Conflict {
                 found: Some((state, _)),
                 ..
@@ -1061,7 +1073,9 @@ impl<S: Store> Runtime<S> {
     /// Removes `id` as `actor`: its record and its history leave the store,
     /// and watchers get a last event, [`EntryKind::Removed`], which this
     /// answers. The id is then free; creating it again makes a new object,
-    /// from version 1.
+    /// whose versions go on after the removal's (the removal at version 4,
+    /// the new object's creation is version 5), so that no `If-Match` or
+    /// version read from the old object ever matches the new one.
     ///
     /// Refused, with nothing changed, when the object does not exist
     /// ([`RuntimeError::NotFound`]), when an action holds it, abandoned or not

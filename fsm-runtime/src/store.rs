@@ -16,7 +16,9 @@ use crate::{ActorName, Change, IntoObjectId, ObjectId, StoreError};
 pub struct Record {
     /// The current state.
     pub state: StateId,
-    /// Bumped by one on every write; the first write (creation) is version 1.
+    /// Bumped by one on every write; the first write (creation) is version 1,
+    /// or, for an id whose earlier object was removed, the version after
+    /// that removal's.
     pub version: u64,
     /// When the last write happened.
     pub changed_at: SystemTime,
@@ -282,6 +284,15 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Applies `write` atomically, or refuses it.
+    ///
+    /// A creation ([`write.expected()`](Write::expected) is `None`) is
+    /// applied only if the id has no object, and only at the version its
+    /// next object starts at: 1 for an id that never had one, the version
+    /// after its removal's for one whose object was removed. A creation at
+    /// another version is refused with [`StoreError::CreateAt`] naming the
+    /// right one, and the runtime creates again there; so a store remembers
+    /// the removal's version of each id it removed until the id is created
+    /// again.
     fn commit(&self, write: Write) -> Result<(), StoreError>;
 
     /// The object's history, oldest first (empty if it does not exist).
@@ -408,7 +419,8 @@ pub trait Store: Send + Sync + 'static {
     /// such object), and nothing changes. A removal that happened is
     /// published to watchers as [`removal.entry()`](Removal::entry), after
     /// every earlier write of the object. The id is then free: a creation
-    /// makes a new object, from version 1.
+    /// makes a new object, whose versions go on from the removal's (see
+    /// [`commit`](Store::commit)).
     fn remove(&self, removal: Removal) -> Result<(), StoreError>;
 
     /// [`remove`](Store::remove) for async callers. The default answers with

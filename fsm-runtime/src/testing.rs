@@ -67,6 +67,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     watchers_see_writes_in_order(make());
     removes_whole(make());
     removal_races_a_start(make());
+    fences_outlive_removal(make());
     concurrent_actors_never_lose_a_write(make(), 4, 150);
     async_actors_share_one_thread(make(), 4, 60);
 }
@@ -777,7 +778,9 @@ pub fn watchers_see_writes_in_order<S: Store>(store: S) {
 
 /// A removal takes the object whole (record, history, listings) and tells
 /// watchers last; one the spec or a holder refuses changes nothing; the id is
-/// then free for a new object, whose history starts afresh.
+/// then free for a new object, whose versions go on after the removal's, so
+/// that no version of the old object (an `If-Match` written for it) matches
+/// the new one.
 pub fn removes_whole<S: Store>(store: S) {
     let rt = runtime(store);
     let (user, ops) = (Actor::new("user"), Actor::new("olga").with_role("ops"));
@@ -863,6 +866,17 @@ pub fn removes_whole<S: Store>(store: S) {
         ["q", "s"],
         "{what}"
     );
+    // A page of two is two objects, whatever the removed one left between.
+    assert_eq!(
+        listed(rt.store().records_after(None, 2).unwrap()),
+        ["q", "s"],
+        "{what}: a page of two"
+    );
+    assert_eq!(
+        listed(rt.store().records_after(Some(&"q".into()), 1).unwrap()),
+        ["s"],
+        "{what}: a page of one after q"
+    );
     let mut seen: Vec<Event> = Vec::new();
     while seen
         .last()
@@ -887,24 +901,93 @@ pub fn removes_whole<S: Store>(store: S) {
         matches!(rt.remove("r", &ops), Err(RuntimeError::NotFound { .. })),
         "{what}"
     );
-    rt.create("r", &user).expect("removes_whole: created again");
+    let created = rt.create("r", &user).expect("removes_whole: created again");
+    assert_eq!(created.version, 5, "{what}: numbered after the removal");
     let history = rt.history("r").unwrap();
     assert_eq!(
         history
             .iter()
             .map(|e| (e.version, e.kind))
             .collect::<Vec<_>>(),
-        [(1, EntryKind::Created)],
-        "{what}: a new object's history starts afresh"
+        [(5, EntryKind::Created)],
+        "{what}: a new object's history has only its own life"
     );
-    // The async form, at the version read.
-    let removed = block_on(rt.remove_async("r", Some(1), &user)).expect("removes_whole: async");
+    check_history(rt.machine(), &history).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(
+        next(&mut only_r).entry,
+        history[0],
+        "{what}: watchers see the versions go on"
+    );
+    // No version of the old object is one of the new: a removal (or a
+    // start) written for the old object at its last version is refused.
+    match rt.remove_at("r", 3, &user) {
+        Err(RuntimeError::VersionMismatch {
+            expected: 3,
+            found: 5,
+            ..
+        }) => {}
+        other => panic!("{what}: a removal at the old object's version answered {other:?}"),
+    }
+    // The async form, at the version read; then created again, async.
+    let removed = block_on(rt.remove_async("r", Some(5), &user)).expect("removes_whole: async");
     assert_eq!(
         (removed.kind, removed.version),
-        (EntryKind::Removed, 2),
+        (EntryKind::Removed, 6),
         "{what}"
     );
     assert!(rt.store().load(&"r".into()).unwrap().is_none(), "{what}");
+    let created = block_on(rt.create_async("r", &user)).expect("removes_whole: async creation");
+    assert_eq!(
+        created.version, 7,
+        "{what}: numbered after the second removal"
+    );
+    assert_eq!(rt.get("r").unwrap().version, 7, "{what}");
+    let kept = rt.store().ids().unwrap();
+    assert_eq!(
+        kept.iter().filter(|id| id.as_str() == "r").count(),
+        1,
+        "{what}: listed once"
+    );
+}
+
+/// An object removed and created again is another object: the fence of an
+/// action on the old one (whose hold the healer ended, so that the object
+/// could be removed) never takes up or ends the same action on the new one,
+/// though the id, the action and the steps that led there are the same.
+/// (Numbered from 1 again, the new action's fence would be the old one's.)
+pub fn fences_outlive_removal<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (old_worker, new_worker) = (Actor::new("old-worker"), Actor::new("new-worker"));
+    let what = "fences_outlive_removal";
+    rt.create("f", &old_worker).unwrap();
+    let old = rt.start("f", &old_worker, "resize").unwrap();
+    let old_fence = old.fence();
+    let record = rt.get("f").unwrap();
+    rt.roll_back("f", &record, &Actor::new("healer")).unwrap();
+    rt.remove("f", &old_worker)
+        .expect("fences_outlive_removal: removal");
+    rt.create("f", &new_worker).unwrap();
+    let new = rt.start("f", &new_worker, "resize").unwrap();
+    assert_ne!(
+        new.fence(),
+        old_fence,
+        "{what}: the new action's fence is its own"
+    );
+    // The old object's history went with it: no start of the new object's
+    // had the fence.
+    match rt.resume("f", &old_worker, old_fence) {
+        Err(RuntimeError::NoHold { fence, .. }) => assert_eq!(fence, old_fence, "{what}"),
+        other => panic!("{what}: the old fence taken up on the new object: {other:?}"),
+    }
+    match old.complete() {
+        Err(RuntimeError::Conflict { .. }) => {}
+        other => panic!("{what}: the old handle completed on the new object: {other:?}"),
+    }
+    new.still_held()
+        .unwrap_or_else(|e| panic!("{what}: the new action lost its hold: {e}"));
+    new.complete().unwrap();
+    check_history(rt.machine(), &rt.history("f").unwrap())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
 }
 
 /// A removal and a start race on one object, round after round: exactly one

@@ -196,20 +196,23 @@ fn overwrite_spare(kept: &mut Holder, holder: Holder) {
     }
 }
 
-/// The write that creates `id` in `initial`.
+/// The write that creates `id` in `initial`, its first entry at `version`
+/// (1, or the one after the removal of the id's last object:
+/// [`StoreError::CreateAt`](crate::StoreError::CreateAt)).
 pub(crate) fn create(
     id: ObjectId,
     initial: StateId,
     actor: ActorName,
     at: SystemTime,
     data: Option<Arc<str>>,
+    version: u64,
 ) -> Write {
     let record = Record {
         data,
-        ..Record::new(initial, 1, at)
+        ..Record::new(initial, version, at)
     };
     let entry = Entry {
-        version: 1,
+        version,
         at,
         actor,
         kind: EntryKind::Created,

@@ -62,6 +62,30 @@ fn a_version_gap_is_rejected() {
     rejects(|_, h| h[3].version = 9, 3, "version 9 where 4 was due");
 }
 
+/// An id whose object was removed numbers its next object on from the
+/// removal: a history may start later than 1, and goes on from there.
+#[test]
+fn a_history_may_start_after_version_one_and_goes_on_from_there() {
+    let (m, mut history) = valid();
+    for e in &mut history {
+        e.version += 4;
+    }
+    check_history(&m, &history).expect("a creation at version 5, and on from there");
+    history[0].version = 0;
+    let err = check_history(&m, &history).expect_err("no version 0");
+    assert_eq!(
+        (err.index, err.problem.as_str()),
+        (0, "version 0 where 1 was due")
+    );
+    history[0].version = 5;
+    history[1].version = 5;
+    let err = check_history(&m, &history).expect_err("versions go on from the first");
+    assert_eq!(
+        (err.index, err.problem.as_str()),
+        (1, "version 5 where 6 was due")
+    );
+}
+
 #[test]
 fn an_entry_stamped_before_the_one_before_it_is_rejected() {
     use std::time::Duration;

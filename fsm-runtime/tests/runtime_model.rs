@@ -1,5 +1,6 @@
-//! Random interleavings of start, complete, fail, drop and heal on a small machine,
-//! against a sequential model of the table written here independently.
+//! Random interleavings of start, complete, fail, drop, heal, removal and
+//! creation on a small machine, against a sequential model of the table
+//! written here independently.
 
 use fsm_core::{ActionId, Machine, StateId};
 use fsm_runtime::{Actor, InFlight, MemoryStore, Runtime, RuntimeError, check_history};
@@ -11,12 +12,12 @@ name = "server"
 initial = "HALTED"
 
 [states]
-HALTED = "Off"
+HALTED = { remove = true, description = "Off" }
 STARTING = { transition = true }
 RUNNING = "On"
 STOPPING = { transition = true }
 RESIZING = { transition = true }
-RETIRED = { terminal = true }
+RETIRED = { terminal = true, remove = true }
 
 [actions]
 start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
@@ -38,6 +39,8 @@ enum Op {
     Drop(usize),
     Heal(usize),
     ReleaseHidden(usize),
+    Remove(usize),
+    Create(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -48,6 +51,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Drop),
         1 => (0..OBJECTS).prop_map(Op::Heal),
         1 => (0..OBJECTS).prop_map(Op::ReleaseHidden),
+        1 => (0..OBJECTS).prop_map(Op::Remove),
+        1 => (0..OBJECTS).prop_map(Op::Create),
     ]
 }
 
@@ -70,6 +75,10 @@ struct Table {
 impl Table {
     fn origins(&self, a: ActionId) -> &[StateId] {
         &self.machine.action(a).origins
+    }
+    /// Whether an object may be removed in `state`: HALTED and RETIRED.
+    fn removable(&self, state: StateId) -> bool {
+        matches!(&*self.machine.state(state).name, "HALTED" | "RETIRED")
     }
     fn via(&self, a: ActionId) -> Option<StateId> {
         self.machine.action(a).via
@@ -101,10 +110,13 @@ proptest! {
         let table = Table { machine: machine.clone() };
         let rt = Runtime::new(machine.clone(), MemoryStore::new()).unwrap();
         let actor = Actor::new("tester");
+        // Each object as the model has it (`None`: removed), and the version
+        // of its last removal.
         let mut model = Vec::new();
+        let mut removed_at: Vec<Option<u64>> = vec![None; OBJECTS];
         for i in 0..OBJECTS {
             rt.create(object(i), &actor).unwrap();
-            model.push(Model { state: machine.initial(), version: 1, in_flight: None, hidden: None });
+            model.push(Some(Model { state: machine.initial(), version: 1, in_flight: None, hidden: None }));
         }
         // Handles and, beside each, the object, whether it is hidden and the version
         // its start wrote.
@@ -115,8 +127,11 @@ proptest! {
                 Op::Start { object: i, action } => {
                     let a = ActionId(action);
                     let hidden = machine.action(a).hidden;
-                    let m = &mut model[i];
                     let got = rt.start(object(i), &actor, a);
+                    let Some(m) = &mut model[i] else {
+                        prop_assert!(matches!(got, Err(RuntimeError::NotFound { .. })), "{got:?}");
+                        continue;
+                    };
                     let busy = m.in_flight.is_some() || (hidden && m.hidden.is_some());
                     if busy {
                         prop_assert!(matches!(got, Err(RuntimeError::Busy { .. })), "{got:?}");
@@ -133,7 +148,18 @@ proptest! {
                 }
                 Op::Complete(k) | Op::Fail(k) | Op::Drop(k) if !handles.is_empty() => {
                     let (handle, i, hidden, started) = handles.swap_remove(k % handles.len());
-                    let m = &mut model[i];
+                    // A held object is never removed: the handle of a removed
+                    // object lost its hold first (healed), and its end is a
+                    // conflict that finds no object.
+                    let Some(m) = &mut model[i] else {
+                        let got = match op {
+                            Op::Drop(_) => continue,
+                            Op::Complete(_) => handle.complete(),
+                            _ => handle.fail(),
+                        };
+                        prop_assert!(matches!(got, Err(RuntimeError::Conflict { found: None, .. })), "{got:?}");
+                        continue;
+                    };
                     let slot = if hidden { &mut m.hidden } else { &mut m.in_flight };
                     let current = slot.is_some_and(|h| h.3 == started);
                     match op {
@@ -162,6 +188,11 @@ proptest! {
                 }
                 Op::Heal(i) | Op::ReleaseHidden(i) => {
                     let hidden = matches!(op, Op::ReleaseHidden(_));
+                    let Some(m) = &mut model[i] else {
+                        let got = rt.get(object(i));
+                        prop_assert!(matches!(got, Err(RuntimeError::NotFound { .. })), "{got:?}");
+                        continue;
+                    };
                     let record = rt.get(object(i)).unwrap();
                     let healer = Actor::new("healer");
                     let got = if hidden {
@@ -169,7 +200,6 @@ proptest! {
                     } else {
                         rt.roll_back(object(i), &record, &healer)
                     };
-                    let m = &mut model[i];
                     let slot = if hidden { &mut m.hidden } else { &mut m.in_flight };
                     match slot.take() {
                         Some((_, origin, _, _)) => {
@@ -182,9 +212,46 @@ proptest! {
                         None => prop_assert!(matches!(got, Err(RuntimeError::NotInFlight { .. })), "{got:?}"),
                     }
                 }
+                Op::Remove(i) => {
+                    let got = rt.remove(object(i), &actor);
+                    match &model[i] {
+                        None => prop_assert!(matches!(got, Err(RuntimeError::NotFound { .. })), "{got:?}"),
+                        Some(m) if m.in_flight.is_some() || m.hidden.is_some() => {
+                            prop_assert!(matches!(got, Err(RuntimeError::Busy { .. })), "{got:?}");
+                        }
+                        Some(m) if !table.removable(m.state) => {
+                            prop_assert!(matches!(got, Err(RuntimeError::NotRemovable { .. })), "{got:?}");
+                        }
+                        Some(m) => {
+                            let entry = got.unwrap();
+                            prop_assert_eq!(entry.version, m.version + 1);
+                            removed_at[i] = Some(entry.version);
+                            model[i] = None;
+                        }
+                    }
+                }
+                Op::Create(i) => {
+                    let got = rt.create(object(i), &actor);
+                    match &model[i] {
+                        Some(_) => prop_assert!(matches!(got, Err(RuntimeError::Exists { .. })), "{got:?}"),
+                        None => {
+                            // Numbered after the removal: no version of the
+                            // removed object is one of the new.
+                            let version = removed_at[i].map_or(1, |v| v + 1);
+                            prop_assert_eq!(got.unwrap().version, version);
+                            model[i] = Some(Model { state: machine.initial(), version, in_flight: None, hidden: None });
+                        }
+                    }
+                }
                 _ => {}
             }
             for (i, m) in model.iter().enumerate() {
+                let Some(m) = m else {
+                    let got = rt.get(object(i));
+                    prop_assert!(matches!(got, Err(RuntimeError::NotFound { .. })), "{got:?}");
+                    prop_assert!(rt.history(object(i)).unwrap().is_empty());
+                    continue;
+                };
                 let r = rt.get(object(i)).unwrap();
                 let holder = |h: Option<Box<fsm_runtime::Holder>>| h.map(|h| (h.action, h.origin, h.abandoned, h.version));
                 let seen = Model {

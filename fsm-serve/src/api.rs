@@ -781,7 +781,7 @@ impl IfMatch {
     }
 
     /// The version the runtime is to find. `Never` asks for version 0, which
-    /// no object is at (its creation writes version 1): the runtime's own
+    /// no object is at (its creation writes version 1 or later): the runtime's own
     /// checks (the action, the object) then come first, as RFC 9110 has a
     /// precondition weighed only for a request that would otherwise succeed,
     /// and the condition fails as a stale version's does.

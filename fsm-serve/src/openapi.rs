@@ -157,7 +157,10 @@ fn removable_in(machine: &fsm_core::Machine) -> String {
     if states.is_empty() {
         "No state of this machine allows removal: every object is refused (422)".to_owned()
     } else {
-        format!("Allowed in: {}", states.join(", "))
+        format!(
+            "Allowed in: {}. The id is then free: an object created again under it is new, and its versions go on after the removal's, so no ETag of the old object matches it",
+            states.join(", ")
+        )
     }
 }
 

@@ -2138,11 +2138,19 @@ async fn an_object_is_removed_only_as_its_spec_allows() {
         metrics.contains("fsm_objects_removed_total{machine=\"machine\"} 1"),
         "{metrics}"
     );
+    // Created again, a new object numbered after the removal: the If-Match
+    // that removed the old one does not match it.
     let body = Some(json!({ "id": "m-1" }));
     let (status, created) = post(&c, &server.url("/v1/machine/objects"), OPS, body).await;
     assert_eq!(
         (status, &created["version"]),
-        (StatusCode::CREATED, &json!(1))
+        (StatusCode::CREATED, &json!(9))
+    );
+    let (status, refused) = delete(OPS, Some(r#""7""#)).await;
+    assert_eq!(
+        (status, &refused["found_version"]),
+        (StatusCode::PRECONDITION_FAILED, &json!(9)),
+        "{refused}"
     );
     server.stop().await;
 }
