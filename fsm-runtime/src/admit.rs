@@ -55,8 +55,9 @@ pub(crate) enum Refusal {
     NoRule { action: ActionId, state: StateId },
     /// The actor holds none of the action's roles.
     MissingRole { action: ActionId },
-    /// The action moves the object out of a state the actor does not own.
-    NotOwner { state: StateId },
+    /// The action moves the object out of a state the actor does not own, or
+    /// (`removal`) the actor removes it in one.
+    NotOwner { state: StateId, removal: bool },
     /// A guard said no.
     Guard { action: ActionId, guard: usize },
     /// A removal: the state allows none.
@@ -120,7 +121,7 @@ impl Refusal {
                     .map(|r| r.to_string())
                     .collect(),
             },
-            Refusal::NotOwner { state } => RuntimeError::NotOwner {
+            Refusal::NotOwner { state, removal } => RuntimeError::NotOwner {
                 id,
                 actor: actor.name().to_owned(),
                 state: state_name(state),
@@ -130,6 +131,7 @@ impl Refusal {
                     .as_deref()
                     .unwrap_or_default()
                     .to_owned(),
+                removal,
             },
             Refusal::Guard { action, guard } => {
                 let guard = &machine.guards()[guard];
@@ -197,7 +199,10 @@ pub(crate) fn removable(
         return Ok(());
     }
     Err(match &def.owner {
-        Some(owner) if roles.is_empty() || roles.contains(owner) => Refusal::NotOwner { state },
+        Some(owner) if roles.is_empty() || roles.contains(owner) => Refusal::NotOwner {
+            state,
+            removal: true,
+        },
         _ => Refusal::MayNotRemove { state },
     })
 }
@@ -249,6 +254,7 @@ pub(crate) fn admit(
     {
         return Err(Refusal::NotOwner {
             state: record.state,
+            removal: false,
         });
     }
     if !def.guards.is_empty() {

@@ -186,8 +186,9 @@ pub enum RuntimeError {
         /// The roles that may run it.
         roles: Vec<String>,
     },
-    /// The state has an owner and the actor does not hold its role.
-    #[error("{actor} may not move {id} out of {state}: it is owned by {owner}")]
+    /// The state has an owner and the actor does not hold its role: it may
+    /// not move the object out of the state, nor remove it there.
+    #[error("{actor} may not {} {state}: it is owned by {owner}", owner_refused(.id, *.removal))]
     NotOwner {
         /// The object.
         id: ObjectId,
@@ -197,6 +198,9 @@ pub enum RuntimeError {
         state: String,
         /// The owner's role.
         owner: String,
+        /// Whether the request refused was a removal ([`Runtime::remove`](crate::Runtime::remove)),
+        /// not a move out of the state.
+        removal: bool,
     },
     /// The object's state allows no removal (the spec's `remove` on a state).
     #[error("{id} cannot be removed in {state}: {}", removable_text(.removable))]
@@ -361,6 +365,15 @@ fn found_text(found: &Option<(String, u64)>) -> String {
     match found {
         Some((state, version)) => format!("found {state} at version {version}"),
         None => "found no such object".into(),
+    }
+}
+
+/// What the owner rule refused: `move <id> out of`, or `remove <id> in`.
+fn owner_refused(id: &ObjectId, removal: bool) -> String {
+    if removal {
+        format!("remove {id} in")
+    } else {
+        format!("move {id} out of")
     }
 }
 

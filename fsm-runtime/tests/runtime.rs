@@ -1363,9 +1363,12 @@ fn in_an_owned_state_only_the_owner_removes() {
     let refused = rt.remove("vpc-1", &admin).unwrap_err();
     assert_eq!(
         refused.to_string(),
-        "ada may not move vpc-1 out of Deleted: it is owned by vpc-operator"
+        "ada may not remove vpc-1 in Deleted: it is owned by vpc-operator"
     );
-    assert!(matches!(refused, RuntimeError::NotOwner { .. }));
+    assert!(matches!(
+        refused,
+        RuntimeError::NotOwner { removal: true, .. }
+    ));
     assert_eq!(rt.remove("vpc-1", &operator).unwrap().version, 4);
 }
 

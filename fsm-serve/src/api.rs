@@ -149,6 +149,7 @@ fn refused(e: RuntimeError) -> ApiError {
             actor,
             state,
             owner,
+            ..
         } => ApiError::new(StatusCode::FORBIDDEN, "not_owner", message)
             .with("id", id.as_str())
             .with("actor", actor)
