@@ -351,6 +351,38 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Que
     }
 }
 
+/// The query of `GET /v1/watch`: `machine`, once per machine to follow
+/// (none: every machine). Read here rather than by [`Query`], which refuses a
+/// parameter given twice.
+struct Followed(Option<std::collections::BTreeSet<String>>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Followed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default().as_bytes();
+        let mut names = std::collections::BTreeSet::new();
+        for (key, value) in form_urlencoded::parse(query) {
+            let refused = |message: String| {
+                ApiError::new(StatusCode::BAD_REQUEST, "malformed", message)
+                    .with("parameter", key.to_string())
+            };
+            if key != "machine" {
+                return Err(refused(format!(
+                    "the query's `{key}`: unknown field `{key}`, expected `machine`"
+                )));
+            }
+            if value.is_empty() {
+                return Err(refused(
+                    "the query's `machine`: a machine's name, not empty".into(),
+                ));
+            }
+            names.insert(value.into_owned());
+        }
+        Ok(Followed((!names.is_empty()).then_some(names)))
+    }
+}
+
 /// A body as JSON, or 400 with the position of the mistake (or 413 when too big).
 fn parse<T: serde::de::DeserializeOwned>(
     body: Result<Bytes, BytesRejection>,
@@ -1338,21 +1370,27 @@ fn position_id(positions: &std::collections::BTreeMap<String, u64>) -> String {
 
 /// `GET /v1/watch`: every machine's writes in one stream, so that a client
 /// following several machines holds one connection (a browser gives a host
-/// six over HTTP/1.1). Each event's data is the machine's stream's, with
-/// `machine`; a `write`'s id names each machine's last event id so far
+/// six over HTTP/1.1); with `machine` (given once per machine), only those
+/// machines'. Each event's data is the machine's stream's, with `machine`; a
+/// `write`'s id names each followed machine's last event id so far
 /// (`door=41&vm=7`), and resumes the whole stream as `Last-Event-ID`.
 async fn watch_all(
     State(service): State<Arc<Service>>,
-    Query(NoQuery {}): Query<NoQuery>,
+    Followed(followed): Followed,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     use futures_util::StreamExt;
     let _actor = actor(&service, &headers)?;
+    for name in followed.iter().flatten() {
+        machine(&service, name)?;
+    }
     let after = positions(&headers)?;
     let permit = watch_permit(&service)?;
     let mut at = std::collections::BTreeMap::new();
     let mut streams = Vec::new();
-    for (name, m) in &service.machines {
+    let machines = (service.machines.iter())
+        .filter(|(name, _)| followed.as_ref().is_none_or(|f| f.contains(*name)));
+    for (name, m) in machines {
         let subscription = subscribed(m, after.get(name).copied()).await;
         at.insert(name.clone(), subscription.from);
         let name: Arc<str> = name.as_str().into();

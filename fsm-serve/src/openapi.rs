@@ -488,8 +488,8 @@ pub fn document(service: &Service) -> Value {
     let position = "([A-Za-z0-9._~-]|%[0-9A-F]{2})+=(0|[1-9][0-9]{0,18})";
     paths.insert("/v1/watch".into(), json!({ "get": {
         "operationId": "watch_all",
-        "summary": "Every machine's writes in one stream (one connection for a client that follows several machines), resumable with Last-Event-ID; a `gap` event, naming its machine, when writes were missed",
-        "parameters": [{ "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: each machine's event id, `machine=id` joined by `&` (`door=41&vm=7`, names percent-encoded). The stream resumes after each (a machine not named: from the stream's opening; a machine this service does not have: passed over)", "schema": { "type": "string", "pattern": format!("^({position}(&{position})*)?$") } }],
+        "summary": "Every machine's writes in one stream (one connection for a client that follows several machines), or those of the machines named, resumable with Last-Event-ID; a `gap` event, naming its machine, when writes were missed",
+        "parameters": [{ "name": "machine", "in": "query", "style": "form", "explode": true, "description": "A machine to follow, given once per machine (`?machine=door&machine=vm`); none: every machine. One this service does not have is a 404", "schema": { "type": "array", "items": { "type": "string", "enum": service.machines.keys().collect::<Vec<_>>() } } }, { "name": "Last-Event-ID", "in": "header", "description": "The id of the last event seen: each machine's event id, `machine=id` joined by `&` (`door=41&vm=7`, names percent-encoded). The stream resumes after each (a machine not named: from the stream's opening; a machine this service does not have: passed over)", "schema": { "type": "string", "pattern": format!("^({position}(&{position})*)?$") } }],
         "responses": common(json!({
             "200": { "description": "The stream: each event as the schema describes it", "content": { "text/event-stream": { "schema": {
                 "type": "object", "required": ["event", "data"],
@@ -498,7 +498,8 @@ pub fn document(service: &Service) -> Value {
                     "id": { "type": "string", "description": "A `write`'s id, for Last-Event-ID: each machine's last event id so far (`door=41&vm=7`)" },
                     "data": { "type": "string", "description": "JSON: for a `write`, the machine's stream's event (its `Entry`) with `machine`; for a `gap`, `machine`, `after` (the machine's event id the stream goes on after) and a `message`" }
                 }
-            } } } }
+            } } } },
+            "404": error("A `machine` this service does not have (`unknown_machine`)")
         }))
     }}));
     paths.insert("/metrics".into(), json!({ "get": { "operationId": "metrics", "summary": "Prometheus metrics", "security": [],

@@ -958,10 +958,13 @@ async fn one_stream_follows_every_machine_and_resumes() {
         );
     }
     let met = sse_ids(stream, 3, &["write"]).await;
-    let seen: Vec<(&str, &str)> = (met.iter())
+    // Each machine's writes in order; the machines' interleaved as their
+    // feeds are read (so sorted here).
+    let mut seen: Vec<(&str, &str)> = (met.iter())
         .map(|(_, _, e)| (e["machine"].as_str().unwrap(), e["id"].as_str().unwrap()))
         .collect();
-    assert_eq!(seen, [("vm", "v1"), ("door", "d1"), ("machine", "m1")]);
+    seen.sort();
+    assert_eq!(seen, [("door", "d1"), ("machine", "m1"), ("vm", "v1")]);
     // Each id names every machine's last event id so far (`door=41&vm=7`).
     for (_, id, event) in &met {
         let id = id.as_deref().unwrap();
@@ -973,6 +976,7 @@ async fn one_stream_follows_every_machine_and_resumes() {
         let machine = event["machine"].as_str().unwrap();
         assert_eq!(json!(named[machine]), event["seq"], "{id}");
     }
+    // The last event's id names every machine's last event.
     let last = met[2].1.clone().unwrap();
     assert!(
         last.starts_with("door=") && last.contains("&machine=") && last.contains("&vm="),
@@ -1016,6 +1020,48 @@ async fn one_stream_follows_every_machine_and_resumes() {
     assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["parameter"], "Last-Event-ID", "{body}");
+
+    // Only the machines named: writes of the others pass it by, and its ids
+    // name only those it follows (resuming from an id of the whole stream).
+    let followed = (c.get(server.url("/v1/watch?machine=door&machine=machine")))
+        .bearer_auth(USER)
+        .header("last-event-id", &last)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(followed.status(), StatusCode::OK);
+    for (machine, id) in [("vm", "v9"), ("machine", "m2")] {
+        let url = server.url(&format!("/v1/{machine}/objects"));
+        let created = post(&c, &url, OPS, Some(json!({ "id": id }))).await.0;
+        assert_eq!(created, StatusCode::CREATED);
+    }
+    let met = sse_ids(followed, 2, &["write"]).await;
+    let mut seen: Vec<(&str, &str)> = (met.iter())
+        .map(|(_, _, e)| (e["machine"].as_str().unwrap(), e["id"].as_str().unwrap()))
+        .collect();
+    seen.sort();
+    assert_eq!(seen, [("door", "d2"), ("machine", "m2")], "no vm write");
+    let id = met[1].1.as_deref().unwrap();
+    assert!(
+        id.starts_with("door=") && id.contains("&machine=") && !id.contains("vm="),
+        "{id}"
+    );
+    // A machine the service does not have, or a parameter it does not take.
+    for (query, status, error, parameter) in [
+        ("machine=gone", 404, "unknown_machine", None),
+        ("machine=", 400, "malformed", Some("machine")),
+        ("machines=vm", 400, "malformed", Some("machines")),
+    ] {
+        let refused = (c.get(server.url(&format!("/v1/watch?{query}"))))
+            .bearer_auth(USER)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), status, "{query}");
+        let body: Value = refused.json().await.unwrap();
+        assert_eq!(body["error"], error, "{query}: {body}");
+        assert_eq!(body["parameter"].as_str(), parameter, "{query}: {body}");
+    }
     server.stop().await;
 }
 
