@@ -37,6 +37,7 @@ fn scenario_1_a_destroy_waits_behind_a_hidden_migration() {
         "  vm-1 v5 Started destroy by user: RUNNING -> DESTROYING",
         "  vm-1 v6 Completed migrate by load-balancer: DESTROYING -> DESTROYING",
         "  vm-1 v7 Completed destroy by user: DESTROYING -> DESTROYED",
+        "vm-1 removed in DESTROYED at v8; then: no object vm-1",
     ];
     assert_eq!(trace, expected);
 }

@@ -44,7 +44,8 @@ pub fn validate() -> Vec<String> {
 
 /// Scenario 1: a migration runs hidden; a destroy requested meanwhile shows
 /// DESTROYING at once and runs after it as stop, delete, destroy; another request
-/// meanwhile is refused; the destroyed VM's queue ends.
+/// meanwhile is refused; the destroyed VM's queue ends, and its record, a
+/// permanently deleted object's, leaves the store.
 pub fn migration() -> Result<Vec<String>, Error> {
     let mut trace = Vec::new();
     let vms = vms(clock())?;
@@ -96,6 +97,17 @@ pub fn migration() -> Result<Vec<String>, Error> {
     trace.push(format!("queues left: {}", queuer.queues().len()));
     queuer.terminate();
     trace.extend(history(&vms, "vm-1")?);
+    // "DESTROYED - object is permanently deleted": the spec lets its record go.
+    let removed = vms.remove("vm-1", &user)?;
+    let after = match vms.get("vm-1") {
+        Err(e) => e.to_string(),
+        Ok(record) => format!("still at v{}", record.version),
+    };
+    trace.push(format!(
+        "vm-1 removed in {} at v{}; then: {after}",
+        vms.machine().state(removed.from).name,
+        removed.version
+    ));
     Ok(trace)
 }
 

@@ -1428,13 +1428,13 @@ fn a_watched_life_ending_in_a_removal_is_a_path() {
 /// A machine that lets no object be removed says so, and nothing changes.
 #[test]
 fn a_machine_without_removal_refuses_every_one() {
-    let rt = Runtime::new(spec("ovc/vm.toml"), MemoryStore::new()).unwrap();
+    let rt = Runtime::new(spec("ovc/node.toml"), MemoryStore::new()).unwrap();
     let user = Actor::new("user");
-    rt.create("vm-1", &user).unwrap();
-    let refused = rt.remove("vm-1", &user).unwrap_err();
+    rt.create("node-1", &user).unwrap();
+    let refused = rt.remove("node-1", &user).unwrap_err();
     assert_eq!(
         refused.to_string(),
-        "vm-1 cannot be removed in VIRTUAL: no state of the machine allows removal"
+        "node-1 cannot be removed in ENABLED: no state of the machine allows removal"
     );
-    assert_eq!(rt.history("vm-1").unwrap().len(), 1);
+    assert_eq!(rt.history("node-1").unwrap().len(), 1);
 }
