@@ -265,7 +265,9 @@ impl<S: Store> Runtime<S> {
             let write = self.creation(id.clone(), actor, data.clone(), version);
             let record = write.record.clone();
             match self.inner.store.commit(write) {
-                Err(StoreError::CreateAt { version: due, .. }) => version = due,
+                // (A store that named the version tried is answered as the
+                // store's error, not tried again.)
+                Err(StoreError::CreateAt { version: due, .. }) if due != version => version = due,
                 result => return self.created(id, actor, result, record),
             }
         }
@@ -294,7 +296,9 @@ impl<S: Store> Runtime<S> {
             let write = self.creation(id.clone(), actor, data.clone(), version);
             let record = write.record.clone();
             match self.inner.store.commit_async(write).await {
-                Err(StoreError::CreateAt { version: due, .. }) => version = due,
+                // (A store that named the version tried is answered as the
+                // store's error, not tried again.)
+                Err(StoreError::CreateAt { version: due, .. }) if due != version => version = due,
                 result => return self.created(id, actor, result, record),
             }
         }

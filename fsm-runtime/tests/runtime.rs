@@ -1169,6 +1169,59 @@ fn a_failing_store_gives_a_typed_retryable_error() {
     }
 }
 
+/// A store that answers every creation with the version the creation was
+/// made at ([`StoreError::CreateAt`] naming the same one): a store at fault.
+struct Numbering;
+
+impl fsm_runtime::Store for Numbering {
+    fn load(
+        &self,
+        _: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Record>, fsm_runtime::StoreError> {
+        Ok(None)
+    }
+    fn commit(&self, write: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
+        Err(fsm_runtime::StoreError::CreateAt {
+            id: write.id().clone(),
+            version: write.record().version,
+        })
+    }
+    fn history(
+        &self,
+        _: &fsm_runtime::ObjectId,
+    ) -> Result<Vec<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        Ok(Vec::new())
+    }
+    fn ids(&self) -> Result<Vec<fsm_runtime::ObjectId>, fsm_runtime::StoreError> {
+        Ok(Vec::new())
+    }
+    fn watch(&self) -> Result<fsm_runtime::Watcher, fsm_runtime::StoreError> {
+        Err(unavailable())
+    }
+    fn remove(&self, _: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
+        Err(unavailable())
+    }
+}
+
+/// A creation the store refuses at the very version it names is the store's
+/// error, not a creation tried again for ever.
+#[test]
+fn a_store_that_names_the_version_tried_is_not_tried_again() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Numbering).unwrap();
+    let refused = rt.create("vm-1", &Actor::new("a")).unwrap_err();
+    assert_eq!(
+        refused,
+        RuntimeError::Store(fsm_runtime::StoreError::CreateAt {
+            id: "vm-1".into(),
+            version: 1
+        })
+    );
+    assert_eq!(
+        refused.to_string(),
+        "409 Conflict on vm-1: its next object is created at version 1"
+    );
+}
+
 /// `start_at`: the start happens only at the version asked for (HTTP `If-Match`);
 /// otherwise it is refused with what was found, and nothing is written.
 #[test]

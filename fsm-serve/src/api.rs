@@ -1180,6 +1180,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
             format!("Last-Event-ID must be an event id a service gave (a number), not `{text}`"),
         )
         .with("parameter", "Last-Event-ID")
+        .with("last_event_id", text)
     })
 }
 
@@ -1303,6 +1304,7 @@ fn positions(headers: &HeaderMap) -> Result<std::collections::BTreeMap<String, u
             ),
         )
         .with("parameter", "Last-Event-ID")
+        .with("last_event_id", text)
     })
 }
 

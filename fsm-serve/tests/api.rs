@@ -1020,6 +1020,7 @@ async fn one_stream_follows_every_machine_and_resumes() {
     assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["parameter"], "Last-Event-ID", "{body}");
+    assert_eq!(body["last_event_id"], "12", "{body}");
 
     // Only the machines named: writes of the others pass it by, and its ids
     // name only those it follows (resuming from an id of the whole stream).
@@ -1091,8 +1092,12 @@ async fn the_watch_stream_resumes_and_is_bounded() {
     assert_eq!(garbled.status(), StatusCode::BAD_REQUEST);
     let body: Value = garbled.json().await.unwrap();
     assert_eq!(
-        (&body["error"], &body["parameter"]),
-        (&json!("malformed"), &json!("Last-Event-ID"))
+        (&body["error"], &body["parameter"], &body["last_event_id"]),
+        (
+            &json!("malformed"),
+            &json!("Last-Event-ID"),
+            &json!("seven")
+        )
     );
     assert!(
         body["message"].as_str().unwrap().contains("`seven`"),
