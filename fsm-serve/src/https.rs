@@ -99,11 +99,14 @@ impl ServeTls {
     /// (PEM: PKCS#8, PKCS#1 or SEC1).
     pub fn from_pem(chain: &[u8], key: &[u8]) -> Result<ServeTls, TlsError> {
         let current = Arc::new(Current(RwLock::new(certified(chain, key)?)));
-        let config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Refused(e.to_string()))?
             .with_no_client_auth()
             .with_cert_resolver(current.clone());
+        // HTTP/2 for a client that offers it (a browser: its streams share
+        // one connection, rather than six per host), else HTTP/1.1.
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(ServeTls {
             config: Arc::new(config),
             current,

@@ -66,7 +66,10 @@
 //! It listens on loopback unless told otherwise (`--listen`). Off loopback,
 //! give it a certificate (`--tls-cert`, `--tls-key`; [`ServeTls`],
 //! [`serve_tls`]): it then answers over HTTPS only, so that tokens never cross
-//! the network in clear text, and a client that does not finish its TLS
+//! the network in clear text (in HTTP/2 for a client that offers it, as
+//! browsers do: their streams then share one connection; HTTP/1.1 for
+//! others; without a certificate, HTTP/2 is spoken to a client that starts
+//! in it, by prior knowledge), and a client that does not finish its TLS
 //! handshake within 10 seconds is dropped, holding up no other. On SIGHUP it
 //! reads the tokens file and the certificate again ([`Service::replace_tokens`],
 //! [`ServeTls::reload`]): tokens and certificates are renewed without a

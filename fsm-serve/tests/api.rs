@@ -2206,6 +2206,38 @@ async fn an_object_is_removed_only_as_its_spec_allows() {
     server.stop().await;
 }
 
+/// HTTP/2 without TLS, for a client that speaks it from the start (prior
+/// knowledge, as gRPC clients and `curl --http2-prior-knowledge` do): a call
+/// and a watch stream share one connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_is_spoken_to_a_client_that_knows_it() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::builder().http2_prior_knowledge().build().unwrap();
+    let stream = c
+        .get(server.url("/v1/vm/watch"))
+        .bearer_auth(USER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.version(), reqwest::Version::HTTP_2);
+    let created = (c.post(server.url("/v1/vm/objects")))
+        .bearer_auth(OPS)
+        .json(&json!({ "id": "h2" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (created.version(), created.status()),
+        (reqwest::Version::HTTP_2, StatusCode::CREATED)
+    );
+    let seen = events(stream, 1).await;
+    assert_eq!(
+        (&seen[0].1["id"], &seen[0].1["kind"]),
+        (&json!("h2"), &json!("Created"))
+    );
+    server.stop().await;
+}
+
 /// The probes answer without a token (a token is not looked at): the process
 /// serves, and its stores (here in memory) answer. `fsm-serve/tests/etcd.rs`
 /// holds the readiness probe to a 503 once etcd is gone.

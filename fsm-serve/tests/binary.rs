@@ -347,10 +347,11 @@ fn on_https(tokens: &Path, cert: &Path, key: &Path) -> Stopped {
     )
 }
 
-/// `--tls-cert` and `--tls-key`: HTTPS only, with the service's certificate.
-/// A client that opens a connection and never completes its handshake holds
-/// up no other; plain HTTP and a client that does not trust the certificate
-/// get nothing.
+/// `--tls-cert` and `--tls-key`: HTTPS only, with the service's certificate,
+/// in HTTP/2 for a client that offers it (ALPN) and HTTP/1.1 for one that
+/// does not. A client that opens a connection and never completes its
+/// handshake holds up no other; plain HTTP and a client that does not trust
+/// the certificate get nothing.
 #[test]
 fn with_a_certificate_it_serves_https_only() {
     let tmp = tempfile::tempdir().unwrap();
@@ -374,6 +375,17 @@ fn with_a_certificate_it_serves_https_only() {
         .await
         .expect("held up behind a handshake that never came");
         assert_eq!(statuses, [201, 200]);
+        let version = |client: reqwest::Client| {
+            let url = format!("{base}/healthz");
+            async move { client.get(url).send().await.unwrap().version() }
+        };
+        assert_eq!(version(trusting).await, reqwest::Version::HTTP_2);
+        let one_one = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+            .http1_only()
+            .build()
+            .unwrap();
+        assert_eq!(version(one_one).await, reqwest::Version::HTTP_11);
         let plain = reqwest::Client::new()
             .get(format!("http://{addr}/healthz"))
             .send()
