@@ -421,6 +421,29 @@ impl EtcdTls {
         self
     }
 
+    /// Whether the PEM given reads: the authority holds at least one
+    /// certificate, and the identity (if any) a certificate and a private
+    /// key. [`EtcdBuilder::connect`] checks it before it connects, so that
+    /// a file of something else is named as such, not found at the first
+    /// handshake (or taken for an etcd that does not answer).
+    pub fn check(&self) -> Result<(), EtcdTlsError> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certificates =
+            |pem: &[u8]| match CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>() {
+                Ok(found) if found.is_empty() => Err("holds no PEM certificate".to_owned()),
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("is not PEM: {e}")),
+            };
+        certificates(&self.ca).map_err(EtcdTlsError::Authority)?;
+        if let Some((certificate, key)) = &self.identity {
+            certificates(certificate).map_err(EtcdTlsError::Certificate)?;
+            PrivateKeyDer::from_pem_slice(key)
+                .map_err(|e| EtcdTlsError::Key(format!("is not a PEM private key: {e}")))?;
+        }
+        Ok(())
+    }
+
     fn options(&self) -> etcd_client::TlsOptions {
         let mut options = etcd_client::TlsOptions::new()
             .ca_certificate(etcd_client::Certificate::from_pem(&self.ca));
@@ -432,6 +455,22 @@ impl EtcdTls {
         }
         options
     }
+}
+
+/// What [`EtcdTls::check`] found wrong, and in which part.
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EtcdTlsError {
+    /// The authority ([`EtcdTls::new`]'s PEM).
+    #[error("the authority (CA) {0}")]
+    Authority(String),
+    /// The client's certificate ([`EtcdTls::identity`]'s first PEM).
+    #[error("the client certificate {0}")]
+    Certificate(String),
+    /// The client's private key ([`EtcdTls::identity`]'s second PEM).
+    #[error("the client key {0}")]
+    Key(String),
 }
 
 #[cfg(feature = "tls")]
@@ -489,7 +528,8 @@ impl EtcdBuilder {
     /// another name, expired) is [`StoreError::Unavailable`] with `retryable:
     /// false`: the same connection would be refused again. An etcd that closes
     /// the connection for want of a client certificate tells the client only
-    /// that the connection broke, which stays retryable.
+    /// that the connection broke, which stays retryable. PEM that does not
+    /// read ([`EtcdTls::check`]) is refused before connecting, not retryable.
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: EtcdTls) -> Self {
         self.tls = Some(tls);
@@ -563,7 +603,9 @@ impl EtcdStore {
         // Who connects where, for the errors of connecting.
         let mut at = format!("etcd at {}", endpoints.join(","));
         #[cfg(feature = "tls")]
-        if tls.is_some() {
+        if let Some(tls) = &tls {
+            tls.check()
+                .map_err(|e| unavailable(format!("etcd over TLS: {e}"), false))?;
             at.push_str(" over TLS");
         }
         if let Some(user) = &user {
@@ -1865,5 +1907,61 @@ mod tests {
             .filter(|n| kept.contains_key(&ObjectId::from(format!("o-{n}"))))
             .count();
         assert_eq!(survivors, 3);
+    }
+}
+
+#[cfg(all(test, feature = "tls"))]
+mod tls_tests {
+    use super::{EtcdStore, EtcdTls, EtcdTlsError};
+    use fsm_runtime::StoreError;
+
+    /// A certificate and its key, PEM, made here.
+    fn pair() -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+    }
+
+    /// A file of something else is named before any connection is tried:
+    /// not taken for an etcd that does not answer (retryable), as it was.
+    #[test]
+    fn pem_that_does_not_read_is_refused_before_connecting() {
+        let (certificate, key) = pair();
+        let refused = EtcdStore::builder(["127.0.0.1:1"], "/x/")
+            .tls(EtcdTls::new("not a certificate"))
+            .connect()
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            StoreError::Unavailable {
+                message: "etcd over TLS: the authority (CA) holds no PEM certificate".into(),
+                retryable: false
+            }
+        );
+        let check = |tls: EtcdTls| tls.check();
+        assert_eq!(check(EtcdTls::new(certificate.as_bytes())), Ok(()));
+        assert_eq!(
+            check(
+                EtcdTls::new(certificate.as_bytes())
+                    .identity(certificate.as_bytes(), key.as_bytes())
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check(EtcdTls::new(certificate.as_bytes()).identity(key.as_bytes(), key.as_bytes())),
+            Err(EtcdTlsError::Certificate("holds no PEM certificate".into()))
+        );
+        let wrong_key = check(
+            EtcdTls::new(certificate.as_bytes())
+                .identity(certificate.as_bytes(), certificate.as_bytes()),
+        );
+        assert!(
+            matches!(&wrong_key, Err(EtcdTlsError::Key(why)) if why.starts_with("is not a PEM private key")),
+            "{wrong_key:?}"
+        );
+        assert_eq!(
+            wrong_key.unwrap_err().to_string().split(':').next(),
+            Some("the client key is not a PEM private key")
+        );
     }
 }

@@ -83,7 +83,9 @@
 //! (`--etcd-cacert`, and `--etcd-cert` with `--etcd-key` for its
 //! `--client-cert-auth`) and as an etcd user (`--etcd-user`, its password
 //! from the environment variable `FSM_ETCD_PASSWORD`, never from the command
-//! line nor in the log): [`StoreKind::Etcd`]'s `user` and `tls`.
+//! line nor in the log): [`StoreKind::Etcd`]'s `user` and `tls`. A file
+//! that is not what its flag says (no PEM certificate, no PEM private key)
+//! stops it at start, naming the flag and the file, before it connects.
 
 mod api;
 mod census;
@@ -108,7 +110,7 @@ use fsm_runtime::{Healer, MemoryStore, PeriodicHealer, Runtime};
 
 pub use api::router;
 pub use flights::Flight;
-pub use fsm_etcd::{AnyStore, EtcdTls, EtcdUser};
+pub use fsm_etcd::{AnyStore, EtcdTls, EtcdTlsError, EtcdUser};
 pub use https::{ServeTls, TlsError};
 pub use json::{entry_json, object_json};
 pub use tokens::{MIN_TOKEN_LEN, Tokens};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use fsm_serve::{Config, EtcdTls, EtcdUser, ServeTls, Service, StoreKind, Tokens};
+use fsm_serve::{Config, EtcdTls, EtcdTlsError, EtcdUser, ServeTls, Service, StoreKind, Tokens};
 
 /// Serve state machines over REST, with a live web page.
 #[derive(Parser)]
@@ -108,13 +108,24 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
     let tls = match &args.etcd_cacert {
         Some(ca) => {
             let tls = EtcdTls::new(read("--etcd-cacert", ca)?);
-            Some(match (&args.etcd_cert, &args.etcd_key) {
+            let tls = match (&args.etcd_cert, &args.etcd_key) {
                 (Some(cert), Some(key)) => {
                     tls.identity(read("--etcd-cert", cert)?, read("--etcd-key", key)?)
                 }
                 // clap requires them together, and with the authority.
                 _ => tls,
-            })
+            };
+            // A file of something else, named by its flag before connecting.
+            tls.check().map_err(|e| {
+                let (flag, path) = match &e {
+                    EtcdTlsError::Certificate(_) => ("--etcd-cert", &args.etcd_cert),
+                    EtcdTlsError::Key(_) => ("--etcd-key", &args.etcd_key),
+                    _ => ("--etcd-cacert", &args.etcd_cacert),
+                };
+                let path = path.as_deref().unwrap_or(ca.as_path());
+                format!("{flag} {}: {e}", path.display())
+            })?;
+            Some(tls)
         }
         None => None,
     };

@@ -401,6 +401,63 @@ fn with_a_certificate_it_serves_https_only() {
     interrupted(&mut child.0, stderr);
 }
 
+/// `text` written to the file `name` in `dir`: its path.
+fn written(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// etcd's TLS files that do not read as what their flags say stop it at
+/// start, naming the flag and the file, before any connection is tried (no
+/// etcd answers where it points).
+#[test]
+fn etcd_tls_files_that_do_not_read_are_refused_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let (ca, issuer) = secure::authority("an authority");
+    let client = secure::signed(&issuer, "client", &["localhost"], false);
+    let write = |name: &str, text: &str| written(tmp.path(), name, text);
+    let (ca, cert, key) = (
+        write("ca.pem", &ca),
+        write("client.pem", &client.certificate),
+        write("client-key.pem", &client.key),
+    );
+    let run = |ca: &str, cert: &str, key: &str| {
+        let etcd = [
+            "--store",
+            "etcd",
+            "--etcd",
+            "127.0.0.1:1",
+            "--etcd-cacert",
+            ca,
+        ];
+        let identity = ["--etcd-cert", cert, "--etcd-key", key];
+        refused_at_start(&tokens, &[&etcd[..], &identity[..]].concat())
+    };
+    let said = run(&key, &cert, &key);
+    assert!(
+        said.contains(&format!(
+            "--etcd-cacert {key}: the authority (CA) holds no PEM certificate"
+        )),
+        "{said}"
+    );
+    let said = run(&ca, &key, &key);
+    assert!(
+        said.contains(&format!(
+            "--etcd-cert {key}: the client certificate holds no PEM certificate"
+        )),
+        "{said}"
+    );
+    let said = run(&ca, &cert, &cert);
+    assert!(
+        said.contains(&format!(
+            "--etcd-key {cert}: the client key is not a PEM private key"
+        )),
+        "{said}"
+    );
+}
+
 /// A certificate and key that cannot serve stop it at start, naming the files.
 #[test]
 fn a_certificate_that_cannot_serve_is_refused_at_start() {
@@ -409,11 +466,7 @@ fn a_certificate_that_cannot_serve_is_refused_at_start() {
     let (_, issuer) = secure::authority("an authority");
     let one = secure::signed(&issuer, "one", &["localhost"], true);
     let other = secure::signed(&issuer, "other", &["localhost"], true);
-    let write = |name: &str, text: &str| {
-        let path = tmp.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    };
+    let write = |name: &str, text: &str| written(tmp.path(), name, text);
     let (cert, other_key) = (
         write("one.pem", &one.certificate),
         write("other-key.pem", &other.key),
