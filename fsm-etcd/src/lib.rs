@@ -313,14 +313,114 @@ fn is_too_large(e: &etcd_client::Error) -> bool {
 /// Options of an [`EtcdStore`] before it connects.
 #[derive(Debug, Clone)]
 pub struct EtcdBuilder {
-    endpoints: Vec<String>,
+    /// Where etcd is, and the user and TLS it takes.
+    access: EtcdAccess,
     prefix: String,
     timeout: Duration,
     lease_ttl: Duration,
     keep: Option<u64>,
+}
+
+/// Where an etcd is and how it lets a client in: its endpoints, and the user
+/// and the TLS it asks for. One value for every connection of a process: a
+/// store's ([`EtcdAccess::store`]), and a client of the process's own beside
+/// its stores ([`EtcdAccess::connect_options`]: a control plane's documents).
+///
+/// ```no_run
+/// use fsm_etcd::{EtcdAccess, EtcdUser};
+///
+/// let etcd = EtcdAccess::new(["etcd-0.example.com:2379"])
+///     .user(EtcdUser::new("mizar", std::env::var("ETCD_PASSWORD")?));
+/// let vpcs = etcd.store("/mizar/vpc/").lease_ttl(std::time::Duration::from_secs(2)).connect()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdAccess {
+    endpoints: Vec<String>,
     user: Option<EtcdUser>,
     #[cfg(feature = "tls")]
     tls: Option<EtcdTls>,
+}
+
+impl EtcdAccess {
+    /// The etcd at `endpoints` (`host:port`), in plain text, without a user.
+    pub fn new<E: AsRef<str>>(endpoints: impl IntoIterator<Item = E>) -> Self {
+        EtcdAccess {
+            endpoints: endpoints
+                .into_iter()
+                .map(|e| e.as_ref().to_owned())
+                .collect(),
+            user: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+
+    /// As `user` ([`EtcdBuilder::user`]).
+    pub fn user(mut self, user: EtcdUser) -> Self {
+        self.user = Some(user);
+        self
+    }
+
+    /// Over TLS ([`EtcdBuilder::tls`]; feature `tls`).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: EtcdTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The endpoints.
+    pub fn endpoints(&self) -> &[String] {
+        &self.endpoints
+    }
+
+    /// A store of the objects under `prefix` on this etcd, reached this way,
+    /// to connect once its other options are set.
+    pub fn store(&self, prefix: &str) -> EtcdBuilder {
+        EtcdBuilder {
+            access: self.clone(),
+            prefix: prefix.to_owned(),
+            timeout: Duration::from_secs(5),
+            lease_ttl: Duration::from_secs(10),
+            keep: None,
+        }
+    }
+
+    /// etcd-client's options that reach this etcd as the stores do (the user,
+    /// its token renewed when it expires; TLS), for a client of one's own:
+    /// add timeouts as the client needs. TLS material that does not read is
+    /// refused here ([`EtcdTls::check`]), as a store's connection refuses it.
+    pub fn connect_options(&self) -> Result<ConnectOptions, StoreError> {
+        let options = ConnectOptions::new();
+        #[cfg(feature = "tls")]
+        let options = with_tls(options, self.tls.as_ref())?;
+        Ok(with_user(options, self.user.as_ref()))
+    }
+}
+
+/// `options` with `user`, if any: authenticated when connecting, and again
+/// whenever etcd says the token expired (`--auth-token-ttl`, 5 minutes by
+/// default).
+fn with_user(options: ConnectOptions, user: Option<&EtcdUser>) -> ConnectOptions {
+    match user {
+        Some(EtcdUser { name, password }) => options
+            .with_user(name.clone(), password.clone())
+            .with_auto_token_refresh(true),
+        None => options,
+    }
+}
+
+/// `options` over `tls`, if any, once its PEM reads.
+#[cfg(feature = "tls")]
+fn with_tls(options: ConnectOptions, tls: Option<&EtcdTls>) -> Result<ConnectOptions, StoreError> {
+    match tls {
+        Some(tls) => {
+            tls.check()
+                .map_err(|e| unavailable(format!("etcd over TLS: {e}"), false))?;
+            Ok(options.with_tls(tls.options()))
+        }
+        None => Ok(options),
+    }
 }
 
 /// An etcd user and its password, for an etcd with authentication on
@@ -444,6 +544,40 @@ impl EtcdTls {
         Ok(())
     }
 
+    /// TLS from PEM files: the authority `ca`, and the client's certificate
+    /// and key when `identity` is given, each read and [checked](Self::check).
+    /// The error names the file at fault, and what is wrong with it.
+    pub fn from_files(
+        ca: &std::path::Path,
+        identity: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> Result<EtcdTls, EtcdTlsFileError> {
+        let read = |path: &std::path::Path, part: fn(String) -> EtcdTlsError| {
+            std::fs::read(path).map_err(|e| EtcdTlsFileError {
+                path: path.to_owned(),
+                problem: part(format!("could not be read: {e}")),
+            })
+        };
+        let mut tls = EtcdTls::new(read(ca, EtcdTlsError::Authority)?);
+        if let Some((certificate, key)) = identity {
+            tls = tls.identity(
+                read(certificate, EtcdTlsError::Certificate)?,
+                read(key, EtcdTlsError::Key)?,
+            );
+        }
+        tls.check().map_err(|problem| {
+            let path = match (&problem, identity) {
+                (EtcdTlsError::Certificate(_), Some((certificate, _))) => certificate,
+                (EtcdTlsError::Key(_), Some((_, key))) => key,
+                _ => ca,
+            };
+            EtcdTlsFileError {
+                path: path.to_owned(),
+                problem,
+            }
+        })?;
+        Ok(tls)
+    }
+
     fn options(&self) -> etcd_client::TlsOptions {
         let mut options = etcd_client::TlsOptions::new()
             .ca_certificate(etcd_client::Certificate::from_pem(&self.ca));
@@ -471,6 +605,18 @@ pub enum EtcdTlsError {
     /// The client's private key ([`EtcdTls::identity`]'s second PEM).
     #[error("the client key {0}")]
     Key(String),
+}
+
+/// What [`EtcdTls::from_files`] found wrong: the file, and what is wrong
+/// with it (it could not be read, or it is not what its part needs).
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {problem}", .path.display())]
+pub struct EtcdTlsFileError {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// What is wrong, in which part.
+    pub problem: EtcdTlsError,
 }
 
 #[cfg(feature = "tls")]
@@ -519,7 +665,7 @@ impl EtcdBuilder {
 
     /// Authenticates as `user`, for an etcd with authentication on.
     pub fn user(mut self, user: EtcdUser) -> Self {
-        self.user = Some(user);
+        self.access = self.access.user(user);
         self
     }
 
@@ -532,7 +678,7 @@ impl EtcdBuilder {
     /// read ([`EtcdTls::check`]) is refused before connecting, not retryable.
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: EtcdTls) -> Self {
-        self.tls = Some(tls);
+        self.access = self.access.tls(tls);
         self
     }
 
@@ -561,31 +707,22 @@ impl EtcdStore {
         endpoints: impl IntoIterator<Item = E>,
         prefix: &str,
     ) -> EtcdBuilder {
-        EtcdBuilder {
-            endpoints: endpoints
-                .into_iter()
-                .map(|e| e.as_ref().to_owned())
-                .collect(),
-            prefix: prefix.to_owned(),
-            timeout: Duration::from_secs(5),
-            lease_ttl: Duration::from_secs(10),
-            keep: None,
-            user: None,
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
+        EtcdAccess::new(endpoints).store(prefix)
     }
 
     fn open(options: EtcdBuilder) -> Result<Self, StoreError> {
         let EtcdBuilder {
-            endpoints,
+            access:
+                EtcdAccess {
+                    endpoints,
+                    user,
+                    #[cfg(feature = "tls")]
+                    tls,
+                },
             prefix,
             timeout,
             lease_ttl,
             keep,
-            user,
-            #[cfg(feature = "tls")]
-            tls,
         } = options;
         // One worker: it only hands requests to the connection and answers back,
         // and with two, each call's hand-offs crossed between them, a thread
@@ -597,15 +734,16 @@ impl EtcdStore {
             .enable_all()
             .build()
             .map_err(|e| unavailable(e, false))?;
-        let mut options = ConnectOptions::new()
+        let options = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(2))
             .with_timeout(timeout);
+        // TLS material that does not read is refused before connecting.
+        #[cfg(feature = "tls")]
+        let options = with_tls(options, tls.as_ref())?;
         // Who connects where, for the errors of connecting.
         let mut at = format!("etcd at {}", endpoints.join(","));
         #[cfg(feature = "tls")]
-        if let Some(tls) = &tls {
-            tls.check()
-                .map_err(|e| unavailable(format!("etcd over TLS: {e}"), false))?;
+        if tls.is_some() {
             at.push_str(" over TLS");
         }
         if let Some(user) = &user {
@@ -618,17 +756,7 @@ impl EtcdStore {
             },
             other => other,
         };
-        if let Some(EtcdUser { name, password }) = user {
-            // etcd's tokens expire (`--auth-token-ttl`, 5 minutes by default):
-            // a request that finds its token expired authenticates again.
-            options = options
-                .with_user(name, password)
-                .with_auto_token_refresh(true);
-        }
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &tls {
-            options = options.with_tls(tls.options());
-        }
+        let options = with_user(options, user.as_ref());
         let client = runtime
             .block_on(Client::connect(endpoints, Some(options)))
             .map_err(connecting)?;

@@ -12,7 +12,9 @@
 //! the histories checked at the end. Its last line is
 //! `N workflows completed, K operator restarts, V invariant violations`, and it
 //! exits non-zero when V > 0 or a workflow missed its deadline. Without
-//! `--chaos`, one round with the operators as processes and no kills.
+//! `--chaos`, one round with the operators as processes and no kills. An
+//! etcd that checks who connects takes `--etcd-cacert`, `--etcd-cert`,
+//! `--etcd-key` and `--etcd-user` (its password in `FSM_ETCD_PASSWORD`).
 
 use std::time::Duration;
 

@@ -13,7 +13,9 @@
 //! at the end, no operation half-done, no label left, every protection finalizer
 //! back, and every broken promise its writers saw (the webhook's label-pair rule
 //! is checked on every write). Its last line is
-//! `N workflows completed, K operator restarts, V invariant violations`.
+//! `N workflows completed, K operator restarts, V invariant violations`. An
+//! etcd that checks who connects takes `--etcd-cacert`, `--etcd-cert`,
+//! `--etcd-key` and `--etcd-user` (its password in `FSM_ETCD_PASSWORD`).
 
 use std::time::Duration;
 

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, WatchOptions};
+use fsm_etcd::EtcdAccess;
 use fsm_runtime::ObjectId;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -87,20 +88,21 @@ impl From<etcd_client::Error> for ApiError {
 }
 
 impl<T: Document> EtcdApi<T> {
-    /// Connects to etcd at `endpoints`, the documents under `prefix`; an error
-    /// when no etcd answers there. Blocks: from async code, call it through
-    /// `spawn_blocking`.
-    pub(crate) fn connect(endpoints: &[String], prefix: String) -> Result<Self, ApiError> {
+    /// Connects to `etcd` (its user and TLS as the stores have them), the
+    /// documents under `prefix`; an error when no etcd answers there. Blocks:
+    /// from async code, call it through `spawn_blocking`.
+    pub(crate) fn connect(etcd: &EtcdAccess, prefix: String) -> Result<Self, ApiError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("mizar-api")
             .enable_all()
             .build()
             .expect("a runtime for the topology's client");
-        let options = etcd_client::ConnectOptions::new()
+        let options = (etcd.connect_options())
+            .map_err(|e| ApiError(e.to_string()))?
             .with_connect_timeout(Duration::from_secs(2))
             .with_timeout(Duration::from_secs(5));
-        let client = runtime.block_on(Client::connect(endpoints, Some(options)))?;
+        let client = runtime.block_on(Client::connect(etcd.endpoints(), Some(options)))?;
         // The client connects lazily: one read, so that an etcd nobody answers
         // at is an error here, not a `with` that waits for it for ever.
         let mut kv = client.kv_client();
@@ -265,7 +267,8 @@ mod tests {
     fn connecting_where_no_etcd_answers_is_an_error() {
         let started = std::time::Instant::now();
         // Port 1 (tcpmux): nothing listens there on a test machine.
-        let err = match EtcdApi::<u64>::connect(&["127.0.0.1:1".to_owned()], "/nowhere/".into()) {
+        let nowhere = EtcdAccess::new(["127.0.0.1:1"]);
+        let err = match EtcdApi::<u64>::connect(&nowhere, "/nowhere/".into()) {
             Err(e) => e,
             Ok(_) => panic!("connected where nothing listens"),
         };
@@ -292,7 +295,8 @@ mod tests {
             std::process::id(),
             std::time::SystemTime::now()
         );
-        let connect = || EtcdApi::<u64>::connect(&endpoints, prefix.clone());
+        let etcd = EtcdAccess::new(&endpoints);
+        let connect = || EtcdApi::<u64>::connect(&etcd, prefix.clone());
         let (a, b) = match (connect(), connect()) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {

@@ -20,10 +20,12 @@
 //! the topology and the record is finished by the next one.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fsm::StateMachine;
+use fsm_etcd::{EtcdAccess, EtcdTls, EtcdTlsError, EtcdUser};
 use fsm_runtime::{EntryKind, ObjectId};
 use tokio::process::{Child, Command};
 
@@ -34,8 +36,8 @@ use crate::podops::{Controller, OperationController, PodOps, PodOpsError, SERVIC
 /// A chaos run's settings.
 #[derive(Debug, Clone)]
 pub struct Chaos {
-    /// etcd's endpoints.
-    pub endpoints: Vec<String>,
+    /// The etcd, and how to reach it (its user and TLS, if it asks for them).
+    pub etcd: EtcdAccess,
     /// The prefix the run's keys live under (one no other run uses).
     pub prefix: String,
     /// How long the user starts new rounds.
@@ -85,28 +87,24 @@ impl Report {
     }
 }
 
-/// Runs one operator process's operator on the cluster at `endpoints` and
+/// Runs one operator process's operator on the cluster on `etcd` under
 /// `prefix` until the process is killed (or the future dropped).
 pub async fn operator(
-    endpoints: &[String],
+    etcd: &EtcdAccess,
     prefix: &str,
     lease: Duration,
     op: Operator,
 ) -> Result<(), MizarError> {
-    let cluster = connect(endpoints, prefix, lease).await?;
+    let cluster = connect(etcd, prefix, lease).await?;
     let _operators = cluster.start_operators(&[op])?;
     std::future::pending::<()>().await;
     Ok(())
 }
 
 /// The cluster on etcd, connected off the async threads.
-async fn connect(
-    endpoints: &[String],
-    prefix: &str,
-    lease: Duration,
-) -> Result<Cluster, MizarError> {
-    let (endpoints, prefix) = (endpoints.to_vec(), prefix.to_owned());
-    off_thread(move || Cluster::on_etcd(&endpoints, &prefix, lease, true)).await
+async fn connect(etcd: &EtcdAccess, prefix: &str, lease: Duration) -> Result<Cluster, MizarError> {
+    let (etcd, prefix) = (etcd.clone(), prefix.to_owned());
+    off_thread(move || Cluster::on_etcd(&etcd, &prefix, lease, true)).await
 }
 
 /// Runs `connect` (which blocks while it connects) off the async threads.
@@ -218,7 +216,7 @@ fn rolled_back<S: fsm_runtime::Store>(runtime: &fsm_runtime::Runtime<S>) -> usiz
 /// random kills, the user has the VPC Operator killed while it holds each
 /// round's VPC delete, so that every round's recovery includes a rollback.
 pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<Report, MizarError> {
-    let cluster = connect(&chaos.endpoints, &chaos.prefix, chaos.lease).await?;
+    let cluster = connect(&chaos.etcd, &chaos.prefix, chaos.lease).await?;
     let _healers = cluster.spawn_healers(Duration::from_millis(200));
     let roles = Operator::ALL.map(Operator::role);
     let mut processes = Processes::start(&roles, |role| {
@@ -370,15 +368,15 @@ fn describe(cluster: &Cluster, kind: Kind, id: &str) -> String {
 /// The pod of a PodOpsLifecycle chaos run.
 pub const POD: &str = "web-0";
 
-/// Runs one controller process's controller on the pod at `endpoints` and
+/// Runs one controller process's controller on the pod on `etcd` under
 /// `prefix` until the process is killed (or the future dropped).
 pub async fn controller(
-    endpoints: &[String],
+    etcd: &EtcdAccess,
     prefix: &str,
     lease: Duration,
     controller: Controller,
 ) -> Result<(), PodOpsError> {
-    let ops = connect_pod(endpoints, prefix, lease).await?;
+    let ops = connect_pod(etcd, prefix, lease).await?;
     let _controllers = ops.start_controllers(&[controller])?;
     std::future::pending::<()>().await;
     Ok(())
@@ -386,12 +384,12 @@ pub async fn controller(
 
 /// The pod on etcd, connected off the async threads.
 async fn connect_pod(
-    endpoints: &[String],
+    etcd: &EtcdAccess,
     prefix: &str,
     lease: Duration,
 ) -> Result<PodOps, PodOpsError> {
-    let (endpoints, prefix) = (endpoints.to_vec(), prefix.to_owned());
-    off_thread(move || PodOps::on_etcd(POD, &endpoints, &prefix, lease)).await
+    let (etcd, prefix) = (etcd.clone(), prefix.to_owned());
+    off_thread(move || PodOps::on_etcd(POD, &etcd, &prefix, lease)).await
 }
 
 /// The types of the operation controllers of a PodOps chaos run.
@@ -409,25 +407,25 @@ pub fn podops_roles() -> [&'static str; 5] {
     ]
 }
 
-/// Runs the process of `role` (one of [`podops_roles`]) on the pod at
-/// `endpoints` and `prefix` until it is killed: a controller, or the operation
+/// Runs the process of `role` (one of [`podops_roles`]) on the pod on `etcd`
+/// under `prefix` until it is killed: a controller, or the operation
 /// controller of a type, which begins operations until `until` (seconds since
 /// the Unix epoch).
 pub async fn podops_process(
-    endpoints: &[String],
+    etcd: &EtcdAccess,
     prefix: &str,
     lease: Duration,
     role: &str,
     until: u64,
 ) -> Result<(), PodOpsError> {
     if let Some(c) = Controller::from_role(role) {
-        return controller(endpoints, prefix, lease, c).await;
+        return controller(etcd, prefix, lease, c).await;
     }
     let kind = role
         .strip_suffix("-controller")
         .filter(|k| OPERATION_TYPES.contains(k))
         .unwrap_or_else(|| panic!("no PodOps process `{role}`"));
-    let ops = connect_pod(endpoints, prefix, lease).await?;
+    let ops = connect_pod(etcd, prefix, lease).await?;
     operations(&ops, kind, Duration::from_secs(until)).await
 }
 
@@ -494,7 +492,7 @@ pub async fn run_podops(
     chaos: &Chaos,
     spawn: impl Fn(&'static str, u64) -> Command,
 ) -> Result<Report, PodOpsError> {
-    let ops = connect_pod(&chaos.endpoints, &chaos.prefix, chaos.lease).await?;
+    let ops = connect_pod(&chaos.etcd, &chaos.prefix, chaos.lease).await?;
     let healer =
         fsm_runtime::Healer::new().spawn(ops.runtime().clone(), Duration::from_millis(200), |_| {});
     let until = since_epoch() + chaos.duration.max(Duration::from_secs(1));
@@ -591,6 +589,20 @@ pub struct Args {
     /// How long a workflow may take, restarts included, in seconds.
     #[arg(long, default_value_t = 60)]
     pub deadline: u64,
+    /// etcd's certificate authority (PEM): reach etcd over TLS.
+    #[arg(long, value_name = "FILE", requires = "etcd")]
+    pub etcd_cacert: Option<PathBuf>,
+    /// A client certificate (PEM) for an etcd run with `--client-cert-auth`;
+    /// with `--etcd-key` and `--etcd-cacert`.
+    #[arg(long, value_name = "FILE", requires_all = ["etcd_key", "etcd_cacert"])]
+    pub etcd_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
+    pub etcd_key: Option<PathBuf>,
+    /// Authenticate to etcd as this user, its password read from the
+    /// environment variable `FSM_ETCD_PASSWORD` (never from the command line).
+    #[arg(long, requires = "etcd")]
+    pub etcd_user: Option<String>,
     /// (For the processes a run starts.) Run only the operator or controller
     /// with this role.
     #[arg(long, requires = "etcd", hide = true)]
@@ -602,6 +614,59 @@ pub struct Args {
     /// beginning operations, in seconds since the Unix epoch.
     #[arg(long, hide = true, default_value_t = 0)]
     pub until: u64,
+}
+
+/// The environment variable `--etcd-user`'s password is read from (the
+/// processes a run starts inherit it).
+pub const PASSWORD_VARIABLE: &str = "FSM_ETCD_PASSWORD";
+
+impl Args {
+    /// The etcd the arguments name, and how to reach it: over TLS with the
+    /// files given (read and checked here, an error naming the flag and the
+    /// file), as the user given.
+    pub fn etcd_access(&self) -> Result<EtcdAccess, String> {
+        let mut etcd = EtcdAccess::new(&self.etcd);
+        if let Some(ca) = &self.etcd_cacert {
+            let identity = self.etcd_cert.as_deref().zip(self.etcd_key.as_deref());
+            let tls = EtcdTls::from_files(ca, identity).map_err(|e| {
+                let flag = match &e.problem {
+                    EtcdTlsError::Certificate(_) => "--etcd-cert",
+                    EtcdTlsError::Key(_) => "--etcd-key",
+                    _ => "--etcd-cacert",
+                };
+                format!("{flag} {e}")
+            })?;
+            etcd = etcd.tls(tls);
+        }
+        if let Some(name) = &self.etcd_user {
+            let password = std::env::var(PASSWORD_VARIABLE).map_err(|_| {
+                format!(
+                    "--etcd-user {name}: set its password in the environment variable {PASSWORD_VARIABLE}"
+                )
+            })?;
+            etcd = etcd.user(EtcdUser::new(name, password));
+        }
+        Ok(etcd)
+    }
+
+    /// The arguments that give a started process the same access to etcd
+    /// (the password goes by the environment, which it inherits).
+    pub fn etcd_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec!["--etcd".into(), self.etcd.join(",").into()];
+        for (flag, file) in [
+            ("--etcd-cacert", &self.etcd_cacert),
+            ("--etcd-cert", &self.etcd_cert),
+            ("--etcd-key", &self.etcd_key),
+        ] {
+            if let Some(file) = file {
+                args.extend([flag.into(), file.into()]);
+            }
+        }
+        if let Some(user) = &self.etcd_user {
+            args.extend(["--etcd-user".into(), user.into()]);
+        }
+        args
+    }
 }
 
 /// How long a dead process's actions hold their objects in the examples' runs.
@@ -623,19 +688,20 @@ pub async fn main_on_etcd(
 }
 
 async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::Error>> {
+    let etcd = args.etcd_access()?;
     if let Some(role) = &args.role {
         let prefix = args.prefix.as_deref().ok_or("--role needs --prefix")?;
         match plane {
             Plane::Mizar => {
                 let op =
                     Operator::from_role(role).ok_or_else(|| format!("no operator `{role}`"))?;
-                operator(&args.etcd, prefix, LEASE, op).await?;
+                operator(&etcd, prefix, LEASE, op).await?;
             }
             Plane::PodOps => {
                 if !podops_roles().contains(&role.as_str()) {
                     return Err(format!("no PodOps process `{role}`").into());
                 }
-                podops_process(&args.etcd, prefix, LEASE, role, args.until).await?;
+                podops_process(&etcd, prefix, LEASE, role, args.until).await?;
             }
         }
         return Ok(true);
@@ -645,7 +711,7 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
         .as_nanos();
     let seconds = |on: u64| Duration::from_secs(if args.chaos { on } else { 0 });
     let run = Chaos {
-        endpoints: args.etcd.clone(),
+        etcd,
         prefix: format!("/fsm-chaos/{plane:?}/{}-{nanos}/", std::process::id()),
         duration: seconds(args.seconds),
         kill_every: seconds(1),
@@ -655,8 +721,7 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
     let me = std::env::current_exe()?;
     let command = |role: &str, until: u64| {
         let mut cmd = Command::new(&me);
-        cmd.arg("--etcd")
-            .arg(run.endpoints.join(","))
+        cmd.args(args.etcd_args())
             .arg("--prefix")
             .arg(&run.prefix)
             .arg("--role")

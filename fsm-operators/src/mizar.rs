@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::{ActionId, StateMachine};
-use fsm_etcd::{AnyStore, EtcdStore};
+use fsm_etcd::{AnyStore, EtcdAccess};
 use fsm_runtime::{
     Actor, Clock, EntryKind, Healer, InFlight, Lagged, MemoryStore, ObjectId, PeriodicHealer,
     RuntimeError, Store, StoreError, Watcher,
@@ -397,7 +397,7 @@ impl Cluster {
         Self::build(store, api, Ticks::default(), true).expect("memory stores open")
     }
 
-    /// The cluster on etcd at `endpoints`, under `prefix`: each kind's objects
+    /// The cluster on `etcd`, under `prefix`: each kind's objects
     /// under `<prefix><kind>/`, the topology under `<prefix>topology/`. Every
     /// process opened on the same prefix shares it; a process runs the
     /// operators it starts ([`Cluster::start_operators`]). An action in flight
@@ -405,19 +405,19 @@ impl Cluster {
     /// and a healer rolls it back (see [`Cluster::spawn_healers`]). Blocks while
     /// it connects: from async code, call it through `spawn_blocking`.
     pub fn on_etcd(
-        endpoints: &[String],
+        etcd: &EtcdAccess,
         prefix: &str,
         lease: Duration,
         defaults: bool,
     ) -> Result<Self, MizarError> {
         let store = |kind: Kind| {
             let prefix = format!("{prefix}{}/", kind.name());
-            EtcdStore::builder(endpoints, &prefix)
+            (etcd.store(&prefix))
                 .lease_ttl(lease)
                 .connect()
                 .map(AnyStore::Etcd)
         };
-        let api = EtcdApi::connect(endpoints, format!("{prefix}topology/"))?;
+        let api = EtcdApi::connect(etcd, format!("{prefix}topology/"))?;
         Self::build(
             store,
             ApiServer::Etcd(Box::new(api)),

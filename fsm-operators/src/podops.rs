@@ -20,7 +20,7 @@ use crate::support::lock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::StateMachine;
-use fsm_etcd::{AnyStore, EtcdStore};
+use fsm_etcd::{AnyStore, EtcdAccess};
 use fsm_runtime::{Actor, Clock, Lagged, MemoryStore, ObjectId, RuntimeError, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
@@ -256,21 +256,21 @@ impl PodOps {
         ops
     }
 
-    /// The pod `name` on etcd at `endpoints`, under `prefix`: its operations
+    /// The pod `name` on `etcd`, under `prefix`: its operations
     /// under `<prefix>operations/`, its document under `<prefix>pods/`. The
     /// first to open it creates it serving; every process opened on the same
     /// prefix shares it. Blocks while it connects: from async code, call it
     /// through `spawn_blocking`.
     pub fn on_etcd(
         name: &str,
-        endpoints: &[String],
+        etcd: &EtcdAccess,
         prefix: &str,
         lease: Duration,
     ) -> Result<Self, PodOpsError> {
-        let store = EtcdStore::builder(endpoints, &format!("{prefix}operations/"))
+        let store = (etcd.store(&format!("{prefix}operations/")))
             .lease_ttl(lease)
             .connect()?;
-        let api = EtcdApi::connect(endpoints, format!("{prefix}pods/"))?;
+        let api = EtcdApi::connect(etcd, format!("{prefix}pods/"))?;
         let ops = Self::build(name, ApiServer::Etcd(Box::new(api)), AnyStore::Etcd(store))?;
         ops.init();
         Ok(ops)

@@ -25,6 +25,11 @@ const LEASE: Duration = Duration::from_secs(2);
 
 use common::etcd_endpoints as endpoints;
 
+/// The test etcd, in plain text.
+fn etcd() -> fsm_etcd::EtcdAccess {
+    fsm_etcd::EtcdAccess::new(endpoints())
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -43,7 +48,7 @@ fn operator_process() {
     };
     let op = Operator::from_role(&role).expect("an operator's role");
     runtime()
-        .block_on(chaos::operator(&endpoints(), &prefix, LEASE, op))
+        .block_on(chaos::operator(&etcd(), &prefix, LEASE, op))
         .unwrap();
 }
 
@@ -57,13 +62,7 @@ fn podops_process() {
     };
     let until = std::env::var(UNTIL).map_or(0, |u| u.parse().expect("seconds"));
     runtime()
-        .block_on(chaos::podops_process(
-            &endpoints(),
-            &prefix,
-            LEASE,
-            &role,
-            until,
-        ))
+        .block_on(chaos::podops_process(&etcd(), &prefix, LEASE, &role, until))
         .unwrap();
 }
 
@@ -83,7 +82,7 @@ fn short_run(plane: &str) -> Option<Chaos> {
         .unwrap()
         .as_nanos();
     Some(Chaos {
-        endpoints: endpoints(),
+        etcd: etcd(),
         prefix: format!("/fsm-test/{plane}-chaos/{}-{nanos}/", std::process::id()),
         duration: Duration::from_secs(4),
         kill_every: Duration::from_secs(1),

@@ -110,7 +110,7 @@ use fsm_runtime::{Healer, MemoryStore, PeriodicHealer, Runtime};
 
 pub use api::router;
 pub use flights::Flight;
-pub use fsm_etcd::{AnyStore, EtcdTls, EtcdTlsError, EtcdUser};
+pub use fsm_etcd::{AnyStore, EtcdTls, EtcdTlsError, EtcdTlsFileError, EtcdUser};
 pub use https::{ServeTls, TlsError};
 pub use json::{entry_json, object_json};
 pub use tokens::{MIN_TOKEN_LEN, Tokens};

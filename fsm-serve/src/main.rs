@@ -102,31 +102,13 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
             None => Ok(StoreKind::Memory),
         };
     }
-    let read = |flag: &str, path: &PathBuf| {
-        std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
-    };
     let tls = match &args.etcd_cacert {
-        Some(ca) => {
-            let tls = EtcdTls::new(read("--etcd-cacert", ca)?);
-            let tls = match (&args.etcd_cert, &args.etcd_key) {
-                (Some(cert), Some(key)) => {
-                    tls.identity(read("--etcd-cert", cert)?, read("--etcd-key", key)?)
-                }
-                // clap requires them together, and with the authority.
-                _ => tls,
-            };
-            // A file of something else, named by its flag before connecting.
-            tls.check().map_err(|e| {
-                let (flag, path) = match &e {
-                    EtcdTlsError::Certificate(_) => ("--etcd-cert", &args.etcd_cert),
-                    EtcdTlsError::Key(_) => ("--etcd-key", &args.etcd_key),
-                    _ => ("--etcd-cacert", &args.etcd_cacert),
-                };
-                let path = path.as_deref().unwrap_or(ca.as_path());
-                format!("{flag} {}: {e}", path.display())
-            })?;
-            Some(tls)
-        }
+        // clap requires the certificate and the key together, and with the
+        // authority.
+        Some(ca) => Some(
+            EtcdTls::from_files(ca, args.etcd_cert.as_deref().zip(args.etcd_key.as_deref()))
+                .map_err(|e| format!("{} {e}", etcd_tls_flag(&e.problem)))?,
+        ),
         None => None,
     };
     let user = match &args.etcd_user {
@@ -147,6 +129,15 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
         user,
         tls,
     })
+}
+
+/// The flag that names the file of `part` of etcd's TLS.
+fn etcd_tls_flag(part: &EtcdTlsError) -> &'static str {
+    match part {
+        EtcdTlsError::Certificate(_) => "--etcd-cert",
+        EtcdTlsError::Key(_) => "--etcd-key",
+        _ => "--etcd-cacert",
+    }
 }
 
 /// HTTPS as the arguments give it: the certificate and key in use, and the
