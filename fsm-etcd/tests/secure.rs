@@ -184,3 +184,34 @@ fn etcds_certificate_must_be_issued_to_the_name_the_store_is_given() {
     assert!(message.contains("NotValidForName"), "{message}");
     assert!(!retryable);
 }
+
+/// The fixture sees an etcd that cannot bind its port (another test took
+/// it between the fixture's look for a free port and etcd's start) exit,
+/// rather than wait for it to answer: `SecureEtcd::start` then starts one on
+/// other ports.
+#[test]
+fn an_etcd_whose_port_was_taken_is_seen_exiting() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("etcd")
+        .args(["--name", "taken", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .args(["--listen-client-urls", &format!("http://{endpoint}")])
+        .args(["--advertise-client-urls", &format!("http://{endpoint}")])
+        .args(["--listen-peer-urls", "http://127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let exited = secure::answers(
+        &mut child,
+        &endpoint,
+        secure::client_tls(&etcd.ca, &etcd.client),
+    );
+    assert!(exited.is_err(), "{exited:?}");
+    drop(taken);
+}

@@ -59,53 +59,71 @@ impl SecureEtcd {
         let ca_file = write("ca.pem", &ca);
         let cert_file = write("server.pem", &server.certificate);
         let key_file = write("server-key.pem", &server.key);
-        let (port, peer) = (free_port(), free_port());
-        let endpoint = format!("127.0.0.1:{port}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
         let arg = |p: &PathBuf| p.to_str().unwrap().to_owned();
-        let spawned = Command::new("etcd")
-            .args(["--name", "secure", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args(["--listen-client-urls", &format!("https://{endpoint}")])
-            .args(["--advertise-client-urls", &format!("https://{endpoint}")])
-            .args(["--listen-peer-urls", &peer_url])
-            .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("secure={peer_url}")])
-            .args([
-                "--cert-file",
-                &arg(&cert_file),
-                "--key-file",
-                &arg(&key_file),
-            ])
-            .args(["--trusted-ca-file", &arg(&ca_file), "--client-cert-auth"])
-            // Tokens that expire within a test (5 minutes by default).
-            .args(["--auth-token-ttl", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.path().join("etcd.log")).unwrap(),
-            ))
-            .spawn();
-        let child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
-                common::missing(
-                    "FSM_SKIP_ETCD",
-                    &format!("cannot run etcd ({e})"),
-                    "scripts/setup installs it (Debian's etcd-server)",
-                );
-                return None;
+        // Free ports are found by binding and letting go, so another test
+        // may take one before this etcd binds it: an etcd that exits at
+        // start is started again on other ports.
+        for attempt in 1.. {
+            let (port, peer) = (free_port(), free_port());
+            let endpoint = format!("127.0.0.1:{port}");
+            let peer_url = format!("http://127.0.0.1:{peer}");
+            let spawned = Command::new("etcd")
+                .args(["--name", "secure", "--data-dir"])
+                .arg(dir.path().join(format!("data-{attempt}")))
+                .args(["--listen-client-urls", &format!("https://{endpoint}")])
+                .args(["--advertise-client-urls", &format!("https://{endpoint}")])
+                .args(["--listen-peer-urls", &peer_url])
+                .args(["--initial-advertise-peer-urls", &peer_url])
+                .args(["--initial-cluster", &format!("secure={peer_url}")])
+                .args([
+                    "--cert-file",
+                    &arg(&cert_file),
+                    "--key-file",
+                    &arg(&key_file),
+                ])
+                .args(["--trusted-ca-file", &arg(&ca_file), "--client-cert-auth"])
+                // Tokens that expire within a test (5 minutes by default).
+                .args(["--auth-token-ttl", "1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(
+                    std::fs::File::create(dir.path().join("etcd.log")).unwrap(),
+                ))
+                .spawn();
+            let child = match spawned {
+                Ok(child) => child,
+                Err(e) => {
+                    common::missing(
+                        "FSM_SKIP_ETCD",
+                        &format!("cannot run etcd ({e})"),
+                        "scripts/setup installs it (Debian's etcd-server)",
+                    );
+                    return None;
+                }
+            };
+            let mut child = child;
+            match answers(&mut child, &endpoint, client_tls(&ca, &client)) {
+                Ok(()) => {
+                    let etcd = SecureEtcd {
+                        child,
+                        dir,
+                        endpoint,
+                        ca,
+                        client,
+                        other_ca,
+                    };
+                    etcd.enable_auth();
+                    return Some(etcd);
+                }
+                Err(exited) if attempt < 5 => {
+                    eprintln!("the test's etcd exited at start ({exited}): starting it again");
+                }
+                Err(exited) => panic!(
+                    "the test's etcd exited at start, five times ({exited}); its log: {}",
+                    std::fs::read_to_string(dir.path().join("etcd.log")).unwrap_or_default()
+                ),
             }
-        };
-        let etcd = SecureEtcd {
-            child,
-            dir,
-            endpoint,
-            ca,
-            client,
-            other_ca,
-        };
-        etcd.enable_auth();
-        Some(etcd)
+        }
+        unreachable!("the attempts end by returning or panicking")
     }
 
     /// Where the etcd writes its log.
@@ -116,42 +134,30 @@ impl SecureEtcd {
     /// The TLS options of a client with the authority and the client
     /// certificate.
     fn tls(&self) -> TlsOptions {
-        TlsOptions::new()
-            .ca_certificate(Certificate::from_pem(&self.ca))
-            .identity(Identity::from_pem(
-                &self.client.certificate,
-                &self.client.key,
-            ))
+        client_tls(&self.ca, &self.client)
     }
 
-    /// Waits for the etcd to answer, then adds `root` and turns
-    /// authentication on.
+    /// Adds `root` and turns authentication on (the etcd answers: see
+    /// [`answers`]).
     fn enable_auth(&self) {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
             .block_on(async {
-                let started = Instant::now();
-                let mut client = loop {
-                    let options = ConnectOptions::new()
-                        .with_tls(self.tls())
-                        .with_connect_timeout(Duration::from_secs(1))
-                        .with_timeout(Duration::from_secs(2));
-                    let answer = match Client::connect([&self.endpoint], Some(options)).await {
-                        Ok(mut client) => client.status().await.map(|_| client),
-                        Err(e) => Err(e),
-                    };
-                    match answer {
-                        Ok(client) => break client,
-                        Err(e) if started.elapsed() > Duration::from_secs(30) => panic!(
-                            "the test's etcd does not answer at {} ({e}); its log: {}",
+                let options = ConnectOptions::new()
+                    .with_tls(self.tls())
+                    .with_connect_timeout(Duration::from_secs(2))
+                    .with_timeout(Duration::from_secs(5));
+                let mut client = Client::connect([&self.endpoint], Some(options))
+                    .await
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "the test's etcd at {} answered, then not ({e}); its log: {}",
                             self.endpoint,
                             std::fs::read_to_string(self.log()).unwrap_or_default()
-                        ),
-                        Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-                    }
-                };
+                        )
+                    });
                 client.user_add("root", ROOT_PASSWORD, None).await.unwrap();
                 client.user_grant_role("root", "root").await.unwrap();
                 client.auth_enable().await.unwrap();
@@ -168,6 +174,50 @@ impl SecureEtcd {
             write(dir, "client-key.pem", &self.client.key),
         )
     }
+}
+
+/// The TLS options of a client that trusts `ca` and presents `client`.
+pub fn client_tls(ca: &str, client: &Pem) -> TlsOptions {
+    TlsOptions::new()
+        .ca_certificate(Certificate::from_pem(ca))
+        .identity(Identity::from_pem(&client.certificate, &client.key))
+}
+
+/// Waits until the etcd `child` answers at `endpoint`, or exits (its ports
+/// taken meanwhile: `Err` with how it exited); panics after 30 seconds.
+pub fn answers(child: &mut Child, endpoint: &str, tls: TlsOptions) -> Result<(), String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let started = Instant::now();
+            loop {
+                if let Ok(Some(exited)) = child.try_wait() {
+                    return Err(exited.to_string());
+                }
+                let options = ConnectOptions::new()
+                    .with_tls(tls.clone())
+                    .with_connect_timeout(Duration::from_secs(1))
+                    .with_timeout(Duration::from_secs(2));
+                // Bounded as a whole: what holds the port may take the
+                // connection and never answer the TLS handshake.
+                let attempt = async {
+                    match Client::connect([endpoint], Some(options)).await {
+                        Ok(mut client) => client.status().await.map(drop),
+                        Err(e) => Err(e),
+                    }
+                };
+                let answer = tokio::time::timeout(Duration::from_secs(3), attempt).await;
+                match answer {
+                    Ok(Ok(())) => return Ok(()),
+                    _ if started.elapsed() > Duration::from_secs(30) => {
+                        panic!("the test's etcd does not answer at {endpoint} ({answer:?})")
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        })
 }
 
 impl Drop for SecureEtcd {
