@@ -188,7 +188,8 @@ fn etcds_certificate_must_be_issued_to_the_name_the_store_is_given() {
 /// The fixture sees an etcd that cannot bind its port (another test took
 /// it between the fixture's look for a free port and etcd's start) exit,
 /// rather than wait for it to answer: `SecureEtcd::start` then starts one on
-/// other ports.
+/// other ports. (The fixture's own etcd gives this test its certificates,
+/// and skips it where `FSM_SKIP_ETCD` allows.)
 #[test]
 fn an_etcd_whose_port_was_taken_is_seen_exiting() {
     let Some(etcd) = SecureEtcd::start() else {
@@ -197,6 +198,7 @@ fn an_etcd_whose_port_was_taken_is_seen_exiting() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = taken.local_addr().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("etcd.log");
     let mut child = std::process::Command::new("etcd")
         .args(["--name", "taken", "--data-dir"])
         .arg(dir.path().join("data"))
@@ -204,7 +206,7 @@ fn an_etcd_whose_port_was_taken_is_seen_exiting() {
         .args(["--advertise-client-urls", &format!("http://{endpoint}")])
         .args(["--listen-peer-urls", "http://127.0.0.1:0"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let exited = secure::answers(
@@ -213,5 +215,8 @@ fn an_etcd_whose_port_was_taken_is_seen_exiting() {
         secure::client_tls(&etcd.ca, &etcd.client),
     );
     assert!(exited.is_err(), "{exited:?}");
+    // It exited for the port, not for something else of its arguments.
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("address already in use"), "{said}");
     drop(taken);
 }
