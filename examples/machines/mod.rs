@@ -148,7 +148,7 @@ pub enum VpcState {
     /// The Divider Operator is deleting the VPC's Dividers
     #[fsm(transition, persisted = false)]
     Deleting,
-    /// Removed from the API server
+    /// Its Dividers deleted; the VPC Operator deletes it from the API server
     #[fsm(terminal, persisted = false, remove = "vpc-operator")]
     Deleted,
 }

@@ -2,7 +2,8 @@
 //! operators watch each other's objects and hand them on, one owner per state.
 //!
 //! The operators create the default VPC and network on start-up; a user adds a VPC,
-//! a network, a pod and a service, then deletes them, parents first.
+//! a network, a pod and a service, then deletes them, parents first: each
+//! object's record is removed once its delete workflow has run, children first.
 //!
 //! `cargo run --example mizar`: every operator a task of this process, on memory.
 //!
@@ -96,7 +97,21 @@ async fn in_memory() -> Result<(), Box<dyn std::error::Error>> {
     mizar.delete("vpc-1/net-1")?;
     mizar.delete("vpc-1/net-1/pod-a")?;
     mizar.delete("vpc-1/net-1/svc")?;
-    let deleted = mizar.wait_until(LIMIT, all_in("Deleted")).await;
+    // Each delete workflow ends in the removal of the object's record, by the
+    // operator the seed names ("The VPC Operator Deletes the VPC Object").
+    let removed = |c: &Cluster| {
+        [
+            (Kind::Vpc, "vpc-1"),
+            (Kind::Divider, "vpc-1/divider-0"),
+            (Kind::Network, "vpc-1/net-1"),
+            (Kind::Bouncer, "vpc-1/net-1/bouncer-0"),
+            (Kind::Endpoint, "vpc-1/net-1/pod-a"),
+            (Kind::ScaledEndpoint, "vpc-1/net-1/svc"),
+        ]
+        .iter()
+        .all(|&(kind, id)| c.removed_in(kind, id).as_deref() == Some("Deleted"))
+    };
+    let deleted = mizar.wait_until(LIMIT, removed).await;
     operators.stop().await;
     if !deleted {
         return stalled(&mizar, "deletion");

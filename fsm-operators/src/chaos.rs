@@ -16,8 +16,10 @@
 //! to the state they started from. The restarted operator looks at everything on
 //! start and every [`RESYNC`](crate::mizar::RESYNC), finds its objects in the
 //! states it owns, and does the step again: steps are idempotent on the topology
-//! (links are sets, an address is given once), and a creation cut off between
-//! the topology and the record is finished by the next one.
+//! (links are sets, an address is given once), a creation cut off between
+//! the topology and the record is finished by the next one, and a removal cut
+//! off between the archive and the store is made by the next look at the
+//! Deleted object.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -26,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use fsm::StateMachine;
 use fsm_etcd::{EtcdAccess, EtcdTls, EtcdTlsError, EtcdUser};
-use fsm_runtime::{EntryKind, ObjectId};
+use fsm_runtime::{EntryKind, ObjectId, RuntimeError};
 use tokio::process::{Child, Command};
 
 use crate::machines::PodOpsState as S;
@@ -201,13 +203,26 @@ async fn under_chaos<R>(
 fn rolled_back<S: fsm_runtime::Store>(runtime: &fsm_runtime::Runtime<S>) -> usize {
     let ids = runtime.store().ids().unwrap_or_default();
     ids.into_iter()
-        .map(|id| {
-            let history = runtime.history(id).unwrap_or_default();
-            history
-                .iter()
-                .filter(|e| e.kind == EntryKind::Healed)
-                .count()
-        })
+        .map(|id| healed(&runtime.history(id).unwrap_or_default()))
+        .sum()
+}
+
+/// How many of `history`'s entries are the healer's rollbacks.
+fn healed(history: &[fsm_runtime::Entry]) -> usize {
+    history
+        .iter()
+        .filter(|e| e.kind == EntryKind::Healed)
+        .count()
+}
+
+/// How many actions the healer rolled back on Mizar's objects, removed ones
+/// included (their lives read from the archive).
+fn mizar_rolled_back(cluster: &Cluster) -> usize {
+    let lives = |kind: Kind, id: &ObjectId| cluster.lives(kind, id.as_str()).unwrap_or_default();
+    Kind::ALL
+        .into_iter()
+        .flat_map(|kind| cluster.ever(kind).into_iter().map(move |id| (kind, id)))
+        .map(|(kind, id)| healed(&lives(kind, &id).concat()))
         .sum()
 }
 
@@ -247,10 +262,7 @@ pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<R
     let mut report = report?;
     report.restarts = restarts;
     report.violations = cluster.violations();
-    report.rolled_back = Kind::ALL
-        .into_iter()
-        .map(|kind| rolled_back(cluster.runtime(kind)))
-        .sum();
+    report.rolled_back = mizar_rolled_back(&cluster);
     Ok(report)
 }
 
@@ -337,7 +349,8 @@ async fn user_round(
         }
     }
     for (kind, id) in &objects {
-        let gone = |c: &Cluster| c.state(*kind, id).as_deref() == Some("Deleted");
+        // Deleted, then removed by its operator.
+        let gone = |c: &Cluster| c.removed_in(*kind, id).as_deref() == Some("Deleted");
         let what = format!("delete {kind:?} {id}");
         if !workflow(cluster, report, deadline, &what, gone).await {
             report
@@ -361,6 +374,10 @@ fn describe(cluster: &Cluster, kind: Kind, id: &str) -> String {
             object.as_ref().map(|o| o.delete_requested),
             object.map(|o| o.children),
         ),
+        Err(RuntimeError::NotFound { .. }) => match cluster.removed_in(kind, id) {
+            Some(state) => format!("removed in {state}"),
+            None => "no record, none archived".to_owned(),
+        },
         Err(e) => format!("unreadable: {e}"),
     }
 }

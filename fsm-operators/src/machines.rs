@@ -13,7 +13,7 @@ pub enum VpcState {
     Provisioned,
     /// The Divider Operator is deleting the VPC's Dividers.
     Deleting,
-    /// Removed from the API server.
+    /// Its Dividers deleted; the VPC Operator deletes it from the API server.
     Deleted,
 }
 
@@ -31,7 +31,7 @@ pub enum DividerState {
     DeleteRequested,
     /// Bouncer and Divider information removed from each other.
     Deprovisioned,
-    /// Removed from the API server and the Divider Operator's cache.
+    /// Deprovisioned; the Divider Operator deletes it from the API server and its cache.
     Deleted,
 }
 
@@ -53,7 +53,7 @@ pub enum BouncerState {
     EndpointsRemoved,
     /// Bouncer and Divider information removed from each other.
     DividersRemoved,
-    /// Removed from the API server and the Bouncer Operator's cache.
+    /// Deprovisioned; the Bouncer Operator deletes it from the API server and its cache.
     Deleted,
 }
 
@@ -67,7 +67,7 @@ pub enum NetworkState {
     Provisioned,
     /// Dividers and Bouncers of the Network are being cleaned up and deleted.
     Deleting,
-    /// Removed from the API server.
+    /// Its Bouncers deleted; the Network Operator deletes it from the API server.
     Deleted,
 }
 
@@ -85,7 +85,7 @@ pub enum EndpointState {
     DeleteRequested,
     /// The Network Operator released its IP, MAC, etc.
     Deallocated,
-    /// Removed from all Bouncers and from the Endpoint Operator's cache.
+    /// Removed from all Bouncers; the Endpoint Operator deletes it from the API server and its cache.
     Deleted,
 }
 
@@ -101,7 +101,7 @@ pub enum ScaledEndpointState {
     Deallocated,
     /// Scaled Endpoint and Bouncer information removed from each other.
     Detached,
-    /// Removed from the API server and the Endpoint Operator's cache.
+    /// Detached; the Endpoint Operator deletes it from the API server and its cache.
     Deleted,
 }
 

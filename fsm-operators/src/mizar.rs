@@ -13,6 +13,16 @@
 //!
 //! What the seed keeps in the API server besides states (parents, placements,
 //! addresses, which bouncer knows which divider) is the [`Topology`].
+//!
+//! Each delete workflow ends as the seed's do, in "the X Operator deletes the
+//! X Object": the object's record leaves the store once it is Deleted, removed
+//! by the operator its spec names (`remove = "..."` on `Deleted`), and a parent
+//! finishes its delete only once its dividers or bouncers are gone, and starts
+//! it only once its networks or endpoints are. Before it removes a record, the
+//! operator copies its history into the API server's archive (as an audit log
+//! would keep it), so that what the seed promises can still be checked over
+//! every object that ever lived ([`Cluster::violations`], [`Cluster::lives`]).
+//! Like an audit log, the archive grows with every object removed.
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
@@ -23,9 +33,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::{ActionId, StateMachine};
 use fsm_etcd::{AnyStore, EtcdAccess};
+use fsm_runtime::wire::{Codec, StoredEntry, UnknownName};
 use fsm_runtime::{
-    Actor, Clock, EntryKind, Healer, InFlight, Lagged, MemoryStore, ObjectId, PeriodicHealer,
-    RuntimeError, Store, StoreError, Watcher,
+    Actor, Clock, Entry, EntryKind, Healer, InFlight, Lagged, MemoryStore, ObjectId,
+    PeriodicHealer, RuntimeError, Store, StoreError, Watcher,
 };
 use serde::{Deserialize, Serialize};
 
@@ -152,7 +163,13 @@ impl Operator {
     fn watches(self) -> &'static [Kind] {
         match self {
             Operator::Vpc => &[Kind::Vpc, Kind::Divider, Kind::Network],
-            Operator::Network => &[Kind::Vpc, Kind::Network, Kind::Bouncer, Kind::Endpoint],
+            Operator::Network => &[
+                Kind::Vpc,
+                Kind::Network,
+                Kind::Bouncer,
+                Kind::Endpoint,
+                Kind::ScaledEndpoint,
+            ],
             Operator::Droplet => &[Kind::Droplet, Kind::Divider, Kind::Bouncer],
             Operator::Divider => &[Kind::Vpc, Kind::Divider, Kind::Bouncer],
             Operator::Bouncer => &[
@@ -193,6 +210,17 @@ pub enum MizarError {
     ParentDeleting {
         /// The parent.
         id: ObjectId,
+    },
+    /// The archive holds a life written by a spec that named a state or an
+    /// action this one does not have.
+    #[error("the archive of {kind:?} {id}: {source}")]
+    Archive {
+        /// The object's kind.
+        kind: Kind,
+        /// The object.
+        id: ObjectId,
+        /// The name the spec does not have.
+        source: UnknownName,
     },
 }
 
@@ -246,6 +274,11 @@ impl Object {
 
 /// The API server's data beyond states, by object id.
 pub type Topology = HashMap<ObjectId, Object>;
+
+/// What the archive keeps of an object whose record was removed: the history
+/// of each of its lives (an id may be used again), oldest first, states and
+/// actions by name.
+type Lives = Vec<Vec<StoredEntry>>;
 
 /// One line of the cluster's trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -316,6 +349,10 @@ enum Wake {
 struct Inner {
     runtimes: Vec<Runtime>,
     topology: Arc<ApiServer<Object>>,
+    /// The lives of removed objects, by `<kind>/<id>` ([`archive_key`]).
+    archive: ApiServer<Lives>,
+    /// Each kind's codec, for the archive (in `Kind` order).
+    codecs: Vec<Codec>,
     ticks: Ticks,
     trace: Mutex<Vec<Line>>,
     /// Errors no workflow expects; a test asserts there are none.
@@ -360,14 +397,11 @@ fn all_in<M: StateMachine + PartialEq>(rt: &Runtime, ids: &BTreeSet<ObjectId>, s
             .all(|id| rt.state_as::<M>(id.clone()).ok() == Some(state))
 }
 
-/// Whether no id in `ids` is alive (every one is in `deleted`, or gone).
-fn none_alive<M: StateMachine + PartialEq>(
-    rt: &Runtime,
-    ids: &BTreeSet<ObjectId>,
-    deleted: M,
-) -> bool {
+/// Whether no id in `ids` is left: each one's record was removed (its delete
+/// workflow ran to its end), or never made.
+fn none_left(rt: &Runtime, ids: &BTreeSet<ObjectId>) -> bool {
     ids.iter()
-        .all(|id| rt.state_as::<M>(id.clone()).map_or(true, |s| s == deleted))
+        .all(|id| matches!(rt.get(id.clone()), Err(RuntimeError::NotFound { .. })))
 }
 
 impl Cluster {
@@ -385,7 +419,8 @@ impl Cluster {
             )))
         };
         let api = ApiServer::Memory(Mutex::default());
-        Self::build(store, api, Ticks::default(), false).expect("memory stores open")
+        let archive = ApiServer::Memory(Mutex::default());
+        Self::build(store, api, archive, Ticks::default(), false).expect("memory stores open")
     }
 
     /// An empty cluster whose operators, once started, create the default VPC
@@ -394,7 +429,8 @@ impl Cluster {
     pub fn with_defaults() -> Self {
         let store = |_: Kind| Ok(AnyStore::Memory(Box::new(MemoryStore::new())));
         let api = ApiServer::Memory(Mutex::default());
-        Self::build(store, api, Ticks::default(), true).expect("memory stores open")
+        let archive = ApiServer::Memory(Mutex::default());
+        Self::build(store, api, archive, Ticks::default(), true).expect("memory stores open")
     }
 
     /// The cluster on `etcd`, under `prefix`: each kind's objects
@@ -418,9 +454,11 @@ impl Cluster {
                 .map(AnyStore::Etcd)
         };
         let api = EtcdApi::connect(etcd, format!("{prefix}topology/"))?;
+        let archive = EtcdApi::connect(etcd, format!("{prefix}archive/"))?;
         Self::build(
             store,
             ApiServer::Etcd(Box::new(api)),
+            ApiServer::Etcd(Box::new(archive)),
             Ticks::wall(),
             defaults,
         )
@@ -429,6 +467,7 @@ impl Cluster {
     fn build(
         store: impl Fn(Kind) -> Result<AnyStore, StoreError>,
         api: ApiServer<Object>,
+        archive: ApiServer<Lives>,
         ticks: Ticks,
         defaults: bool,
     ) -> Result<Self, MizarError> {
@@ -445,8 +484,8 @@ impl Cluster {
         let bouncers = plain(B::machine())?;
         let endpoints = plain(E::machine())?;
         let scaled = plain(S::machine())?;
-        // The parents' guards read their children's states: "a VPC is not deleted
-        // while it has Networks", "a Network is not deleted while it has Endpoints".
+        // The parents' guards look for their children: "a VPC is not deleted while
+        // it has Networks", "a Network is not deleted while it has Endpoints".
         let related = {
             let topology = topology.clone();
             move |id: &ObjectId, children: bool| {
@@ -472,8 +511,7 @@ impl Cluster {
                     (endpoints.clone(), scaled.clone(), related.clone());
                 move |ctx| {
                     let children = related(ctx.id, true);
-                    none_alive(&endpoints, &children, E::Deleted)
-                        && none_alive(&scaled, &children, S::Deleted)
+                    none_left(&endpoints, &children) && none_left(&scaled, &children)
                 }
             })
             .build()?;
@@ -485,7 +523,7 @@ impl Cluster {
             })
             .guard("no_networks", {
                 let (networks, related) = (networks.clone(), related.clone());
-                move |ctx| none_alive(&networks, &related(ctx.id, true), N::Deleted)
+                move |ctx| none_left(&networks, &related(ctx.id, true))
             })
             .build()?;
         let mut runtimes = vec![
@@ -493,10 +531,13 @@ impl Cluster {
         ];
         // In Kind order.
         runtimes.sort_by_key(|rt| kind_of(rt.machine().name()));
+        let codecs = runtimes.iter().map(|rt| Codec::new(rt.machine())).collect();
         Ok(Cluster {
             inner: Arc::new(Inner {
                 runtimes,
                 topology,
+                archive,
+                codecs,
                 ticks,
                 trace: Mutex::default(),
                 errors: Mutex::default(),
@@ -558,6 +599,109 @@ impl Cluster {
     /// The state name of `id`, of `kind`.
     pub fn state(&self, kind: Kind, id: &str) -> Option<String> {
         self.runtime(kind).state_name(id).ok().map(str::to_owned)
+    }
+
+    /// The ids of `kind` whose records were removed, their lives kept in the
+    /// API server's archive, in order. (An id used again is also among
+    /// [`ids`](Self::ids).)
+    pub fn removed(&self, kind: Kind) -> Vec<ObjectId> {
+        let prefix = format!("{}/", kind.name());
+        let keys = self.inner.archive.snapshot().into_keys();
+        let mut ids: Vec<ObjectId> = keys
+            .filter_map(|key| key.as_str().strip_prefix(&prefix).map(ObjectId::from))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Every object of `kind` that ever lived: those with a record
+    /// ([`ids`](Self::ids)) and those removed ([`removed`](Self::removed)), in
+    /// order.
+    pub fn ever(&self, kind: Kind) -> Vec<ObjectId> {
+        let mut ids = self.ids(kind);
+        ids.extend(self.removed(kind));
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Every life of `id` of `kind`, oldest first, each one's history: those
+    /// the archive keeps, each ending in its removal (unless the process that
+    /// removed it died before it noted the removal), then the record's, if
+    /// there is one.
+    pub fn lives(&self, kind: Kind, id: &str) -> Result<Vec<Vec<Entry>>, MizarError> {
+        let id = ObjectId::from(id);
+        let codec = &self.inner.codecs[kind as usize];
+        let key = archive_key(kind, &id);
+        let archived = self.inner.archive.with_one(&key, |lives| lives.clone());
+        let mut lives = Vec::new();
+        for life in archived.unwrap_or_default() {
+            let life: Result<Vec<Entry>, _> =
+                life.into_iter().map(|e| codec.decode_entry(e)).collect();
+            let source = |source| MizarError::Archive {
+                kind,
+                id: id.clone(),
+                source,
+            };
+            lives.push(life.map_err(source)?);
+        }
+        // A store answers an empty history for an id it has no record of.
+        match self.runtime(kind).history(id.clone()) {
+            Ok(history) if history.is_empty() => {}
+            Ok(history) => {
+                // Archived, but its removal cut off: the record's history is
+                // that life, whole.
+                let first = |life: &[Entry]| life.first().map(|e| e.version);
+                if lives.last().is_some_and(|l| first(l) == first(&history)) {
+                    lives.pop();
+                }
+                lives.push(history);
+            }
+            Err(RuntimeError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(lives)
+    }
+
+    /// The state `id` of `kind` was in when its record was removed: `None`
+    /// while it has a record, or if it never had one. (The operators remove a
+    /// record only at the version they archived, so a life archived without
+    /// its removal was removed where it ends.)
+    pub fn removed_in(&self, kind: Kind, id: &str) -> Option<String> {
+        if self.runtime(kind).get(id).is_ok() {
+            return None;
+        }
+        let lives = self.lives(kind, id).ok()?;
+        let last = lives.last()?.last()?;
+        let state = match last.kind {
+            EntryKind::Removed => last.from,
+            _ => last.to,
+        };
+        Some(self.runtime(kind).machine().state(state).name.to_string())
+    }
+
+    /// Keeps `life`, a history from its creation, in the archive of `id`: in
+    /// place of a shorter copy of the same life (the one kept before the
+    /// removal, once the removal is known), or after the lives there.
+    fn archive(&self, kind: Kind, id: &ObjectId, life: &[Entry]) {
+        let Some(first) = life.first().map(|e| e.version) else {
+            return;
+        };
+        let codec = &self.inner.codecs[kind as usize];
+        let life: Vec<StoredEntry> = life.iter().map(|e| codec.encode_entry(e)).collect();
+        self.inner
+            .archive
+            .with_one(&archive_key(kind, id), |lives| {
+                let lives = lives.get_or_insert_with(Vec::new);
+                let same = lives
+                    .iter_mut()
+                    .find(|kept| kept.first().map(|e| e.version) == Some(first));
+                match same {
+                    Some(kept) if kept.len() < life.len() => *kept = life.clone(),
+                    Some(_) => {}
+                    None => lives.push(life.clone()),
+                }
+            });
     }
 
     fn log(&self, who: &str, what: String) {
@@ -860,29 +1004,32 @@ impl Cluster {
             .collect()
     }
 
-    /// What the seed promises, checked over every object's history: each is a
-    /// path of its machine; every action was run by an operator, and every move
-    /// out of an owned state by its owner; each object was created by whom the
-    /// seed says (the user, or the operator of its parent); a parent's delete
-    /// started only after its last child was deleted. Answers every breach found.
+    /// What the seed promises, checked over the history of every object that
+    /// ever lived, removed ones included ([`lives`](Self::lives)): each is a
+    /// path of its machine (a removal only where the spec allows it); every
+    /// action and removal was made by an operator, and every move out of an
+    /// owned state by its owner; each object was created by whom the seed says
+    /// (the user, or the operator of its parent); a parent's delete started only
+    /// after its last child was deleted. Answers every breach found.
     pub fn violations(&self) -> Vec<String> {
         let mut found = Vec::new();
         let topology_parents = self.parents();
         for kind in Kind::ALL {
-            let rt = self.runtime(kind);
-            let m = rt.machine();
-            for id in self.ids(kind) {
-                let history = match rt.history(id.clone()) {
-                    Ok(h) => h,
+            let m = self.runtime(kind).machine();
+            for id in self.ever(kind) {
+                let lives = match self.lives(kind, id.as_str()) {
+                    Ok(lives) => lives,
                     Err(e) => {
                         found.push(format!("{kind:?} {id}: history unreadable: {e}"));
                         continue;
                     }
                 };
-                if let Err(e) = fsm_runtime::check_history(m, &history) {
-                    found.push(format!("{kind:?} {id}: {e}"));
+                for history in &lives {
+                    if let Err(e) = fsm_runtime::check_history(m, history) {
+                        found.push(format!("{kind:?} {id}: {e}"));
+                    }
                 }
-                for entry in &history {
+                for entry in lives.iter().flatten() {
                     match entry.kind {
                         EntryKind::Created => {
                             let creator = creator(kind, id.as_str());
@@ -950,8 +1097,8 @@ impl Cluster {
             (Kind::Endpoint, Kind::Network),
             (Kind::ScaledEndpoint, Kind::Network),
         ] {
-            let parents = self.ids(parent_kind);
-            for child in self.ids(child_kind) {
+            let parents = self.ever(parent_kind);
+            for child in self.ever(child_kind) {
                 // Ids are paths: `vpc/net/pod`.
                 let parent = parents
                     .iter()
@@ -965,15 +1112,16 @@ impl Cluster {
         pairs
     }
 
-    /// When `id` of `kind` last entered `state`, if it did.
+    /// When `id` of `kind` last entered `state`, if it did (in any of its
+    /// [`lives`](Self::lives)).
     pub fn entered(&self, kind: Kind, id: &str, state: &str) -> Option<Tick> {
-        let rt = self.runtime(kind);
-        let target = rt.machine().find_state(state)?;
-        rt.history(id)
-            .ok()?
+        let target = self.runtime(kind).machine().find_state(state)?;
+        let lives = self.lives(kind, id).ok()?;
+        lives
             .iter()
+            .flatten()
             .rev()
-            .find(|e| e.to == target && e.kind != EntryKind::Created)
+            .find(|e| e.to == target && !matches!(e.kind, EntryKind::Created | EntryKind::Removed))
             .map(|e| Tick::from(e.at))
     }
 
@@ -993,6 +1141,11 @@ impl Cluster {
     pub fn is_shared(&self) -> bool {
         matches!(&*self.inner.topology, ApiServer::Etcd(_))
     }
+}
+
+/// The key of `id` of `kind` in the archive.
+fn archive_key(kind: Kind, id: &ObjectId) -> ObjectId {
+    ObjectId::from(format!("{}/{id}", kind.name()))
 }
 
 /// Who creates an object of `kind`: the user, the operator of its parent, or,
@@ -1214,6 +1367,9 @@ impl Worker {
     }
 
     async fn reconcile(&mut self, kind: Kind, id: &ObjectId) {
+        if self.removes(kind) && self.remove(kind, id).await {
+            return;
+        }
         match (self.op, kind) {
             (Operator::Vpc, Kind::Vpc) => self.vpc(id).await,
             (Operator::Vpc, Kind::Divider | Kind::Network) => {
@@ -1231,6 +1387,12 @@ impl Worker {
             (Operator::Network, Kind::Endpoint) => {
                 self.allocate(id).await;
                 // The network may be waiting for its last endpoint to go.
+                if let Some(network) = self.parent(id) {
+                    self.network(&network).await;
+                }
+            }
+            (Operator::Network, Kind::ScaledEndpoint) => {
+                // Or for its last service.
                 if let Some(network) = self.parent(id) {
                     self.network(&network).await;
                 }
@@ -1270,6 +1432,74 @@ impl Worker {
         self.cluster.object(id).and_then(|o| o.parent)
     }
 
+    /// Whether the spec of `kind` lets this operator remove its objects in some
+    /// state (for each kind but droplets, one operator may: in Deleted).
+    fn removes(&self, kind: Kind) -> bool {
+        let states = self.rt(kind).machine().states();
+        states
+            .iter()
+            .any(|s| s.may_remove(|r| self.actor.has_role(r)))
+    }
+
+    /// "The X Operator deletes the X Object": `id`, in a state its spec lets
+    /// this operator remove it in (Deleted, where its delete workflow ends),
+    /// leaves the store, then the operator's cache; a VPC, which has no parent,
+    /// leaves the topology too (a child's entry goes with its parent's delete).
+    /// Its history goes to the API server's archive first, and the removal is
+    /// made at the version archived: a process killed in between leaves the
+    /// record, which the next look at it removes (a removal needs nothing but
+    /// the record). Answers whether the object was in such a state.
+    async fn remove(&mut self, kind: Kind, id: &ObjectId) -> bool {
+        let rt = self.rt(kind).clone();
+        let removable = |state| {
+            rt.machine()
+                .state(state)
+                .may_remove(|r| self.actor.has_role(r))
+        };
+        match rt.get_async(id.clone()).await {
+            Ok(record) if removable(record.state) => {}
+            _ => return false,
+        }
+        let mut life = match rt.history_async(id.clone()).await {
+            Ok(history) => history,
+            Err(e) => {
+                let _ = self.refused(kind, id, e);
+                return true;
+            }
+        };
+        let Some(version) = life.last().map(|e| e.version) else {
+            return true;
+        };
+        self.cluster.archive(kind, id, &life);
+        // The topology's entry before the record: a process killed in between
+        // leaves the record, found again by its id (never the other way round,
+        // an entry nobody would look at again).
+        self.cluster.with(|t| {
+            if t.get(id).is_some_and(|o| o.parent.is_none()) {
+                forget(t, id);
+            }
+        });
+        match rt
+            .remove_async(id.clone(), Some(version), &self.actor)
+            .await
+        {
+            Ok(removal) => {
+                let at = removal.at;
+                life.push(removal);
+                self.cluster.archive(kind, id, &life);
+                let what = format!("removed {kind:?} {id}");
+                self.cluster.log_at(at, self.op.role(), what);
+                self.cache(kind, id, false);
+            }
+            // Removed meanwhile (by this operator's previous process).
+            Err(RuntimeError::NotFound { .. }) => {}
+            Err(e) => {
+                let _ = self.refused(kind, id, e);
+            }
+        }
+        true
+    }
+
     // --- VPC operator ---------------------------------------------------------
 
     async fn vpc(&mut self, id: &ObjectId) {
@@ -1292,7 +1522,7 @@ impl Worker {
                 // `no_networks` refuses until then.
                 self.start_delete(Kind::Vpc, id, VA::Delete).await;
             }
-            Ok(V::Deleting) if self.none_alive(Kind::Divider, &o.parts, D::Deleted).await => {
+            Ok(V::Deleting) if self.none_left(Kind::Divider, &o.parts).await => {
                 self.finish_delete(Kind::Vpc, id).await;
             }
             _ => {}
@@ -1349,16 +1579,16 @@ impl Worker {
         }
     }
 
-    /// Completes the delete held for `id` and forgets the object.
+    /// Completes the delete held for `id`; its removal follows
+    /// ([`remove`](Self::remove)).
     async fn finish_delete(&mut self, kind: Kind, id: &ObjectId) {
         let Some(flight) = self.deleting.remove(id) else {
             return;
         };
-        // Before the object shows Deleted: its own parts and children (all deleted)
-        // go; the object stays as a tombstone while it has a parent, so that the
-        // parent's operator finds its way back from it. A top object (a VPC) goes
-        // only once it shows Deleted: an operator killed in between must find it
-        // again, to delete it again once the healer has rolled its action back.
+        // Before the object shows Deleted: its own parts and children (all
+        // removed) leave the topology; the object stays there until its
+        // removal, and while it has a parent until the parent's delete, so that
+        // the parent's operator finds its way back from it.
         self.cluster.with(|t| {
             let o = t.get(id).cloned();
             for below in o.iter().flat_map(|o| o.parts.iter().chain(&o.children)) {
@@ -1367,14 +1597,8 @@ impl Worker {
         });
         match flight.complete_async().await {
             Ok(record) => {
-                self.cluster.with(|t| {
-                    if t.get(id).is_some_and(|o| o.parent.is_none()) {
-                        forget(t, id);
-                    }
-                });
                 let what = format!("delete {kind:?} {id} -> Deleted");
                 self.cluster.log_at(record.changed_at, self.op.role(), what);
-                self.cache(kind, id, false);
             }
             Err(e) => self.cluster.error(self.op.role(), e.to_string()),
         }
@@ -1432,7 +1656,7 @@ impl Worker {
                     self.start_delete(Kind::Network, id, NA::Delete).await;
                 }
             }
-            Ok(N::Deleting) if self.none_alive(Kind::Bouncer, &o.parts, B::Deleted).await => {
+            Ok(N::Deleting) if self.none_left(Kind::Bouncer, &o.parts).await => {
                 self.finish_delete(Kind::Network, id).await;
             }
             _ => {}
@@ -1569,9 +1793,8 @@ impl Worker {
                 }
             }
             Ok(D::Deprovisioned) => {
-                if let Outcome::Done = self.act(Kind::Divider, id, DA::Delete).await {
-                    self.cache(Kind::Divider, id, false);
-                }
+                // Divider delete step 6; the removal (and step 7) follows.
+                let _ = self.act(Kind::Divider, id, DA::Delete).await;
             }
             _ => {}
         }
@@ -1702,9 +1925,8 @@ impl Worker {
                 self.cache(Kind::Bouncer, id, true);
             }
             Ok(B::DividersRemoved) => {
-                if let Outcome::Done = self.act(Kind::Bouncer, id, BA::Delete).await {
-                    self.cache(Kind::Bouncer, id, false);
-                }
+                // Bouncer delete step 9; the removal follows.
+                let _ = self.act(Kind::Bouncer, id, BA::Delete).await;
             }
             _ => {}
         }
@@ -1798,25 +2020,22 @@ impl Worker {
         let Some((o, state)) = self.look::<E>(Kind::Endpoint, id).await else {
             return;
         };
-        match state {
-            Ok(state @ (E::Allocated | E::Provisioned)) => {
-                if state == E::Provisioned {
-                    self.cache(Kind::Endpoint, id, true);
-                }
-                let bouncers = self.provisioned_bouncers(o.parent.as_ref()).await;
-                let new: BTreeSet<ObjectId> = bouncers.difference(&o.peers).cloned().collect();
-                if new.is_empty() {
-                    return;
-                }
-                let _ = self
-                    .act_with(Kind::Endpoint, id, EA::UpdateBouncers, || {
-                        self.link(id, &new, true);
-                    })
-                    .await;
-            }
-            Ok(E::Deleted) => self.cache(Kind::Endpoint, id, false),
-            _ => {}
+        let Ok(state @ (E::Allocated | E::Provisioned)) = state else {
+            return;
+        };
+        if state == E::Provisioned {
+            self.cache(Kind::Endpoint, id, true);
         }
+        let bouncers = self.provisioned_bouncers(o.parent.as_ref()).await;
+        let new: BTreeSet<ObjectId> = bouncers.difference(&o.peers).cloned().collect();
+        if new.is_empty() {
+            return;
+        }
+        let _ = self
+            .act_with(Kind::Endpoint, id, EA::UpdateBouncers, || {
+                self.link(id, &new, true);
+            })
+            .await;
     }
 
     /// Scaled endpoint create steps 1-3 (an IP, MAC, etc. for the service),
@@ -1864,9 +2083,8 @@ impl Worker {
                     .await;
             }
             Ok(S::Detached) => {
-                if let Outcome::Done = self.act(kind, id, SA::Delete).await {
-                    self.cache(kind, id, false);
-                }
+                // Delete step 7; the removal (and step 8) follows.
+                let _ = self.act(kind, id, SA::Delete).await;
             }
             _ => {}
         }
@@ -1966,20 +2184,12 @@ impl Worker {
         !ids.is_empty() && self.those_in(kind, ids.iter().cloned(), state).await.len() == ids.len()
     }
 
-    /// Whether no id in `ids` is alive (each is in `deleted`, or gone), as the
-    /// free [`none_alive`] the guards use, awaited.
-    async fn none_alive<M: StateMachine + PartialEq>(
-        &self,
-        kind: Kind,
-        ids: &BTreeSet<ObjectId>,
-        deleted: M,
-    ) -> bool {
+    /// Whether no id in `ids` is left, as the free [`none_left`] the guards
+    /// use, awaited.
+    async fn none_left(&self, kind: Kind, ids: &BTreeSet<ObjectId>) -> bool {
         for id in ids {
-            if self
-                .state_of::<M>(kind, id)
-                .await
-                .is_some_and(|s| s != deleted)
-            {
+            let found = self.rt(kind).get_async(id.clone()).await;
+            if !matches!(found, Err(RuntimeError::NotFound { .. })) {
                 return false;
             }
         }
@@ -2031,5 +2241,58 @@ mod tests {
             mizar.create_droplet("vpc-cut"),
             Err(MizarError::Refused(RuntimeError::Exists { .. }))
         ));
+    }
+
+    /// A removal cut off between the archive and the store (its process
+    /// killed): the archive has the life and the store the record, and the
+    /// life reads once; the operator's next look removes the record, and the
+    /// archive then holds that life once, whole, its removal last.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_removal_cut_off_after_the_archive_is_made_by_the_next_look() {
+        let mizar = Cluster::new();
+        let id = ObjectId::from("vpc/divider-0");
+        mizar
+            .create(Kind::Divider, id.as_str(), None, &Operator::Vpc.actor())
+            .unwrap();
+        let dividers = mizar.runtime(Kind::Divider);
+        for (op, action) in [
+            (Operator::Droplet, DA::Place),
+            (Operator::Bouncer, DA::Provision),
+            (Operator::Divider, DA::RequestDelete),
+            (Operator::Bouncer, DA::Deprovision),
+            (Operator::Divider, DA::Delete),
+        ] {
+            dividers.run(id.clone(), &op.actor(), action).unwrap();
+        }
+        let history = dividers.history(id.clone()).unwrap();
+        mizar.archive(Kind::Divider, &id, &history);
+        assert_eq!(
+            mizar.lives(Kind::Divider, id.as_str()).unwrap(),
+            std::slice::from_ref(&history)
+        );
+        assert_eq!(mizar.removed_in(Kind::Divider, id.as_str()), None);
+
+        let operators = mizar.start_operators(&[Operator::Divider]).unwrap();
+        let removed = |c: &Cluster| c.removed_in(Kind::Divider, "vpc/divider-0").is_some();
+        assert!(
+            mizar.wait_until(Duration::from_secs(30), removed).await,
+            "{:#?}",
+            mizar.trace()
+        );
+        operators.stop().await;
+        let lives = mizar.lives(Kind::Divider, id.as_str()).unwrap();
+        assert_eq!(lives.len(), 1, "{lives:?}");
+        assert_eq!(lives[0][..history.len()], history[..]);
+        let removal = &lives[0][history.len()..];
+        assert_eq!(removal.len(), 1, "{removal:?}");
+        assert_eq!(
+            (removal[0].kind, &*removal[0].actor),
+            (EntryKind::Removed, "divider-operator")
+        );
+        assert_eq!(
+            mizar.removed_in(Kind::Divider, id.as_str()).as_deref(),
+            Some("Deleted")
+        );
+        assert_eq!(mizar.violations(), Vec::<String>::new());
     }
 }

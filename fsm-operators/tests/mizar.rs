@@ -1,6 +1,7 @@
 //! Mizar's create and delete workflows (`mizar-object-workflows.md`) through the
 //! control plane (`fsm_operators::mizar`): operators as tokio tasks watching the
-//! runtime, one owner per state, parents deleted only after their children.
+//! runtime, one owner per state, parents deleted only after their children, and
+//! every deleted object's record removed by the operator the seed names.
 //!
 //! The operators call the runtime's async API; every test runs them all on a
 //! current-thread tokio runtime, where a call that blocked the thread would stall
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use fsm_operators::mizar::{Cluster, Kind, MizarError, Tick};
+use fsm_operators::mizar::{Cluster, Kind, MizarError, Operators, Tick};
 use fsm_runtime::{Actor, EntryKind, RuntimeError};
 
 /// Generous: the workflows take milliseconds; this only bounds a broken run.
@@ -52,6 +53,39 @@ fn all_in(kinds: &'static [Kind], state: &'static str) -> impl Fn(&Cluster) -> b
                 .iter()
                 .all(|id| c.state(k, id.as_str()).as_deref() == Some(state))
         })
+    }
+}
+
+/// No object of `kinds` is left: each one's delete workflow ran to its end and
+/// its record was removed.
+fn all_removed(kinds: &'static [Kind]) -> impl Fn(&Cluster) -> bool {
+    move |c| kinds.iter().all(|&k| c.ids(k).is_empty())
+}
+
+/// `ids` of `kind` were removed, each in Deleted, by the operator `remover`,
+/// and each one's life (the archive's) is whole: created, deleted, removed.
+fn assert_removed<'a>(
+    mizar: &Cluster,
+    kind: Kind,
+    ids: impl IntoIterator<Item = &'a str>,
+    remover: &str,
+) {
+    for id in ids {
+        assert_eq!(mizar.state(kind, id), None, "{kind:?} {id} has a record");
+        assert_eq!(
+            mizar.removed_in(kind, id).as_deref(),
+            Some("Deleted"),
+            "{kind:?} {id}"
+        );
+        let lives = mizar.lives(kind, id).unwrap();
+        assert_eq!(lives.len(), 1, "{kind:?} {id}: {lives:?}");
+        let (first, last) = (&lives[0][0], lives[0].last().unwrap());
+        assert_eq!(first.kind, EntryKind::Created, "{kind:?} {id}");
+        assert_eq!(
+            (last.kind, &*last.actor),
+            (EntryKind::Removed, remover),
+            "{kind:?} {id}"
+        );
     }
 }
 
@@ -108,6 +142,19 @@ fn rogue(mizar: Cluster, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize
             for &kind in ALL_BUT_DROPLETS {
                 let rt = mizar.runtime(kind);
                 for id in mizar.ids(kind) {
+                    // Nor may it remove anything: only Deleted objects go, by
+                    // their own operator.
+                    attempts += 1;
+                    match rt.remove(id.clone(), &rogue) {
+                        Ok(_) => panic!("the rogue removed {kind:?} {id}"),
+                        Err(
+                            RuntimeError::NotRemovable { .. }
+                            | RuntimeError::MayNotRemove { .. }
+                            | RuntimeError::Busy { .. }
+                            | RuntimeError::NotFound { .. },
+                        ) => {}
+                        Err(e) => panic!("the rogue's removal got an unexpected error: {e}"),
+                    }
                     for action in rt.machine().actions() {
                         if action.roles.iter().any(|r| &**r == "droplet-operator") {
                             continue;
@@ -123,7 +170,9 @@ fn rogue(mizar: Cluster, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize
                                 RuntimeError::MissingRole { .. }
                                 | RuntimeError::NotOwner { .. }
                                 | RuntimeError::NoRule { .. }
-                                | RuntimeError::Busy { .. },
+                                | RuntimeError::Busy { .. }
+                                // Removed since the listing.
+                                | RuntimeError::NotFound { .. },
                             ) => {}
                             Err(e) => panic!("the rogue got an unexpected error: {e}"),
                         }
@@ -140,6 +189,16 @@ fn rogue(mizar: Cluster, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize
 /// deleted after their children.
 fn assert_owners_only(mizar: &Cluster) {
     assert_eq!(mizar.violations(), Vec::<String>::new());
+}
+
+/// The tick at which `id` of `kind` was removed (its archived removal).
+fn removed_at(mizar: &Cluster, kind: Kind, id: &str) -> Tick {
+    let lives = mizar.lives(kind, id).unwrap();
+    let last = lives.last().and_then(|l| l.last());
+    match last {
+        Some(e) if e.kind == EntryKind::Removed => Tick::from(e.at),
+        _ => panic!("{kind:?} {id} was not removed: {lives:?}"),
+    }
 }
 
 /// The tick at which `id` of `kind` entered `state` (its last such entry).
@@ -216,9 +275,7 @@ async fn many_objects_are_created_and_deleted_concurrently_by_their_owners_only(
     {
         mizar.delete(id).unwrap();
     }
-    let deleted = mizar
-        .wait_until(LIMIT, all_in(ALL_BUT_DROPLETS, "Deleted"))
-        .await;
+    let deleted = mizar.wait_until(LIMIT, all_removed(ALL_BUT_DROPLETS)).await;
     stop.store(true, Ordering::Relaxed);
     let attempts = rogue.join().expect("every rogue attempt was refused");
     operators.stop().await;
@@ -227,6 +284,43 @@ async fn many_objects_are_created_and_deleted_concurrently_by_their_owners_only(
     assert_eq!(mizar.errors(), Vec::<String>::new());
 
     assert_owners_only(&mizar);
+    // Every object's delete workflow ended in its removal, by the operator the
+    // seed names ("The VPC Operator Deletes the VPC Object", ...).
+    let topology_ids = |pairs: &[(String, String)]| -> Vec<String> {
+        pairs.iter().map(|(_, id)| id.clone()).collect()
+    };
+    let by_kind = [
+        (Kind::Vpc, plan.vpcs.clone(), "vpc-operator"),
+        (
+            Kind::Network,
+            topology_ids(&plan.networks),
+            "network-operator",
+        ),
+        (
+            Kind::Endpoint,
+            topology_ids(&plan.endpoints),
+            "endpoint-operator",
+        ),
+    ];
+    for (kind, ids, remover) in &by_kind {
+        assert_eq!(mizar.removed(*kind).len(), ids.len(), "{kind:?}");
+        assert_removed(&mizar, *kind, ids.iter().map(String::as_str), remover);
+    }
+    let dividers = mizar.removed(Kind::Divider);
+    let bouncers = mizar.removed(Kind::Bouncer);
+    assert_eq!((dividers.len(), bouncers.len()), (8, 24));
+    assert_removed(
+        &mizar,
+        Kind::Divider,
+        dividers.iter().map(|i| i.as_str()),
+        "divider-operator",
+    );
+    assert_removed(
+        &mizar,
+        Kind::Bouncer,
+        bouncers.iter().map(|i| i.as_str()),
+        "bouncer-operator",
+    );
     // "A VPC is not deleted while it has Networks"; "a Network is not deleted while
     // it has Endpoints": each parent's delete started after its last child was gone.
     for (vpc, net) in &plan.networks {
@@ -241,13 +335,29 @@ async fn many_objects_are_created_and_deleted_concurrently_by_their_owners_only(
                 > entered(&mizar, Kind::Endpoint, ep, "Deleted")
         );
     }
+    // "A VPC is deleted after its Dividers", "a Network after its Bouncers":
+    // each parent left the store after its parts.
+    for id in &dividers {
+        let vpc = id.as_str().rsplit_once('/').unwrap().0;
+        assert!(
+            entered(&mizar, Kind::Vpc, vpc, "Deleted")
+                > removed_at(&mizar, Kind::Divider, id.as_str())
+        );
+    }
+    for id in &bouncers {
+        let net = id.as_str().rsplit_once('/').unwrap().0;
+        assert!(
+            entered(&mizar, Kind::Network, net, "Deleted")
+                > removed_at(&mizar, Kind::Bouncer, id.as_str())
+        );
+    }
     // Only Init and Provisioned are persisted: each object's persisted states, in
     // order, are exactly those two.
     for kind in ALL_BUT_DROPLETS.iter().copied() {
         let m = mizar.runtime(kind).machine();
-        for id in mizar.ids(kind) {
+        for id in mizar.removed(kind) {
             let mut persisted: Vec<&str> = Vec::new();
-            for e in mizar.runtime(kind).history(id.clone()).unwrap() {
+            for e in mizar.lives(kind, id.as_str()).unwrap().concat() {
                 let state = m.state(e.to);
                 if state.persisted && persisted.last() != Some(&&*state.name) {
                     persisted.push(&state.name);
@@ -262,19 +372,25 @@ async fn many_objects_are_created_and_deleted_concurrently_by_their_owners_only(
     assert_eq!(left, BTreeSet::from([Kind::Droplet]), "{topology:#?}");
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_parent_waits_for_its_children_to_be_deleted() {
+/// A cluster with its operators running, a droplet, and the VPC `vpc`, its
+/// network `vpc/net` and that network's endpoint `vpc/net/pod`, provisioned.
+async fn vpc_net_pod() -> (Cluster, Operators) {
     let mizar = Cluster::new();
     let operators = mizar.start();
     mizar.create_droplet("droplet-0").unwrap();
     mizar.create_vpc("vpc").unwrap();
     mizar.create_network("vpc", "vpc/net").unwrap();
     mizar.create_endpoint("vpc/net", "vpc/net/pod").unwrap();
-    assert!(
-        mizar
-            .wait_until(LIMIT, all_in(USER_KINDS, "Provisioned"))
-            .await
-    );
+    let up = mizar
+        .wait_until(LIMIT, all_in(USER_KINDS, "Provisioned"))
+        .await;
+    assert!(up, "provisioning stalled: {:#?}", mizar.trace());
+    (mizar, operators)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_parent_waits_for_its_children_to_be_deleted() {
+    let (mizar, operators) = vpc_net_pod().await;
 
     let refused_by = |guard: &'static str| {
         move |c: &Cluster| {
@@ -314,7 +430,7 @@ async fn a_parent_waits_for_its_children_to_be_deleted() {
     );
 
     mizar.delete("vpc/net/pod").unwrap();
-    assert!(mizar.wait_until(LIMIT, all_in(USER_KINDS, "Deleted")).await);
+    assert!(mizar.wait_until(LIMIT, all_removed(USER_KINDS)).await);
     operators.stop().await;
     assert_eq!(mizar.errors(), Vec::<String>::new());
     let trace: Vec<String> = mizar.trace().into_iter().map(|l| l.what).collect();
@@ -323,7 +439,10 @@ async fn a_parent_waits_for_its_children_to_be_deleted() {
         at("delete Endpoint vpc/net/pod -> Deleted") < at("delete Network vpc/net -> Deleting")
     );
     assert!(at("delete Network vpc/net -> Deleted") < at("delete Vpc vpc -> Deleting"));
+    assert!(at("removed Endpoint vpc/net/pod") < at("delete Network vpc/net -> Deleting"));
     assert!(at("delete Divider vpc/divider-0 -> Deleted") < at("delete Vpc vpc -> Deleted"));
+    assert!(at("removed Divider vpc/divider-0") < at("delete Vpc vpc -> Deleted"));
+    assert!(at("delete Vpc vpc -> Deleted") < at("removed Vpc vpc"));
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -393,7 +512,7 @@ async fn operators_that_lose_events_resync_and_finish() {
     }
     assert!(
         mizar
-            .wait_until(LIMIT, all_in(&[Kind::Network, Kind::Endpoint], "Deleted"))
+            .wait_until(LIMIT, all_removed(&[Kind::Network, Kind::Endpoint]))
             .await,
         "deletion stalled: {:#?}",
         mizar.trace()
@@ -408,11 +527,80 @@ async fn operators_that_lose_events_resync_and_finish() {
     );
 }
 
-/// The actions of `id`'s history that changed it, with who ran each, in order.
+/// A Deleted object whose removal was cut off (its operator stopped between
+/// the delete and the removal) is removed when the operator is back; until
+/// then its parent's delete waits for it: a network is deleted only once its
+/// endpoints are gone from the store, not merely Deleted.
+#[tokio::test(flavor = "current_thread")]
+async fn a_deleted_object_left_behind_is_removed_when_its_operator_is_back() {
+    let (mizar, operators) = vpc_net_pod().await;
+    operators.stop().await;
+
+    // The endpoint's delete workflow, each step by its operator's role, while
+    // no operator runs: it ends in Deleted, with nobody there to remove it.
+    let as_role = |role: &str| Actor::new(role).with_role(role);
+    let endpoints = mizar.runtime(Kind::Endpoint);
+    for (role, action) in [
+        ("cni-service", "request_delete"),
+        ("network-operator", "deallocate"),
+        ("bouncer-operator", "delete"),
+    ] {
+        endpoints
+            .run("vpc/net/pod", &as_role(role), action)
+            .unwrap();
+    }
+    assert_eq!(
+        mizar.state(Kind::Endpoint, "vpc/net/pod").as_deref(),
+        Some("Deleted")
+    );
+    // Still in the store: its network's delete waits.
+    let refused = mizar
+        .runtime(Kind::Network)
+        .start("vpc/net", &as_role("network-operator"), "delete")
+        .unwrap_err();
+    assert!(
+        matches!(refused, RuntimeError::Guard { ref guard, .. } if guard == "no_endpoints"),
+        "{refused}"
+    );
+    // Nobody but the Endpoint Operator may remove it.
+    let refused = endpoints
+        .remove("vpc/net/pod", &as_role("bouncer-operator"))
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "bouncer-operator may not remove vpc/net/pod in Deleted: it needs the role endpoint-operator"
+    );
+
+    let operators = mizar.start();
+    let removed = |c: &Cluster| c.removed_in(Kind::Endpoint, "vpc/net/pod").is_some();
+    assert!(
+        mizar.wait_until(LIMIT, removed).await,
+        "{:#?}",
+        mizar.trace()
+    );
+    assert_removed(&mizar, Kind::Endpoint, ["vpc/net/pod"], "endpoint-operator");
+    // Now the network goes.
+    mizar.delete("vpc/net").unwrap();
+    let removed = |c: &Cluster| c.removed_in(Kind::Network, "vpc/net").is_some();
+    assert!(
+        mizar.wait_until(LIMIT, removed).await,
+        "{:#?}",
+        mizar.trace()
+    );
+    operators.stop().await;
+    assert_removed(&mizar, Kind::Network, ["vpc/net"], "network-operator");
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+    assert_owners_only(&mizar);
+}
+
+/// The actions of `id`'s history (its lives, in order) that changed it, with
+/// who ran each, in order.
 fn actions(mizar: &Cluster, kind: Kind, id: &str) -> Vec<(String, String)> {
     let rt = mizar.runtime(kind);
-    rt.history(id)
+    mizar
+        .lives(kind, id)
         .unwrap()
+        .concat()
         .iter()
         .filter(|e| e.kind == EntryKind::Completed)
         .map(|e| {
@@ -560,8 +748,8 @@ async fn a_scaled_endpoint_is_created_updated_and_deleted_as_the_seed_says() {
         mizar.delete(id).unwrap();
     }
     let gone = |c: &Cluster| {
-        c.state(Kind::Network, "vpc/net").as_deref() == Some("Deleted")
-            && c.state(Kind::ScaledEndpoint, "vpc/net/svc").as_deref() == Some("Deleted")
+        c.removed_in(Kind::Network, "vpc/net").as_deref() == Some("Deleted")
+            && c.removed_in(Kind::ScaledEndpoint, "vpc/net/svc").as_deref() == Some("Deleted")
     };
     assert!(
         mizar.wait_until(LIMIT, gone).await,
@@ -588,9 +776,15 @@ async fn a_scaled_endpoint_is_created_updated_and_deleted_as_the_seed_says() {
             step("delete", "endpoint-operator"),
         ]
     );
+    assert_removed(
+        &mizar,
+        Kind::ScaledEndpoint,
+        ["vpc/net/svc"],
+        "endpoint-operator",
+    );
     assert!(
         entered(&mizar, Kind::Network, "vpc/net", "Deleting")
-            > entered(&mizar, Kind::ScaledEndpoint, "vpc/net/svc", "Deleted"),
+            > removed_at(&mizar, Kind::ScaledEndpoint, "vpc/net/svc"),
         "the network started its delete before the service was gone"
     );
 }
