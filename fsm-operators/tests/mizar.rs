@@ -593,6 +593,56 @@ async fn a_deleted_object_left_behind_is_removed_when_its_operator_is_back() {
     assert_owners_only(&mizar);
 }
 
+/// A VPC, its network and its pod deleted, then made again under the same ids
+/// and deleted again: every object lives twice, the second life numbered on
+/// from the first one's removal (a version, an `If-Match` or a fence of the
+/// first never names the second), and both lives are kept and checked.
+#[tokio::test(flavor = "current_thread")]
+async fn objects_made_again_under_their_ids_live_twice() {
+    let (mizar, operators) = vpc_net_pod().await;
+    for life in 0..2 {
+        if life > 0 {
+            mizar.create_vpc("vpc").unwrap();
+            mizar.create_network("vpc", "vpc/net").unwrap();
+            mizar.create_endpoint("vpc/net", "vpc/net/pod").unwrap();
+            let up = all_in(ALL_BUT_DROPLETS, "Provisioned");
+            assert!(mizar.wait_until(LIMIT, up).await, "{:#?}", mizar.trace());
+        }
+        for id in ["vpc", "vpc/net", "vpc/net/pod"] {
+            mizar.delete(id).unwrap();
+        }
+        let gone = all_removed(ALL_BUT_DROPLETS);
+        assert!(mizar.wait_until(LIMIT, gone).await, "{:#?}", mizar.trace());
+    }
+    operators.stop().await;
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+    assert_owners_only(&mizar);
+    for (kind, id) in [
+        (Kind::Vpc, "vpc"),
+        (Kind::Divider, "vpc/divider-0"),
+        (Kind::Network, "vpc/net"),
+        (Kind::Bouncer, "vpc/net/bouncer-0"),
+        (Kind::Endpoint, "vpc/net/pod"),
+    ] {
+        let lives = mizar.lives(kind, id).unwrap();
+        assert_eq!(lives.len(), 2, "{kind:?} {id}: {lives:?}");
+        let removal = lives[0].last().unwrap();
+        assert_eq!(removal.kind, EntryKind::Removed, "{kind:?} {id}");
+        let created = &lives[1][0];
+        assert_eq!(
+            (created.kind, created.version),
+            (EntryKind::Created, removal.version + 1),
+            "{kind:?} {id}"
+        );
+        assert_eq!(
+            lives[1].last().map(|e| e.kind),
+            Some(EntryKind::Removed),
+            "{kind:?} {id}"
+        );
+        assert_eq!(mizar.removed_in(kind, id).as_deref(), Some("Deleted"));
+    }
+}
+
 /// The actions of `id`'s history (its lives, in order) that changed it, with
 /// who ran each, in order.
 fn actions(mizar: &Cluster, kind: Kind, id: &str) -> Vec<(String, String)> {
