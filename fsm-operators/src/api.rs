@@ -54,6 +54,15 @@ impl<T: Document> ApiServer<T> {
         self.with(|t| t.clone())
     }
 
+    /// The ids of every document, in no order: on etcd the keys alone are
+    /// read, not the documents.
+    pub(crate) fn ids(&self) -> Vec<ObjectId> {
+        match self {
+            ApiServer::Memory(t) => lock(t).keys().cloned().collect(),
+            ApiServer::Etcd(api) => api.ids(),
+        }
+    }
+
     /// Runs `change` on the document `id` alone (`None`: there is none; left
     /// `None`, there is none after) and stores what it made of it, atomically.
     /// On etcd it reads and writes that one key, so its cost does not grow with
@@ -237,6 +246,23 @@ impl<T: Document> EtcdApi<T> {
         }
     }
 
+    fn ids(&self) -> Vec<ObjectId> {
+        loop {
+            let (mut kv, prefix) = (self.client.kv_client(), self.prefix.clone());
+            let keys = GetOptions::new().with_prefix().with_keys_only();
+            match self.block(async move { kv.get(prefix, Some(keys)).await }) {
+                Ok(resp) => {
+                    let ids = resp.kvs().iter().filter_map(|kv| {
+                        let key = kv.key_str().ok()?;
+                        key.strip_prefix(&self.prefix).map(ObjectId::from)
+                    });
+                    return ids.collect();
+                }
+                Err(e) => away(&e),
+            }
+        }
+    }
+
     /// The document `id`, with the revision of its last change (0: none).
     fn load_one(&self, id: &ObjectId) -> Result<(Option<T>, i64), etcd_client::Error> {
         let (mut kv, key) = (self.client.kv_client(), format!("{}{id}", self.prefix));
@@ -413,6 +439,7 @@ mod tests {
         let total = a.with(|docs| docs.get(&key).copied());
         assert_eq!(total, Some(50));
         assert_eq!(b.with_one(&key, |n| *n), Some(50));
+        assert_eq!(b.ids(), std::slice::from_ref(&key));
         let conflicts = a.conflicts.load(Ordering::Relaxed) + b.conflicts.load(Ordering::Relaxed);
         assert!(conflicts > 0, "the writers never met");
     }

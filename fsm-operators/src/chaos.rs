@@ -65,6 +65,9 @@ pub struct Report {
     /// Actions of killed processes the healer rolled back (Healed entries): kills
     /// that landed on an action in flight.
     pub rolled_back: usize,
+    /// On Mizar, the objects whose records their operators removed, each one's
+    /// history kept in the archive (and checked with the others).
+    pub removed: usize,
     /// Breaches of the seed's promises ([`Cluster::violations`]).
     pub violations: Vec<String>,
     /// Workflows that missed their deadline.
@@ -263,6 +266,10 @@ pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<R
     report.restarts = restarts;
     report.violations = cluster.violations();
     report.rolled_back = mizar_rolled_back(&cluster);
+    report.removed = Kind::ALL
+        .map(|kind| cluster.removed(kind).len())
+        .iter()
+        .sum();
     Ok(report)
 }
 
@@ -761,6 +768,12 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
         "{} actions of killed processes rolled back by the healer",
         report.rolled_back
     );
+    if let Plane::Mizar = plane {
+        println!(
+            "{} objects removed, their histories archived",
+            report.removed
+        );
+    }
     println!("{}", report.line());
     Ok(report.passed())
 }

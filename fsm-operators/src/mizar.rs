@@ -606,7 +606,7 @@ impl Cluster {
     /// [`ids`](Self::ids).)
     pub fn removed(&self, kind: Kind) -> Vec<ObjectId> {
         let prefix = format!("{}/", kind.name());
-        let keys = self.inner.archive.snapshot().into_keys();
+        let keys = self.inner.archive.ids().into_iter();
         let mut ids: Vec<ObjectId> = keys
             .filter_map(|key| key.as_str().strip_prefix(&prefix).map(ObjectId::from))
             .collect();

@@ -156,4 +156,7 @@ fn operators_killed_and_restarted_on_etcd_finish_every_workflow() {
     );
     // The defaults, and a round: 5 creates, an update, 5 deletes.
     assert!(report.workflows >= 12, "{report:#?}");
+    // Each round's VPC, network, two pods and service, and the VPC's divider
+    // and the network's bouncer, removed and archived (the checks read them).
+    assert!(report.removed >= 7, "{report:#?}");
 }
