@@ -619,6 +619,127 @@ pub struct EtcdTlsFileError {
     pub problem: EtcdTlsError,
 }
 
+/// How the fsm tools' command lines say to reach an etcd that checks who
+/// connects, in the flags `fsm serve` and the operators' examples share (after
+/// etcdctl's): `--etcd-cacert` (etcd's authority: over TLS), `--etcd-cert`
+/// and `--etcd-key` (a client certificate, for etcd's `--client-cert-auth`),
+/// `--etcd-user` (its password from the environment variable
+/// [`PASSWORD_VARIABLE`](Self::PASSWORD_VARIABLE), never from the command
+/// line, where other users could read it). Feature `tls`.
+///
+/// ```
+/// use fsm_etcd::{EtcdAccess, EtcdFlags, EtcdFlagError};
+///
+/// let none = EtcdFlags::default();
+/// assert_eq!(none.access(["127.0.0.1:2379"])?, EtcdAccess::new(["127.0.0.1:2379"]));
+///
+/// let half = EtcdFlags { cert: Some("client.pem".into()), ..EtcdFlags::default() };
+/// assert_eq!(half.access(["127.0.0.1:2379"]), Err(EtcdFlagError::Identity));
+/// # Ok::<(), EtcdFlagError>(())
+/// ```
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EtcdFlags {
+    /// `--etcd-cacert`: the authority's PEM file.
+    pub cacert: Option<std::path::PathBuf>,
+    /// `--etcd-cert`: the client certificate's PEM file.
+    pub cert: Option<std::path::PathBuf>,
+    /// `--etcd-key`: the client certificate's private key's PEM file.
+    pub key: Option<std::path::PathBuf>,
+    /// `--etcd-user`: the user's name.
+    pub user: Option<String>,
+}
+
+#[cfg(feature = "tls")]
+impl EtcdFlags {
+    /// The environment variable `--etcd-user`'s password is read from.
+    pub const PASSWORD_VARIABLE: &'static str = "FSM_ETCD_PASSWORD";
+
+    /// The access to the etcd at `endpoints` these flags give: the TLS files
+    /// read and [checked](EtcdTls::check), the password read from the
+    /// environment. The error names the flag, and the file at fault.
+    pub fn access<E: AsRef<str>>(
+        &self,
+        endpoints: impl IntoIterator<Item = E>,
+    ) -> Result<EtcdAccess, EtcdFlagError> {
+        let mut access = EtcdAccess::new(endpoints);
+        let identity = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => Some((cert.as_path(), key.as_path())),
+            (None, None) => None,
+            _ => return Err(EtcdFlagError::Identity),
+        };
+        match (&self.cacert, identity) {
+            (Some(ca), identity) => {
+                let tls = EtcdTls::from_files(ca, identity).map_err(|file| {
+                    let flag = match file.problem {
+                        EtcdTlsError::Certificate(_) => "--etcd-cert",
+                        EtcdTlsError::Key(_) => "--etcd-key",
+                        _ => "--etcd-cacert",
+                    };
+                    EtcdFlagError::File { flag, file }
+                })?;
+                access = access.tls(tls);
+            }
+            (None, Some(_)) => return Err(EtcdFlagError::Identity),
+            (None, None) => {}
+        }
+        if let Some(name) = &self.user {
+            let password =
+                std::env::var(Self::PASSWORD_VARIABLE).map_err(|_| EtcdFlagError::Password {
+                    user: name.clone(),
+                    variable: Self::PASSWORD_VARIABLE,
+                })?;
+            access = access.user(EtcdUser::new(name, password));
+        }
+        Ok(access)
+    }
+
+    /// The flags again, for a process one starts to reach the same etcd the
+    /// same way (its password goes by the environment it inherits).
+    pub fn args(&self) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        for (flag, file) in [
+            ("--etcd-cacert", &self.cacert),
+            ("--etcd-cert", &self.cert),
+            ("--etcd-key", &self.key),
+        ] {
+            if let Some(file) = file {
+                args.extend([flag.into(), file.into()]);
+            }
+        }
+        if let Some(user) = &self.user {
+            args.extend(["--etcd-user".into(), user.into()]);
+        }
+        args
+    }
+}
+
+/// Why [`EtcdFlags::access`] refused the flags.
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EtcdFlagError {
+    /// A TLS file does not read, or is not what its flag says.
+    #[error("{flag} {file}")]
+    File {
+        /// The flag that named the file.
+        flag: &'static str,
+        /// The file, and what is wrong with it.
+        file: EtcdTlsFileError,
+    },
+    /// A client certificate without its key (or the other way round), or
+    /// without the authority.
+    #[error("--etcd-cert and --etcd-key go together, and with --etcd-cacert")]
+    Identity,
+    /// `--etcd-user` without its password in the environment.
+    #[error("--etcd-user {user}: set its password in the environment variable {variable}")]
+    Password {
+        /// The user named.
+        user: String,
+        /// The variable that was not set.
+        variable: &'static str,
+    },
+}
+
 #[cfg(feature = "tls")]
 impl std::fmt::Debug for EtcdTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

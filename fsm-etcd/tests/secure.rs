@@ -1,5 +1,6 @@
 //! The store on an etcd that checks who connects: TLS, client certificates,
-//! users. Each test runs an etcd of its own (`support/secure.rs`).
+//! users. Each test runs an etcd of its own (`support/secure.rs`), but the
+//! flags' test, which needs none.
 
 #[path = "support/secure.rs"]
 mod secure;
@@ -219,4 +220,100 @@ fn an_etcd_whose_port_was_taken_is_seen_exiting() {
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("address already in use"), "{said}");
     drop(taken);
+}
+
+/// The flags the tools share: read into the access their files give, the
+/// flag at fault named (and the file) when a file is not what its flag says,
+/// a user's password asked of the environment, and the same flags given
+/// back for a process one starts. No etcd is needed.
+#[test]
+fn the_flags_give_the_access_or_name_the_flag_at_fault() {
+    use fsm_etcd::{EtcdAccess, EtcdFlagError, EtcdFlags};
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, issuer) = secure::authority("flags-ca");
+    let client = secure::signed(&issuer, "client", &[], false);
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (ca_file, cert_file, key_file) = (
+        file("ca.pem", &ca),
+        file("client.pem", &client.certificate),
+        file("client-key.pem", &client.key),
+    );
+    let flags = EtcdFlags {
+        cacert: Some(ca_file.clone()),
+        cert: Some(cert_file.clone()),
+        key: Some(key_file.clone()),
+        user: None,
+    };
+    let tls = EtcdTls::new(ca).identity(client.certificate.clone(), client.key.clone());
+    let endpoint = ["127.0.0.1:2379"];
+    assert_eq!(
+        flags.access(endpoint).unwrap(),
+        EtcdAccess::new(endpoint).tls(tls)
+    );
+    let args: Vec<String> = flags
+        .args()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let path = |p: &Path| p.display().to_string();
+    assert_eq!(
+        args,
+        [
+            "--etcd-cacert".to_owned(),
+            path(&ca_file),
+            "--etcd-cert".to_owned(),
+            path(&cert_file),
+            "--etcd-key".to_owned(),
+            path(&key_file),
+        ]
+    );
+
+    // The certificate given as the key: the key's flag and file are named.
+    let swapped = EtcdFlags {
+        key: Some(cert_file.clone()),
+        ..flags.clone()
+    };
+    match swapped.access(endpoint) {
+        Err(EtcdFlagError::File { flag, file }) => {
+            assert_eq!(
+                (flag, file.path.as_path()),
+                ("--etcd-key", cert_file.as_path())
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // A key as the authority.
+    let not_a_ca = EtcdFlags {
+        cacert: Some(key_file.clone()),
+        ..flags.clone()
+    };
+    let refused = not_a_ca.access(endpoint).unwrap_err().to_string();
+    assert!(
+        refused.starts_with(&format!(
+            "--etcd-cacert {}: the authority (CA)",
+            key_file.display()
+        )),
+        "{refused}"
+    );
+    // A client certificate without the authority.
+    let no_ca = EtcdFlags {
+        cacert: None,
+        ..flags.clone()
+    };
+    assert_eq!(no_ca.access(endpoint), Err(EtcdFlagError::Identity));
+    // A user whose password the environment does not hold (the variable is
+    // set by nobody in the test run).
+    assert!(std::env::var(EtcdFlags::PASSWORD_VARIABLE).is_err());
+    let user = EtcdFlags {
+        user: Some("mizar".into()),
+        ..EtcdFlags::default()
+    };
+    assert_eq!(
+        user.access(endpoint).unwrap_err().to_string(),
+        "--etcd-user mizar: set its password in the environment variable FSM_ETCD_PASSWORD"
+    );
 }

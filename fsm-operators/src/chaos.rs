@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fsm::StateMachine;
-use fsm_etcd::{EtcdAccess, EtcdTls, EtcdTlsError, EtcdUser};
+use fsm_etcd::{EtcdAccess, EtcdFlags};
 use fsm_runtime::{EntryKind, ObjectId, RuntimeError};
 use tokio::process::{Child, Command};
 
@@ -642,54 +642,34 @@ pub struct Args {
 
 /// The environment variable `--etcd-user`'s password is read from (the
 /// processes a run starts inherit it).
-pub const PASSWORD_VARIABLE: &str = "FSM_ETCD_PASSWORD";
+pub const PASSWORD_VARIABLE: &str = EtcdFlags::PASSWORD_VARIABLE;
 
 impl Args {
     /// The etcd the arguments name, and how to reach it: over TLS with the
     /// files given (read and checked here, an error naming the flag and the
     /// file), as the user given.
     pub fn etcd_access(&self) -> Result<EtcdAccess, String> {
-        let mut etcd = EtcdAccess::new(&self.etcd);
-        if let Some(ca) = &self.etcd_cacert {
-            let identity = self.etcd_cert.as_deref().zip(self.etcd_key.as_deref());
-            let tls = EtcdTls::from_files(ca, identity).map_err(|e| {
-                let flag = match &e.problem {
-                    EtcdTlsError::Certificate(_) => "--etcd-cert",
-                    EtcdTlsError::Key(_) => "--etcd-key",
-                    _ => "--etcd-cacert",
-                };
-                format!("{flag} {e}")
-            })?;
-            etcd = etcd.tls(tls);
-        }
-        if let Some(name) = &self.etcd_user {
-            let password = std::env::var(PASSWORD_VARIABLE).map_err(|_| {
-                format!(
-                    "--etcd-user {name}: set its password in the environment variable {PASSWORD_VARIABLE}"
-                )
-            })?;
-            etcd = etcd.user(EtcdUser::new(name, password));
-        }
-        Ok(etcd)
+        self.etcd_flags()
+            .access(&self.etcd)
+            .map_err(|e| e.to_string())
     }
 
     /// The arguments that give a started process the same access to etcd
     /// (the password goes by the environment, which it inherits).
     pub fn etcd_args(&self) -> Vec<std::ffi::OsString> {
         let mut args: Vec<std::ffi::OsString> = vec!["--etcd".into(), self.etcd.join(",").into()];
-        for (flag, file) in [
-            ("--etcd-cacert", &self.etcd_cacert),
-            ("--etcd-cert", &self.etcd_cert),
-            ("--etcd-key", &self.etcd_key),
-        ] {
-            if let Some(file) = file {
-                args.extend([flag.into(), file.into()]);
-            }
-        }
-        if let Some(user) = &self.etcd_user {
-            args.extend(["--etcd-user".into(), user.into()]);
-        }
+        args.extend(self.etcd_flags().args());
         args
+    }
+
+    /// The flags of etcd's TLS and user, as `fsm serve` takes them too.
+    fn etcd_flags(&self) -> EtcdFlags {
+        EtcdFlags {
+            cacert: self.etcd_cacert.clone(),
+            cert: self.etcd_cert.clone(),
+            key: self.etcd_key.clone(),
+            user: self.etcd_user.clone(),
+        }
     }
 }
 

@@ -83,7 +83,7 @@
 //! (`--etcd-cacert`, and `--etcd-cert` with `--etcd-key` for its
 //! `--client-cert-auth`) and as an etcd user (`--etcd-user`, its password
 //! from the environment variable `FSM_ETCD_PASSWORD`, never from the command
-//! line nor in the log): [`StoreKind::Etcd`]'s `user` and `tls`. A file
+//! line nor in the log): [`StoreKind::Etcd`]'s [`EtcdAccess`]. A file
 //! that is not what its flag says (no PEM certificate, no PEM private key)
 //! stops it at start, naming the flag and the file, before it connects.
 
@@ -105,12 +105,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fsm_core::Machine;
-use fsm_etcd::EtcdStore;
 use fsm_runtime::{Healer, MemoryStore, PeriodicHealer, Runtime};
 
 pub use api::router;
 pub use flights::Flight;
-pub use fsm_etcd::{AnyStore, EtcdTls, EtcdTlsError, EtcdTlsFileError, EtcdUser};
+pub use fsm_etcd::{
+    AnyStore, EtcdAccess, EtcdFlagError, EtcdFlags, EtcdTls, EtcdTlsError, EtcdTlsFileError,
+    EtcdUser,
+};
 pub use https::{ServeTls, TlsError};
 pub use json::{entry_json, object_json};
 pub use tokens::{MIN_TOKEN_LEN, Tokens};
@@ -122,15 +124,11 @@ pub enum StoreKind {
     Memory,
     /// On etcd, each machine under `<prefix><machine>/`.
     Etcd {
-        /// `host:port` of the etcd members.
-        endpoints: Vec<String>,
+        /// How to reach etcd: its members' `host:port`, and the user and TLS
+        /// an etcd that checks who connects asks for.
+        access: EtcdAccess,
         /// The key prefix.
         prefix: String,
-        /// The etcd user to authenticate as, for an etcd with authentication on.
-        user: Option<EtcdUser>,
-        /// TLS to etcd: its authority, and a client certificate if etcd asks
-        /// for one.
-        tls: Option<EtcdTls>,
     },
 }
 
@@ -235,22 +233,10 @@ impl Service {
                         None => store,
                     }))
                 }
-                StoreKind::Etcd {
-                    endpoints,
-                    prefix,
-                    user,
-                    tls,
-                } => {
-                    let mut store =
-                        EtcdStore::builder(endpoints.iter(), &format!("{prefix}{name}/"));
+                StoreKind::Etcd { access, prefix } => {
+                    let mut store = access.store(&format!("{prefix}{name}/"));
                     if let Some(entries) = config.keep_history {
                         store = store.keep_history(entries);
-                    }
-                    if let Some(user) = user {
-                        store = store.user(user.clone());
-                    }
-                    if let Some(tls) = tls {
-                        store = store.tls(tls.clone());
                     }
                     AnyStore::Etcd(
                         store

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use fsm_serve::{Config, EtcdTls, EtcdTlsError, EtcdUser, ServeTls, Service, StoreKind, Tokens};
+use fsm_serve::{Config, EtcdFlags, ServeTls, Service, StoreKind, Tokens};
 
 /// Serve state machines over REST, with a live web page.
 #[derive(Parser)]
@@ -86,9 +86,6 @@ enum Store {
     Etcd,
 }
 
-/// The environment variable `--etcd-user`'s password is read from.
-const PASSWORD_VARIABLE: &str = "FSM_ETCD_PASSWORD";
-
 /// Where the objects live, as the arguments say: for etcd, with the user and
 /// the TLS files read.
 fn store_kind(args: &Args) -> Result<StoreKind, String> {
@@ -102,42 +99,17 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
             None => Ok(StoreKind::Memory),
         };
     }
-    let tls = match &args.etcd_cacert {
-        // clap requires the certificate and the key together, and with the
-        // authority.
-        Some(ca) => Some(
-            EtcdTls::from_files(ca, args.etcd_cert.as_deref().zip(args.etcd_key.as_deref()))
-                .map_err(|e| format!("{} {e}", etcd_tls_flag(&e.problem)))?,
-        ),
-        None => None,
+    let flags = EtcdFlags {
+        cacert: args.etcd_cacert.clone(),
+        cert: args.etcd_cert.clone(),
+        key: args.etcd_key.clone(),
+        user: args.etcd_user.clone(),
     };
-    let user = match &args.etcd_user {
-        Some(name) => match std::env::var(PASSWORD_VARIABLE) {
-            Ok(password) => Some(EtcdUser::new(name, password)),
-            Err(_) => {
-                return Err(format!(
-                    "--etcd-user {name}: set its password in the environment variable \
-                     {PASSWORD_VARIABLE}"
-                ));
-            }
-        },
-        None => None,
-    };
+    let access = flags.access(&args.etcd).map_err(|e| e.to_string())?;
     Ok(StoreKind::Etcd {
-        endpoints: args.etcd.clone(),
+        access,
         prefix: args.prefix.clone(),
-        user,
-        tls,
     })
-}
-
-/// The flag that names the file of `part` of etcd's TLS.
-fn etcd_tls_flag(part: &EtcdTlsError) -> &'static str {
-    match part {
-        EtcdTlsError::Certificate(_) => "--etcd-cert",
-        EtcdTlsError::Key(_) => "--etcd-key",
-        _ => "--etcd-cacert",
-    }
 }
 
 /// HTTPS as the arguments give it: the certificate and key in use, and the

@@ -11,7 +11,7 @@ mod sse;
 use std::path::Path;
 use std::time::Duration;
 
-use fsm_serve::{Config, Service, StoreKind, Tokens};
+use fsm_serve::{Config, EtcdAccess, Service, StoreKind, Tokens};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use server::Server;
@@ -27,9 +27,7 @@ async fn open(prefix: &str) -> Option<Server> {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
     ]);
     config.store = StoreKind::Etcd {
-        user: None,
-        tls: None,
-        endpoints: endpoints(),
+        access: EtcdAccess::new(endpoints()),
         prefix: prefix.to_owned(),
     };
     let tokens = Tokens::parse(&format!(
@@ -512,9 +510,7 @@ async fn a_lost_etcd_is_a_503() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/disk.toml"),
     ]);
     config.store = StoreKind::Etcd {
-        user: None,
-        tls: None,
-        endpoints: vec![format!("127.0.0.1:{client}")],
+        access: EtcdAccess::new([format!("127.0.0.1:{client}")]),
         prefix: "/lost/".into(),
     };
     let handle = tokio::runtime::Handle::current();
