@@ -76,11 +76,13 @@ impl<T: Document> ApiServer<T> {
         match self {
             ApiServer::Memory(t) => {
                 let mut t = lock(t);
-                let mut document = t.remove(id);
+                // A copy: a `change` that panics leaves the document as it was.
+                let mut document = t.get(id).cloned();
                 let answer = change(&mut document);
-                if let Some(document) = document {
-                    t.insert(id.clone(), document);
-                }
+                match document {
+                    Some(document) => t.insert(id.clone(), document),
+                    None => t.remove(id),
+                };
                 answer
             }
             ApiServer::Etcd(api) => api.with_one(id, change),

@@ -2243,6 +2243,39 @@ mod tests {
         ));
     }
 
+    /// A life in the archive that names a state the spec does not have (a
+    /// rename without `renamed_from`) is an error of `lives`, naming the
+    /// object and the name, and a breach `violations` reports; nothing panics.
+    #[test]
+    fn an_archived_life_the_spec_cannot_read_is_reported() {
+        let mizar = Cluster::new();
+        let id = ObjectId::from("vpc-old");
+        mizar.create_vpc("vpc-old").unwrap();
+        let life = mizar.runtime(Kind::Vpc).history(id.clone()).unwrap();
+        mizar.archive(Kind::Vpc, &id, &life);
+        // The archived creation, as a spec that called Init "New" wrote it.
+        let key = archive_key(Kind::Vpc, &id);
+        mizar.inner.archive.with_one(&key, |lives| {
+            let lives = lives.as_mut().unwrap();
+            lives[0][0].to = "New".into();
+        });
+        match mizar.lives(Kind::Vpc, "vpc-old") {
+            Err(MizarError::Archive { kind, id, source }) => {
+                assert_eq!(
+                    (kind, id.as_str(), source.name.as_str()),
+                    (Kind::Vpc, "vpc-old", "New")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let found = mizar.violations();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("Vpc vpc-old: history unreadable: the archive of Vpc vpc-old: "),
+            "{found:?}"
+        );
+    }
+
     /// A removal cut off between the archive and the store (its process
     /// killed): the archive has the life and the store the record, and the
     /// life reads once; the operator's next look removes the record, and the
