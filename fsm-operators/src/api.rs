@@ -4,14 +4,19 @@
 //! etcd, one key per document, changed by transactions that compare every key
 //! they change with the revision they read (optimistic concurrency, as the API
 //! server itself does with `resourceVersion`).
+//!
+//! Beside them, each control plane keeps an [`Archive`]: the histories of the
+//! objects whose records its operators removed, as an audit log keeps them.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp, WatchOptions};
-use fsm_etcd::EtcdAccess;
-use fsm_runtime::ObjectId;
+use fsm::StateId;
+use fsm_etcd::{AnyStore, EtcdAccess};
+use fsm_runtime::wire::{Codec, StoredEntry, UnknownName};
+use fsm_runtime::{Actor, Entry, EntryKind, ObjectId, Runtime, RuntimeError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -60,6 +65,15 @@ impl<T: Document> ApiServer<T> {
         match self {
             ApiServer::Memory(t) => lock(t).keys().cloned().collect(),
             ApiServer::Etcd(api) => api.ids(),
+        }
+    }
+
+    /// A copy of the document `id`, if there is one: on etcd that one key is
+    /// read.
+    pub(crate) fn get(&self, id: &ObjectId) -> Option<T> {
+        match self {
+            ApiServer::Memory(t) => lock(t).get(id).cloned(),
+            ApiServer::Etcd(api) => api.get(id),
         }
     }
 
@@ -283,6 +297,15 @@ impl<T: Document> EtcdApi<T> {
         })
     }
 
+    fn get(&self, id: &ObjectId) -> Option<T> {
+        loop {
+            match self.load_one(id) {
+                Ok((document, _)) => return document,
+                Err(e) => away(&e),
+            }
+        }
+    }
+
     fn with_one<R>(&self, id: &ObjectId, mut change: impl FnMut(&mut Option<T>) -> R) -> R {
         let key = format!("{}{id}", self.prefix);
         loop {
@@ -338,6 +361,180 @@ impl<T: Document> EtcdApi<T> {
             }
         });
     }
+}
+
+/// What an archive keeps of one key: the history of each life of the object
+/// (an id may be used again), oldest first, states and actions by name.
+pub(crate) type Lives = Vec<Vec<StoredEntry>>;
+
+/// The histories of removed objects, by key (the object's id, or a name made
+/// of it), kept in the API server as an audit log keeps them: so that what a
+/// seed promises can still be checked over every object that ever lived.
+/// States and actions are kept by name ([`Codec`]), as the stores keep them,
+/// so a life reads the same after the spec is edited (a rename with
+/// `renamed_from`), and one the spec can no longer read is an error, not a
+/// guess. Like an audit log, it grows with every object removed.
+pub(crate) struct Archive {
+    /// The lives by key.
+    pub(crate) lives: ApiServer<Lives>,
+}
+
+/// What [`Archive::remove`] did.
+#[derive(Debug)]
+pub(crate) enum Removal {
+    /// The object was in no state `actor` may remove it in (or had no
+    /// record): nothing was done.
+    Kept,
+    /// Removed; its life, this removal last, is in the archive.
+    Removed(Entry),
+    /// Gone before its removal (removed by this actor's previous process).
+    Gone,
+    /// Its life is archived, but the removal was refused (or its history
+    /// could not be read): the next look tries again.
+    Refused(RuntimeError),
+}
+
+/// Why [`Archive::lives`] could not read an object's lives.
+#[derive(Debug)]
+pub(crate) enum LivesError {
+    /// An archived life names a state or an action the spec does not have.
+    Archive(UnknownName),
+    /// The object's record could not be read.
+    Record(RuntimeError),
+}
+
+impl Archive {
+    /// An archive in this process.
+    pub(crate) fn memory() -> Self {
+        Archive {
+            lives: ApiServer::Memory(Mutex::default()),
+        }
+    }
+
+    /// The archive on `etcd`, one key per object under `prefix`. Blocks
+    /// while it connects, as [`EtcdApi::connect`].
+    pub(crate) fn on_etcd(etcd: &EtcdAccess, prefix: String) -> Result<Self, ApiError> {
+        let lives = ApiServer::Etcd(Box::new(EtcdApi::connect(etcd, prefix)?));
+        Ok(Archive { lives })
+    }
+
+    /// The keys of every object archived, in no order (on etcd the keys
+    /// alone are read).
+    pub(crate) fn keys(&self) -> Vec<ObjectId> {
+        self.lives.ids()
+    }
+
+    /// Keeps `life`, a history from its creation, under `key`: in place of a
+    /// shorter copy of the same life (the one kept before the removal, once
+    /// the removal is known), or after the lives there.
+    pub(crate) fn keep(&self, key: &ObjectId, codec: &Codec, life: &[Entry]) {
+        let Some(first) = life.first().map(|e| e.version) else {
+            return;
+        };
+        let life: Vec<StoredEntry> = life.iter().map(|e| codec.encode_entry(e)).collect();
+        self.lives.with_one(key, |lives| {
+            let lives = lives.get_or_insert_with(Vec::new);
+            let same = lives
+                .iter_mut()
+                .find(|kept| kept.first().map(|e| e.version) == Some(first));
+            match same {
+                Some(kept) if kept.len() < life.len() => *kept = life.clone(),
+                Some(_) => {}
+                None => lives.push(life.clone()),
+            }
+        });
+    }
+
+    /// Every life of `id` in `runtime`, archived under `key`, oldest first,
+    /// each one's history: those the archive keeps, each ending in its
+    /// removal (unless the process that removed it died before it noted the
+    /// removal), then the record's, if there is one.
+    pub(crate) fn lives(
+        &self,
+        key: &ObjectId,
+        codec: &Codec,
+        runtime: &Runtime<AnyStore>,
+        id: &ObjectId,
+    ) -> Result<Vec<Vec<Entry>>, LivesError> {
+        let mut lives = Vec::new();
+        for life in self.lives.get(key).unwrap_or_default() {
+            let life: Result<Vec<Entry>, _> =
+                life.into_iter().map(|e| codec.decode_entry(e)).collect();
+            lives.push(life.map_err(LivesError::Archive)?);
+        }
+        // A store answers an empty history for an id it has no record of.
+        match runtime.history(id.clone()) {
+            Ok(history) if history.is_empty() => {}
+            Ok(history) => {
+                // Archived, but its removal cut off: the record's history is
+                // that life, whole.
+                let first = |life: &[Entry]| life.first().map(|e| e.version);
+                if lives.last().is_some_and(|l| first(l) == first(&history)) {
+                    lives.pop();
+                }
+                lives.push(history);
+            }
+            Err(RuntimeError::NotFound { .. }) => {}
+            Err(e) => return Err(LivesError::Record(e)),
+        }
+        Ok(lives)
+    }
+
+    /// Removes `id` from `runtime` as `actor`, if its record is in a state
+    /// the spec lets `actor` remove it in. Its history goes to the archive
+    /// under `key` first, `before` runs, and the removal is made at the
+    /// version archived: a process killed in between leaves the record,
+    /// which the next look removes (a removal needs nothing but the record),
+    /// and a record changed in between is not removed. Once removed, the
+    /// removal is added to the life archived.
+    pub(crate) async fn remove(
+        &self,
+        key: &ObjectId,
+        codec: &Codec,
+        runtime: &Runtime<AnyStore>,
+        id: &ObjectId,
+        actor: &Actor,
+        before: impl FnOnce(),
+    ) -> Removal {
+        let removable = |state| {
+            let state = runtime.machine().state(state);
+            state.may_remove(|r| actor.has_role(r))
+        };
+        match runtime.get_async(id.clone()).await {
+            Ok(record) if removable(record.state) => {}
+            _ => return Removal::Kept,
+        }
+        let mut life = match runtime.history_async(id.clone()).await {
+            Ok(history) => history,
+            Err(e) => return Removal::Refused(e),
+        };
+        let Some(version) = life.last().map(|e| e.version) else {
+            return Removal::Gone;
+        };
+        self.keep(key, codec, &life);
+        before();
+        match runtime.remove_async(id.clone(), Some(version), actor).await {
+            Ok(removal) => {
+                life.push(removal.clone());
+                self.keep(key, codec, &life);
+                Removal::Removed(removal)
+            }
+            Err(RuntimeError::NotFound { .. }) => Removal::Gone,
+            Err(e) => Removal::Refused(e),
+        }
+    }
+}
+
+/// The state an object whose record was removed was in when it was: where
+/// the last of its `lives` ends. (Records are removed only at the version
+/// archived, so a life archived without its removal was removed where it
+/// ends.)
+pub(crate) fn removed_in(lives: &[Vec<Entry>]) -> Option<StateId> {
+    let last = lives.last()?.last()?;
+    Some(match last.kind {
+        EntryKind::Removed => last.from,
+        _ => last.to,
+    })
 }
 
 /// Documents as read, with the revision of each one's last change.

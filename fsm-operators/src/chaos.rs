@@ -21,14 +21,14 @@
 //! off between the archive and the store is made by the next look at the
 //! Deleted object.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fsm::StateMachine;
 use fsm_etcd::{EtcdAccess, EtcdFlags};
-use fsm_runtime::{EntryKind, ObjectId, RuntimeError};
+use fsm_runtime::{EntryKind, ObjectId, RuntimeError, Store};
 use tokio::process::{Child, Command};
 
 use crate::machines::PodOpsState as S;
@@ -65,8 +65,9 @@ pub struct Report {
     /// Actions of killed processes the healer rolled back (Healed entries): kills
     /// that landed on an action in flight.
     pub rolled_back: usize,
-    /// On Mizar, the objects whose records their operators removed, each one's
-    /// history kept in the archive (and checked with the others).
+    /// The objects whose records their operators removed (on PodOps, the
+    /// operations), each one's history kept in the archive (and checked with
+    /// the others).
     pub removed: usize,
     /// Breaches of the seed's promises ([`Cluster::violations`]).
     pub violations: Vec<String>,
@@ -202,11 +203,11 @@ async fn under_chaos<R>(
     (done, restarts)
 }
 
-/// How many actions the healer rolled back on `runtime` (its Healed entries).
-fn rolled_back<S: fsm_runtime::Store>(runtime: &fsm_runtime::Runtime<S>) -> usize {
-    let ids = runtime.store().ids().unwrap_or_default();
-    ids.into_iter()
-        .map(|id| healed(&runtime.history(id).unwrap_or_default()))
+/// How many actions the healer rolled back on the pod's operations, removed
+/// ones included (their lives read from the archive).
+fn podops_rolled_back(ops: &PodOps) -> usize {
+    let ever = ops.ever().into_iter();
+    ever.map(|id| healed(&ops.lives(id.as_str()).unwrap_or_default().concat()))
         .sum()
 }
 
@@ -468,14 +469,12 @@ async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), Pod
     let controller = OperationController::new(kind);
     let deadline = Duration::from_secs(60);
     loop {
+        // The pod's document first: an operation's type leaves it only once
+        // the operation is archived.
         let types = ops.doc().types;
-        let mine: Vec<&String> = types
-            .iter()
-            .filter(|(_, k)| *k == kind)
-            .map(|(id, _)| id)
-            .collect();
+        let mine = of_type(&types, &ops.removed(), kind);
         let mut in_flight = None;
-        for id in &mine {
+        for id in types.iter().filter(|(_, k)| *k == kind).map(|(id, _)| id) {
             let phase = ops.phase_async(id).await;
             if phase.is_none_or(|p| !S::machine().state(p.into()).terminal) {
                 in_flight = Some(((*id).to_owned(), phase));
@@ -506,6 +505,19 @@ async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), Pod
     }
 }
 
+/// The operations of type `kind` the pod ever had: those the pod's document
+/// has a type for (`types`), and those `removed`, which the operation
+/// controllers of a chaos run name `<type>-<n>`.
+fn of_type(types: &BTreeMap<String, String>, removed: &[ObjectId], kind: &str) -> BTreeSet<String> {
+    let prefix = format!("{kind}-");
+    let live = types
+        .iter()
+        .filter(|(_, k)| *k == kind)
+        .map(|(id, _)| id.clone());
+    let removed = removed.iter().filter(|id| id.as_str().starts_with(&prefix));
+    live.chain(removed.map(|id| id.to_string())).collect()
+}
+
 /// Runs the chaos run `chaos` on PodOpsLifecycle, starting the process of each
 /// role of [`podops_roles`] with `spawn(role, until)` (a command that runs
 /// [`podops_process`] for it; `until` for the operation controllers). The
@@ -524,16 +536,15 @@ pub async fn run_podops(
     let (_ask, asked) = tokio::sync::mpsc::unbounded_channel();
     let user = async {
         tokio::time::sleep(until.saturating_sub(since_epoch())).await;
-        // Every type's operations begun, every operation ended, the pod serving.
+        // Every type's operations begun, every operation ended and removed,
+        // the pod serving.
         let settled = |ops: &PodOps| {
-            let doc = ops.doc();
+            let (doc, removed) = (ops.doc(), ops.removed());
             let begun = OPERATION_TYPES.iter().all(|kind| {
-                doc.types.values().filter(|k| *k == kind).count() >= PODOPS_OPERATIONS_PER_TYPE
+                of_type(&doc.types, &removed, kind).len() >= PODOPS_OPERATIONS_PER_TYPE
             });
-            let ended = doc.types.keys().all(|id| {
-                ops.phase(id)
-                    .is_some_and(|p| S::machine().state(p.into()).terminal)
-            });
+            let ended =
+                doc.types.is_empty() && ops.runtime().store().ids().is_ok_and(|ids| ids.is_empty());
             begun
                 && ended
                 && doc.pod.labels.contains_key(SERVICE_AVAILABLE)
@@ -546,13 +557,16 @@ pub async fn run_podops(
     let mut report = Report {
         restarts,
         violations: ops.settled_violations(),
-        rolled_back: rolled_back(ops.runtime()),
+        rolled_back: podops_rolled_back(&ops),
         ..Report::default()
     };
-    for id in ops.doc().types.keys() {
-        match ops.phase(id) {
-            Some(p) if S::machine().state(p.into()).terminal => report.workflows += 1,
-            phase => report
+    for id in ops.ever() {
+        match (ops.phase(id.as_str()), ops.removed_in(id.as_str())) {
+            (None, Some(_)) => {
+                report.workflows += 1;
+                report.removed += 1;
+            }
+            (phase, _) => report
                 .late
                 .push(format!("operation {id} still in {phase:?}")),
         }
@@ -748,12 +762,10 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
         "{} actions of killed processes rolled back by the healer",
         report.rolled_back
     );
-    if let Plane::Mizar = plane {
-        println!(
-            "{} objects removed, their histories archived",
-            report.removed
-        );
-    }
+    println!(
+        "{} objects removed, their histories archived",
+        report.removed
+    );
     println!("{}", report.line());
     Ok(report.passed())
 }

@@ -33,14 +33,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::{ActionId, StateMachine};
 use fsm_etcd::{AnyStore, EtcdAccess};
-use fsm_runtime::wire::{Codec, StoredEntry, UnknownName};
+use fsm_runtime::wire::{Codec, UnknownName};
 use fsm_runtime::{
     Actor, Clock, Entry, EntryKind, Healer, InFlight, Lagged, MemoryStore, ObjectId,
     PeriodicHealer, RuntimeError, Store, StoreError, Watcher,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::api::{ApiError, ApiServer, EtcdApi};
+use crate::api::{self, ApiError, ApiServer, Archive, EtcdApi, LivesError, Removal};
 use crate::support::lock;
 
 /// The runtime of one kind of object, on memory or etcd.
@@ -275,11 +275,6 @@ impl Object {
 /// The API server's data beyond states, by object id.
 pub type Topology = HashMap<ObjectId, Object>;
 
-/// What the archive keeps of an object whose record was removed: the history
-/// of each of its lives (an id may be used again), oldest first, states and
-/// actions by name.
-type Lives = Vec<Vec<StoredEntry>>;
-
 /// One line of the cluster's trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
@@ -350,7 +345,7 @@ struct Inner {
     runtimes: Vec<Runtime>,
     topology: Arc<ApiServer<Object>>,
     /// The lives of removed objects, by `<kind>/<id>` ([`archive_key`]).
-    archive: ApiServer<Lives>,
+    archive: Archive,
     /// Each kind's codec, for the archive (in `Kind` order).
     codecs: Vec<Codec>,
     ticks: Ticks,
@@ -419,8 +414,8 @@ impl Cluster {
             )))
         };
         let api = ApiServer::Memory(Mutex::default());
-        let archive = ApiServer::Memory(Mutex::default());
-        Self::build(store, api, archive, Ticks::default(), false).expect("memory stores open")
+        Self::build(store, api, Archive::memory(), Ticks::default(), false)
+            .expect("memory stores open")
     }
 
     /// An empty cluster whose operators, once started, create the default VPC
@@ -429,8 +424,8 @@ impl Cluster {
     pub fn with_defaults() -> Self {
         let store = |_: Kind| Ok(AnyStore::Memory(Box::new(MemoryStore::new())));
         let api = ApiServer::Memory(Mutex::default());
-        let archive = ApiServer::Memory(Mutex::default());
-        Self::build(store, api, archive, Ticks::default(), true).expect("memory stores open")
+        Self::build(store, api, Archive::memory(), Ticks::default(), true)
+            .expect("memory stores open")
     }
 
     /// The cluster on `etcd`, under `prefix`: each kind's objects
@@ -454,11 +449,11 @@ impl Cluster {
                 .map(AnyStore::Etcd)
         };
         let api = EtcdApi::connect(etcd, format!("{prefix}topology/"))?;
-        let archive = EtcdApi::connect(etcd, format!("{prefix}archive/"))?;
+        let archive = Archive::on_etcd(etcd, format!("{prefix}archive/"))?;
         Self::build(
             store,
             ApiServer::Etcd(Box::new(api)),
-            ApiServer::Etcd(Box::new(archive)),
+            archive,
             Ticks::wall(),
             defaults,
         )
@@ -467,7 +462,7 @@ impl Cluster {
     fn build(
         store: impl Fn(Kind) -> Result<AnyStore, StoreError>,
         api: ApiServer<Object>,
-        archive: ApiServer<Lives>,
+        archive: Archive,
         ticks: Ticks,
         defaults: bool,
     ) -> Result<Self, MizarError> {
@@ -606,7 +601,7 @@ impl Cluster {
     /// [`ids`](Self::ids).)
     pub fn removed(&self, kind: Kind) -> Vec<ObjectId> {
         let prefix = format!("{}/", kind.name());
-        let keys = self.inner.archive.ids().into_iter();
+        let keys = self.inner.archive.keys().into_iter();
         let mut ids: Vec<ObjectId> = keys
             .filter_map(|key| key.as_str().strip_prefix(&prefix).map(ObjectId::from))
             .collect();
@@ -633,34 +628,14 @@ impl Cluster {
         let id = ObjectId::from(id);
         let codec = &self.inner.codecs[kind as usize];
         let key = archive_key(kind, &id);
-        let archived = self.inner.archive.with_one(&key, |lives| lives.clone());
-        let mut lives = Vec::new();
-        for life in archived.unwrap_or_default() {
-            let life: Result<Vec<Entry>, _> =
-                life.into_iter().map(|e| codec.decode_entry(e)).collect();
-            let source = |source| MizarError::Archive {
-                kind,
-                id: id.clone(),
-                source,
-            };
-            lives.push(life.map_err(source)?);
-        }
-        // A store answers an empty history for an id it has no record of.
-        match self.runtime(kind).history(id.clone()) {
-            Ok(history) if history.is_empty() => {}
-            Ok(history) => {
-                // Archived, but its removal cut off: the record's history is
-                // that life, whole.
-                let first = |life: &[Entry]| life.first().map(|e| e.version);
-                if lives.last().is_some_and(|l| first(l) == first(&history)) {
-                    lives.pop();
-                }
-                lives.push(history);
-            }
-            Err(RuntimeError::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(lives)
+        let lives = self
+            .inner
+            .archive
+            .lives(&key, codec, self.runtime(kind), &id);
+        lives.map_err(|e| match e {
+            LivesError::Archive(source) => MizarError::Archive { kind, id, source },
+            LivesError::Record(e) => e.into(),
+        })
     }
 
     /// The state `id` of `kind` was in when its record was removed: `None`
@@ -672,36 +647,8 @@ impl Cluster {
             return None;
         }
         let lives = self.lives(kind, id).ok()?;
-        let last = lives.last()?.last()?;
-        let state = match last.kind {
-            EntryKind::Removed => last.from,
-            _ => last.to,
-        };
+        let state = api::removed_in(&lives)?;
         Some(self.runtime(kind).machine().state(state).name.to_string())
-    }
-
-    /// Keeps `life`, a history from its creation, in the archive of `id`: in
-    /// place of a shorter copy of the same life (the one kept before the
-    /// removal, once the removal is known), or after the lives there.
-    fn archive(&self, kind: Kind, id: &ObjectId, life: &[Entry]) {
-        let Some(first) = life.first().map(|e| e.version) else {
-            return;
-        };
-        let codec = &self.inner.codecs[kind as usize];
-        let life: Vec<StoredEntry> = life.iter().map(|e| codec.encode_entry(e)).collect();
-        self.inner
-            .archive
-            .with_one(&archive_key(kind, id), |lives| {
-                let lives = lives.get_or_insert_with(Vec::new);
-                let same = lives
-                    .iter_mut()
-                    .find(|kept| kept.first().map(|e| e.version) == Some(first));
-                match same {
-                    Some(kept) if kept.len() < life.len() => *kept = life.clone(),
-                    Some(_) => {}
-                    None => lives.push(life.clone()),
-                }
-            });
     }
 
     fn log(&self, who: &str, what: String) {
@@ -1450,50 +1397,32 @@ impl Worker {
     /// record, which the next look at it removes (a removal needs nothing but
     /// the record). Answers whether the object was in such a state.
     async fn remove(&mut self, kind: Kind, id: &ObjectId) -> bool {
-        let rt = self.rt(kind).clone();
-        let removable = |state| {
-            rt.machine()
-                .state(state)
-                .may_remove(|r| self.actor.has_role(r))
-        };
-        match rt.get_async(id.clone()).await {
-            Ok(record) if removable(record.state) => {}
-            _ => return false,
-        }
-        let mut life = match rt.history_async(id.clone()).await {
-            Ok(history) => history,
-            Err(e) => {
-                let _ = self.refused(kind, id, e);
-                return true;
-            }
-        };
-        let Some(version) = life.last().map(|e| e.version) else {
-            return true;
-        };
-        self.cluster.archive(kind, id, &life);
+        let (rt, cluster) = (self.rt(kind).clone(), self.cluster.clone());
+        let codec = &cluster.inner.codecs[kind as usize];
+        let key = archive_key(kind, id);
         // The topology's entry before the record: a process killed in between
         // leaves the record, found again by its id (never the other way round,
         // an entry nobody would look at again).
-        self.cluster.with(|t| {
-            if t.get(id).is_some_and(|o| o.parent.is_none()) {
-                forget(t, id);
-            }
-        });
-        match rt
-            .remove_async(id.clone(), Some(version), &self.actor)
+        let forget_vpc = || {
+            cluster.with(|t| {
+                if t.get(id).is_some_and(|o| o.parent.is_none()) {
+                    forget(t, id);
+                }
+            })
+        };
+        let archive = &cluster.inner.archive;
+        match archive
+            .remove(&key, codec, &rt, id, &self.actor, forget_vpc)
             .await
         {
-            Ok(removal) => {
-                let at = removal.at;
-                life.push(removal);
-                self.cluster.archive(kind, id, &life);
+            Removal::Kept => return false,
+            Removal::Removed(removal) => {
                 let what = format!("removed {kind:?} {id}");
-                self.cluster.log_at(at, self.op.role(), what);
+                self.cluster.log_at(removal.at, self.op.role(), what);
                 self.cache(kind, id, false);
             }
-            // Removed meanwhile (by this operator's previous process).
-            Err(RuntimeError::NotFound { .. }) => {}
-            Err(e) => {
+            Removal::Gone => {}
+            Removal::Refused(e) => {
                 let _ = self.refused(kind, id, e);
             }
         }
@@ -2252,10 +2181,11 @@ mod tests {
         let id = ObjectId::from("vpc-old");
         mizar.create_vpc("vpc-old").unwrap();
         let life = mizar.runtime(Kind::Vpc).history(id.clone()).unwrap();
-        mizar.archive(Kind::Vpc, &id, &life);
-        // The archived creation, as a spec that called Init "New" wrote it.
         let key = archive_key(Kind::Vpc, &id);
-        mizar.inner.archive.with_one(&key, |lives| {
+        let codec = &mizar.inner.codecs[Kind::Vpc as usize];
+        mizar.inner.archive.keep(&key, codec, &life);
+        // The archived creation, as a spec that called Init "New" wrote it.
+        mizar.inner.archive.lives.with_one(&key, |lives| {
             let lives = lives.as_mut().unwrap();
             lives[0][0].to = "New".into();
         });
@@ -2298,7 +2228,9 @@ mod tests {
             dividers.run(id.clone(), &op.actor(), action).unwrap();
         }
         let history = dividers.history(id.clone()).unwrap();
-        mizar.archive(Kind::Divider, &id, &history);
+        let codec = &mizar.inner.codecs[Kind::Divider as usize];
+        let key = archive_key(Kind::Divider, &id);
+        mizar.inner.archive.keep(&key, codec, &history);
         assert_eq!(
             mizar.lives(Kind::Divider, id.as_str()).unwrap(),
             std::slice::from_ref(&history)

@@ -11,6 +11,14 @@
 //! tokio tasks, level-triggered: any change of an operation or of the pod makes
 //! them look at every operation of the pod. Operation controllers are callers of
 //! [`OperationController`].
+//!
+//! An operation ends as the seed's do, its labels removed: once they are gone
+//! (`available`, `undone`), PodOpsLifecycle removes the operation too, so that a
+//! pod's controllers look at the operations in flight, not at every one it ever
+//! had. Before it removes one, it copies the operation's history into the API
+//! server's archive, so that its phases can still be traced and checked
+//! ([`PodOps::lives`], [`PodOps::settled_violations`]); the pod serves again
+//! only once every ended operation is removed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::AtomicU64;
@@ -21,12 +29,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsm::StateMachine;
 use fsm_etcd::{AnyStore, EtcdAccess};
-use fsm_runtime::{Actor, Clock, Lagged, MemoryStore, ObjectId, RuntimeError, Store, StoreError};
+use fsm_runtime::wire::{Codec, UnknownName};
+use fsm_runtime::{
+    Actor, Clock, Entry, EntryKind, Lagged, MemoryStore, ObjectId, RuntimeError, Store, StoreError,
+};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use crate::api::{ApiError, ApiServer, EtcdApi};
+use crate::api::{self, ApiError, ApiServer, Archive, EtcdApi, LivesError, Removal};
 
 /// The runtime of the operations, on memory or etcd.
 pub type Runtime = fsm_runtime::Runtime<AnyStore>;
@@ -211,6 +222,15 @@ pub enum PodOpsError {
         /// Its missing pair.
         missing: String,
     },
+    /// The archive holds a life of the operation written by a spec that named
+    /// a state or an action this one does not have.
+    #[error("the archive of operation {id}: {source}")]
+    Archive {
+        /// The operation.
+        id: ObjectId,
+        /// The name the spec does not have.
+        source: UnknownName,
+    },
     /// The operation controller runs one operation of its type at a time.
     #[error("an operation of type {kind} is already running on {pod}: {running}")]
     TypeBusy {
@@ -228,6 +248,10 @@ struct Inner {
     runtime: Runtime,
     /// The pod's document, under its name.
     doc: Arc<ApiServer<PodDoc>>,
+    /// The lives of removed operations, by id.
+    archive: Archive,
+    /// The machine's codec, for the archive.
+    codec: Codec,
     rules: Arc<Mutex<HashMap<String, Vec<Rule>>>>,
     clock: UniqueClock,
     trace: Mutex<Vec<Line>>,
@@ -251,13 +275,14 @@ impl PodOps {
     pub fn new(name: &str) -> Self {
         let doc = ApiServer::Memory(Mutex::default());
         let store = AnyStore::Memory(Box::new(MemoryStore::new()));
-        let ops = Self::build(name, doc, store).expect("memory stores open");
+        let ops = Self::build(name, doc, Archive::memory(), store).expect("memory stores open");
         ops.init();
         ops
     }
 
     /// The pod `name` on `etcd`, under `prefix`: its operations
-    /// under `<prefix>operations/`, its document under `<prefix>pods/`. The
+    /// under `<prefix>operations/`, its document under `<prefix>pods/`, the
+    /// lives of its removed operations under `<prefix>archive/`. The
     /// first to open it creates it serving; every process opened on the same
     /// prefix shares it. Blocks while it connects: from async code, call it
     /// through `spawn_blocking`.
@@ -270,8 +295,9 @@ impl PodOps {
         let store = (etcd.store(&format!("{prefix}operations/")))
             .lease_ttl(lease)
             .connect()?;
-        let api = EtcdApi::connect(etcd, format!("{prefix}pods/"))?;
-        let ops = Self::build(name, ApiServer::Etcd(Box::new(api)), AnyStore::Etcd(store))?;
+        let api = ApiServer::Etcd(Box::new(EtcdApi::connect(etcd, format!("{prefix}pods/"))?));
+        let archive = Archive::on_etcd(etcd, format!("{prefix}archive/"))?;
+        let ops = Self::build(name, api, archive, AnyStore::Etcd(store))?;
         ops.init();
         Ok(ops)
     }
@@ -297,7 +323,12 @@ impl PodOps {
         });
     }
 
-    fn build(name: &str, doc: ApiServer<PodDoc>, store: AnyStore) -> Result<Self, PodOpsError> {
+    fn build(
+        name: &str,
+        doc: ApiServer<PodDoc>,
+        archive: Archive,
+        store: AnyStore,
+    ) -> Result<Self, PodOpsError> {
         let doc = Arc::new(doc);
         let key = ObjectId::from(name);
         // What the guards read: the pod's document as it is now.
@@ -356,8 +387,10 @@ impl PodOps {
         Ok(PodOps {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
+                codec: Codec::new(runtime.machine()),
                 runtime,
                 doc,
+                archive,
                 rules,
                 clock,
                 trace: Mutex::default(),
@@ -409,9 +442,53 @@ impl PodOps {
         self.inner.runtime.state_as_async::<S>(id).await.ok()
     }
 
-    /// The phase of operation `id`.
+    /// The phase of operation `id` (`None`: it has no record, never begun or
+    /// removed; see [`removed_in`](Self::removed_in)).
     pub fn phase(&self, id: &str) -> Option<S> {
         self.inner.runtime.state_as::<S>(id).ok()
+    }
+
+    /// The ids of the removed operations, their lives kept in the API
+    /// server's archive, in order. (An id used again is also among the
+    /// operations with a record.)
+    pub fn removed(&self) -> Vec<ObjectId> {
+        let mut ids = self.inner.archive.keys();
+        ids.sort();
+        ids
+    }
+
+    /// Every operation the pod ever had: those with a record and those
+    /// removed ([`removed`](Self::removed)), in order.
+    pub fn ever(&self) -> Vec<ObjectId> {
+        let mut ids = self.inner.runtime.store().ids().unwrap_or_default();
+        ids.extend(self.removed());
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Every life of operation `id`, oldest first, each one's history: those
+    /// the archive keeps, each ending in its removal (unless the process that
+    /// removed it died before it noted the removal), then the record's, if
+    /// there is one.
+    pub fn lives(&self, id: &str) -> Result<Vec<Vec<Entry>>, PodOpsError> {
+        let id = ObjectId::from(id);
+        let inner = &self.inner;
+        let lives = (inner.archive).lives(&id, &inner.codec, &inner.runtime, &id);
+        lives.map_err(|e| match e {
+            LivesError::Archive(source) => PodOpsError::Archive { id, source },
+            LivesError::Record(e) => e.into(),
+        })
+    }
+
+    /// The phase operation `id` was removed in (`available` or `undone`):
+    /// `None` while it has a record, or if it never had one.
+    pub fn removed_in(&self, id: &str) -> Option<S> {
+        if self.inner.runtime.get(id).is_ok() {
+            return None;
+        }
+        let lives = self.lives(id).ok()?;
+        S::from_id(api::removed_in(&lives)?)
     }
 
     /// The trace so far, in time order.
@@ -429,28 +506,45 @@ impl PodOps {
     }
 
     /// What the seed promises once every operation has ended, checked over the
-    /// pod and every operation's history: the broken promises its writers kept
-    /// with the pod ([`violations`](Self::violations)), every history a path of
-    /// the machine, no operation half-done (each one `available` or `undone`),
-    /// no operation's label left on the pod, every protection finalizer back,
-    /// and the pod `service-available`. Answers every breach found.
+    /// pod and every life of every operation it ever had: the broken promises
+    /// its writers kept with the pod ([`violations`](Self::violations)), every
+    /// history a path of the machine, no operation half-done or left behind
+    /// (each one removed by PodOpsLifecycle in `available` or `undone`), no
+    /// operation's label or type left on the pod, every protection finalizer
+    /// back, and the pod `service-available`. Answers every breach found.
     pub fn settled_violations(&self) -> Vec<String> {
         let doc = self.doc();
         let mut found = doc.violations.clone();
         let machine = self.inner.runtime.machine();
-        for id in self.inner.runtime.store().ids().unwrap_or_default() {
-            match self.inner.runtime.history(id.clone()) {
-                Ok(history) => {
-                    if let Err(e) = fsm_runtime::check_history(machine, &history) {
-                        found.push(format!("operation {id}: {e}"));
-                    }
+        let remover = Controller::Lifecycle.role();
+        for id in self.ever() {
+            let lives = match self.lives(id.as_str()) {
+                Ok(lives) => lives,
+                Err(e) => {
+                    found.push(format!("operation {id}: history unreadable: {e}"));
+                    continue;
                 }
-                Err(e) => found.push(format!("operation {id}: history unreadable: {e}")),
+            };
+            for life in &lives {
+                if let Err(e) = fsm_runtime::check_history(machine, life) {
+                    found.push(format!("operation {id}: {e}"));
+                }
             }
-            match self.phase(id.as_str()) {
-                Some(S::Available | S::Undone) => {}
-                phase => found.push(format!("operation {id} ended half-done, in {phase:?}")),
+            let removals = lives.iter().flatten();
+            for removal in removals.filter(|e| e.kind == EntryKind::Removed) {
+                if *removal.actor != *remover {
+                    let by = &removal.actor;
+                    found.push(format!("operation {id} removed by {by}, not {remover}"));
+                }
             }
+            match (self.phase(id.as_str()), self.removed_in(id.as_str())) {
+                (None, Some(S::Available | S::Undone)) => {}
+                (None, ended) => found.push(format!("operation {id} removed in {ended:?}")),
+                (Some(phase), _) => found.push(format!("operation {id} left in {phase:?}")),
+            }
+        }
+        if !doc.types.is_empty() {
+            found.push(format!("types of operations {:?} left", doc.types));
         }
         let pod = doc.pod;
         if !pod.operation_ids().is_empty() {
@@ -586,6 +680,32 @@ impl PodOps {
 
     fn kind_of(&self, id: &str) -> String {
         self.doc().types.get(id).cloned().unwrap_or_default()
+    }
+
+    /// Removes operation `id`, ended (its state one the spec lets `actor`
+    /// remove it in) and its labels gone: its history to the archive, its
+    /// type out of the pod's document, then its record, at the version
+    /// archived (see [`Archive::remove`]).
+    async fn remove(&self, actor: &Actor, id: &str) -> Result<(), RuntimeError> {
+        let (inner, id) = (&self.inner, ObjectId::from(id));
+        let pod = ObjectId::from(inner.name.as_str());
+        let forget_type = || {
+            inner.doc.with(|docs| {
+                if let Some(doc) = docs.get_mut(&pod) {
+                    doc.types.remove(id.as_str());
+                }
+            })
+        };
+        let archive = &inner.archive;
+        match (archive.remove(&id, &inner.codec, &inner.runtime, &id, actor, forget_type)).await {
+            Removal::Removed(removal) => {
+                let what = "removed, its history archived".to_owned();
+                self.log(micros(removal.at), Some(id.as_str()), actor.name(), what);
+                Ok(())
+            }
+            Removal::Kept | Removal::Gone => Ok(()),
+            Removal::Refused(e) => Err(e),
+        }
     }
 
     /// Runs `action` on operation `id` as `actor`, with `effect` on the pod inside
@@ -785,8 +905,10 @@ async fn reconcile(ops: &PodOps, controller: Controller, actor: &Actor) {
             Err(e) => ops.violation(format!("{}: {e}", actor.name())),
         }
     }
-    if let Controller::Lifecycle = controller {
-        serve(ops, actor).await;
+    match controller {
+        Controller::Lifecycle => serve(ops, actor).await,
+        Controller::Service => restore(ops, actor).await,
+        Controller::TransitionRule => {}
     }
 }
 
@@ -860,6 +982,8 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
             );
             Ok(())
         }
+        // Its labels gone: nothing is left of the operation on the pod.
+        S::Available | S::Undone if !ops.pod().has_id(id) => ops.remove(actor, id).await,
         _ => Ok(()),
     }
 }
@@ -867,13 +991,12 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
 /// "If there is no label with id, add podopslifecycle.kusionstack.io/service-available"
 /// (once the protection finalizers are all back).
 ///
-/// Not while an operation is still in flight, labels or not: one whose last step
+/// Not while an operation has a record, labels or not: one whose last step
 /// (removing its labels) was cut off by a crash before its phase moved must end
-/// first.
+/// first, and an ended one must be removed, so that a pod that serves has no
+/// operation left.
 async fn serve(ops: &PodOps, actor: &Actor) {
-    let operations = ops.operations().await;
-    let live = |p: S| !S::machine().state(p.into()).terminal;
-    if operations.iter().any(|(_, phase)| phase.is_some_and(live)) {
+    if !ops.operations().await.is_empty() {
         return;
     }
     let served = ops.apply(actor.name(), |pod, _| {
@@ -945,17 +1068,29 @@ async fn service(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<(), 
             })
             .await
         }
-        S::Undone
-            if !pod.finalizers.contains(SERVICE_FINALIZER) && pod.operation_ids().is_empty() =>
-        {
-            ops.apply(actor.name(), |pod, _| {
-                pod.finalizers.insert(SERVICE_FINALIZER.to_owned())
-            });
-            let what = "traffic on again: finalizer back after the undo".to_owned();
-            ops.log(ops.inner.clock.micros(), Some(id), actor.name(), what);
-            Ok(())
-        }
         _ => Ok(()),
+    }
+}
+
+/// The service controller, once no operation is in flight: traffic on again
+/// (its finalizer back) after the last operation was undone, which, unlike a
+/// completed one, did not put it back.
+async fn restore(ops: &PodOps, actor: &Actor) {
+    let operations = ops.operations().await;
+    let live = |p: S| !S::machine().state(p.into()).terminal;
+    if operations.iter().any(|(_, phase)| phase.is_none_or(live)) {
+        return;
+    }
+    let restored = ops.apply(actor.name(), |pod, _| {
+        let off = !pod.finalizers.contains(SERVICE_FINALIZER) && pod.operation_ids().is_empty();
+        if off {
+            pod.finalizers.insert(SERVICE_FINALIZER.to_owned());
+        }
+        off
+    });
+    if restored == Some(true) {
+        let what = "traffic on again: finalizer back after the undo".to_owned();
+        ops.log(ops.inner.clock.micros(), None, actor.name(), what);
     }
 }
 

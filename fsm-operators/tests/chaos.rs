@@ -133,6 +133,9 @@ fn controllers_killed_and_restarted_on_etcd_leave_no_operation_half_done() {
         report.workflows >= types * chaos::PODOPS_OPERATIONS_PER_TYPE,
         "{report:#?}"
     );
+    // Each of them removed by PodOpsLifecycle, its life archived (and checked
+    // with the others: `report.violations` reads every life).
+    assert_eq!(report.removed, report.workflows, "{report:#?}");
 }
 
 #[test]

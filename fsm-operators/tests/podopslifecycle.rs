@@ -1,6 +1,7 @@
 //! KusionStack's PodOpsLifecycle (`podopslifecycle.md`) through the example
 //! (`fsm_operators::podops`): several operations as concurrent sub-machines of
-//! one pod, permissions per type, protection finalizers, undo, and the trace.
+//! one pod, permissions per type, protection finalizers, undo, the trace, and
+//! each ended operation removed, its history archived.
 //!
 //! The controllers are async tasks on the runtime's async API; every test runs
 //! them all on a current-thread tokio runtime, where a call that blocked the
@@ -12,7 +13,7 @@ use fsm_operators::machines::PodOpsState as S;
 use fsm_operators::podops::{
     OperationController, PodOps, PodOpsError, SERVICE_AVAILABLE, SERVICE_FINALIZER, label,
 };
-use fsm_runtime::{EntryKind, check_history};
+use fsm_runtime::{Actor, Entry, EntryKind, RuntimeError, check_history};
 
 /// Generous: the phases take microseconds; this only bounds a broken run.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -25,11 +26,21 @@ fn available(ops: &PodOps) -> bool {
     ops.pod().labels.contains_key(SERVICE_AVAILABLE)
 }
 
+/// The history of the last life of operation `id`, from its record or, once it
+/// is removed, from the archive.
+fn life(ops: &PodOps, id: &str) -> Vec<Entry> {
+    let lives = ops.lives(id).unwrap();
+    lives
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("{id} never lived"))
+}
+
 /// The states an operation went through, in order, without repeats.
 fn phases(ops: &PodOps, id: &str) -> Vec<String> {
     let m = ops.runtime().machine();
     let mut seen: Vec<String> = Vec::new();
-    for e in ops.runtime().history(id).unwrap() {
+    for e in life(ops, id) {
         let name = m.state(e.to).name.to_string();
         if seen.last() != Some(&name) {
             seen.push(name);
@@ -38,13 +49,11 @@ fn phases(ops: &PodOps, id: &str) -> Vec<String> {
     seen
 }
 
-/// When `id` entered `phase`, from its history.
+/// When `id` entered `phase`, from its last life.
 fn entered(ops: &PodOps, id: &str, phase: &str) -> std::time::SystemTime {
     let m = ops.runtime().machine();
     let target = m.find_state(phase).unwrap();
-    ops.runtime()
-        .history(id)
-        .unwrap()
+    life(ops, id)
         .into_iter()
         .find(|e| e.to == target)
         .unwrap_or_else(|| panic!("{id} never entered {phase}"))
@@ -56,9 +65,7 @@ fn entered(ops: &PodOps, id: &str, phase: &str) -> std::time::SystemTime {
 fn started(ops: &PodOps, id: &str, action: &str) -> std::time::SystemTime {
     let m = ops.runtime().machine();
     let action = m.find_action(action).unwrap();
-    ops.runtime()
-        .history(id)
-        .unwrap()
+    life(ops, id)
         .into_iter()
         .find(|e| e.kind == EntryKind::Started && e.action == Some(action))
         .unwrap_or_else(|| panic!("{id} never started {action:?}"))
@@ -113,8 +120,19 @@ async fn two_operations_of_different_types_run_at_once() {
     assert!(served, "the pod never served again: {:#?}", ops.trace());
     assert_eq!(ops.violations(), Vec::<String>::new());
 
+    // The pod serves only once both are removed, their lives archived, each
+    // ending in its removal by PodOpsLifecycle.
+    assert_eq!(ops.removed(), ["op-replace", "op-restart"]);
     for id in ["op-replace", "op-restart"] {
-        check_history(ops.runtime().machine(), &ops.runtime().history(id).unwrap()).unwrap();
+        assert_eq!(ops.phase(id), None);
+        assert_eq!(ops.removed_in(id), Some(S::Available));
+        let life = life(&ops, id);
+        check_history(ops.runtime().machine(), &life).unwrap();
+        let removal = life.last().unwrap();
+        assert_eq!(
+            (removal.kind, &*removal.actor),
+            (EntryKind::Removed, "podopslifecycle")
+        );
         assert_eq!(phases(&ops, id), ALL_PHASES);
         // Every phase is traced with the operation's id, in time order.
         let traced: Vec<_> = ops
@@ -131,6 +149,10 @@ async fn two_operations_of_different_types_run_at_once() {
             );
         }
         assert!(traced.windows(2).all(|w| w[0].at < w[1].at));
+        assert_eq!(
+            traced.last().map(|l| (&*l.who, &*l.what)),
+            Some(("podopslifecycle", "removed, its history archived"))
+        );
     }
     // The joint phases wait for every operation: post-check only once both have
     // finished operating, complete only once both passed their post-check.
@@ -150,6 +172,8 @@ async fn two_operations_of_different_types_run_at_once() {
     );
     assert!(pod.finalizers.contains(SERVICE_FINALIZER));
     assert!(pod.service_ready);
+    assert!(ops.doc().types.is_empty(), "{:?}", ops.doc().types);
+    assert_eq!(ops.settled_violations(), Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -179,8 +203,8 @@ async fn an_operation_undone_midway_gives_its_permission_back() {
     replace.finish(&ops, "op-a").await.unwrap();
     assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
     controllers.stop().await;
-    assert_eq!(ops.phase("op-a"), Some(S::Available));
-    assert_eq!(ops.phase("op-b"), Some(S::Undone));
+    assert_eq!(ops.removed_in("op-a"), Some(S::Available));
+    assert_eq!(ops.removed_in("op-b"), Some(S::Undone));
     assert_eq!(
         phases(&ops, "op-b"),
         [
@@ -192,7 +216,7 @@ async fn an_operation_undone_midway_gives_its_permission_back() {
             "undone"
         ]
     );
-    assert_eq!(ops.violations(), Vec::<String>::new());
+    assert_eq!(ops.settled_violations(), Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -222,7 +246,7 @@ async fn a_type_loses_its_permission_only_when_all_its_operations_are_undone() {
     assert!(!pod.labels.contains_key(&permission));
     // Traffic came back on after the last undo.
     assert!(pod.finalizers.contains(SERVICE_FINALIZER));
-    assert_eq!(ops.violations(), Vec::<String>::new());
+    assert_eq!(ops.settled_violations(), Vec::<String>::new());
 
     // One at a time unless the controller says otherwise.
     let single = OperationController::new("replace");
@@ -266,8 +290,69 @@ async fn operate_waits_for_every_protection_finalizer_to_go() {
     .unwrap();
     assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
     controllers.stop().await;
-    assert_eq!(ops.phase("op"), Some(S::Available));
-    assert_eq!(ops.violations(), Vec::<String>::new());
+    assert_eq!(ops.removed_in("op"), Some(S::Available));
+    assert_eq!(ops.settled_violations(), Vec::<String>::new());
+}
+
+/// "When undo-operation-type/<id>=<type> added, then remove other labels with
+/// the same id": PodOpsLifecycle removes them, then the operation itself; the
+/// spec lets no one else remove it, and it does so only once the labels are
+/// gone.
+#[tokio::test(flavor = "current_thread")]
+async fn only_podopslifecycle_removes_an_ended_operation_once_its_labels_are_gone() {
+    let ops = PodOps::new("web-0");
+    let restart = OperationController::new("restart");
+    restart.begin(&ops, "op").await.unwrap();
+    restart.undo(&ops, "op").await.unwrap();
+    assert_eq!(ops.phase("op"), Some(S::Undone));
+    assert!(ops.pod().has_id("op"), "no controller has cleaned up yet");
+
+    // The spec names PodOpsLifecycle as the only remover in `undone`.
+    for role in ["service-controller", "operation-controller"] {
+        let someone = Actor::new(role).with_role(role);
+        match ops.runtime().remove("op", &someone) {
+            Err(RuntimeError::MayNotRemove { roles, .. }) => assert_eq!(roles, ["podopslifecycle"]),
+            other => panic!("{role} removed it: {other:?}"),
+        }
+    }
+    assert_eq!(ops.phase("op"), Some(S::Undone));
+
+    let controllers = ops.start();
+    assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
+    controllers.stop().await;
+    assert_eq!(ops.removed_in("op"), Some(S::Undone));
+    // The labels went first: traced before the removal.
+    let traced: Vec<_> = (ops.trace().into_iter())
+        .filter(|l| l.id.as_deref() == Some("op") && l.who == "podopslifecycle")
+        .map(|l| l.what)
+        .collect();
+    assert_eq!(traced, ["labels removed", "removed, its history archived"]);
+    assert!(ops.pod().finalizers.contains(SERVICE_FINALIZER));
+    assert_eq!(ops.settled_violations(), Vec::<String>::new());
+}
+
+/// An id used again after its operation was removed is a new operation: its
+/// versions go on after the removal's, and both lives are kept and checked.
+#[tokio::test(flavor = "current_thread")]
+async fn an_id_used_again_after_its_removal_lives_twice() {
+    let ops = PodOps::new("web-0");
+    let controllers = ops.start();
+    let replace = OperationController::new("replace");
+    for round in 1..=2 {
+        replace.begin(&ops, "op").await.unwrap();
+        assert!(ops.wait_until(LIMIT, in_phase("op", S::Operate)).await);
+        replace.finish(&ops, "op").await.unwrap();
+        let removed = |ops: &PodOps| ops.removed_in("op").is_some() && available(ops);
+        assert!(ops.wait_until(LIMIT, removed).await, "round {round}");
+        assert_eq!(ops.lives("op").unwrap().len(), round);
+    }
+    controllers.stop().await;
+    let lives = ops.lives("op").unwrap();
+    let removal = lives[0].last().unwrap();
+    assert_eq!(removal.kind, EntryKind::Removed);
+    assert_eq!(lives[1][0].kind, EntryKind::Created);
+    assert_eq!(lives[1][0].version, removal.version + 1);
+    assert_eq!(ops.settled_violations(), Vec::<String>::new());
 }
 
 #[tokio::test(flavor = "current_thread")]
