@@ -625,7 +625,28 @@ pub struct EtcdTlsFileError {
 /// and `--etcd-key` (a client certificate, for etcd's `--client-cert-auth`),
 /// `--etcd-user` (its password from the environment variable
 /// [`PASSWORD_VARIABLE`](Self::PASSWORD_VARIABLE), never from the command
-/// line, where other users could read it). Feature `tls`.
+/// line, where other users could read it). Feature `tls`; with the feature
+/// `clap`, a command line takes them as they are (`#[command(flatten)]`), a
+/// certificate refused without its key or the authority:
+///
+/// ```
+/// # #[cfg(feature = "clap")] {
+/// use clap::Parser;
+/// use fsm_etcd::EtcdFlags;
+///
+/// #[derive(Parser)]
+/// struct Args {
+///     #[arg(long, default_value = "127.0.0.1:2379")]
+///     etcd: String,
+///     #[command(flatten)]
+///     access: EtcdFlags,
+/// }
+///
+/// let args = Args::parse_from(["serve", "--etcd-cacert", "ca.pem", "--etcd-user", "ops"]);
+/// assert_eq!(args.access.args(), ["--etcd-cacert", "ca.pem", "--etcd-user", "ops"]);
+/// assert!(Args::try_parse_from(["serve", "--etcd-cert", "client.pem"]).is_err());
+/// # }
+/// ```
 ///
 /// ```
 /// use fsm_etcd::{EtcdAccess, EtcdFlags, EtcdFlagError};
@@ -639,14 +660,41 @@ pub struct EtcdTlsFileError {
 /// ```
 #[cfg(feature = "tls")]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct EtcdFlags {
-    /// `--etcd-cacert`: the authority's PEM file.
+    /// The certificate authority (PEM) that signed etcd's certificate: connect
+    /// to etcd over TLS, and only to an etcd whose certificate it signed.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "etcd-cacert", id = "etcd_cacert", value_name = "FILE")
+    )]
     pub cacert: Option<std::path::PathBuf>,
-    /// `--etcd-cert`: the client certificate's PEM file.
+    /// A client certificate (PEM), for an etcd run with `--client-cert-auth`;
+    /// with `--etcd-key` and `--etcd-cacert`.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "etcd-cert", id = "etcd_cert", value_name = "FILE",
+            requires_all = ["etcd_key", "etcd_cacert"])
+    )]
     pub cert: Option<std::path::PathBuf>,
-    /// `--etcd-key`: the client certificate's private key's PEM file.
+    /// The client certificate's private key (PEM); with `--etcd-cert`.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "etcd-key",
+            id = "etcd_key",
+            value_name = "FILE",
+            requires = "etcd_cert"
+        )
+    )]
     pub key: Option<std::path::PathBuf>,
-    /// `--etcd-user`: the user's name.
+    /// The etcd user to authenticate as, its password read from the
+    /// environment variable `FSM_ETCD_PASSWORD`, never from the command line,
+    /// where other users could read it.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "etcd-user", id = "etcd_user", value_name = "NAME")
+    )]
     pub user: Option<String>,
 }
 

@@ -22,7 +22,6 @@
 //! Deleted object.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -613,6 +612,13 @@ pub enum Plane {
 
 /// The examples' arguments for etcd and chaos.
 #[derive(Debug, clap::Parser)]
+#[command(group(
+    // How to reach etcd means nothing without it.
+    clap::ArgGroup::new("etcd_access_given")
+        .args(["etcd_cacert", "etcd_user"])
+        .multiple(true)
+        .requires("etcd")
+))]
 pub struct Args {
     /// Run on etcd at these endpoints (comma-separated), each operator or
     /// controller its own process.
@@ -627,20 +633,10 @@ pub struct Args {
     /// How long a workflow may take, restarts included, in seconds.
     #[arg(long, default_value_t = 60)]
     pub deadline: u64,
-    /// etcd's certificate authority (PEM): reach etcd over TLS.
-    #[arg(long, value_name = "FILE", requires = "etcd")]
-    pub etcd_cacert: Option<PathBuf>,
-    /// A client certificate (PEM) for an etcd run with `--client-cert-auth`;
-    /// with `--etcd-key` and `--etcd-cacert`.
-    #[arg(long, value_name = "FILE", requires_all = ["etcd_key", "etcd_cacert"])]
-    pub etcd_cert: Option<PathBuf>,
-    /// The client certificate's private key (PEM).
-    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
-    pub etcd_key: Option<PathBuf>,
-    /// Authenticate to etcd as this user, its password read from the
-    /// environment variable `FSM_ETCD_PASSWORD` (never from the command line).
-    #[arg(long, requires = "etcd")]
-    pub etcd_user: Option<String>,
+    /// How to reach an etcd that checks who connects (`--etcd-cacert`,
+    /// `--etcd-cert`, `--etcd-key`, `--etcd-user`, as `fsm serve` takes them).
+    #[command(flatten)]
+    pub etcd_access: EtcdFlags,
     /// (For the processes a run starts.) Run only the operator or controller
     /// with this role.
     #[arg(long, requires = "etcd", hide = true)]
@@ -663,7 +659,7 @@ impl Args {
     /// files given (read and checked here, an error naming the flag and the
     /// file), as the user given.
     pub fn etcd_access(&self) -> Result<EtcdAccess, String> {
-        self.etcd_flags()
+        self.etcd_access
             .access(&self.etcd)
             .map_err(|e| e.to_string())
     }
@@ -672,18 +668,8 @@ impl Args {
     /// (the password goes by the environment, which it inherits).
     pub fn etcd_args(&self) -> Vec<std::ffi::OsString> {
         let mut args: Vec<std::ffi::OsString> = vec!["--etcd".into(), self.etcd.join(",").into()];
-        args.extend(self.etcd_flags().args());
+        args.extend(self.etcd_access.args());
         args
-    }
-
-    /// The flags of etcd's TLS and user, as `fsm serve` takes them too.
-    fn etcd_flags(&self) -> EtcdFlags {
-        EtcdFlags {
-            cacert: self.etcd_cacert.clone(),
-            cert: self.etcd_cert.clone(),
-            key: self.etcd_key.clone(),
-            user: self.etcd_user.clone(),
-        }
     }
 }
 
@@ -768,4 +754,44 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
     );
     println!("{}", report.line());
     Ok(report.passed())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Args;
+
+    /// The etcd access flags are `fsm serve`'s (one declaration), and mean
+    /// nothing without `--etcd`.
+    #[test]
+    fn etcd_access_flags_go_with_etcd() {
+        let args = Args::try_parse_from([
+            "mizar",
+            "--etcd",
+            "127.0.0.1:2379",
+            "--etcd-cacert",
+            "ca.pem",
+            "--etcd-user",
+            "ops",
+        ])
+        .unwrap();
+        assert_eq!(
+            args.etcd_args(),
+            [
+                "--etcd",
+                "127.0.0.1:2379",
+                "--etcd-cacert",
+                "ca.pem",
+                "--etcd-user",
+                "ops"
+            ]
+        );
+        for alone in [["--etcd-cacert", "ca.pem"], ["--etcd-user", "ops"]] {
+            let refused = Args::try_parse_from(["mizar", alone[0], alone[1]]).unwrap_err();
+            assert!(refused.to_string().contains("--etcd <ETCD>"), "{refused}");
+        }
+        let half = Args::try_parse_from(["mizar", "--etcd", "e:1", "--etcd-cert", "c.pem"]);
+        assert!(half.unwrap_err().to_string().contains("--etcd-key"));
+    }
 }

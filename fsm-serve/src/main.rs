@@ -39,22 +39,10 @@ struct Args {
     /// The etcd key prefix; each machine lives under `<prefix><machine>/`.
     #[arg(long, default_value = "/fsm/")]
     prefix: String,
-    /// The certificate authority (PEM) that signed etcd's certificate: connect
-    /// to etcd over TLS, and only to an etcd whose certificate it signed.
-    #[arg(long, value_name = "FILE")]
-    etcd_cacert: Option<PathBuf>,
-    /// This service's client certificate (PEM), for an etcd run with
-    /// `--client-cert-auth`; with `--etcd-key` and `--etcd-cacert`.
-    #[arg(long, value_name = "FILE", requires_all = ["etcd_key", "etcd_cacert"])]
-    etcd_cert: Option<PathBuf>,
-    /// The client certificate's private key (PEM); with `--etcd-cert`.
-    #[arg(long, value_name = "FILE", requires = "etcd_cert")]
-    etcd_key: Option<PathBuf>,
-    /// The etcd user to authenticate as, for an etcd with authentication on;
-    /// its password is read from the environment variable `FSM_ETCD_PASSWORD`
-    /// (never from the command line, where other users could read it).
-    #[arg(long, value_name = "NAME")]
-    etcd_user: Option<String>,
+    /// How to reach an etcd that checks who connects (`--etcd-cacert`,
+    /// `--etcd-cert`, `--etcd-key`, `--etcd-user`).
+    #[command(flatten)]
+    etcd_access: EtcdFlags,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     body_limit: usize,
@@ -90,8 +78,8 @@ enum Store {
 /// the TLS files read.
 fn store_kind(args: &Args) -> Result<StoreKind, String> {
     let etcd_only = [
-        ("--etcd-cacert", args.etcd_cacert.is_some()),
-        ("--etcd-user", args.etcd_user.is_some()),
+        ("--etcd-cacert", args.etcd_access.cacert.is_some()),
+        ("--etcd-user", args.etcd_access.user.is_some()),
     ];
     if let Store::Memory = args.store {
         return match etcd_only.iter().find(|(_, given)| *given) {
@@ -99,13 +87,7 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
             None => Ok(StoreKind::Memory),
         };
     }
-    let flags = EtcdFlags {
-        cacert: args.etcd_cacert.clone(),
-        cert: args.etcd_cert.clone(),
-        key: args.etcd_key.clone(),
-        user: args.etcd_user.clone(),
-    };
-    let access = flags.access(&args.etcd).map_err(|e| e.to_string())?;
+    let access = (args.etcd_access.access(&args.etcd)).map_err(|e| e.to_string())?;
     Ok(StoreKind::Etcd {
         access,
         prefix: args.prefix.clone(),
