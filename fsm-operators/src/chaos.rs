@@ -475,7 +475,15 @@ async fn operations(ops: &PodOps, kind: &str, until: Duration) -> Result<(), Pod
         let mut in_flight = None;
         for id in types.iter().filter(|(_, k)| *k == kind).map(|(id, _)| id) {
             let phase = ops.phase_async(id).await;
-            if phase.is_none_or(|p| !S::machine().state(p.into()).terminal) {
+            let live = match phase {
+                Some(p) => !S::machine().state(p.into()).terminal,
+                // No record: a begin cut off before it, unless the operation
+                // ended and was removed since the document was read (its
+                // type leaves the document after its life is archived, so
+                // the archive, read now, has it).
+                None => ops.removed_in(id).is_none(),
+            };
+            if live {
                 in_flight = Some(((*id).to_owned(), phase));
             }
         }
