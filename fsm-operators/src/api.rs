@@ -389,8 +389,8 @@ pub(crate) enum Removal {
     Removed(Entry),
     /// Gone before its removal (removed by this actor's previous process).
     Gone,
-    /// Its life is archived, but the removal was refused (or its history
-    /// could not be read): the next look tries again.
+    /// Its history could not be read, or the removal was refused (its life
+    /// archived all the same): the next look tries again.
     Refused(RuntimeError),
 }
 
@@ -525,8 +525,8 @@ impl Archive {
     }
 }
 
-/// The state an object whose record was removed was in when it was: where
-/// the last of its `lives` ends. (Records are removed only at the version
+/// The state a removed object was removed in: where the last of its `lives`
+/// ends. (Records are removed only at the version
 /// archived, so a life archived without its removal was removed where it
 /// ends.)
 pub(crate) fn removed_in(lives: &[Vec<Entry>]) -> Option<StateId> {
