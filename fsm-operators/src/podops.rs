@@ -19,6 +19,9 @@
 //! server's archive, so that its phases can still be traced and checked
 //! ([`PodOps::lives`], [`PodOps::settled_violations`]); the pod serves again
 //! only once every ended operation is removed.
+//!
+//! The trace ([`PodOps::trace`]) is read from the operations' lives, so every
+//! process that opens the pod sees every step, whichever process took it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::AtomicU64;
@@ -190,6 +193,22 @@ impl Clock for UniqueClock {
     }
 }
 
+/// What the trace says of a step of an operation's history (`None`: a step
+/// it leaves out, an action started, which its completion or failure says).
+fn step(m: &fsm::Machine, e: &Entry) -> Option<String> {
+    let state = &*m.state(e.to).name;
+    let action = e.action.map_or("", |a| &*m.action(a).name);
+    Some(match e.kind {
+        EntryKind::Created => format!("begin -> {state}"),
+        EntryKind::Completed => format!("{action} -> {state}"),
+        EntryKind::Failed => format!("{action} failed -> {state}"),
+        EntryKind::Abandoned => format!("{action} abandoned (its holder gone)"),
+        EntryKind::Healed => format!("{action} rolled back by the healer -> {state}"),
+        EntryKind::Removed => "removed, its history archived".to_owned(),
+        EntryKind::Started => return None,
+    })
+}
+
 fn micros(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
@@ -254,7 +273,9 @@ struct Inner {
     codec: Codec,
     rules: Arc<Mutex<HashMap<String, Vec<Rule>>>>,
     clock: UniqueClock,
-    trace: Mutex<Vec<Line>>,
+    /// This process's notes on the pod, for the trace (the phase changes are
+    /// read from the operations' lives).
+    notes: Mutex<Vec<Line>>,
     /// How many times each guard refused.
     refusals: Mutex<HashMap<String, usize>>,
     /// Bumped at every change of the pod: wakes the controllers.
@@ -393,7 +414,7 @@ impl PodOps {
                 archive,
                 rules,
                 clock,
-                trace: Mutex::default(),
+                notes: Mutex::default(),
                 refusals: Mutex::default(),
                 pod_version: watch::channel(0).0,
                 changed: Notify::new(),
@@ -491,9 +512,35 @@ impl PodOps {
         S::from_id(api::removed_in(&lives)?)
     }
 
-    /// The trace so far, in time order.
+    /// The trace so far, in time order: every step of every operation the
+    /// pod ever had, read from their lives (so on etcd, the steps of every
+    /// process: its creation, each action completed or failed, each rollback
+    /// of the healer, its removal), and this process's notes on the pod (an
+    /// undone operation's labels removed, `service-available` added, the
+    /// service controller's finalizer back after an undo).
     pub fn trace(&self) -> Vec<Line> {
-        let mut trace = lock(&self.inner.trace).clone();
+        let mut trace = lock(&self.inner.notes).clone();
+        let m = self.inner.runtime.machine();
+        for id in self.ever() {
+            let line = |at, who: &str, what| Line {
+                at,
+                id: Some(id.to_string()),
+                who: who.to_owned(),
+                what,
+            };
+            match self.lives(id.as_str()) {
+                Ok(lives) => {
+                    let steps = lives.iter().flatten();
+                    trace.extend(
+                        steps.filter_map(|e| Some(line(micros(e.at), &e.actor, step(m, e)?))),
+                    );
+                }
+                Err(e) => {
+                    let at = self.inner.clock.micros();
+                    trace.push(line(at, "trace", format!("history unreadable: {e}")));
+                }
+            }
+        }
         trace.sort_by_key(|l| l.at);
         trace
     }
@@ -664,13 +711,20 @@ impl PodOps {
         });
     }
 
-    fn log(&self, at: u64, id: Option<&str>, who: &str, what: String) {
-        lock(&self.inner.trace).push(Line {
-            at,
+    /// Notes what `who` did to the pod (not a step of an operation: those
+    /// are in its history), for the trace.
+    fn note(&self, id: Option<&str>, who: &str, what: String) {
+        lock(&self.inner.notes).push(Line {
+            at: self.inner.clock.micros(),
             id: id.map(str::to_owned),
             who: who.to_owned(),
             what,
         });
+        self.stepped();
+    }
+
+    /// Wakes whoever waits for the pod's next step ([`wait_until`](Self::wait_until)).
+    fn stepped(&self) {
         self.inner.changed.notify_waiters();
     }
 
@@ -698,9 +752,8 @@ impl PodOps {
         };
         let archive = &inner.archive;
         match (archive.remove(&id, &inner.codec, &inner.runtime, &id, actor, forget_type)).await {
-            Removal::Removed(removal) => {
-                let what = "removed, its history archived".to_owned();
-                self.log(micros(removal.at), Some(id.as_str()), actor.name(), what);
+            Removal::Removed(_) => {
+                self.stepped();
                 Ok(())
             }
             Removal::Kept | Removal::Gone => Ok(()),
@@ -728,18 +781,8 @@ impl PodOps {
             flight.fail_async().await?;
             return Ok(());
         }
-        let record = flight.complete_async().await?;
-        let m = self.inner.runtime.machine();
-        self.log(
-            micros(record.changed_at),
-            Some(id),
-            actor.name(),
-            format!(
-                "{} -> {}",
-                m.action(action.into()).name,
-                m.state(record.state).name
-            ),
-        );
+        flight.complete_async().await?;
+        self.stepped();
         Ok(())
     }
 
@@ -974,12 +1017,7 @@ async fn lifecycle(ops: &PodOps, actor: &Actor, id: &str, phase: S) -> Result<()
                     pod.labels.remove(&label("operation-permission", &kind));
                 }
             });
-            ops.log(
-                ops.inner.clock.micros(),
-                Some(id),
-                actor.name(),
-                "labels removed".into(),
-            );
+            ops.note(Some(id), actor.name(), "labels removed".into());
             Ok(())
         }
         // Its labels gone: nothing is left of the operation on the pod.
@@ -1010,12 +1048,7 @@ async fn serve(ops: &PodOps, actor: &Actor) {
         fresh
     });
     if served == Some(true) {
-        ops.log(
-            ops.inner.clock.micros(),
-            None,
-            actor.name(),
-            format!("{SERVICE_AVAILABLE} added"),
-        );
+        ops.note(None, actor.name(), format!("{SERVICE_AVAILABLE} added"));
     }
 }
 
@@ -1090,7 +1123,7 @@ async fn restore(ops: &PodOps, actor: &Actor) {
     });
     if restored == Some(true) {
         let what = "traffic on again: finalizer back after the undo".to_owned();
-        ops.log(ops.inner.clock.micros(), None, actor.name(), what);
+        ops.note(None, actor.name(), what);
     }
 }
 
@@ -1149,15 +1182,11 @@ impl OperationController {
             pod.labels
                 .insert(label("operation-type", id), self.kind.clone());
         })?;
-        let record = match ops.inner.runtime.create_async(id, &self.actor).await {
-            Ok(record) => record,
-            Err(e) => {
-                ops.apply(self.actor.name(), |pod, _| pod.remove_id(id));
-                return Err(e.into());
-            }
-        };
-        let what = format!("begin {} -> operating", self.kind);
-        ops.log(micros(record.changed_at), Some(id), self.actor.name(), what);
+        if let Err(e) = ops.inner.runtime.create_async(id, &self.actor).await {
+            ops.apply(self.actor.name(), |pod, _| pod.remove_id(id));
+            return Err(e.into());
+        }
+        ops.stepped();
         Ok(())
     }
 

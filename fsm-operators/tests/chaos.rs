@@ -163,3 +163,57 @@ fn operators_killed_and_restarted_on_etcd_finish_every_workflow() {
     // and the network's bouncer, removed and archived (the checks read them).
     assert!(report.removed >= 7, "{report:#?}");
 }
+
+/// The pod's trace is the pod's, not a process's: read from the operations'
+/// lives on etcd, it shows every controller's steps to a handle that ran
+/// none of them (as the chaos run's driver runs none), the same lines as the
+/// handle whose tasks took them.
+#[test]
+fn the_trace_on_etcd_shows_the_steps_of_every_process() {
+    use fsm_operators::machines::PodOpsState as S;
+    use fsm_operators::podops::{OperationController, PodOps, SERVICE_AVAILABLE};
+
+    let Some(run) = short_run("podops-trace") else {
+        return;
+    };
+    let open = || PodOps::on_etcd("web-0", &run.etcd, &run.prefix, LEASE).unwrap();
+    let (controlling, watching) = (open(), open());
+    let limit = Duration::from_secs(60);
+    runtime().block_on(async {
+        let controllers = controlling.start();
+        let replace = OperationController::new("replace");
+        replace.begin(&watching, "op").await.unwrap();
+        let operate = |ops: &PodOps| ops.phase("op") == Some(S::Operate);
+        assert!(watching.wait_until(limit, operate).await);
+        replace.finish(&watching, "op").await.unwrap();
+        let served = |ops: &PodOps| {
+            ops.removed_in("op").is_some() && ops.pod().labels.contains_key(SERVICE_AVAILABLE)
+        };
+        assert!(watching.wait_until(limit, served).await);
+        controllers.stop().await;
+    });
+    let steps = |ops: &PodOps| -> Vec<(String, String)> {
+        let trace = ops.trace().into_iter();
+        trace
+            .filter(|l| l.id.as_deref() == Some("op"))
+            .map(|l| (l.who, l.what))
+            .collect()
+    };
+    let seen = steps(&watching);
+    for (who, what) in [
+        ("replace-controller", "begin -> operating"),
+        ("podopslifecycle", "begin_pre_check -> pre-check"),
+        ("pod-transition-rule", "pass_pre_check -> pre-checked"),
+        ("service-controller", "remove_finalizer -> prepare"),
+        ("replace-controller", "finish -> operated"),
+        ("service-controller", "add_finalizer -> complete"),
+        ("podopslifecycle", "finish_complete -> available"),
+        ("podopslifecycle", "removed, its history archived"),
+    ] {
+        assert!(
+            seen.contains(&(who.to_owned(), what.to_owned())),
+            "{who}: {what} not in {seen:#?}"
+        );
+    }
+    assert_eq!(steps(&controlling), seen);
+}
