@@ -1155,7 +1155,24 @@ impl OperationController {
 
     /// Begins operation `id`: adds `operating/<id>=<time>` and
     /// `operation-type/<id>=<type>` at the same time.
+    ///
+    /// Refused ([`RuntimeError::Exists`]) while `id` has a record, an
+    /// operation in flight or one ended and not yet removed, before anything
+    /// is written: the removal of the ended one drops the type of its id
+    /// from the pod's document, which would otherwise be this one's. Once it
+    /// is removed, the id begins a new operation (a new life).
     pub async fn begin(&self, ops: &PodOps, id: &str) -> Result<(), PodOpsError> {
+        if let Ok(record) = ops.inner.runtime.get_async(id).await {
+            let state = ops
+                .inner
+                .runtime
+                .machine()
+                .state(record.state)
+                .name
+                .to_string();
+            let id = ObjectId::from(id);
+            return Err(RuntimeError::Exists { id, state }.into());
+        }
         if !self.concurrent {
             let types = ops.doc().types;
             for (running, kind) in &types {

@@ -331,6 +331,41 @@ async fn only_podopslifecycle_removes_an_ended_operation_once_its_labels_are_gon
     assert_eq!(ops.settled_violations(), Vec::<String>::new());
 }
 
+/// An id is not begun again while its ended operation still has a record (its
+/// removal would drop the new operation's type with its own): refused before
+/// anything is written; once PodOpsLifecycle removed it, the id begins anew.
+#[tokio::test(flavor = "current_thread")]
+async fn an_id_begins_again_only_once_its_ended_operation_is_removed() {
+    let ops = PodOps::new("web-0");
+    let restart = OperationController::new("restart");
+    restart.begin(&ops, "op").await.unwrap();
+    restart.undo(&ops, "op").await.unwrap();
+    // No controller runs: the undone operation keeps its record and labels.
+    let (pod, types) = (ops.pod(), ops.doc().types);
+    match restart.begin(&ops, "op").await {
+        Err(PodOpsError::Refused(RuntimeError::Exists { id, state })) => {
+            assert_eq!((id.as_str(), state.as_str()), ("op", "undone"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        (ops.pod(), ops.doc().types),
+        (pod, types),
+        "nothing written"
+    );
+
+    let controllers = ops.start();
+    assert!(ops.wait_until(LIMIT, available).await, "{:#?}", ops.trace());
+    restart.begin(&ops, "op").await.unwrap();
+    assert!(ops.wait_until(LIMIT, in_phase("op", S::Operate)).await);
+    controllers.stop().await;
+    assert_eq!(
+        ops.doc().types.get("op").map(String::as_str),
+        Some("restart")
+    );
+    assert_eq!(ops.lives("op").unwrap().len(), 2);
+}
+
 /// An id used again after its operation was removed is a new operation: its
 /// versions go on after the removal's, and both lives are kept and checked.
 #[tokio::test(flavor = "current_thread")]
