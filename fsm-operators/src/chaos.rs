@@ -644,7 +644,7 @@ pub struct Args {
     /// How to reach an etcd that checks who connects (`--etcd-cacert`,
     /// `--etcd-cert`, `--etcd-key`, `--etcd-user`, as `fsm serve` takes them).
     #[command(flatten)]
-    pub etcd_access: EtcdFlags,
+    pub etcd_flags: EtcdFlags,
     /// (For the processes a run starts.) Run only the operator or controller
     /// with this role.
     #[arg(long, requires = "etcd", hide = true)]
@@ -667,7 +667,7 @@ impl Args {
     /// files given (read and checked here, an error naming the flag and the
     /// file), as the user given.
     pub fn etcd_access(&self) -> Result<EtcdAccess, String> {
-        self.etcd_access
+        self.etcd_flags
             .access(&self.etcd)
             .map_err(|e| e.to_string())
     }
@@ -676,7 +676,7 @@ impl Args {
     /// (the password goes by the environment, which it inherits).
     pub fn etcd_args(&self) -> Vec<std::ffi::OsString> {
         let mut args: Vec<std::ffi::OsString> = vec!["--etcd".into(), self.etcd.join(",").into()];
-        args.extend(self.etcd_access.args());
+        args.extend(self.etcd_flags.args());
         args
     }
 }

@@ -42,7 +42,7 @@ struct Args {
     /// How to reach an etcd that checks who connects (`--etcd-cacert`,
     /// `--etcd-cert`, `--etcd-key`, `--etcd-user`).
     #[command(flatten)]
-    etcd_access: EtcdFlags,
+    etcd_flags: EtcdFlags,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     body_limit: usize,
@@ -78,8 +78,8 @@ enum Store {
 /// the TLS files read.
 fn store_kind(args: &Args) -> Result<StoreKind, String> {
     let etcd_only = [
-        ("--etcd-cacert", args.etcd_access.cacert.is_some()),
-        ("--etcd-user", args.etcd_access.user.is_some()),
+        ("--etcd-cacert", args.etcd_flags.cacert.is_some()),
+        ("--etcd-user", args.etcd_flags.user.is_some()),
     ];
     if let Store::Memory = args.store {
         return match etcd_only.iter().find(|(_, given)| *given) {
@@ -87,7 +87,7 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
             None => Ok(StoreKind::Memory),
         };
     }
-    let access = (args.etcd_access.access(&args.etcd)).map_err(|e| e.to_string())?;
+    let access = (args.etcd_flags.access(&args.etcd)).map_err(|e| e.to_string())?;
     Ok(StoreKind::Etcd {
         access,
         prefix: args.prefix.clone(),
