@@ -642,4 +642,53 @@ mod tests {
         let conflicts = a.conflicts.load(Ordering::Relaxed) + b.conflicts.load(Ordering::Relaxed);
         assert!(conflicts > 0, "the writers never met");
     }
+
+    /// The removal is made at the version archived: a record moved between
+    /// the archive and the removal (here by the hook that runs in between)
+    /// is not removed, and its life, read back, is the record's whole
+    /// history, not the shorter copy archived.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_record_moved_between_the_archive_and_the_removal_is_not_removed() {
+        let spec = r#"
+            [machine]
+            name = "box"
+            initial = "open"
+            [roles]
+            keeper = "Keeps the boxes"
+            [states]
+            open = { remove = "keeper" }
+            shut = { terminal = true }
+            [actions]
+            close = { from = "open", to = "shut", roles = "keeper" }
+        "#;
+        let machine = fsm::spec::load_str("box.toml", spec).unwrap();
+        let store = AnyStore::Memory(Box::new(fsm_runtime::MemoryStore::new()));
+        let runtime = Runtime::builder(machine, store).build().unwrap();
+        let codec = Codec::new(runtime.machine());
+        let keeper = Actor::new("keeper").with_role("keeper");
+        let id = ObjectId::from("box-1");
+        runtime.create(id.clone(), &keeper).unwrap();
+        let archive = Archive::memory();
+
+        let close = || {
+            runtime.run(id.clone(), &keeper, "close").unwrap();
+        };
+        let removal = archive.remove(&id, &codec, &runtime, &id, &keeper, close);
+        match removal.await {
+            Removal::Refused(RuntimeError::VersionMismatch {
+                expected, found, ..
+            }) => assert_eq!((expected, found), (1, 3)),
+            other => panic!("removed a record moved meanwhile: {other:?}"),
+        }
+        let state = runtime.get(id.clone()).unwrap().state;
+        assert_eq!(runtime.machine().state(state).name, "shut");
+        // One life: the record's, which the archived copy (its creation) begins.
+        let lives = archive.lives(&id, &codec, &runtime, &id).unwrap();
+        assert_eq!(lives, [runtime.history(id.clone()).unwrap()]);
+        assert_eq!(lives[0].len(), 3);
+        assert_eq!(removed_in(&lives), Some(state));
+        // In `shut` the spec lets no one remove it: nothing is done.
+        let again = archive.remove(&id, &codec, &runtime, &id, &keeper, || {});
+        assert!(matches!(again.await, Removal::Kept));
+    }
 }
