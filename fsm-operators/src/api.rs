@@ -386,7 +386,7 @@ pub(crate) enum Removal {
     /// record): nothing was done.
     Kept,
     /// Removed; its life, this removal last, is in the archive.
-    Removed(Entry),
+    Removed,
     /// Gone before its removal (removed by this actor's previous process).
     Gone,
     /// Its history could not be read, or the removal was refused (its life
@@ -515,9 +515,9 @@ impl Archive {
         before();
         match runtime.remove_async(id.clone(), Some(version), actor).await {
             Ok(removal) => {
-                life.push(removal.clone());
+                life.push(removal);
                 self.keep(key, codec, &life);
-                Removal::Removed(removal)
+                Removal::Removed
             }
             Err(RuntimeError::NotFound { .. }) => Removal::Gone,
             Err(e) => Removal::Refused(e),

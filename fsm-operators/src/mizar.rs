@@ -22,7 +22,9 @@
 //! operator copies its history into the API server's archive (as an audit log
 //! would keep it), so that what the seed promises can still be checked over
 //! every object that ever lived ([`Cluster::violations`], [`Cluster::lives`]).
-//! Like an audit log, the archive grows with every object removed.
+//! Like an audit log, the archive grows with every object removed. The trace
+//! ([`Cluster::trace`]) is read from those lives too, so every process that
+//! opens the cluster sees every step, whichever process took it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
@@ -555,9 +557,33 @@ impl Cluster {
         self.inner.topology.snapshot()
     }
 
-    /// The trace so far, in the order things happened.
+    /// The trace so far, in the order things happened: every step of every
+    /// object that ever lived, read from their lives (so on etcd every
+    /// process's steps: a creation, an action into its transition state, an
+    /// action completed or failed, the healer's rollbacks, a removal), and
+    /// this process's notes (users' requests, what operators chose, their
+    /// caches, errors).
     pub fn trace(&self) -> Vec<Line> {
         let mut trace = lock(&self.inner.trace).clone();
+        for kind in Kind::ALL {
+            let m = self.runtime(kind).machine();
+            for id in self.ever(kind) {
+                match self.lives(kind, id.as_str()) {
+                    Ok(lives) => trace.extend(lives.iter().flatten().filter_map(|e| {
+                        Some(Line {
+                            tick: Tick::from(e.at).0,
+                            who: e.actor.to_string(),
+                            what: step(m, kind, &id, e)?,
+                        })
+                    })),
+                    Err(e) => trace.push(Line {
+                        tick: self.inner.ticks.tick(),
+                        who: "trace".to_owned(),
+                        what: format!("{kind:?} {id}: history unreadable: {e}"),
+                    }),
+                }
+            }
+        }
         trace.sort_by_key(|l| l.tick);
         trace
     }
@@ -651,18 +677,20 @@ impl Cluster {
         Some(self.runtime(kind).machine().state(state).name.to_string())
     }
 
+    /// Notes what `who` did or saw (not a step of an object: those are in
+    /// its history), for the trace.
     fn log(&self, who: &str, what: String) {
-        self.log_at(Tick(self.inner.ticks.tick()), who, what);
-    }
-
-    /// Logs what happened at `at`, a time of this cluster's clock.
-    fn log_at(&self, at: impl Into<Tick>, who: &str, what: String) {
-        let tick = at.into().0;
         lock(&self.inner.trace).push(Line {
-            tick,
+            tick: self.inner.ticks.tick(),
             who: who.to_owned(),
             what,
         });
+        self.stepped();
+    }
+
+    /// Wakes whoever waits for the cluster's next step
+    /// ([`wait_until`](Self::wait_until)).
+    fn stepped(&self) {
         self.inner.changed.notify_waiters();
     }
 
@@ -705,7 +733,7 @@ impl Cluster {
         let recorded = self.runtime(kind).get(id.clone()).is_ok();
         self.reserve(kind, &id, parent, recorded)?;
         let created = self.runtime(kind).create(id.clone(), actor);
-        self.created(kind, id, actor, created)
+        self.created(id, created)
     }
 
     /// [`create`](Self::create), for the operators: the store's calls awaited.
@@ -720,7 +748,7 @@ impl Cluster {
         let recorded = self.runtime(kind).get_async(id.clone()).await.is_ok();
         self.reserve(kind, &id, parent, recorded)?;
         let created = self.runtime(kind).create_async(id.clone(), actor).await;
-        self.created(kind, id, actor, created)
+        self.created(id, created)
     }
 
     /// A creation's first step: `id` in the topology, under its parent. An object
@@ -764,19 +792,16 @@ impl Cluster {
         })
     }
 
-    /// A creation's second step, its record, done: logged, or the topology's
-    /// entry taken back.
+    /// A creation's second step, its record, done, or the topology's entry
+    /// taken back.
     fn created(
         &self,
-        kind: Kind,
         id: ObjectId,
-        actor: &Actor,
         record: Result<fsm_runtime::Record, RuntimeError>,
     ) -> Result<ObjectId, MizarError> {
         match record {
-            Ok(record) => {
-                let what = format!("created {kind:?} {id}");
-                self.log_at(record.changed_at, actor.name(), what);
+            Ok(_) => {
+                self.stepped();
                 Ok(id)
             }
             Err(e) => {
@@ -939,12 +964,9 @@ impl Cluster {
             .map(|kind| {
                 let cluster = self.clone();
                 Healer::new().spawn(self.runtime(kind).clone(), every, move |report| {
-                    for healed in report.map(|r| r.healed).unwrap_or_default() {
-                        let what = format!(
-                            "rolled back {} of {kind:?} {} ({} -> {})",
-                            healed.action, healed.id, healed.stuck_in, healed.restored
-                        );
-                        cluster.log("healer", what);
+                    // Its rollbacks are in the histories, and so in the trace.
+                    if report.is_ok_and(|r| !r.healed.is_empty()) {
+                        cluster.stepped();
                     }
                 })
             })
@@ -1088,6 +1110,26 @@ impl Cluster {
     pub fn is_shared(&self) -> bool {
         matches!(&*self.inner.topology, ApiServer::Etcd(_))
     }
+}
+
+/// What the trace says of a step of `id`'s history (`None`: one it leaves
+/// out, an action started that holds the object in its state, which the
+/// action's completion or failure says).
+fn step(m: &fsm::Machine, kind: Kind, id: &ObjectId, e: &Entry) -> Option<String> {
+    let state = &*m.state(e.to).name;
+    let action = e.action.map_or("", |a| &*m.action(a).name);
+    Some(match e.kind {
+        EntryKind::Created => format!("created {kind:?} {id}"),
+        EntryKind::Started if m.state(e.to).is_transition() => {
+            format!("{action} {kind:?} {id} -> {state}")
+        }
+        EntryKind::Started => return None,
+        EntryKind::Completed => format!("{action} {kind:?} {id} -> {state}"),
+        EntryKind::Failed => format!("{action} {kind:?} {id} failed -> {state}"),
+        EntryKind::Abandoned => format!("{action} {kind:?} {id} abandoned (its holder gone)"),
+        EntryKind::Healed => format!("rolled back {action} of {kind:?} {id} -> {state}"),
+        EntryKind::Removed => format!("removed {kind:?} {id}"),
+    })
 }
 
 /// The key of `id` of `kind` in the archive.
@@ -1274,17 +1316,8 @@ impl Worker {
             Err(e) => Err(e),
         };
         match done {
-            Ok(record) => {
-                let m = self.rt(kind).machine();
-                self.cluster.log_at(
-                    record.changed_at,
-                    self.op.role(),
-                    format!(
-                        "{} {kind:?} {id} -> {}",
-                        m.action(action).name,
-                        m.state(record.state).name
-                    ),
-                );
+            Ok(_) => {
+                self.cluster.stepped();
                 Outcome::Done
             }
             Err(e) => self.refused(kind, id, e),
@@ -1416,9 +1449,8 @@ impl Worker {
             .await
         {
             Removal::Kept => return false,
-            Removal::Removed(removal) => {
-                let what = format!("removed {kind:?} {id}");
-                self.cluster.log_at(removal.at, self.op.role(), what);
+            Removal::Removed => {
+                self.cluster.stepped();
                 self.cache(kind, id, false);
             }
             Removal::Gone => {}
@@ -1452,7 +1484,7 @@ impl Worker {
                 self.start_delete(Kind::Vpc, id, VA::Delete).await;
             }
             Ok(V::Deleting) if self.none_left(Kind::Divider, &o.parts).await => {
-                self.finish_delete(Kind::Vpc, id).await;
+                self.finish_delete(id).await;
             }
             _ => {}
         }
@@ -1499,7 +1531,7 @@ impl Worker {
         let rt = self.rt(kind).clone();
         match rt.start_async(id.clone(), &self.actor, action.into()).await {
             Ok(flight) => {
-                self.log(format!("delete {kind:?} {id} -> Deleting"));
+                self.cluster.stepped();
                 self.deleting.insert(id.clone(), flight.into_owned());
             }
             Err(e) => {
@@ -1510,7 +1542,7 @@ impl Worker {
 
     /// Completes the delete held for `id`; its removal follows
     /// ([`remove`](Self::remove)).
-    async fn finish_delete(&mut self, kind: Kind, id: &ObjectId) {
+    async fn finish_delete(&mut self, id: &ObjectId) {
         let Some(flight) = self.deleting.remove(id) else {
             return;
         };
@@ -1525,10 +1557,7 @@ impl Worker {
             }
         });
         match flight.complete_async().await {
-            Ok(record) => {
-                let what = format!("delete {kind:?} {id} -> Deleted");
-                self.cluster.log_at(record.changed_at, self.op.role(), what);
-            }
+            Ok(_) => self.cluster.stepped(),
             Err(e) => self.cluster.error(self.op.role(), e.to_string()),
         }
     }
@@ -1586,7 +1615,7 @@ impl Worker {
                 }
             }
             Ok(N::Deleting) if self.none_left(Kind::Bouncer, &o.parts).await => {
-                self.finish_delete(Kind::Network, id).await;
+                self.finish_delete(id).await;
             }
             _ => {}
         }

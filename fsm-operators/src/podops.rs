@@ -752,7 +752,7 @@ impl PodOps {
         };
         let archive = &inner.archive;
         match (archive.remove(&id, &inner.codec, &inner.runtime, &id, actor, forget_type)).await {
-            Removal::Removed(_) => {
+            Removal::Removed => {
                 self.stepped();
                 Ok(())
             }
