@@ -217,3 +217,54 @@ fn the_trace_on_etcd_shows_the_steps_of_every_process() {
     }
     assert_eq!(steps(&controlling), seen);
 }
+
+/// Mizar's trace too is the cluster's: a handle on the same etcd prefix that
+/// runs no operator sees each operator's steps of a VPC's creation, the same
+/// lines as the handle whose operators took them.
+#[test]
+fn mizar_s_trace_on_etcd_shows_the_steps_of_every_process() {
+    use fsm_operators::mizar::{Cluster, Kind};
+
+    let Some(run) = short_run("mizar-trace") else {
+        return;
+    };
+    let open = || Cluster::on_etcd(&run.etcd, &run.prefix, LEASE, false).unwrap();
+    let (operating, watching) = (open(), open());
+    runtime().block_on(async {
+        let operators = operating.start_operators(&Operator::ALL).unwrap();
+        watching.create_droplet("droplet-1").unwrap();
+        watching.create_vpc("vpc-1").unwrap();
+        let provisioned =
+            |c: &Cluster| c.state(Kind::Vpc, "vpc-1").as_deref() == Some("Provisioned");
+        assert!(
+            watching
+                .wait_until(Duration::from_secs(60), provisioned)
+                .await
+        );
+        operators.stop().await;
+    });
+    let steps = |c: &Cluster| -> Vec<(String, String)> {
+        let trace = c.trace().into_iter();
+        trace
+            .filter(|l| l.what.contains("vpc-1"))
+            .filter(|l| l.what.starts_with("created") || l.what.contains(" -> "))
+            .map(|l| (l.who, l.what))
+            .collect()
+    };
+    let seen = steps(&watching);
+    for (who, what) in [
+        ("user", "created Vpc vpc-1"),
+        ("vpc-operator", "created Divider vpc-1/divider-0"),
+        (
+            "droplet-operator",
+            "place Divider vpc-1/divider-0 -> Placed",
+        ),
+        ("vpc-operator", "provision Vpc vpc-1 -> Provisioned"),
+    ] {
+        assert!(
+            seen.contains(&(who.to_owned(), what.to_owned())),
+            "{who}: {what} not in {seen:#?}"
+        );
+    }
+    assert_eq!(steps(&operating), seen);
+}
