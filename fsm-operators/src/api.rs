@@ -382,8 +382,8 @@ pub(crate) struct Archive {
 /// What [`Archive::remove`] did.
 #[derive(Debug)]
 pub(crate) enum Removal {
-    /// The object was in no state `actor` may remove it in (or had no
-    /// record): nothing was done.
+    /// The object was in no state `actor` may remove it in, had no record,
+    /// or its record could not be read: nothing was done.
     Kept,
     /// Removed; its life, this removal last, is in the archive.
     Removed,
@@ -523,6 +523,26 @@ impl Archive {
             Err(e) => Removal::Refused(e),
         }
     }
+}
+
+/// `lives`, each checked to be a path of `machine`: what is wrong goes to
+/// `found`, each breach led by `name` (the object, as the report names it).
+/// The lives, or `None` when they could not be read.
+pub(crate) fn checked_lives<E: std::fmt::Display>(
+    machine: &fsm::Machine,
+    name: &str,
+    lives: Result<Vec<Vec<Entry>>, E>,
+    found: &mut Vec<String>,
+) -> Option<Vec<Vec<Entry>>> {
+    let lives = lives
+        .map_err(|e| found.push(format!("{name}: history unreadable: {e}")))
+        .ok()?;
+    for life in &lives {
+        if let Err(e) = fsm_runtime::check_history(machine, life) {
+            found.push(format!("{name}: {e}"));
+        }
+    }
+    Some(lives)
 }
 
 /// The state a removed object was removed in: where the last of its `lives`

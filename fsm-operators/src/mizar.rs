@@ -986,18 +986,11 @@ impl Cluster {
         for kind in Kind::ALL {
             let m = self.runtime(kind).machine();
             for id in self.ever(kind) {
-                let lives = match self.lives(kind, id.as_str()) {
-                    Ok(lives) => lives,
-                    Err(e) => {
-                        found.push(format!("{kind:?} {id}: history unreadable: {e}"));
-                        continue;
-                    }
+                let name = format!("{kind:?} {id}");
+                let lives = self.lives(kind, id.as_str());
+                let Some(lives) = api::checked_lives(m, &name, lives, &mut found) else {
+                    continue;
                 };
-                for history in &lives {
-                    if let Err(e) = fsm_runtime::check_history(m, history) {
-                        found.push(format!("{kind:?} {id}: {e}"));
-                    }
-                }
                 for entry in lives.iter().flatten() {
                     match entry.kind {
                         EntryKind::Created => {

@@ -565,18 +565,10 @@ impl PodOps {
         let machine = self.inner.runtime.machine();
         let remover = Controller::Lifecycle.role();
         for id in self.ever() {
-            let lives = match self.lives(id.as_str()) {
-                Ok(lives) => lives,
-                Err(e) => {
-                    found.push(format!("operation {id}: history unreadable: {e}"));
-                    continue;
-                }
+            let (name, lives) = (format!("operation {id}"), self.lives(id.as_str()));
+            let Some(lives) = api::checked_lives(machine, &name, lives, &mut found) else {
+                continue;
             };
-            for life in &lives {
-                if let Err(e) = fsm_runtime::check_history(machine, life) {
-                    found.push(format!("operation {id}: {e}"));
-                }
-            }
             let removals = lives.iter().flatten();
             for removal in removals.filter(|e| e.kind == EntryKind::Removed) {
                 if *removal.actor != *remover {
@@ -584,7 +576,9 @@ impl PodOps {
                     found.push(format!("operation {id} removed by {by}, not {remover}"));
                 }
             }
-            match (self.phase(id.as_str()), self.removed_in(id.as_str())) {
+            // Without a record, its last life ends in its removal.
+            let ended = api::removed_in(&lives).and_then(S::from_id);
+            match (self.phase(id.as_str()), ended) {
                 (None, Some(S::Available | S::Undone)) => {}
                 (None, ended) => found.push(format!("operation {id} removed in {ended:?}")),
                 (Some(phase), _) => found.push(format!("operation {id} left in {phase:?}")),
@@ -1248,5 +1242,45 @@ impl OperationController {
         })
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A life in the archive that names a phase the spec does not have (a
+    /// rename without `renamed_from`) is an error of `lives` naming the
+    /// operation and the name, a breach `settled_violations` reports, and a
+    /// line of the trace; nothing panics.
+    #[test]
+    fn an_archived_life_the_spec_cannot_read_is_reported() {
+        let ops = PodOps::new("web-0");
+        let rt = ops.runtime();
+        let id = ObjectId::from("op-old");
+        let actor = Actor::new("replace-controller").with_role("operation-controller");
+        rt.create(id.clone(), &actor).unwrap();
+        let life = rt.history(id.clone()).unwrap();
+        let inner = &ops.inner;
+        inner.archive.keep(&id, &inner.codec, &life);
+        // The archived creation, as a spec that called `operating` "begun" wrote it.
+        inner.archive.lives.with_one(&id, |lives| {
+            lives.as_mut().unwrap()[0][0].to = "begun".into();
+        });
+        match ops.lives("op-old") {
+            Err(PodOpsError::Archive { id, source }) => {
+                assert_eq!((id.as_str(), source.name.as_str()), ("op-old", "begun"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let found = ops.settled_violations();
+        let unreadable = "operation op-old: history unreadable: the archive of operation op-old: ";
+        assert!(found.iter().any(|f| f.starts_with(unreadable)), "{found:?}");
+        let trace = ops.trace();
+        let line = trace.iter().find(|l| l.id.as_deref() == Some("op-old"));
+        assert!(
+            line.is_some_and(|l| l.what.starts_with("history unreadable: the archive")),
+            "{trace:#?}"
+        );
     }
 }

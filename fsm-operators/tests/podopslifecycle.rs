@@ -294,18 +294,25 @@ async fn operate_waits_for_every_protection_finalizer_to_go() {
     assert_eq!(ops.settled_violations(), Vec::<String>::new());
 }
 
-/// "When undo-operation-type/<id>=<type> added, then remove other labels with
-/// the same id": PodOpsLifecycle removes them, then the operation itself; the
-/// spec lets no one else remove it, and it does so only once the labels are
-/// gone.
-#[tokio::test(flavor = "current_thread")]
-async fn only_podopslifecycle_removes_an_ended_operation_once_its_labels_are_gone() {
+/// A pod whose operation `op` (a restart) was undone while no controller ran:
+/// in `undone`, its record and labels still there.
+async fn undone_without_controllers() -> (PodOps, OperationController) {
     let ops = PodOps::new("web-0");
     let restart = OperationController::new("restart");
     restart.begin(&ops, "op").await.unwrap();
     restart.undo(&ops, "op").await.unwrap();
     assert_eq!(ops.phase("op"), Some(S::Undone));
     assert!(ops.pod().has_id("op"), "no controller has cleaned up yet");
+    (ops, restart)
+}
+
+/// "When undo-operation-type/<id>=<type> added, then remove other labels with
+/// the same id": PodOpsLifecycle removes them, then the operation itself; the
+/// spec lets no one else remove it, and it does so only once the labels are
+/// gone.
+#[tokio::test(flavor = "current_thread")]
+async fn only_podopslifecycle_removes_an_ended_operation_once_its_labels_are_gone() {
+    let (ops, _) = undone_without_controllers().await;
 
     // The spec names PodOpsLifecycle as the only remover in `undone`.
     for role in ["service-controller", "operation-controller"] {
@@ -336,11 +343,7 @@ async fn only_podopslifecycle_removes_an_ended_operation_once_its_labels_are_gon
 /// anything is written; once PodOpsLifecycle removed it, the id begins anew.
 #[tokio::test(flavor = "current_thread")]
 async fn an_id_begins_again_only_once_its_ended_operation_is_removed() {
-    let ops = PodOps::new("web-0");
-    let restart = OperationController::new("restart");
-    restart.begin(&ops, "op").await.unwrap();
-    restart.undo(&ops, "op").await.unwrap();
-    // No controller runs: the undone operation keeps its record and labels.
+    let (ops, restart) = undone_without_controllers().await;
     let (pod, types) = (ops.pod(), ops.doc().types);
     match restart.begin(&ops, "op").await {
         Err(PodOpsError::Refused(RuntimeError::Exists { id, state })) => {
