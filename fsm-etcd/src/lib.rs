@@ -141,7 +141,9 @@
 //! certificate for an etcd run with `--client-cert-auth`. A refused
 //! connection is [`StoreError::Unavailable`] saying where and how the store
 //! connected and what etcd or TLS answered; a wrong password and a user etcd
-//! does not know are not retryable.
+//! does not know are not retryable. [`EtcdStore::reconnect`] renews a running
+//! store's access (a client certificate about to expire, another user)
+//! without dropping its session or its watch.
 //!
 //! The store's calls are blocking: they run on the store's own tokio runtime and
 //! wait for it, so they work from plain threads and (blocking a worker briefly)
@@ -203,7 +205,9 @@ struct Inner {
     /// The store's own runtime; shut down in the background when dropped, so that
     /// dropping the store in async code is fine.
     runtime: Option<tokio::runtime::Runtime>,
-    client: Client,
+    /// The client every request is made with; replaced whole by
+    /// [`EtcdStore::reconnect`], which the keep-alive and watch tasks see.
+    client: tokio::sync::watch::Sender<Client>,
     prefix: String,
     timeout: Duration,
     publisher: Arc<Publisher>,
@@ -395,6 +399,49 @@ impl EtcdAccess {
         #[cfg(feature = "tls")]
         let options = with_tls(options, self.tls.as_ref())?;
         Ok(with_user(options, self.user.as_ref()))
+    }
+}
+
+impl EtcdAccess {
+    /// Who connects where and how, for the errors of connecting: "etcd at
+    /// ENDPOINTS over TLS as user `NAME`".
+    fn at(&self) -> String {
+        let mut at = format!("etcd at {}", self.endpoints.join(","));
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            at.push_str(" over TLS");
+        }
+        if let Some(user) = &self.user {
+            at.push_str(&format!(" as user `{}`", user.name));
+        }
+        at
+    }
+
+    /// What an error of `doing` ("connecting to") this etcd says: where and
+    /// how it connected, and what etcd or the connection answered.
+    fn refused(&self, doing: &'static str) -> impl Fn(etcd_client::Error) -> StoreError + use<> {
+        let at = self.at();
+        move |e| match store_error(e) {
+            StoreError::Unavailable { message, retryable } => StoreError::Unavailable {
+                message: format!("{doing} {at}: {message}"),
+                retryable,
+            },
+            other => other,
+        }
+    }
+
+    /// A store's client of this etcd, each request bounded by `timeout`.
+    /// TLS material that does not read is refused before connecting.
+    async fn client(&self, timeout: Duration, doing: &'static str) -> Result<Client, StoreError> {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(timeout);
+        #[cfg(feature = "tls")]
+        let options = with_tls(options, self.tls.as_ref())?;
+        let options = with_user(options, self.user.as_ref());
+        Client::connect(&self.endpoints, Some(options))
+            .await
+            .map_err(self.refused(doing))
     }
 }
 
@@ -881,13 +928,7 @@ impl EtcdStore {
 
     fn open(options: EtcdBuilder) -> Result<Self, StoreError> {
         let EtcdBuilder {
-            access:
-                EtcdAccess {
-                    endpoints,
-                    user,
-                    #[cfg(feature = "tls")]
-                    tls,
-                },
+            access,
             prefix,
             timeout,
             lease_ttl,
@@ -903,45 +944,23 @@ impl EtcdStore {
             .enable_all()
             .build()
             .map_err(|e| unavailable(e, false))?;
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(2))
-            .with_timeout(timeout);
-        // TLS material that does not read is refused before connecting.
-        #[cfg(feature = "tls")]
-        let options = with_tls(options, tls.as_ref())?;
-        // Who connects where, for the errors of connecting.
-        let mut at = format!("etcd at {}", endpoints.join(","));
-        #[cfg(feature = "tls")]
-        if tls.is_some() {
-            at.push_str(" over TLS");
-        }
-        if let Some(user) = &user {
-            at.push_str(&format!(" as user `{}`", user.name));
-        }
-        let connecting = |e: etcd_client::Error| match store_error(e) {
-            StoreError::Unavailable { message, retryable } => StoreError::Unavailable {
-                message: format!("connecting to {at}: {message}"),
-                retryable,
-            },
-            other => other,
-        };
-        let options = with_user(options, user.as_ref());
-        let client = runtime
-            .block_on(Client::connect(endpoints, Some(options)))
-            .map_err(connecting)?;
-        let publisher = Arc::new(Publisher::new(WATCH_CAPACITY));
         let ttl = lease_ttl.as_secs().max(1) as i64;
-        // The first requests: where a refused certificate or user shows.
-        let lease = runtime
-            .block_on(client.lease_client().grant(ttl, None))
-            .map_err(connecting)?
-            .id();
-        runtime
-            .block_on(put_live(&client, &prefix, lease))
-            .map_err(connecting)?;
+        let (client, lease) = runtime.block_on(async {
+            let client = access.client(timeout, "connecting to").await?;
+            // The first requests: where a refused certificate or user shows.
+            let first = async {
+                let lease = client.lease_client().grant(ttl, None).await?.id();
+                put_live(&client, &prefix, lease).await?;
+                Ok(lease)
+            };
+            let lease = first.await.map_err(access.refused("connecting to"))?;
+            Ok::<_, StoreError>((client, lease))
+        })?;
+        let publisher = Arc::new(Publisher::new(WATCH_CAPACITY));
         let lease = Arc::new(AtomicI64::new(lease));
+        let client = tokio::sync::watch::Sender::new(client);
         runtime.spawn(keep_alive(
-            client.clone(),
+            client.subscribe(),
             prefix.clone(),
             ttl,
             lease.clone(),
@@ -964,6 +983,45 @@ impl EtcdStore {
         })
     }
 
+    /// Connects to etcd again, as `access` says, and makes every later request
+    /// on that connection: renewed TLS files (a client certificate about to
+    /// expire, a new authority) or another user, while the store runs. The new
+    /// connection is tried first (a read of this process's session key), and
+    /// only once it answers does it replace the one in use, so a refused
+    /// access leaves the store as it was. This process's session (its lease)
+    /// goes on, kept alive from then on on the new connection; the watch that
+    /// feeds the store's watchers is opened again on it from the revision it
+    /// had reached, so no event is lost or repeated. Requests already under
+    /// way end on the connection they began on.
+    ///
+    /// Fails with [`StoreError::Unavailable`], as [`EtcdBuilder::connect`]
+    /// does, saying where it reconnected and how.
+    pub fn reconnect(&self, access: &EtcdAccess) -> Result<(), StoreError> {
+        let (access, timeout) = (access.clone(), self.inner.timeout);
+        let live = live_key(&self.inner.prefix, self.inner.lease.load(Ordering::Acquire));
+        let runtime = self.inner.runtime.as_ref().expect("running until dropped");
+        let connected = wait_on(runtime, async move {
+            let client = access.client(timeout, "reconnecting to").await?;
+            (kv_client(&client).get(live, None).await)
+                .map_err(access.refused("reconnecting to"))?;
+            Ok::<_, StoreError>(client)
+        })
+        .unwrap_or_else(|| Err(unavailable("etcd: the store's runtime stopped", false)))?;
+        self.inner.client.send_replace(connected);
+        tracing::info!(prefix = %self.inner.prefix, "reconnected to etcd");
+        Ok(())
+    }
+
+    /// The key-value calls of the client in use.
+    fn kv(&self) -> etcd_client::KvClient {
+        kv_client(&self.inner.client.borrow())
+    }
+
+    /// The client in use.
+    fn client(&self) -> Client {
+        self.inner.client.borrow().clone()
+    }
+
     /// The prefix the store's keys live under.
     pub fn prefix(&self) -> &str {
         &self.inner.prefix
@@ -973,7 +1031,7 @@ impl EtcdStore {
     /// (the [`position`](fsm_runtime::Event::position) its watchers' events
     /// carry), every write already accepted this one or an earlier one.
     pub fn revision(&self) -> Result<u64, StoreError> {
-        let (mut kv, prefix) = (kv_client(&self.inner.client), self.inner.prefix.clone());
+        let (mut kv, prefix) = (self.kv(), self.inner.prefix.clone());
         let header = self.run(async move { kv.get(prefix, None).await })?;
         Ok(header
             .header()
@@ -1109,7 +1167,7 @@ impl EtcdStore {
 impl EtcdStore {
     /// The object's record as etcd has it now, its holders' liveness read.
     fn read(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
-        let (mut kv, key) = (kv_client(&self.inner.client), self.object_key(id));
+        let (mut kv, key) = (self.kv(), self.object_key(id));
 
         let resp = self.run(async move { kv.get(key, None).await })?;
         let Some(mut record) = resp
@@ -1134,7 +1192,7 @@ impl EtcdStore {
                 .map(|(_, key, _)| TxnOp::get(key.clone(), None))
                 .collect::<Vec<_>>(),
         );
-        let mut kv = kv_client(&self.inner.client);
+        let mut kv = self.kv();
         let resp = self.run(async move { kv.txn(txn).await })?;
         let values: Vec<Option<Vec<u8>>> = resp
             .op_responses()
@@ -1214,7 +1272,7 @@ impl EtcdStore {
             return Ok(None);
         }
         let prefix = &self.inner.prefix;
-        let mut kv = kv_client(&self.inner.client);
+        let mut kv = self.kv();
         let get = match (reading.revision, reading.next.take()) {
             (None, _) => {
                 let page = GetOptions::new()
@@ -1408,8 +1466,8 @@ impl EtcdStore {
             Txn::new().when(compare).and_then(writes).or_else(otherwise)
         };
         let (mut kv, client, lease, ttl, prefix) = (
-            kv_client(&self.inner.client),
-            self.inner.client.clone(),
+            self.kv(),
+            self.client(),
             self.inner.lease.clone(),
             self.inner.ttl,
             self.inner.prefix.clone(),
@@ -1485,7 +1543,7 @@ impl EtcdStore {
                 history_prefix.clone(),
                 Some(DeleteOptions::new().with_range(prefix_end(&history_prefix))),
             )]);
-        let mut kv = kv_client(&self.inner.client);
+        let mut kv = self.kv();
         let resp = self.run(async move {
             let resp = kv.txn(txn).await?;
             if resp.succeeded()
@@ -1571,7 +1629,7 @@ impl Store for EtcdStore {
         let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
         if codec.fingerprint() == fsm_core::evolve::fingerprint(machine) {
             let prefix = format!("{}obj/", self.inner.prefix);
-            let (mut kv, query) = (kv_client(&self.inner.client), prefix.clone());
+            let (mut kv, query) = (self.kv(), prefix.clone());
             let resp = self
                 .run(async move { kv.get(query, Some(GetOptions::new().with_prefix())).await })?;
             let unreadable: Vec<String> = resp
@@ -1686,7 +1744,7 @@ impl Store for EtcdStore {
         if let Ok(limit) = i64::try_from(limit) {
             options = options.with_limit(limit);
         }
-        let mut kv = kv_client(&self.inner.client);
+        let mut kv = self.kv();
         let resp = self.run(async move { kv.get(from, Some(options)).await })?;
         // etcd answers in key order, which is version order. A removal's
         // entry is no object's history: it is only ever the last key left of
@@ -1712,7 +1770,7 @@ impl Store for EtcdStore {
             TxnOp::get(objects.clone(), keys()),
             TxnOp::get(gone.clone(), keys()),
         ]);
-        let mut kv = kv_client(&self.inner.client);
+        let mut kv = self.kv();
         let resp = self.run(async move { kv.txn(txn).await })?;
         let mut gets = resp.op_responses().into_iter().filter_map(|r| match r {
             TxnOpResponse::Get(get) => Some(get),
@@ -1779,7 +1837,7 @@ impl Store for EtcdStore {
             let revision = i64::try_from(self.revision()?).unwrap_or(i64::MAX - 1);
             let runtime = self.inner.runtime.as_ref().expect("running until dropped");
             runtime.spawn(feed(
-                self.inner.client.clone(),
+                self.inner.client.subscribe(),
                 format!("{}hist/", self.inner.prefix),
                 revision + 1,
                 self.inner.publisher.clone(),
@@ -2058,32 +2116,54 @@ async fn replace_lease(
     }
 }
 
+/// Once the store's client is replaced ([`EtcdStore::reconnect`]): a task
+/// that works on one client stops there and begins again on the new one.
+/// Never, once the store is gone (its runtime stops its tasks then).
+async fn replaced(client: &mut tokio::sync::watch::Receiver<Client>) {
+    if client.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// Keeps this process's lease alive; when it was lost (etcd unreachable longer
 /// than its time to live), takes a new one: the actions held under the old one
 /// show as abandoned elsewhere meanwhile, and their completions get a conflict if
-/// a healer rolled them back.
-async fn keep_alive(client: Client, prefix: String, ttl: i64, lease: Arc<AtomicI64>) {
+/// a healer rolled them back. Always on the store's client in use.
+async fn keep_alive(
+    mut clients: tokio::sync::watch::Receiver<Client>,
+    prefix: String,
+    ttl: i64,
+    lease: Arc<AtomicI64>,
+) {
     let every = Duration::from_millis((ttl as u64 * 1000 / 3).max(200));
     loop {
         let id = lease.load(Ordering::Acquire);
+        let client = clients.borrow_and_update().clone();
         let mut leases = client.lease_client();
-        if let Ok((mut keeper, mut stream)) = leases.keep_alive(id).await {
-            loop {
-                if keeper.keep_alive().await.is_err() {
-                    break;
-                }
-                match stream.message().await {
-                    Ok(Some(resp)) if resp.ttl() > 0 => {}
-                    _ => break,
-                }
-                tokio::time::sleep(every).await;
-                // A write that found the lease expired replaced it meanwhile.
-                if lease.load(Ordering::Acquire) != id {
-                    break;
+        let kept = async {
+            if let Ok((mut keeper, mut stream)) = leases.keep_alive(id).await {
+                loop {
+                    if keeper.keep_alive().await.is_err() {
+                        break;
+                    }
+                    match stream.message().await {
+                        Ok(Some(resp)) if resp.ttl() > 0 => {}
+                        _ => break,
+                    }
+                    tokio::time::sleep(every).await;
+                    // A write that found the lease expired replaced it meanwhile.
+                    if lease.load(Ordering::Acquire) != id {
+                        break;
+                    }
                 }
             }
+            tokio::time::sleep(every).await;
+        };
+        tokio::select! {
+            () = kept => {}
+            // Kept alive from now on on the new client, at once.
+            () = replaced(&mut clients) => continue,
         }
-        tokio::time::sleep(every).await;
         if lease.load(Ordering::Acquire) != id {
             continue;
         }
@@ -2099,9 +2179,10 @@ async fn keep_alive(client: Client, prefix: String, ttl: i64, lease: Arc<AtomicI
 }
 
 /// Publishes every history entry written under `prefix` from `revision` on,
-/// re-watching from the last revision seen when the watch breaks.
+/// re-watching from the last revision seen when the watch breaks or the
+/// store's client is replaced.
 async fn feed(
-    client: Client,
+    mut clients: tokio::sync::watch::Receiver<Client>,
     prefix: String,
     mut revision: i64,
     publisher: Arc<Publisher>,
@@ -2111,10 +2192,20 @@ async fn feed(
         let options = WatchOptions::new()
             .with_prefix()
             .with_start_revision(revision);
-        let mut watch = client.watch_client().max_decoding_message_size(MAX_ANSWER);
+        let mut watch = (clients.borrow_and_update())
+            .watch_client()
+            .max_decoding_message_size(MAX_ANSWER);
         match watch.watch(prefix.clone(), Some(options)).await {
             Ok(mut stream) => {
-                while let Ok(Some(resp)) = stream.message().await {
+                loop {
+                    let resp = tokio::select! {
+                        message = stream.message() => match message {
+                            Ok(Some(resp)) => resp,
+                            _ => break,
+                        },
+                        // Watched again, on the new client, from `revision`.
+                        () = replaced(&mut clients) => break,
+                    };
                     // The revision to resume from was compacted away: the events
                     // between are gone. Say so, and go on from what etcd kept.
                     if resp.canceled() && resp.compact_revision() > 0 {

@@ -7,7 +7,7 @@ mod secure;
 
 use std::path::Path;
 
-use fsm_etcd::{EtcdStore, EtcdTls, EtcdUser};
+use fsm_etcd::{EtcdAccess, EtcdStore, EtcdTls, EtcdUser};
 use fsm_runtime::{Actor, EntryKind, Runtime, StoreError};
 use secure::{ROOT_PASSWORD, SecureEtcd};
 
@@ -155,6 +155,120 @@ fn etcd_refuses_a_wrong_password_and_no_user() {
     let (nobody, retryable) = refusal(&etcd, connect(&etcd, client_tls(&etcd), None));
     assert!(nobody.contains("permission denied"), "{nobody}");
     assert!(!retryable);
+}
+
+/// The session (etcd lease) that `id`'s action in flight was started under.
+fn session_of(vms: &Runtime<EtcdStore>, id: &str) -> i64 {
+    let record = vms.get(id).unwrap();
+    record.in_flight.unwrap().session.unwrap()
+}
+
+/// How many connections to `endpoint` (`127.0.0.1:port`) are open on this
+/// machine (Linux's `/proc/net/tcp`): each test's etcd is its own, so they
+/// are the test's.
+fn connections_to(endpoint: &str) -> usize {
+    let port: u16 = endpoint.rsplit_once(':').unwrap().1.parse().unwrap();
+    let remote = format!("0100007F:{port:04X}");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // Established connections whose far end is the etcd.
+            fields[2] == remote && fields[3] == "01"
+        })
+        .count()
+}
+
+/// Waits up to five seconds for `until` to hold.
+fn eventually(until: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !until() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    true
+}
+
+#[test]
+fn a_reconnected_store_goes_on_as_another_user_once_the_first_is_deleted() {
+    let Some(etcd) = SecureEtcd::start() else {
+        return;
+    };
+    etcd.as_root(async |root| {
+        for (user, password) in [("alice", "alice's password"), ("bob", "bob's password")] {
+            root.user_add(user, password, None).await.unwrap();
+            root.user_grant_role(user, "root").await.unwrap();
+        }
+    });
+    let alice = EtcdUser::new("alice", "alice's password");
+    let as_user = |user: EtcdUser| {
+        EtcdAccess::new([&etcd.endpoint])
+            .tls(client_tls(&etcd))
+            .user(user)
+    };
+    let open = || {
+        (as_user(alice.clone()).store("/fsm-secure/"))
+            .lease_ttl(std::time::Duration::from_secs(1))
+            .connect()
+            .unwrap()
+    };
+    let ops = Actor::new("ops").with_role("admin").with_role("user");
+    let vms = Runtime::new(vm_machine(), open()).unwrap();
+    // A store of another process that is not told of the new access.
+    let stays = Runtime::new(vm_machine(), open()).unwrap();
+    let mut watcher = vms.watch().unwrap();
+    let connected = connections_to(&etcd.endpoint);
+    vms.create("vm-1", &ops).unwrap();
+    let deploy = vms.start("vm-1", &ops, "deploy").unwrap();
+    let session = session_of(&vms, "vm-1");
+    deploy.complete().unwrap();
+
+    // A password that etcd refuses leaves the store on the connection it has.
+    let refused = vms
+        .store()
+        .reconnect(&as_user(EtcdUser::new("bob", "not bob's password")))
+        .unwrap_err();
+    let StoreError::Unavailable { message, retryable } = &refused else {
+        panic!("not an unavailable store: {refused:?}");
+    };
+    let at = format!(
+        "reconnecting to etcd at {} over TLS as user `bob`",
+        etcd.endpoint
+    );
+    assert!(message.contains(&at), "{message}");
+    assert!(message.contains("authentication failed"), "{message}");
+    assert!(!retryable);
+    assert_eq!(vms.state_name("vm-1").unwrap(), "RUNNING");
+
+    vms.store()
+        .reconnect(&as_user(EtcdUser::new("bob", "bob's password")))
+        .unwrap();
+    // The old connection is let go once the requests, the keep-alive and the
+    // watch on it have moved to the new one.
+    assert!(
+        eventually(|| connections_to(&etcd.endpoint) == connected),
+        "{} connections to etcd, not {connected}",
+        connections_to(&etcd.endpoint)
+    );
+    etcd.as_root(async |root| root.user_delete("alice").await.unwrap());
+    // Alice is no user any more: the store that stayed hers is refused...
+    let gone = stays.get("vm-1").unwrap_err();
+    assert!(gone.to_string().contains("authentication failed"), "{gone}");
+    // ... and the reconnected one goes on as bob, its session kept alive on
+    // the new connection past its time to live (a second), its watch fed.
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let stop = vms.start("vm-1", &ops, "stop").unwrap();
+    assert_eq!(session_of(&vms, "vm-1"), session);
+    let stopped = stop.complete().unwrap();
+    assert_eq!(vms.machine().state(stopped.state).name, "HALTED");
+    let seen: Vec<u64> = (0..5)
+        .map(|_| watcher.recv().unwrap().entry.version)
+        .collect();
+    assert_eq!(seen, [1, 2, 3, 4, 5]);
 }
 
 #[test]

@@ -72,7 +72,8 @@
 //! in it, by prior knowledge), and a client that does not finish its TLS
 //! handshake within 10 seconds is dropped, holding up no other. On SIGHUP it
 //! reads the tokens file and the certificate again ([`Service::replace_tokens`],
-//! [`ServeTls::reload`]): tokens and certificates are renewed without a
+//! [`ServeTls::reload`]), and the etcd TLS files, reconnecting to etcd with
+//! them ([`Service::reconnect`]): tokens and certificates are renewed without a
 //! restart, which would leave every action held over the API to the healer.
 //! Files that do not read are refused, saying why, and the ones in use stay. Tokens come from a
 //! file only its owner may read (refused at start otherwise), are compared in
@@ -319,6 +320,26 @@ impl Service {
     /// theirs, to complete or fail by the actor's new token.
     pub fn replace_tokens(&self, tokens: Tokens) {
         *self.tokens.write().unwrap_or_else(|e| e.into_inner()) = tokens;
+    }
+
+    /// Connects each machine's etcd store again, as `access` says
+    /// ([`EtcdStore::reconnect`](fsm_etcd::EtcdStore::reconnect)): renewed TLS
+    /// files, while the service runs (`fsm serve` reads its `--etcd-cacert`,
+    /// `--etcd-cert` and `--etcd-key` again on SIGHUP). A store whose new
+    /// connection is refused stays on the one it had; the error names its
+    /// machine. How many stores reconnected (none on the memory store).
+    /// Blocking: call it outside async code, or in `spawn_blocking`.
+    pub fn reconnect(&self, access: &EtcdAccess) -> Result<usize, String> {
+        let mut reconnected = 0;
+        for (name, machine) in &self.machines {
+            if let AnyStore::Etcd(store) = machine.runtime.store() {
+                store
+                    .reconnect(access)
+                    .map_err(|e| format!("machine `{name}`: {e}"))?;
+                reconnected += 1;
+            }
+        }
+        Ok(reconnected)
     }
 
     /// Stops the healers and drops the actions still in flight over the API

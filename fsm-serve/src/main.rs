@@ -135,15 +135,56 @@ fn files(chain: &Path, key: &Path) -> String {
     )
 }
 
-/// On each SIGHUP, reads the tokens file again and, with HTTPS, the
-/// certificate and its key: what reads is served from then on, and what does
-/// not is refused, saying why, the last good one kept.
+/// The etcd TLS files as the flags name them, and the endpoints, to connect
+/// again with on SIGHUP: only with `--store etcd` and TLS.
+#[cfg(unix)]
+struct EtcdReload {
+    flags: EtcdFlags,
+    endpoints: Vec<String>,
+}
+
+#[cfg(unix)]
+impl EtcdReload {
+    /// What the arguments give to read again, if anything.
+    fn of(args: &Args) -> Option<EtcdReload> {
+        let tls = args.etcd_flags.cacert.is_some();
+        (matches!(args.store, Store::Etcd) && tls).then(|| EtcdReload {
+            flags: args.etcd_flags.clone(),
+            endpoints: args.etcd.clone(),
+        })
+    }
+
+    /// Reads the files again and reconnects every store with them: what it
+    /// says of it. (The password comes from the environment, which stays.)
+    async fn reload(&self, service: &std::sync::Arc<Service>) -> String {
+        let files: Vec<String> = (self.flags.args().iter())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let files = files.join(" ");
+        let access = match self.flags.access(&self.endpoints) {
+            Ok(access) => access,
+            Err(e) => return format!("fsm serve: the etcd access in use stays: {e}"),
+        };
+        let service = service.clone();
+        match tokio::task::spawn_blocking(move || service.reconnect(&access)).await {
+            Ok(Ok(_)) => format!("fsm serve: reconnected to etcd with {files}"),
+            Ok(Err(e)) => format!("fsm serve: the etcd access in use stays: {e}"),
+            Err(e) => format!("fsm serve: the etcd access in use stays: {e}"),
+        }
+    }
+}
+
+/// On each SIGHUP, reads the tokens file again, with HTTPS the certificate
+/// and its key, and with etcd over TLS its files, reconnecting: what reads is
+/// served from then on, and what does not is refused, saying why, the last
+/// good one kept.
 #[cfg(unix)]
 async fn reload_on_hangup(
     mut hangups: tokio::signal::unix::Signal,
     service: std::sync::Arc<Service>,
     tokens: PathBuf,
     https: Option<Https>,
+    etcd: Option<EtcdReload>,
 ) {
     while hangups.recv().await.is_some() {
         match Tokens::load(&tokens) {
@@ -160,6 +201,9 @@ async fn reload_on_hangup(
         }
         if let Some(https) = &https {
             eprintln!("{}", https.reload());
+        }
+        if let Some(etcd) = &etcd {
+            eprintln!("{}", etcd.reload(&service).await);
         }
     }
 }
@@ -195,6 +239,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    #[cfg(unix)]
+    let etcd_reload = EtcdReload::of(&args);
     let mut config = Config::new(args.specs);
     config.listen = args.listen;
     config.store = store;
@@ -241,6 +287,7 @@ fn main() -> ExitCode {
             service.clone(),
             args.tokens.clone(),
             https.clone(),
+            etcd_reload,
         ));
         match &https {
             Some(https) => fsm_serve::serve_tls(service, listener, &https.tls, shutdown).await,

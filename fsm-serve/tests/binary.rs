@@ -518,6 +518,15 @@ fn line_with(stderr: &mut BufReader<ChildStderr>, what: &str) -> String {
     }
 }
 
+/// Sends SIGHUP to `child`.
+fn hang_up(child: &Child) {
+    let sent = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
 /// SIGHUP: the tokens file and the certificate are read again, and serve
 /// from then on (a token taken out is refused, a new one accepted; a new
 /// connection meets the renewed certificate); files that do not read are
@@ -532,13 +541,6 @@ fn sighup_reloads_the_tokens_and_the_certificate() {
     let (cert, key) = certify(tmp.path(), &first);
     let mut child = on_https(&tokens, &cert, &key);
     let (base, mut stderr) = listening(&mut child.0);
-    let hang_up = |child: &Child| {
-        let sent = Command::new("kill")
-            .args(["-HUP", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    };
     // A client of its own for each request: each makes a new connection, and
     // meets the certificate served then.
     let status = |ca: &str, token: &str, path: &str| {
@@ -598,4 +600,78 @@ fn sighup_reloads_the_tokens_and_the_certificate() {
     for token in [OPS, USER, RENEWED] {
         assert!(!rest.contains(token), "a token in the log:\n{rest}");
     }
+}
+
+/// SIGHUP with `--store etcd` over TLS: the etcd files are read again and the
+/// service reconnects with them, so that a client certificate is renewed
+/// without a restart; files that do not read, or that etcd refuses, leave the
+/// connection in use. etcd takes the certificate's name for the user (no
+/// `--etcd-user`): once the service runs on the renewed certificate (`bob`),
+/// the first's user (`alice`) is deleted and the service goes on.
+#[test]
+fn sighup_reconnects_to_etcd_with_the_renewed_client_certificate() {
+    let Some(etcd) = secure::SecureEtcd::start() else {
+        return;
+    };
+    etcd.as_root(async |root| {
+        for user in ["alice", "bob"] {
+            let no_password = etcd_client::UserAddOptions::new().with_no_pwd();
+            root.user_add(user, "", Some(no_password)).await.unwrap();
+            root.user_grant_role(user, "root").await.unwrap();
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let mut command = on_etcd(&tokens, &etcd, &[]);
+    let (_, cert, key) = etcd.files();
+    let certify_as = |user: &str| {
+        let pem = secure::signed(&etcd.issuer, user, &[], false);
+        std::fs::write(&cert, pem.certificate).unwrap();
+        std::fs::write(&key, pem.key).unwrap();
+    };
+    certify_as("alice");
+    let mut child = Stopped(command.stderr(Stdio::piped()).spawn().unwrap());
+    let (base, mut stderr) = listening(&mut child.0);
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let create = |id: &str| {
+        let request = reqwest::Client::new()
+            .post(format!("{base}/v1/door/objects"))
+            .bearer_auth(USER)
+            .json(&serde_json::json!({ "id": id }));
+        tokio.block_on(async { request.send().await.unwrap().status().as_u16() })
+    };
+    assert_eq!(create("d-1"), 201);
+
+    // A key that is no key: refused before connecting, naming the flag.
+    std::fs::write(&key, "not a key").unwrap();
+    hang_up(&child.0);
+    let said = line_with(&mut stderr, "etcd access");
+    assert!(said.contains("the etcd access in use stays"), "{said}");
+    assert!(said.contains("--etcd-key"), "{said}");
+    // A certificate another authority signed: etcd refuses the connection.
+    let (_, stranger) = secure::authority("a stranger");
+    let pem = secure::signed(&stranger, "bob", &[], false);
+    std::fs::write(&cert, pem.certificate).unwrap();
+    std::fs::write(&key, pem.key).unwrap();
+    hang_up(&child.0);
+    let said = line_with(&mut stderr, "etcd access");
+    assert!(said.contains("the etcd access in use stays"), "{said}");
+    assert!(said.contains("machine `door`"), "{said}");
+    assert!(said.contains("reconnecting to etcd at"), "{said}");
+    assert_eq!(create("d-2"), 201);
+
+    certify_as("bob");
+    hang_up(&child.0);
+    let said = line_with(&mut stderr, "fsm serve: reconnected");
+    assert!(
+        said.contains("fsm serve: reconnected to etcd with"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("--etcd-cert {}", cert.display())),
+        "{said}"
+    );
+    etcd.as_root(async |root| root.user_delete("alice").await.unwrap());
+    assert_eq!(create("d-3"), 201);
+    drop(interrupted(&mut child.0, stderr));
 }

@@ -43,6 +43,10 @@ pub struct SecureEtcd {
     pub client: Pem,
     /// An authority that signed nothing of this etcd's (PEM).
     pub other_ca: String,
+    /// The authority's issuer, to sign more client certificates with: etcd
+    /// takes a client certificate's common name for the user when the client
+    /// names none.
+    pub issuer: CertifiedIssuer<'static, KeyPair>,
 }
 
 impl SecureEtcd {
@@ -110,6 +114,7 @@ impl SecureEtcd {
                         ca,
                         client,
                         other_ca,
+                        issuer,
                     };
                     etcd.enable_auth();
                     return Some(etcd);
@@ -140,15 +145,37 @@ impl SecureEtcd {
     /// Adds `root` and turns authentication on (the etcd answers: see
     /// [`answers`]).
     fn enable_auth(&self) {
+        self.administer(None, async |client| {
+            client.user_add("root", ROOT_PASSWORD, None).await.unwrap();
+            client.user_grant_role("root", "root").await.unwrap();
+            client.auth_enable().await.unwrap();
+        });
+    }
+
+    /// Runs `admin` as `root`: users and roles added or deleted while the
+    /// test's stores run.
+    pub fn as_root<T>(&self, admin: impl AsyncFnOnce(&mut Client) -> T) -> T {
+        self.administer(Some(("root", ROOT_PASSWORD)), admin)
+    }
+
+    /// Runs `admin` with a client of the etcd's, as `user` if any.
+    fn administer<T>(
+        &self,
+        user: Option<(&str, &str)>,
+        admin: impl AsyncFnOnce(&mut Client) -> T,
+    ) -> T {
+        let mut options = ConnectOptions::new()
+            .with_tls(self.tls())
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(Duration::from_secs(5));
+        if let Some((name, password)) = user {
+            options = options.with_user(name, password);
+        }
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
             .block_on(async {
-                let options = ConnectOptions::new()
-                    .with_tls(self.tls())
-                    .with_connect_timeout(Duration::from_secs(2))
-                    .with_timeout(Duration::from_secs(5));
                 let mut client = Client::connect([&self.endpoint], Some(options))
                     .await
                     .unwrap_or_else(|e| {
@@ -158,10 +185,8 @@ impl SecureEtcd {
                             std::fs::read_to_string(self.log()).unwrap_or_default()
                         )
                     });
-                client.user_add("root", ROOT_PASSWORD, None).await.unwrap();
-                client.user_grant_role("root", "root").await.unwrap();
-                client.auth_enable().await.unwrap();
-            });
+                admin(&mut client).await
+            })
     }
 
     /// The authority and the client's certificate and key written to files,
