@@ -144,6 +144,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.remove(removal),
         }
     }
+    fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.removal(id),
+            AnyStore::Etcd(s) => s.removal(id),
+        }
+    }
     async fn remove_async(&self, removal: Removal) -> Result<(), StoreError> {
         match self {
             AnyStore::Memory(s) => s.remove_async(removal).await,

@@ -26,8 +26,8 @@
 //! Under its prefix the store keeps, per object, `obj/<id>` (the record, JSON) and
 //! `hist/<id>/<version>` (one history entry per write, JSON, the version
 //! zero-padded so that keys sort in version order); `/` and `%` in ids are escaped.
-//! A removed object leaves its `obj/<id>` key, empty, and `gone/<id>`, until
-//! the id is created again.
+//! A removed object leaves its `obj/<id>` key, empty, and `gone/<id>`, its
+//! removal's entry ([`Store::removal`]), until the id is created again.
 //! States and actions are stored by name with the spec's fingerprint
 //! ([`fsm_runtime::wire`]), so `etcdctl get --prefix /sabakan/machines/obj/` reads
 //! `"state":"Healthy"`, and adding or reordering states in the spec changes
@@ -41,7 +41,7 @@
 //!   history entry, nor an entry without its change.
 //! - **Removal by transaction too.** [`Store::remove`] is one transaction:
 //!   *if* `version(obj/<id>)` is the expected one, *then* empty `obj/<id>`, put
-//!   `gone/<id>`, delete the history's keys and put the removal's entry at the
+//!   the removal's entry at `gone/<id>`, delete the history's keys and put the removal's entry at the
 //!   next version's key (which the watch below publishes), *else* answer the
 //!   conflict. A second request deletes that last key while the object is
 //!   still removed; should it fail, the next creation of the id deletes it.
@@ -1511,7 +1511,7 @@ impl EtcdStore {
     /// Carries out `removal` by one transaction: if the object's key is at
     /// the version expected, it empties that key ([`REMOVED`]: its etcd
     /// version, the removal's, goes on for the id's next object), marks the
-    /// id gone, deletes the history's keys, and puts the removal's entry at
+    /// id gone with the removal's entry, deletes the history's keys, and puts the removal's entry at
     /// the next version's history key, which the feed publishes to watchers
     /// as every entry. A second request then deletes that last key, if the
     /// object is still removed; a creation of the same id also deletes it
@@ -1527,7 +1527,7 @@ impl EtcdStore {
             .when([Compare::version(key.clone(), CompareOp::Equal, version)])
             .and_then([
                 TxnOp::put(key.clone(), REMOVED, None),
-                TxnOp::put(self.gone_key(&id), REMOVED, None),
+                TxnOp::put(self.gone_key(&id), entry.clone(), None),
                 TxnOp::delete(self.held_key(&id, false), None),
                 TxnOp::delete(self.held_key(&id, true), None),
                 TxnOp::delete(
@@ -1715,6 +1715,17 @@ impl Store for EtcdStore {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         let store = self.clone();
         self.off_thread(move || store.remove(removal))
+    }
+
+    /// The entry at `gone/<id>`. (A removal made by an earlier version of
+    /// this store put nothing there: `None`.)
+    fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError> {
+        let (mut kv, key) = (self.kv(), self.gone_key(id));
+        let resp = self.run(async move { kv.get(key, None).await })?;
+        match resp.kvs().first() {
+            Some(kv) if kv.value() != REMOVED => self.decode_entry(kv.value(), kv.key()).map(Some),
+            _ => Ok(None),
+        }
     }
 
     /// The record this store last read or wrote.

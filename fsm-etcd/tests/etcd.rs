@@ -874,7 +874,8 @@ fn a_holder_names_its_process_session_and_nothing_else_is_written() {
 }
 
 /// A removal leaves no record or history key of the object behind, only its
-/// emptied `obj/` key (whose etcd version goes on) and `gone/`; the entry
+/// emptied `obj/` key (whose etcd version goes on) and `gone/` (the removal's
+/// entry, which every process reads); the entry
 /// watchers get was written to etcd: a second store's watcher, on its own
 /// watch of etcd, gets it. A last history key left by a removal whose second
 /// request failed is deleted by the next creation of the id, numbered after
@@ -929,6 +930,14 @@ fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
         elsewhere.get("vm").is_err(),
         "the other store reads it gone"
     );
+    assert_eq!(
+        elsewhere.removal_of("vm").unwrap(),
+        Some(removed),
+        "the other store reads how it went"
+    );
+    // An earlier version of the store left `gone/` empty: no removal to tell.
+    etcd_put(&format!("{prefix}gone/vm"), "");
+    assert_eq!(rt.removal_of("vm").unwrap(), None);
 
     // What a removal leaves when its second request fails: its last key. The
     // absent object shows no history all the same, and a creation deletes it.

@@ -447,8 +447,9 @@ impl Archive {
 
     /// Every life of `id` in `runtime`, archived under `key`, oldest first,
     /// each one's history: those the archive keeps, each ending in its
-    /// removal (unless the process that removed it died before it noted the
-    /// removal), then the record's, if there is one.
+    /// removal, then the record's, if there is one. A removal the process
+    /// that made it died before noting is read from the store, which keeps
+    /// it until the id is created again ([`Runtime::removal_of`]).
     pub(crate) fn lives(
         &self,
         key: &ObjectId,
@@ -464,7 +465,21 @@ impl Archive {
         }
         // A store answers an empty history for an id it has no record of.
         match runtime.history(id.clone()) {
-            Ok(history) if history.is_empty() => {}
+            Ok(history) if history.is_empty() => {
+                let unnoted = lives
+                    .last()
+                    .and_then(|life| life.last())
+                    .filter(|last| last.kind != EntryKind::Removed);
+                if let Some(last) = unnoted.map(|last| last.version) {
+                    match runtime.removal_of(id.clone()) {
+                        Ok(Some(removal)) if removal.version == last + 1 => {
+                            lives.last_mut().expect("a last life").push(removal);
+                        }
+                        Ok(_) => {}
+                        Err(e) => return Err(LivesError::Record(e)),
+                    }
+                }
+            }
             Ok(history) => {
                 // Archived, but its removal cut off: the record's history is
                 // that life, whole.
@@ -663,12 +678,9 @@ mod tests {
         assert!(conflicts > 0, "the writers never met");
     }
 
-    /// The removal is made at the version archived: a record moved between
-    /// the archive and the removal (here by the hook that runs in between)
-    /// is not removed, and its life, read back, is the record's whole
-    /// history, not the shorter copy archived.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_record_moved_between_the_archive_and_the_removal_is_not_removed() {
+    /// A box `box-1`, open (where its keeper may remove it; `close` shuts
+    /// it, where no one may), in memory, with an empty archive.
+    fn a_box() -> (Runtime<AnyStore>, Codec, Actor, ObjectId, Archive) {
         let spec = r#"
             [machine]
             name = "box"
@@ -688,7 +700,16 @@ mod tests {
         let keeper = Actor::new("keeper").with_role("keeper");
         let id = ObjectId::from("box-1");
         runtime.create(id.clone(), &keeper).unwrap();
-        let archive = Archive::memory();
+        (runtime, codec, keeper, id, Archive::memory())
+    }
+
+    /// The removal is made at the version archived: a record moved between
+    /// the archive and the removal (here by the hook that runs in between)
+    /// is not removed, and its life, read back, is the record's whole
+    /// history, not the shorter copy archived.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_record_moved_between_the_archive_and_the_removal_is_not_removed() {
+        let (runtime, codec, keeper, id, archive) = a_box();
 
         let close = || {
             runtime.run(id.clone(), &keeper, "close").unwrap();
@@ -710,5 +731,34 @@ mod tests {
         // In `shut` the spec lets no one remove it: nothing is done.
         let again = archive.remove(&id, &codec, &runtime, &id, &keeper, || {});
         assert!(matches!(again.await, Removal::Kept));
+    }
+
+    /// A remover that dies between the removal and its note leaves the life
+    /// archived without its removal: the life read back ends in it all the
+    /// same, read from the store, as the noted one would (until the id is
+    /// created again, when the store forgets it).
+    #[test]
+    fn a_removal_the_remover_did_not_note_is_read_from_the_store() {
+        let (runtime, codec, keeper, id, archive) = a_box();
+
+        // `Archive::remove`'s steps, cut off after the removal.
+        let life = runtime.history(id.clone()).unwrap();
+        archive.keep(&id, &codec, &life);
+        let removal = runtime.remove(id.clone(), &keeper).unwrap();
+        let stored: Vec<Vec<StoredEntry>> = archive.lives.get(&id).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].len(), 1, "archived without its removal");
+
+        let lives = archive.lives(&id, &codec, &runtime, &id).unwrap();
+        let whole: Vec<Entry> = life.iter().cloned().chain([removal]).collect();
+        assert_eq!(lives, [whole]);
+        assert_eq!(lives[0][1].actor.as_str(), "keeper");
+        fsm_runtime::check_history(runtime.machine(), &lives[0]).unwrap();
+
+        // Created again, the id's new life is the record's; the first, whose
+        // removal the store no longer has, ends where it was archived.
+        runtime.create(id.clone(), &keeper).unwrap();
+        let lives = archive.lives(&id, &codec, &runtime, &id).unwrap();
+        assert_eq!(lives, [life, runtime.history(id.clone()).unwrap()]);
     }
 }

@@ -647,9 +647,9 @@ impl Cluster {
     }
 
     /// Every life of `id` of `kind`, oldest first, each one's history: those
-    /// the archive keeps, each ending in its removal (unless the process that
-    /// removed it died before it noted the removal), then the record's, if
-    /// there is one.
+    /// the archive keeps, each ending in its removal (one the process that
+    /// removed it died before noting is read from the store, until the id
+    /// is created again), then the record's, if there is one.
     pub fn lives(&self, kind: Kind, id: &str) -> Result<Vec<Vec<Entry>>, MizarError> {
         let id = ObjectId::from(id);
         let codec = &self.inner.codecs[kind as usize];

@@ -489,9 +489,9 @@ impl PodOps {
     }
 
     /// Every life of operation `id`, oldest first, each one's history: those
-    /// the archive keeps, each ending in its removal (unless the process that
-    /// removed it died before it noted the removal), then the record's, if
-    /// there is one.
+    /// the archive keeps, each ending in its removal (one the process that
+    /// removed it died before noting is read from the store, until the id
+    /// is created again), then the record's, if there is one.
     pub fn lives(&self, id: &str) -> Result<Vec<Vec<Entry>>, PodOpsError> {
         let id = ObjectId::from(id);
         let inner = &self.inner;

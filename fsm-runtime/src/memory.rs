@@ -28,10 +28,11 @@ use crate::{
 /// record lives in an allocation of its own, on cache lines of its own, so that
 /// threads writing different objects never write one line.
 ///
-/// A removed object leaves its id and its removal's version behind (some
-/// forty bytes and the id's text), so that the id's next object continues
-/// its versions rather than start again at 1: an `If-Match` written for the
-/// old object never matches the new one. Creating the id again forgets it.
+/// A removed object leaves its id and its removal's entry behind (some
+/// hundred bytes and the id's text), so that the id's next object continues
+/// its versions rather than start again at 1 (an `If-Match` written for the
+/// old object never matches the new one), and so that
+/// [`Store::removal`] tells how it was removed. Creating the id again forgets it.
 ///
 /// Histories are kept whole by default. A long-running process that only needs the
 /// recent past can bound them with [`MemoryStore::keep_history`]. An object that
@@ -164,8 +165,8 @@ fn ids_of(shards: &[Padded<ShardLock<Shard>>]) -> Vec<ObjectId> {
 struct Shard {
     objects: HashTable<(ObjectId, Box<Slot>)>,
     /// Each id whose object was removed and not created again, with the
-    /// removal's version: the id's next object starts at the version after.
-    removed: HashTable<(ObjectId, u64)>,
+    /// removal's entry: the id's next object starts at the version after.
+    removed: HashTable<(ObjectId, Entry)>,
 }
 
 impl Shard {
@@ -183,21 +184,28 @@ impl Shard {
             .map(|(_, slot)| &mut **slot)
     }
 
-    /// Takes an object out, removed at `version`.
-    fn remove(&mut self, hash: u64, id: &ObjectId, version: u64) {
+    /// Takes an object out, removed by `removal`.
+    fn remove(&mut self, hash: u64, id: &ObjectId, removal: Entry) {
         if let Ok(entry) = self.objects.find_entry(hash, |(k, _)| k == id) {
             let ((id, _), _) = entry.remove();
             self.removed
-                .insert_unique(hash, (id, version), |(k, _)| id_hash(k));
+                .insert_unique(hash, (id, removal), |(k, _)| id_hash(k));
         }
+    }
+
+    /// The removal of the id's last object, if it was removed and not
+    /// created again.
+    fn removal(&self, hash: u64, id: &ObjectId) -> Option<&Entry> {
+        self.removed
+            .find(hash, |(k, _)| k == id)
+            .map(|(_, removal)| removal)
     }
 
     /// The version the id's next object is created at, which forgets the
     /// id's removal: 1, or the one after the removal's.
     fn first_version(&self, hash: u64, id: &ObjectId) -> u64 {
-        self.removed
-            .find(hash, |(k, _)| k == id)
-            .map_or(1, |(_, removed)| removed + 1)
+        self.removal(hash, id)
+            .map_or(1, |removal| removal.version + 1)
     }
 
     /// Adds an object that is not there yet, and forgets the removal of the
@@ -623,7 +631,7 @@ impl Store for MemoryStore {
                 id,
             });
         }
-        shard.remove(hash, &id, entry.version);
+        shard.remove(hash, &id, entry.clone());
         self.index.removed(&id);
         self.publisher.publish(|| Event {
             id,
@@ -631,6 +639,11 @@ impl Store for MemoryStore {
             position: None,
         });
         Ok(())
+    }
+
+    fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError> {
+        let (hash, shard) = self.shard(id);
+        Ok(lock_shard(shard).removal(hash, id).cloned())
     }
 }
 

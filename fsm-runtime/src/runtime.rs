@@ -1128,6 +1128,45 @@ impl<S: Store> Runtime<S> {
         self.remove_expecting(id.into_object_id(), None, actor)
     }
 
+    /// How `id`'s last object was removed: the removal's entry (who removed
+    /// it, when, in which state, at which version), while no object has been
+    /// created under the id since ([`Store::removal`]); `None` for an object
+    /// that lives or never did. What tells a removed object from one that
+    /// never was, and completes a history kept elsewhere whose keeper missed
+    /// the removal.
+    ///
+    /// ```
+    /// # use fsm_runtime::{Actor, EntryKind, MemoryStore, Runtime};
+    /// # let spec = r#"
+    /// #     [machine]
+    /// #     name = "machine"
+    /// #     initial = "Healthy"
+    /// #     [roles]
+    /// #     admin = "Administrators"
+    /// #     [states]
+    /// #     Healthy = "Machines that can run applications"
+    /// #     Retired = { terminal = true, remove = "admin" }
+    /// #     [actions]
+    /// #     retire = { from = "Healthy", to = "Retired", roles = "admin" }
+    /// # "#;
+    /// let machines = Runtime::new(fsm_core::spec::load_str("machine.toml", spec)?, MemoryStore::new())?;
+    /// let admin = Actor::new("alice").with_role("admin");
+    /// machines.create("m-1", &admin)?;
+    /// assert_eq!(machines.removal_of("m-1")?, None);
+    /// machines.run("m-1", &admin, "retire")?;
+    /// let removed = machines.remove("m-1", &admin)?;
+    /// assert_eq!(machines.removal_of("m-1")?, Some(removed));
+    /// // Created again, the id names a living object.
+    /// machines.create("m-1", &admin)?;
+    /// assert_eq!(machines.removal_of("m-1")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn removal_of(&self, id: impl IntoObjectId) -> Result<Option<Entry>, RuntimeError> {
+        (self.inner.store)
+            .removal(&id.object_id())
+            .map_err(RuntimeError::Store)
+    }
+
     /// [`remove`](Self::remove), only if the object is at `version` (an HTTP
     /// `If-Match`): otherwise [`RuntimeError::VersionMismatch`], and nothing is
     /// removed.

@@ -433,6 +433,14 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(self.remove(removal))
     }
 
+    /// How `id`'s last object was removed: the removal's entry, as
+    /// [`remove`](Store::remove) published it (who, when, in which state, at
+    /// which version), while no object has been created under the id since.
+    /// `None` for an id whose object lives, or that never had one. The entry
+    /// outlives the object's history: a reader that kept the history (an
+    /// audit log) but missed the removal finds it here.
+    fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError>;
+
     /// A read and the change made from it, as one compare-and-set: `decide` sees
     /// the object's record (`None`: absent) and returns the [`Change`] to make with
     /// a value to hand back, or refuses (the inner `Err`; nothing is written).
@@ -1038,6 +1046,9 @@ impl<S: Store> Store for Arc<S> {
 
     fn remove(&self, removal: Removal) -> Result<(), StoreError> {
         (**self).remove(removal)
+    }
+    fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError> {
+        (**self).removal(id)
     }
 
     fn remove_async(

@@ -777,10 +777,11 @@ pub fn watchers_see_writes_in_order<S: Store>(store: S) {
 }
 
 /// A removal takes the object whole (record, history, listings) and tells
-/// watchers last; one the spec or a holder refuses changes nothing; the id is
-/// then free for a new object, whose versions go on after the removal's, so
-/// that no version of the old object (an `If-Match` written for it) matches
-/// the new one.
+/// watchers last; one the spec or a holder refuses changes nothing; the store
+/// tells how the object was removed ([`Store::removal`]) until the id is
+/// created again; the id is then free for a new object, whose versions go on
+/// after the removal's, so that no version of the old object (an `If-Match`
+/// written for it) matches the new one.
 pub fn removes_whole<S: Store>(store: S) {
     let rt = runtime(store);
     let (user, ops) = (Actor::new("user"), Actor::new("olga").with_role("ops"));
@@ -847,6 +848,14 @@ pub fn removes_whole<S: Store>(store: S) {
         "{what}"
     );
     assert!(rt.history("r").unwrap().is_empty(), "{what}: history kept");
+    assert_eq!(
+        rt.removal_of("r").unwrap(),
+        Some(removed.clone()),
+        "{what}: how it was removed"
+    );
+    for id in ["q", "never"] {
+        assert_eq!(rt.removal_of(id).unwrap(), None, "{what}: {id} not removed");
+    }
     assert!(
         !rt.store()
             .ids()
@@ -903,6 +912,11 @@ pub fn removes_whole<S: Store>(store: S) {
     );
     let created = rt.create("r", &user).expect("removes_whole: created again");
     assert_eq!(created.version, 5, "{what}: numbered after the removal");
+    assert_eq!(
+        rt.removal_of("r").unwrap(),
+        None,
+        "{what}: the removal forgotten once the id lives again"
+    );
     let history = rt.history("r").unwrap();
     assert_eq!(
         history
@@ -936,6 +950,7 @@ pub fn removes_whole<S: Store>(store: S) {
         "{what}"
     );
     assert!(rt.store().load(&"r".into()).unwrap().is_none(), "{what}");
+    assert_eq!(rt.removal_of("r").unwrap(), Some(removed), "{what}");
     let created = block_on(rt.create_async("r", &user)).expect("removes_whole: async creation");
     assert_eq!(
         created.version, 7,

@@ -233,6 +233,10 @@ impl Store for LateRead {
         self.store.remove(removal)
     }
 
+    fn removal(&self, id: &ObjectId) -> Result<Option<fsm_runtime::Entry>, StoreError> {
+        self.store.removal(id)
+    }
+
     fn modify<T, E, R>(
         &self,
         id: &ObjectId,

@@ -676,6 +676,14 @@ impl fsm_runtime::Store for Flaky {
         self.up()?;
         self.store.remove(removal)
     }
+
+    fn removal(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.up()?;
+        self.store.removal(id)
+    }
 }
 
 /// A completion the store fails (its backend went down after the start) is the
@@ -1145,6 +1153,13 @@ impl fsm_runtime::Store for Down {
     fn remove(&self, _: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
         self.load(&"x".into()).map(drop)
     }
+
+    fn removal(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.load(id).map(|_| None)
+    }
 }
 
 #[test]
@@ -1199,6 +1214,13 @@ impl fsm_runtime::Store for Numbering {
         Err(unavailable())
     }
     fn remove(&self, _: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
+        Err(unavailable())
+    }
+
+    fn removal(
+        &self,
+        _: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Entry>, fsm_runtime::StoreError> {
         Err(unavailable())
     }
 }
@@ -1320,6 +1342,13 @@ impl fsm_runtime::Store for Listing {
     }
     fn remove(&self, removal: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
         self.store.remove(removal)
+    }
+
+    fn removal(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.store.removal(id)
     }
 }
 

@@ -34,4 +34,8 @@ impl Store for ReadThenWrite {
     fn remove(&self, removal: Removal) -> Result<(), StoreError> {
         self.0.remove(removal)
     }
+
+    fn removal(&self, id: &ObjectId) -> Result<Option<fsm_runtime::Entry>, StoreError> {
+        self.0.removal(id)
+    }
 }
