@@ -505,9 +505,20 @@ async fn get_object(
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
     let (rt, key) = (m.runtime.clone(), id.clone());
-    let record = blocking(move || rt.get(key))
-        .await
-        .map_err(|e| logged(&actor, "get", e))?;
+    let record = match blocking(move || rt.get(key)).await {
+        Ok(record) => record,
+        Err(e @ RuntimeError::NotFound { .. }) => {
+            // Removed, or never there: a removed object's 404 says how it went.
+            let (rt, key) = (m.runtime.clone(), id.clone());
+            let removal = blocking(move || rt.removal_of(key)).await;
+            let refused = logged(&actor, "get", e);
+            return Err(match removal {
+                Ok(Some(entry)) => refused.with("removed", entry_json(m.runtime.machine(), &entry)),
+                _ => refused,
+            });
+        }
+        Err(e) => return Err(logged(&actor, "get", e)),
+    };
     if unchanged(&headers, record.version)? {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
         tag(&mut response, record.version);

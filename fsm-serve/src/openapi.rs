@@ -326,7 +326,7 @@ fn machine_paths(
                     "description": "Not modified: If-None-Match named the object's version",
                     "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string", "pattern": "^\"[0-9]+\"$" } } }
                 },
-                "404": not_found
+                "404": error("No such object (`not_found`); an object that was removed, its id not used again since, carries `removed`: the removal's entry (who removed it, when, in which state, at which version)")
             }))
         },
         "delete": {

@@ -2135,6 +2135,9 @@ async fn an_object_is_removed_only_as_its_spec_allows() {
 
     let (status, removed) = delete(OPS, Some(r#""7""#)).await;
     assert_eq!(status, StatusCode::OK, "{removed}");
+    // The entry as a history shows it: without the object's id.
+    let mut removed_entry = removed.clone();
+    removed_entry.as_object_mut().unwrap().remove("id");
     assert_eq!(
         (
             &removed["id"],
@@ -2167,8 +2170,17 @@ async fn an_object_is_removed_only_as_its_spec_allows() {
             (&json!("Removed"), &json!(8))
         ]
     );
-    // Gone from every read; the id is free again.
-    assert_eq!(get(&c, &object, OPS).await.0, StatusCode::NOT_FOUND);
+    // Gone from every read; the id is free again. The object's 404 says
+    // how it went (an id never used says nothing of the kind).
+    let (status, gone) = get(&c, &object, OPS).await;
+    assert_eq!(
+        (status, &gone["error"], &gone["removed"]),
+        (StatusCode::NOT_FOUND, &json!("not_found"), &removed_entry),
+        "{gone}"
+    );
+    let (status, never) = get(&c, &server.url("/v1/machine/objects/m-0"), OPS).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(never.get("removed").is_none(), "{never}");
     let (status, _) = get(&c, &server.url("/v1/machine/objects/m-1/history"), OPS).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, refused) = delete(OPS, None).await;
