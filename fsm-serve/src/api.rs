@@ -1600,7 +1600,45 @@ pub fn router(service: Arc<Service>) -> Router {
 
 #[cfg(test)]
 mod tests {
-    use super::{position_id, read_positions};
+    use axum::extract::FromRequestParts;
+    use axum::http::StatusCode;
+    use serde::Deserialize;
+
+    use super::{Query, position_id, read_positions};
+
+    /// A query with a parameter it cannot go without.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Required {
+        action: String,
+    }
+
+    /// A mistake of the whole query, which names no parameter (one the call
+    /// cannot go without is missing), is refused as the query's, with no
+    /// `parameter`; a parameter that does not parse is named.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_query_missing_what_it_needs_is_refused_whole() {
+        let read = async |uri: &str| {
+            let request = axum::http::Request::builder().uri(uri).body(()).unwrap();
+            let (mut parts, ()) = request.into_parts();
+            let read = Query::<Required>::from_request_parts(&mut parts, &()).await;
+            read.map(|Query(query)| query.action)
+        };
+        let refused = async |uri: &str| read(uri).await.unwrap_err();
+        assert_eq!(read("/x?action=a").await.unwrap(), "a");
+        let whole = refused("/x?").await;
+        assert_eq!(
+            (whole.status, whole.kind, whole.message.as_str()),
+            (
+                StatusCode::BAD_REQUEST,
+                "malformed",
+                "the query: missing field `action`"
+            )
+        );
+        assert!(!whole.facts.contains_key("parameter"), "{:?}", whole.facts);
+        let named = refused("/x?action=a&run=yes").await;
+        assert_eq!(named.facts["parameter"], "run");
+    }
 
     /// An all-machines stream's ids read back as written, whatever the
     /// machines' names; and only what the OpenAPI document's pattern allows
