@@ -227,6 +227,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.history_async(id).await,
         }
     }
+    async fn removal_async(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.removal_async(id).await,
+            AnyStore::Etcd(s) => s.removal_async(id).await,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1931,6 +1931,16 @@ impl Store for EtcdStore {
         self.off_thread(move || store.records_after(after.as_ref(), limit))
     }
 
+    /// Runs [`removal`](Store::removal) on the store's own runtime and awaits
+    /// it, as [`load_async`](Store::load_async).
+    fn removal_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send {
+        let (store, id) = (self.clone(), id.clone());
+        self.off_thread(move || store.removal(&id))
+    }
+
     /// Runs [`history`](Store::history) on the store's own runtime and awaits
     /// it, as [`load_async`](Store::load_async).
     fn history_async(

@@ -1167,6 +1167,17 @@ impl<S: Store> Runtime<S> {
             .map_err(RuntimeError::Store)
     }
 
+    /// [`removal_of`](Self::removal_of) for async callers.
+    pub async fn removal_of_async(
+        &self,
+        id: impl IntoObjectId,
+    ) -> Result<Option<Entry>, RuntimeError> {
+        (self.inner.store)
+            .removal_async(&id.object_id())
+            .await
+            .map_err(RuntimeError::Store)
+    }
+
     /// [`remove`](Self::remove), only if the object is at `version` (an HTTP
     /// `If-Match`): otherwise [`RuntimeError::VersionMismatch`], and nothing is
     /// removed.

@@ -441,6 +441,15 @@ pub trait Store: Send + Sync + 'static {
     /// audit log) but missed the removal finds it here.
     fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError>;
 
+    /// [`removal`](Store::removal) for async callers, as
+    /// [`load_async`](Store::load_async).
+    fn removal_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send {
+        std::future::ready(self.removal(id))
+    }
+
     /// A read and the change made from it, as one compare-and-set: `decide` sees
     /// the object's record (`None`: absent) and returns the [`Change`] to make with
     /// a value to hand back, or refuses (the inner `Err`; nothing is written).
@@ -1049,6 +1058,12 @@ impl<S: Store> Store for Arc<S> {
     }
     fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError> {
         (**self).removal(id)
+    }
+    fn removal_async(
+        &self,
+        id: &ObjectId,
+    ) -> impl Future<Output = Result<Option<Entry>, StoreError>> + Send {
+        (**self).removal_async(id)
     }
 
     fn remove_async(

@@ -950,7 +950,11 @@ pub fn removes_whole<S: Store>(store: S) {
         "{what}"
     );
     assert!(rt.store().load(&"r".into()).unwrap().is_none(), "{what}");
-    assert_eq!(rt.removal_of("r").unwrap(), Some(removed), "{what}");
+    assert_eq!(
+        block_on(rt.removal_of_async("r")).unwrap(),
+        Some(removed),
+        "{what}: async"
+    );
     let created = block_on(rt.create_async("r", &user)).expect("removes_whole: async creation");
     assert_eq!(
         created.version, 7,

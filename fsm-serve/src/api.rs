@@ -509,8 +509,7 @@ async fn get_object(
         Ok(record) => record,
         Err(e @ RuntimeError::NotFound { .. }) => {
             // Removed, or never there: a removed object's 404 says how it went.
-            let (rt, key) = (m.runtime.clone(), id.clone());
-            let removal = blocking(move || rt.removal_of(key)).await;
+            let removal = m.runtime.removal_of_async(id.clone()).await;
             let refused = logged(&actor, "get", e);
             return Err(match removal {
                 Ok(Some(entry)) => refused.with("removed", entry_json(m.runtime.machine(), &entry)),
