@@ -1361,3 +1361,54 @@ fn a_store_keeping_three_entries_deletes_the_older_ones() {
         "every write, once, in order"
     );
 }
+
+/// A store reconnected again and again while a thread writes: every write
+/// lands, once, and the store's watcher gets every entry once, in order (the
+/// feed begins again on each new connection from the revision it reached).
+#[test]
+fn a_store_reconnected_under_writes_loses_and_repeats_nothing() {
+    let Some((rt, _, admin)) = created(&["vm"]) else {
+        return;
+    };
+    let mut watcher = rt.watch().unwrap().only("vm");
+    let access = fsm_etcd::EtcdAccess::new(endpoints());
+    const RUNS: u64 = 40;
+    let reconnected = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            for _ in 0..RUNS {
+                rt.run("vm", &admin, "start").unwrap();
+                rt.run("vm", &admin, "stop").unwrap();
+            }
+        });
+        let mut reconnected = 0;
+        while !writer.is_finished() {
+            rt.store().reconnect(&access).unwrap();
+            reconnected += 1;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        writer.join().unwrap();
+        reconnected
+    });
+    assert!(reconnected > 1, "reconnected {reconnected} times");
+    // The creation, then a start and a completion per run.
+    let last = 1 + 4 * RUNS;
+    let history = rt.history("vm").unwrap();
+    assert_eq!(
+        history.iter().map(|e| e.version).collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>()
+    );
+    check_history(rt.machine(), &history).unwrap();
+    // (Watched since after the creation.) Until the last, or ten seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    while seen.last() != Some(&last) && Instant::now() < deadline {
+        match watcher.try_recv().unwrap() {
+            Some(event) => seen.push(event.entry.version),
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    assert_eq!(seen, (2..=last).collect::<Vec<_>>());
+    std::thread::sleep(Duration::from_millis(300));
+    let more = watcher.try_recv();
+    assert!(matches!(more, Ok(None)), "an entry seen twice: {more:?}");
+}
