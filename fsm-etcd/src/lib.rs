@@ -671,8 +671,9 @@ pub struct EtcdTlsFileError {
 /// etcdctl's): `--etcd-cacert` (etcd's authority: over TLS), `--etcd-cert`
 /// and `--etcd-key` (a client certificate, for etcd's `--client-cert-auth`),
 /// `--etcd-user` (its password from the environment variable
-/// [`PASSWORD_VARIABLE`](Self::PASSWORD_VARIABLE), never from the command
-/// line, where other users could read it). Feature `tls`; with the feature
+/// [`PASSWORD_VARIABLE`](Self::PASSWORD_VARIABLE), or from the file
+/// `--etcd-password-file` names, which a process reads again when it
+/// reconnects; never from the command line, where other users could read it). Feature `tls`; with the feature
 /// `clap`, a command line takes them as they are (`#[command(flatten)]`), a
 /// certificate refused without its key or the authority:
 ///
@@ -692,6 +693,7 @@ pub struct EtcdTlsFileError {
 /// let args = Args::parse_from(["serve", "--etcd-cacert", "ca.pem", "--etcd-user", "ops"]);
 /// assert_eq!(args.access.args(), ["--etcd-cacert", "ca.pem", "--etcd-user", "ops"]);
 /// assert!(Args::try_parse_from(["serve", "--etcd-cert", "client.pem"]).is_err());
+/// assert!(Args::try_parse_from(["serve", "--etcd-password-file", "secret"]).is_err());
 /// # }
 /// ```
 ///
@@ -736,13 +738,27 @@ pub struct EtcdFlags {
     )]
     pub key: Option<std::path::PathBuf>,
     /// The etcd user to authenticate as, its password read from the
-    /// environment variable `FSM_ETCD_PASSWORD`, never from the command line,
-    /// where other users could read it.
+    /// environment variable `FSM_ETCD_PASSWORD` (or `--etcd-password-file`),
+    /// never from the command line, where other users could read it.
     #[cfg_attr(
         feature = "clap",
         arg(long = "etcd-user", id = "etcd_user", value_name = "NAME")
     )]
     pub user: Option<String>,
+    /// A file holding `--etcd-user`'s password (a trailing line break is not
+    /// part of it), in place of `FSM_ETCD_PASSWORD`: a mounted secret, read
+    /// again when the process reconnects, so that a changed password is taken
+    /// up without a restart.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "etcd-password-file",
+            id = "etcd_password_file",
+            value_name = "FILE",
+            requires = "etcd_user"
+        )
+    )]
+    pub password_file: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "tls")]
@@ -751,8 +767,8 @@ impl EtcdFlags {
     pub const PASSWORD_VARIABLE: &'static str = "FSM_ETCD_PASSWORD";
 
     /// The access to the etcd at `endpoints` these flags give: the TLS files
-    /// read and [checked](EtcdTls::check), the password read from the
-    /// environment. The error names the flag, and the file at fault.
+    /// read and [checked](EtcdTls::check), the password read from its file or
+    /// the environment. The error names the flag, and the file at fault.
     pub fn access<E: AsRef<str>>(
         &self,
         endpoints: impl IntoIterator<Item = E>,
@@ -778,13 +794,34 @@ impl EtcdFlags {
             (None, Some(_)) => return Err(EtcdFlagError::Identity),
             (None, None) => {}
         }
-        if let Some(name) = &self.user {
-            let password =
-                std::env::var(Self::PASSWORD_VARIABLE).map_err(|_| EtcdFlagError::Password {
-                    user: name.clone(),
-                    variable: Self::PASSWORD_VARIABLE,
+        match (&self.user, &self.password_file) {
+            (Some(name), Some(file)) => {
+                let read =
+                    std::fs::read_to_string(file).map_err(|e| EtcdFlagError::PasswordFile {
+                        path: file.clone(),
+                        problem: e.to_string(),
+                    })?;
+                let password = read.strip_suffix('\n').unwrap_or(&read);
+                let password = password.strip_suffix('\r').unwrap_or(password);
+                if password.is_empty() {
+                    return Err(EtcdFlagError::PasswordFile {
+                        path: file.clone(),
+                        problem: "it is empty".into(),
+                    });
+                }
+                access = access.user(EtcdUser::new(name, password));
+            }
+            (Some(name), None) => {
+                let password = std::env::var(Self::PASSWORD_VARIABLE).map_err(|_| {
+                    EtcdFlagError::Password {
+                        user: name.clone(),
+                        variable: Self::PASSWORD_VARIABLE,
+                    }
                 })?;
-            access = access.user(EtcdUser::new(name, password));
+                access = access.user(EtcdUser::new(name, password));
+            }
+            (None, Some(_)) => return Err(EtcdFlagError::PasswordFileWithoutUser),
+            (None, None) => {}
         }
         Ok(access)
     }
@@ -804,6 +841,9 @@ impl EtcdFlags {
         }
         if let Some(user) = &self.user {
             args.extend(["--etcd-user".into(), user.into()]);
+        }
+        if let Some(file) = &self.password_file {
+            args.extend(["--etcd-password-file".into(), file.into()]);
         }
         args
     }
@@ -826,13 +866,26 @@ pub enum EtcdFlagError {
     #[error("--etcd-cert and --etcd-key go together, and with --etcd-cacert")]
     Identity,
     /// `--etcd-user` without its password in the environment.
-    #[error("--etcd-user {user}: set its password in the environment variable {variable}")]
+    #[error(
+        "--etcd-user {user}: set its password in the environment variable {variable}, or give --etcd-password-file"
+    )]
     Password {
         /// The user named.
         user: String,
         /// The variable that was not set.
         variable: &'static str,
     },
+    /// `--etcd-password-file` names a file that does not read, or is empty.
+    #[error("--etcd-password-file {}: {problem}", .path.display())]
+    PasswordFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// `--etcd-password-file` without `--etcd-user`.
+    #[error("--etcd-password-file is the password of --etcd-user, which is not given")]
+    PasswordFileWithoutUser,
 }
 
 #[cfg(feature = "tls")]

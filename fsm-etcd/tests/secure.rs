@@ -361,6 +361,7 @@ fn the_flags_give_the_access_or_name_the_flag_at_fault() {
         cert: Some(cert_file.clone()),
         key: Some(key_file.clone()),
         user: None,
+        password_file: None,
     };
     let tls = EtcdTls::new(ca).identity(client.certificate.clone(), client.key.clone());
     let endpoint = ["127.0.0.1:2379"];
@@ -428,6 +429,46 @@ fn the_flags_give_the_access_or_name_the_flag_at_fault() {
     };
     assert_eq!(
         user.access(endpoint).unwrap_err().to_string(),
-        "--etcd-user mizar: set its password in the environment variable FSM_ETCD_PASSWORD"
+        "--etcd-user mizar: set its password in the environment variable FSM_ETCD_PASSWORD, \
+         or give --etcd-password-file"
+    );
+    // Or from a file, without its line break; read at each call.
+    let secret = file("password", "s3cret\n");
+    let from_file = EtcdFlags {
+        password_file: Some(secret.clone()),
+        ..user.clone()
+    };
+    let as_mizar =
+        |password: &str| EtcdAccess::new(endpoint).user(EtcdUser::new("mizar", password));
+    assert_eq!(from_file.access(endpoint), Ok(as_mizar("s3cret")));
+    std::fs::write(&secret, "renewed").unwrap();
+    assert_eq!(from_file.access(endpoint), Ok(as_mizar("renewed")));
+    assert_eq!(
+        from_file.args(),
+        [
+            "--etcd-user",
+            "mizar",
+            "--etcd-password-file",
+            &path(&secret)
+        ]
+    );
+    std::fs::write(&secret, "\n").unwrap();
+    assert_eq!(
+        from_file.access(endpoint).unwrap_err().to_string(),
+        format!("--etcd-password-file {}: it is empty", secret.display())
+    );
+    std::fs::remove_file(&secret).unwrap();
+    let missing = from_file.access(endpoint).unwrap_err().to_string();
+    assert!(
+        missing.starts_with(&format!("--etcd-password-file {}: ", secret.display())),
+        "{missing}"
+    );
+    let without_user = EtcdFlags {
+        password_file: Some(secret),
+        ..EtcdFlags::default()
+    };
+    assert_eq!(
+        without_user.access(endpoint),
+        Err(EtcdFlagError::PasswordFileWithoutUser)
     );
 }

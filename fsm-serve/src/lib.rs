@@ -72,7 +72,7 @@
 //! in it, by prior knowledge), and a client that does not finish its TLS
 //! handshake within 10 seconds is dropped, holding up no other. On SIGHUP it
 //! reads the tokens file and the certificate again ([`Service::replace_tokens`],
-//! [`ServeTls::reload`]), and the etcd TLS files, reconnecting to etcd with
+//! [`ServeTls::reload`]), and the etcd TLS and password files, reconnecting to etcd with
 //! them ([`Service::reconnect`]): tokens and certificates are renewed without a
 //! restart, which would leave every action held over the API to the healer.
 //! Files that do not read are refused, saying why, and the ones in use stay. Tokens come from a
@@ -83,8 +83,9 @@
 //! those. An etcd that checks who connects is reached over TLS
 //! (`--etcd-cacert`, and `--etcd-cert` with `--etcd-key` for its
 //! `--client-cert-auth`) and as an etcd user (`--etcd-user`, its password
-//! from the environment variable `FSM_ETCD_PASSWORD`, never from the command
-//! line nor in the log): [`StoreKind::Etcd`]'s [`EtcdAccess`]. A file
+//! from the environment variable `FSM_ETCD_PASSWORD` or the file
+//! `--etcd-password-file` names, never from the command line nor in the
+//! log): [`StoreKind::Etcd`]'s [`EtcdAccess`]. A file
 //! that is not what its flag says (no PEM certificate, no PEM private key)
 //! stops it at start, naming the flag and the file, before it connects.
 

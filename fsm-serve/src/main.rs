@@ -40,7 +40,7 @@ struct Args {
     #[arg(long, default_value = "/fsm/")]
     prefix: String,
     /// How to reach an etcd that checks who connects (`--etcd-cacert`,
-    /// `--etcd-cert`, `--etcd-key`, `--etcd-user`).
+    /// `--etcd-cert`, `--etcd-key`, `--etcd-user`, `--etcd-password-file`).
     #[command(flatten)]
     etcd_flags: EtcdFlags,
     /// The largest request body, in bytes.
@@ -80,6 +80,10 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
     let etcd_only = [
         ("--etcd-cacert", args.etcd_flags.cacert.is_some()),
         ("--etcd-user", args.etcd_flags.user.is_some()),
+        (
+            "--etcd-password-file",
+            args.etcd_flags.password_file.is_some(),
+        ),
     ];
     if let Store::Memory = args.store {
         return match etcd_only.iter().find(|(_, given)| *given) {
@@ -135,8 +139,9 @@ fn files(chain: &Path, key: &Path) -> String {
     )
 }
 
-/// The etcd TLS files as the flags name them, and the endpoints, to connect
-/// again with on SIGHUP: only with `--store etcd` and TLS.
+/// The etcd files as the flags name them (TLS, the password), and the
+/// endpoints, to connect again with on SIGHUP: only with `--store etcd` and
+/// a file to read again.
 #[cfg(unix)]
 struct EtcdReload {
     flags: EtcdFlags,
@@ -147,15 +152,16 @@ struct EtcdReload {
 impl EtcdReload {
     /// What the arguments give to read again, if anything.
     fn of(args: &Args) -> Option<EtcdReload> {
-        let tls = args.etcd_flags.cacert.is_some();
-        (matches!(args.store, Store::Etcd) && tls).then(|| EtcdReload {
+        let flags = &args.etcd_flags;
+        let files = flags.cacert.is_some() || flags.password_file.is_some();
+        (matches!(args.store, Store::Etcd) && files).then(|| EtcdReload {
             flags: args.etcd_flags.clone(),
             endpoints: args.etcd.clone(),
         })
     }
 
     /// Reads the files again and reconnects every store with them: what it
-    /// says of it. (The password comes from the environment, which stays.)
+    /// says of it. (A password from the environment stays as it was.)
     async fn reload(&self, service: &std::sync::Arc<Service>) -> String {
         let files: Vec<String> = (self.flags.args().iter())
             .map(|a| a.to_string_lossy().into_owned())
@@ -175,7 +181,7 @@ impl EtcdReload {
 }
 
 /// On each SIGHUP, reads the tokens file again, with HTTPS the certificate
-/// and its key, and with etcd over TLS its files, reconnecting: what reads is
+/// and its key, and the etcd files (TLS, password), reconnecting: what reads is
 /// served from then on, and what does not is refused, saying why, the last
 /// good one kept.
 #[cfg(unix)]

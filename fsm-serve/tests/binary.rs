@@ -602,6 +602,17 @@ fn sighup_reloads_the_tokens_and_the_certificate() {
     }
 }
 
+/// Creates the door `id` as `USER` on the service at `base`: the answer's
+/// status.
+fn create_door(base: &str, id: &str) -> u16 {
+    let request = reqwest::Client::new()
+        .post(format!("{base}/v1/door/objects"))
+        .bearer_auth(USER)
+        .json(&serde_json::json!({ "id": id }));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async { request.send().await.unwrap().status().as_u16() })
+}
+
 /// SIGHUP with `--store etcd` over TLS: the etcd files are read again and the
 /// service reconnects with them, so that a client certificate is renewed
 /// without a restart; files that do not read, or that etcd refuses, leave the
@@ -632,14 +643,7 @@ fn sighup_reconnects_to_etcd_with_the_renewed_client_certificate() {
     certify_as("alice");
     let mut child = Stopped(command.stderr(Stdio::piped()).spawn().unwrap());
     let (base, mut stderr) = listening(&mut child.0);
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let create = |id: &str| {
-        let request = reqwest::Client::new()
-            .post(format!("{base}/v1/door/objects"))
-            .bearer_auth(USER)
-            .json(&serde_json::json!({ "id": id }));
-        tokio.block_on(async { request.send().await.unwrap().status().as_u16() })
-    };
+    let create = |id: &str| create_door(&base, id);
     assert_eq!(create("d-1"), 201);
 
     // A key that is no key: refused before connecting, naming the flag.
@@ -674,4 +678,61 @@ fn sighup_reconnects_to_etcd_with_the_renewed_client_certificate() {
     etcd.as_root(async |root| root.user_delete("alice").await.unwrap());
     assert_eq!(create("d-3"), 201);
     drop(interrupted(&mut child.0, stderr));
+}
+
+/// SIGHUP with `--etcd-password-file`: the password is read again and the
+/// service reconnects with it, so that a password changed in etcd is taken
+/// up without a restart (etcd's tokens here expire after a second: the old
+/// password would no longer authenticate); a password etcd refuses leaves the
+/// connection in use.
+#[test]
+fn sighup_reconnects_to_etcd_with_the_password_file_read_again() {
+    let Some(etcd) = secure::SecureEtcd::start() else {
+        return;
+    };
+    etcd.as_root(async |root| {
+        root.user_add("svc", "first password", None).await.unwrap();
+        root.user_grant_role("svc", "root").await.unwrap();
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let secret = tmp.path().join("etcd-password");
+    std::fs::write(&secret, "first password\n").unwrap();
+    let secret_arg = secret.to_str().unwrap();
+    let args = ["--etcd-user", "svc", "--etcd-password-file", secret_arg];
+    let mut child = Stopped(
+        on_etcd(&tokens, &etcd, &args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (base, mut stderr) = listening(&mut child.0);
+    let create = |id: &str| create_door(&base, id);
+    assert_eq!(create("d-1"), 201);
+
+    etcd.as_root(async |root| {
+        root.user_change_password("svc", "second password")
+            .await
+            .unwrap()
+    });
+    // A password etcd refuses: the connection in use stays.
+    std::fs::write(&secret, "not the password\n").unwrap();
+    hang_up(&child.0);
+    let said = line_with(&mut stderr, "etcd access");
+    assert!(said.contains("the etcd access in use stays"), "{said}");
+    assert!(said.contains("as user `svc`"), "{said}");
+    assert!(said.contains("authentication failed"), "{said}");
+    assert!(!said.contains("not the password"), "{said}");
+
+    std::fs::write(&secret, "second password\n").unwrap();
+    hang_up(&child.0);
+    let said = line_with(&mut stderr, "fsm serve: reconnected");
+    assert!(said.contains("--etcd-password-file"), "{said}");
+    // Past the old token's second: only the new password authenticates.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    assert_eq!(create("d-2"), 201);
+    let rest = interrupted(&mut child.0, stderr);
+    for password in ["first password", "second password"] {
+        assert!(!rest.contains(password), "{rest}");
+    }
 }
