@@ -326,21 +326,25 @@ impl Service {
     /// Connects each machine's etcd store again, as `access` says
     /// ([`EtcdStore::reconnect`](fsm_etcd::EtcdStore::reconnect)): renewed TLS
     /// files, while the service runs (`fsm serve` reads its `--etcd-cacert`,
-    /// `--etcd-cert` and `--etcd-key` again on SIGHUP). A store whose new
-    /// connection is refused stays on the one it had; the error names its
-    /// machine. How many stores reconnected (none on the memory store).
-    /// Blocking: call it outside async code, or in `spawn_blocking`.
+    /// `--etcd-cert`, `--etcd-key` and `--etcd-password-file` again on
+    /// SIGHUP). Each store is tried: one whose new connection is refused stays
+    /// on the one it had, and the error names each such machine. How many
+    /// stores reconnected (none on the memory store). Blocking: call it
+    /// outside async code, or in `spawn_blocking`.
     pub fn reconnect(&self, access: &EtcdAccess) -> Result<usize, String> {
-        let mut reconnected = 0;
+        let (mut reconnected, mut refused) = (0, Vec::new());
         for (name, machine) in &self.machines {
             if let AnyStore::Etcd(store) = machine.runtime.store() {
-                store
-                    .reconnect(access)
-                    .map_err(|e| format!("machine `{name}`: {e}"))?;
-                reconnected += 1;
+                match store.reconnect(access) {
+                    Ok(()) => reconnected += 1,
+                    Err(e) => refused.push(format!("machine `{name}`: {e}")),
+                }
             }
         }
-        Ok(reconnected)
+        match refused.is_empty() {
+            true => Ok(reconnected),
+            false => Err(refused.join("; ")),
+        }
     }
 
     /// Stops the healers and drops the actions still in flight over the API
