@@ -41,9 +41,9 @@
 //!   history entry, nor an entry without its change.
 //! - **Removal by transaction too.** [`Store::remove`] is one transaction:
 //!   *if* `version(obj/<id>)` is the expected one, *then* empty `obj/<id>`, put
-//!   the removal's entry at `gone/<id>`, delete the history's keys and put the removal's entry at the
-//!   next version's key (which the watch below publishes), *else* answer the
-//!   conflict. A second request deletes that last key while the object is
+//!   the removal's entry at `gone/<id>`, delete the history's keys and put the
+//!   entry at the next version's key too (which the watch below publishes),
+//!   *else* answer the conflict. A second request deletes that last key while the object is
 //!   still removed; should it fail, the next creation of the id deletes it.
 //! - **Versions never repeat for an id.** The emptied key keeps counting: the
 //!   id's next object is created at the version after the removal's (*if*
@@ -672,10 +672,11 @@ pub struct EtcdTlsFileError {
 /// and `--etcd-key` (a client certificate, for etcd's `--client-cert-auth`),
 /// `--etcd-user` (its password from the environment variable
 /// [`PASSWORD_VARIABLE`](Self::PASSWORD_VARIABLE), or from the file
-/// `--etcd-password-file` names, which a process reads again when it
-/// reconnects; never from the command line, where other users could read it). Feature `tls`; with the feature
-/// `clap`, a command line takes them as they are (`#[command(flatten)]`), a
-/// certificate refused without its key or the authority:
+/// `--etcd-password-file` names, read at each [`access`](Self::access); never
+/// from the command line, where other users could read it). Feature `tls`;
+/// with the feature `clap`, a command line takes them as they are
+/// (`#[command(flatten)]`), a certificate refused without its key or the
+/// authority:
 ///
 /// ```
 /// # #[cfg(feature = "clap")] {
@@ -747,8 +748,8 @@ pub struct EtcdFlags {
     pub user: Option<String>,
     /// A file holding `--etcd-user`'s password (a trailing line break is not
     /// part of it), in place of `FSM_ETCD_PASSWORD`: a mounted secret, read
-    /// again when the process reconnects, so that a changed password is taken
-    /// up without a restart.
+    /// again each time the access is (`fsm serve` on SIGHUP), so that a
+    /// changed password is taken up without a restart.
     #[cfg_attr(
         feature = "clap",
         arg(

@@ -1136,7 +1136,7 @@ impl<S: Store> Runtime<S> {
     /// the removal.
     ///
     /// ```
-    /// # use fsm_runtime::{Actor, EntryKind, MemoryStore, Runtime};
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime};
     /// # let spec = r#"
     /// #     [machine]
     /// #     name = "machine"
