@@ -16,7 +16,7 @@ use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, Txn, TxnOp,
 use fsm::StateId;
 use fsm_etcd::{AnyStore, EtcdAccess};
 use fsm_runtime::wire::{Codec, StoredEntry, UnknownName};
-use fsm_runtime::{Actor, Entry, EntryKind, ObjectId, Runtime, RuntimeError};
+use fsm_runtime::{Actor, Entry, EntryKind, ObjectId, Runtime, RuntimeError, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
@@ -44,6 +44,15 @@ pub(crate) enum ApiServer<T> {
 }
 
 impl<T: Document> ApiServer<T> {
+    /// Connects the documents on etcd again, as `etcd` says
+    /// ([`EtcdApi::reconnect`]); nothing to do in memory. Blocks.
+    pub(crate) fn reconnect(&self, etcd: &EtcdAccess) -> Result<(), ApiError> {
+        match self {
+            ApiServer::Memory(_) => Ok(()),
+            ApiServer::Etcd(api) => api.reconnect(etcd),
+        }
+    }
+
     /// Runs `change` on the documents and stores what it changed, atomically. On
     /// etcd, `change` runs again on fresh data when another process changed one
     /// of the same documents meanwhile: it must only read and write them.
@@ -106,7 +115,9 @@ impl<T: Document> ApiServer<T> {
 
 /// The documents in etcd: `<prefix><id>` holds one as JSON.
 pub(crate) struct EtcdApi<T> {
-    client: Client,
+    /// The client in use: replaced whole by [`EtcdApi::reconnect`], which
+    /// the documents' watch sees.
+    client: tokio::sync::watch::Sender<Client>,
     prefix: String,
     /// Always `Some` until dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -147,18 +158,9 @@ impl<T: Document> EtcdApi<T> {
             .enable_all()
             .build()
             .expect("a runtime for the topology's client");
-        let options = (etcd.connect_options())
-            .map_err(|e| ApiError(e.to_string()))?
-            .with_connect_timeout(Duration::from_secs(2))
-            .with_timeout(Duration::from_secs(5));
-        let client = runtime.block_on(Client::connect(etcd.endpoints(), Some(options)))?;
-        // The client connects lazily: one read, so that an etcd nobody answers
-        // at is an error here, not a `with` that waits for it for ever.
-        let mut kv = client.kv_client();
-        let count = GetOptions::new().with_prefix().with_count_only();
-        runtime.block_on(kv.get(prefix.as_str(), Some(count)))?;
+        let client = runtime.block_on(client_of(etcd.clone(), prefix.clone()))?;
         Ok(EtcdApi {
-            client,
+            client: tokio::sync::watch::Sender::new(client),
             prefix,
             runtime: Some(runtime),
             conflicts: std::sync::atomic::AtomicU64::new(0),
@@ -166,8 +168,31 @@ impl<T: Document> EtcdApi<T> {
         })
     }
 
+    /// Connects again, as `etcd` says (renewed TLS files, another user), and
+    /// makes every later request, and the documents' watch, on the new
+    /// connection once it answers a read; refused, the one in use stays.
+    /// Blocks, as [`connect`](Self::connect).
+    pub(crate) fn reconnect(&self, etcd: &EtcdAccess) -> Result<(), ApiError> {
+        let client = self.block_api(client_of(etcd.clone(), self.prefix.clone()))?;
+        self.client.send_replace(client);
+        Ok(())
+    }
+
+    /// The key-value calls of the client in use.
+    fn kv(&self) -> etcd_client::KvClient {
+        self.client.borrow().kv_client()
+    }
+
     fn runtime(&self) -> &tokio::runtime::Runtime {
         self.runtime.as_ref().expect("running until dropped")
+    }
+
+    /// [`block`](Self::block) for work that answers an [`ApiError`].
+    fn block_api<V: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<V, ApiError>> + Send + 'static,
+    ) -> Result<V, ApiError> {
+        fsm_etcd::wait_on(self.runtime(), work).expect("the client's runtime runs until dropped")
     }
 
     /// Drives `work` on the client's runtime and waits for it: blocks the calling
@@ -183,7 +208,7 @@ impl<T: Document> EtcdApi<T> {
     /// Every document, with the revision of its last change.
     fn load(&self) -> Result<Read<T>, etcd_client::Error> {
         // Every document in one answer.
-        let kv = self.client.kv_client();
+        let kv = self.kv();
         let (mut kv, prefix) = (
             kv.max_decoding_message_size(MAX_ANSWER),
             self.prefix.clone(),
@@ -246,7 +271,7 @@ impl<T: Document> EtcdApi<T> {
     /// process changed a document since it was read: the caller reads again)
     /// or etcd did not answer (after a pause).
     fn commit(&self, compare: Vec<Compare>, ops: Vec<TxnOp>) -> bool {
-        let mut kv = self.client.kv_client();
+        let mut kv = self.kv();
         let txn = Txn::new().when(compare).and_then(ops);
         match self.block(async move { kv.txn(txn).await }) {
             Ok(resp) if resp.succeeded() => true,
@@ -264,7 +289,7 @@ impl<T: Document> EtcdApi<T> {
 
     fn ids(&self) -> Vec<ObjectId> {
         loop {
-            let (mut kv, prefix) = (self.client.kv_client(), self.prefix.clone());
+            let (mut kv, prefix) = (self.kv(), self.prefix.clone());
             let keys = GetOptions::new().with_prefix().with_keys_only();
             match self.block(async move { kv.get(prefix, Some(keys)).await }) {
                 Ok(resp) => {
@@ -281,7 +306,7 @@ impl<T: Document> EtcdApi<T> {
 
     /// The document `id`, with the revision of its last change (0: none).
     fn load_one(&self, id: &ObjectId) -> Result<(Option<T>, i64), etcd_client::Error> {
-        let (mut kv, key) = (self.client.kv_client(), format!("{}{id}", self.prefix));
+        let (mut kv, key) = (self.kv(), format!("{}{id}", self.prefix));
         let resp = self.block(async move { kv.get(key, None).await })?;
         Ok(match resp.kvs().first() {
             // Written by this module only, as in `load`.
@@ -337,30 +362,97 @@ impl<T: Document> EtcdApi<T> {
     /// process learns of users' requests (a delete, new backends, labels) that
     /// another process wrote.
     pub(crate) fn watch(&self, wakes: mpsc::UnboundedSender<(ObjectId, T)>) {
-        let (client, prefix) = (self.client.clone(), self.prefix.clone());
+        let (mut clients, prefix) = (self.client.subscribe(), self.prefix.clone());
         self.runtime().spawn(async move {
-            let mut watch = client.watch_client().max_decoding_message_size(MAX_ANSWER);
-            let options = WatchOptions::new().with_prefix();
-            let Ok(mut stream) = watch.watch(prefix.clone(), Some(options)).await else {
-                return;
-            };
-            while let Ok(Some(resp)) = stream.message().await {
-                for event in resp.events() {
-                    let Some(kv) = event.kv().filter(|_| event.event_type() == EventType::Put)
-                    else {
-                        continue;
+            // From the revision the last watch reached, once it moved to a
+            // new client: nothing put meanwhile is missed.
+            let mut from = None;
+            loop {
+                let client = clients.borrow_and_update().clone();
+                let mut watch = client.watch_client().max_decoding_message_size(MAX_ANSWER);
+                let mut options = WatchOptions::new().with_prefix();
+                if let Some(revision) = from {
+                    options = options.with_start_revision(revision);
+                }
+                let Ok(mut stream) = watch.watch(prefix.clone(), Some(options)).await else {
+                    return;
+                };
+                loop {
+                    let resp = tokio::select! {
+                        message = stream.message() => match message {
+                            Ok(Some(resp)) => resp,
+                            // The watch ended: so does this one, as before.
+                            _ => return,
+                        },
+                        changed = clients.changed() => match changed {
+                            Ok(()) => break,
+                            Err(_) => return,
+                        },
                     };
-                    let id = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
-                    let document = serde_json::from_slice::<T>(kv.value()).ok();
-                    if let (Some(id), Some(document)) = (id, document)
-                        && wakes.send((ObjectId::from(id), document)).is_err()
-                    {
-                        return;
+                    // The watch's start (its first answer) or any event moves
+                    // the revision to go on from.
+                    if from.is_none() {
+                        from = resp.header().map(|h| h.revision() + 1);
+                    }
+                    for event in resp.events() {
+                        let Some(kv) = event.kv() else { continue };
+                        from = from.max(Some(kv.mod_revision() + 1));
+                        if event.event_type() != EventType::Put {
+                            continue;
+                        }
+                        let id = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
+                        let document = serde_json::from_slice::<T>(kv.value()).ok();
+                        if let (Some(id), Some(document)) = (id, document)
+                            && wakes.send((ObjectId::from(id), document)).is_err()
+                        {
+                            return;
+                        }
                     }
                 }
             }
         });
     }
+}
+
+/// Connects every store of `runtimes` on etcd, and the documents `apis`,
+/// again as `etcd` says (renewed TLS files, another user): how a control
+/// plane's process renews its access without a restart. Each is tried; one
+/// refused stays on the connection it had, and the first refusal is
+/// answered. Blocks.
+pub(crate) fn reconnect_all<'a, T: Document, E: From<StoreError> + From<ApiError>>(
+    etcd: &EtcdAccess,
+    runtimes: impl IntoIterator<Item = &'a Runtime<AnyStore>>,
+    documents: &ApiServer<T>,
+    archive: &Archive,
+) -> Result<(), E> {
+    let mut refused = None;
+    for runtime in runtimes {
+        if let AnyStore::Etcd(store) = runtime.store()
+            && let Err(e) = store.reconnect(etcd)
+        {
+            refused.get_or_insert(E::from(e));
+        }
+    }
+    for api in [documents.reconnect(etcd), archive.lives.reconnect(etcd)] {
+        if let Err(e) = api {
+            refused.get_or_insert(E::from(e));
+        }
+    }
+    refused.map_or(Ok(()), Err)
+}
+
+/// A client of `etcd` (its user and TLS as the stores have them) that has
+/// answered a read under `prefix`: the client connects lazily, and an etcd
+/// nobody answers at is an error here, not a `with` that waits for ever.
+async fn client_of(etcd: EtcdAccess, prefix: String) -> Result<Client, ApiError> {
+    let options = (etcd.connect_options())
+        .map_err(|e| ApiError(e.to_string()))?
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_timeout(Duration::from_secs(5));
+    let client = Client::connect(etcd.endpoints(), Some(options)).await?;
+    let count = GetOptions::new().with_prefix().with_count_only();
+    client.kv_client().get(prefix, Some(count)).await?;
+    Ok(client)
 }
 
 /// What an archive keeps of one key: the history of each life of the object

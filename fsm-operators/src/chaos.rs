@@ -92,16 +92,44 @@ impl Report {
     }
 }
 
+/// Accesses to etcd a process is given while it runs (the examples' processes:
+/// their etcd flags read again on SIGHUP), each to reconnect with.
+pub type Renewals = Option<tokio::sync::mpsc::UnboundedReceiver<EtcdAccess>>;
+
+/// Reconnects with each access `renewals` gives (`reconnect` blocks, so it
+/// runs off the async threads), saying on standard error how it went.
+fn follow<E: std::fmt::Display>(
+    renewals: Renewals,
+    reconnect: impl Fn(&EtcdAccess) -> Result<(), E> + Clone + Send + 'static,
+) {
+    let Some(mut renewals) = renewals else {
+        return;
+    };
+    tokio::spawn(async move {
+        while let Some(access) = renewals.recv().await {
+            let reconnect = reconnect.clone();
+            let done = off_thread(move || reconnect(&access).map_err(|e| e.to_string())).await;
+            match done {
+                Ok(()) => eprintln!("reconnected to etcd"),
+                Err(e) => eprintln!("the etcd access in use stays: {e}"),
+            }
+        }
+    });
+}
+
 /// Runs one operator process's operator on the cluster on `etcd` under
-/// `prefix` until the process is killed (or the future dropped).
+/// `prefix` until the process is killed (or the future dropped), reconnecting
+/// with each access `renewals` gives.
 pub async fn operator(
     etcd: &EtcdAccess,
     prefix: &str,
     lease: Duration,
     op: Operator,
+    renewals: Renewals,
 ) -> Result<(), MizarError> {
     let cluster = connect(etcd, prefix, lease).await?;
     let _operators = cluster.start_operators(&[op])?;
+    follow(renewals, move |access| cluster.reconnect(access));
     std::future::pending::<()>().await;
     Ok(())
 }
@@ -393,15 +421,18 @@ fn describe(cluster: &Cluster, kind: Kind, id: &str) -> String {
 pub const POD: &str = "web-0";
 
 /// Runs one controller process's controller on the pod on `etcd` under
-/// `prefix` until the process is killed (or the future dropped).
+/// `prefix` until the process is killed (or the future dropped), reconnecting
+/// with each access `renewals` gives.
 pub async fn controller(
     etcd: &EtcdAccess,
     prefix: &str,
     lease: Duration,
     controller: Controller,
+    renewals: Renewals,
 ) -> Result<(), PodOpsError> {
     let ops = connect_pod(etcd, prefix, lease).await?;
     let _controllers = ops.start_controllers(&[controller])?;
+    follow(renewals, move |access| ops.reconnect(access));
     std::future::pending::<()>().await;
     Ok(())
 }
@@ -434,22 +465,25 @@ pub fn podops_roles() -> [&'static str; 5] {
 /// Runs the process of `role` (one of [`podops_roles`]) on the pod on `etcd`
 /// under `prefix` until it is killed: a controller, or the operation
 /// controller of a type, which begins operations until `until` (seconds since
-/// the Unix epoch).
+/// the Unix epoch); either reconnects with each access `renewals` gives.
 pub async fn podops_process(
     etcd: &EtcdAccess,
     prefix: &str,
     lease: Duration,
     role: &str,
     until: u64,
+    renewals: Renewals,
 ) -> Result<(), PodOpsError> {
     if let Some(c) = Controller::from_role(role) {
-        return controller(etcd, prefix, lease, c).await;
+        return controller(etcd, prefix, lease, c, renewals).await;
     }
     let kind = role
         .strip_suffix("-controller")
         .filter(|k| OPERATION_TYPES.contains(k))
         .unwrap_or_else(|| panic!("no PodOps process `{role}`"));
     let ops = connect_pod(etcd, prefix, lease).await?;
+    let renewed = ops.clone();
+    follow(renewals, move |access| renewed.reconnect(access));
     operations(&ops, kind, Duration::from_secs(until)).await
 }
 
@@ -699,21 +733,53 @@ pub async fn main_on_etcd(
     Some(on_etcd(args, plane).await)
 }
 
+/// The access `args` give, read again on each SIGHUP (their TLS and password
+/// files; one that does not read is said on standard error, and the access
+/// in use stays). `None` where there are no signals.
+fn on_hangup(args: &Args) -> std::io::Result<Renewals> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = signal(SignalKind::hangup())?;
+        let (renew, renewals) = tokio::sync::mpsc::unbounded_channel();
+        let (flags, endpoints) = (args.etcd_flags.clone(), args.etcd.clone());
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                match flags.access(&endpoints) {
+                    Ok(access) => {
+                        if renew.send(access).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => eprintln!("the etcd access in use stays: {e}"),
+                }
+            }
+        });
+        Ok(Some(renewals))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = args;
+        Ok(None)
+    }
+}
+
 async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::Error>> {
     let etcd = args.etcd_access()?;
     if let Some(role) = &args.role {
         let prefix = args.prefix.as_deref().ok_or("--role needs --prefix")?;
+        let renewals = on_hangup(args)?;
         match plane {
             Plane::Mizar => {
                 let op =
                     Operator::from_role(role).ok_or_else(|| format!("no operator `{role}`"))?;
-                operator(&etcd, prefix, LEASE, op).await?;
+                operator(&etcd, prefix, LEASE, op, renewals).await?;
             }
             Plane::PodOps => {
                 if !podops_roles().contains(&role.as_str()) {
                     return Err(format!("no PodOps process `{role}`").into());
                 }
-                podops_process(&etcd, prefix, LEASE, role, args.until).await?;
+                podops_process(&etcd, prefix, LEASE, role, args.until, renewals).await?;
             }
         }
         return Ok(true);

@@ -461,6 +461,17 @@ impl Cluster {
         )
     }
 
+    /// Connects every store and the topology and archive on etcd again, as
+    /// `etcd` says: renewed TLS files or another user, without a restart
+    /// (the chaos processes do on SIGHUP). Each connection is tried; one
+    /// refused stays as it was, and the first refusal is answered. Nothing
+    /// to do in memory. Blocks: from async code, call it through
+    /// `spawn_blocking`.
+    pub fn reconnect(&self, etcd: &EtcdAccess) -> Result<(), MizarError> {
+        let inner = &self.inner;
+        crate::api::reconnect_all(etcd, &inner.runtimes, &inner.topology, &inner.archive)
+    }
+
     fn build(
         store: impl Fn(Kind) -> Result<AnyStore, StoreError>,
         api: ApiServer<Object>,

@@ -323,6 +323,17 @@ impl PodOps {
         Ok(ops)
     }
 
+    /// Connects the operations' store and the pod's document and archive on
+    /// etcd again, as `etcd` says: renewed TLS files or another user, without
+    /// a restart (the chaos processes do on SIGHUP). Each connection is
+    /// tried; one refused stays as it was, and the first refusal is
+    /// answered. Nothing to do in memory. Blocks: from async code, call it
+    /// through `spawn_blocking`.
+    pub fn reconnect(&self, etcd: &EtcdAccess) -> Result<(), PodOpsError> {
+        let inner = &self.inner;
+        crate::api::reconnect_all(etcd, [&inner.runtime], &inner.doc, &inner.archive)
+    }
+
     /// Puts the pod in the API server, serving, unless it is there.
     fn init(&self) {
         let name = ObjectId::from(self.inner.name.as_str());

@@ -48,7 +48,7 @@ fn operator_process() {
     };
     let op = Operator::from_role(&role).expect("an operator's role");
     runtime()
-        .block_on(chaos::operator(&etcd(), &prefix, LEASE, op))
+        .block_on(chaos::operator(&etcd(), &prefix, LEASE, op, None))
         .unwrap();
 }
 
@@ -62,7 +62,14 @@ fn podops_process() {
     };
     let until = std::env::var(UNTIL).map_or(0, |u| u.parse().expect("seconds"));
     runtime()
-        .block_on(chaos::podops_process(&etcd(), &prefix, LEASE, &role, until))
+        .block_on(chaos::podops_process(
+            &etcd(),
+            &prefix,
+            LEASE,
+            &role,
+            until,
+            None,
+        ))
         .unwrap();
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use fsm_etcd::{EtcdAccess, EtcdUser};
-use fsm_operators::chaos::Args;
+use fsm_operators::chaos::{self, Args};
 use fsm_operators::mizar::{Cluster, Kind, Operator};
 
 /// The Mizar operators provision a VPC on an etcd that takes only TLS, from
@@ -57,7 +57,8 @@ fn the_operators_run_on_an_etcd_that_checks_who_connects() {
     assert_eq!(
         without_password,
         Err(
-            "--etcd-user root: set its password in the environment variable FSM_ETCD_PASSWORD"
+            "--etcd-user root: set its password in the environment variable \
+             FSM_ETCD_PASSWORD, or give --etcd-password-file"
                 .to_owned()
         )
     );
@@ -92,4 +93,152 @@ fn the_operators_run_on_an_etcd_that_checks_who_connects() {
     assert!(provisioned, "{:#?}", mizar.trace());
     assert_eq!(mizar.errors(), Vec::<String>::new());
     assert_eq!(mizar.violations(), Vec::<String>::new());
+}
+
+/// Users `alice` and `bob` (each with `root`'s role) on `etcd`, and the
+/// access of each (TLS with the client certificate).
+fn alice_and_bob(etcd: &secure::SecureEtcd) -> (EtcdAccess, EtcdAccess) {
+    etcd.as_root(async |root| {
+        for user in ["alice", "bob"] {
+            root.user_add(user, format!("{user}'s password"), None)
+                .await
+                .unwrap();
+            root.user_grant_role(user, "root").await.unwrap();
+        }
+    });
+    let tls = fsm_etcd::EtcdTls::new(etcd.ca.clone())
+        .identity(etcd.client.certificate.clone(), etcd.client.key.clone());
+    let access = |user: &str| {
+        EtcdAccess::new([&etcd.endpoint])
+            .tls(tls.clone())
+            .user(EtcdUser::new(user, format!("{user}'s password")))
+    };
+    (access("alice"), access("bob"))
+}
+
+/// A cluster reconnected as another user (`Cluster::reconnect`: every
+/// store, the topology and the archive) goes on once the first user is
+/// deleted: its operators provision a second VPC; a cluster not told is
+/// refused; a reconnection etcd refuses leaves the cluster as it was.
+#[test]
+fn a_cluster_reconnected_as_another_user_goes_on_once_the_first_is_deleted() {
+    let Some(etcd) = secure::SecureEtcd::start() else {
+        return;
+    };
+    let (alice, bob) = alice_and_bob(&etcd);
+    let (prefix, lease) = ("/fsm-test/reconnected-mizar/", Duration::from_secs(2));
+    let mizar = Cluster::on_etcd(&alice, prefix, lease, false).unwrap();
+    let stays = Cluster::on_etcd(&alice, prefix, lease, false).unwrap();
+    let runtime = Detached::new();
+    let provisioned = |vpc: &str| provisioned(&mizar, vpc);
+    let operators = runtime.block_on(async { mizar.start_operators(&Operator::ALL).unwrap() });
+    mizar.create_droplet("droplet-0").unwrap();
+    mizar.create_vpc("vpc-1").unwrap();
+    assert!(provisioned("vpc-1"), "{:#?}", mizar.trace());
+
+    let wrong = bob.clone().user(EtcdUser::new("bob", "not bob's password"));
+    let refused = mizar.reconnect(&wrong).unwrap_err().to_string();
+    assert!(refused.contains("authentication failed"), "{refused}");
+    mizar.reconnect(&bob).unwrap();
+    etcd.as_root(async |root| root.user_delete("alice").await.unwrap());
+    // (Its documents' client retries for ever, as an informer would: its
+    // stores answer.)
+    let refused = stays.runtime(Kind::Vpc).get("vpc-1");
+    assert!(refused.is_err(), "alice's cluster still reads: {refused:?}");
+    mizar.create_vpc("vpc-2").unwrap();
+    assert!(provisioned("vpc-2"), "{:#?}", mizar.trace());
+    runtime.block_on(operators.stop());
+    assert_eq!(mizar.errors(), Vec::<String>::new());
+    assert_eq!(mizar.violations(), Vec::<String>::new());
+}
+
+/// A runtime that, dropped, does not wait for its blocking threads: an
+/// operator process's documents are read on them, and retried for ever
+/// while etcd refuses them (a test that fails must not hang).
+struct Detached(Option<tokio::runtime::Runtime>);
+
+impl Detached {
+    /// Two workers, as the examples' processes have.
+    fn new() -> Self {
+        Detached(Some(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+        ))
+    }
+}
+
+/// Whether `cluster` sees `vpc` provisioned within 30 seconds, waited for
+/// on a runtime of its own (the operators' threads may be held by their
+/// documents' retries: see [`Detached`]).
+fn provisioned(cluster: &Cluster, vpc: &str) -> bool {
+    let wait = cluster.wait_until(Duration::from_secs(30), |c| {
+        c.state(Kind::Vpc, vpc).as_deref() == Some("Provisioned")
+    });
+    (tokio::runtime::Builder::new_current_thread())
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(wait)
+}
+
+impl std::ops::Deref for Detached {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("until dropped")
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// An operator process (`chaos::operator`, as the examples run one per
+/// process) reconnects with each access it is given (the examples' on
+/// SIGHUP, their etcd flags read again): every operator given bob's access,
+/// then alice deleted, they provision a VPC made after.
+#[test]
+fn operator_processes_reconnect_with_the_access_they_are_given() {
+    let Some(etcd) = secure::SecureEtcd::start() else {
+        return;
+    };
+    let (alice, bob) = alice_and_bob(&etcd);
+    let (prefix, lease) = ("/fsm-test/renewed-mizar/", Duration::from_secs(2));
+    let runtime = Detached::new();
+    let renew: Vec<_> = Operator::ALL
+        .into_iter()
+        .map(|op| {
+            let (renew, renewals) = tokio::sync::mpsc::unbounded_channel();
+            let alice = alice.clone();
+            runtime.spawn(async move {
+                chaos::operator(&alice, prefix, lease, op, Some(renewals))
+                    .await
+                    .unwrap()
+            });
+            renew
+        })
+        .collect();
+    let user = Cluster::on_etcd(&bob, prefix, lease, false).unwrap();
+    let provisioned = |vpc: &str| provisioned(&user, vpc);
+    user.create_droplet("droplet-0").unwrap();
+    user.create_vpc("vpc-1").unwrap();
+    assert!(provisioned("vpc-1"), "{:#?}", user.trace());
+
+    for renew in &renew {
+        renew.send(bob.clone()).unwrap();
+    }
+    // Each process reconnects off its async threads: a moment, then alice
+    // goes.
+    std::thread::sleep(Duration::from_secs(1));
+    etcd.as_root(async |root| root.user_delete("alice").await.unwrap());
+    user.create_vpc("vpc-2").unwrap();
+    assert!(provisioned("vpc-2"), "{:#?}", user.trace());
+    assert_eq!(user.violations(), Vec::<String>::new());
 }
