@@ -1044,9 +1044,15 @@ impl EtcdStore {
     /// only once it answers does it replace the one in use, so a refused
     /// access leaves the store as it was. This process's session (its lease)
     /// goes on, kept alive from then on on the new connection; the watch that
-    /// feeds the store's watchers is opened again on it from the revision it
-    /// had reached, so no event is lost or repeated. Requests already under
-    /// way end on the connection they began on.
+    /// feeds the store's watchers is opened again on it from the revision
+    /// after the last write it saw under the prefix, so no event is lost or
+    /// repeated. (Should etcd have compacted past that revision meanwhile,
+    /// as after quiet hours on the prefix with `--auto-compaction-retention`,
+    /// the watchers are told of a gap, [`Lagged::Gap`](fsm_runtime::Lagged),
+    /// as after any watch that breaks: the watch cannot know what it missed.
+    /// etcd's progress notifications would tell, but before 3.4.24 and 3.5.8
+    /// they may run ahead of the events.) Requests already under way end on
+    /// the connection they began on.
     ///
     /// Fails with [`StoreError::Unavailable`], as [`EtcdBuilder::connect`]
     /// does, saying where it reconnected and how.
