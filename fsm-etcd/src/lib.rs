@@ -1050,9 +1050,10 @@ impl EtcdStore {
     /// as after quiet hours on the prefix with `--auto-compaction-retention`,
     /// the watchers are told of a gap, [`Lagged::Gap`](fsm_runtime::Lagged),
     /// as after any watch that breaks: the watch cannot know what it missed.
-    /// etcd's progress notifications would tell, but before 3.4.24 and 3.5.8
-    /// they may run ahead of the events.) Requests already under way end on
-    /// the connection they began on.
+    /// etcd's progress notifications would tell, but in releases without
+    /// the fix of etcd issue 15220, Debian's 3.4.23 among them, they may run
+    /// ahead of the events.) Requests already under way end on the
+    /// connection they began on.
     ///
     /// Fails with [`StoreError::Unavailable`], as [`EtcdBuilder::connect`]
     /// does, saying where it reconnected and how.
