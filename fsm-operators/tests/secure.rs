@@ -242,3 +242,53 @@ fn operator_processes_reconnect_with_the_access_they_are_given() {
     assert!(provisioned("vpc-2"), "{:#?}", user.trace());
     assert_eq!(user.violations(), Vec::<String>::new());
 }
+
+/// A pod reconnected as another user (`PodOps::reconnect`: the operations'
+/// store, the pod's document and the archive) takes an operation through
+/// every phase to its removal once the first user is deleted; a pod not
+/// told is refused.
+#[test]
+fn a_pod_reconnected_as_another_user_goes_on_once_the_first_is_deleted() {
+    use fsm_operators::machines::PodOpsState as S;
+    use fsm_operators::podops::{OperationController, PodOps};
+
+    let Some(etcd) = secure::SecureEtcd::start() else {
+        return;
+    };
+    let (alice, bob) = alice_and_bob(&etcd);
+    let (prefix, lease) = ("/fsm-test/reconnected-pod/", Duration::from_secs(2));
+    let ops = PodOps::on_etcd("web-0", &alice, prefix, lease).unwrap();
+    let stays = PodOps::on_etcd("web-0", &alice, prefix, lease).unwrap();
+    ops.reconnect(&bob).unwrap();
+    etcd.as_root(async |root| root.user_delete("alice").await.unwrap());
+    let refused = fsm_runtime::Store::ids(stays.runtime().store());
+    assert!(refused.is_err(), "alice's pod still reads: {refused:?}");
+
+    let runtime = Detached::new();
+    let controllers = runtime.block_on(async { ops.start() });
+    // On a thread of its own, bounded: a pod still on alice's connections
+    // would retry its document for ever (see `Detached`).
+    let (done, finished) = std::sync::mpsc::channel();
+    let on_bob = ops.clone();
+    std::thread::spawn(move || {
+        let waits = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let removed = waits.block_on(async {
+            let replace = OperationController::new("replace");
+            replace.begin(&on_bob, "op-1").await.unwrap();
+            let limit = Duration::from_secs(30);
+            let operate = |ops: &PodOps| ops.phase("op-1") == Some(S::Operate);
+            assert!(on_bob.wait_until(limit, operate).await);
+            replace.finish(&on_bob, "op-1").await.unwrap();
+            let removed = |ops: &PodOps| ops.removed_in("op-1") == Some(S::Available);
+            on_bob.wait_until(limit, removed).await
+        });
+        let _ = done.send(removed);
+    });
+    let removed = finished.recv_timeout(Duration::from_secs(90));
+    assert_eq!(removed, Ok(true), "{:#?}", ops.trace());
+    runtime.block_on(controllers.stop());
+    assert_eq!(ops.settled_violations(), Vec::<String>::new());
+}
