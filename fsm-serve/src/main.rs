@@ -172,9 +172,9 @@ impl EtcdReload {
             Err(e) => return format!("fsm serve: the etcd access in use stays: {e}"),
         };
         let service = service.clone();
-        match tokio::task::spawn_blocking(move || service.reconnect(&access)).await {
-            Ok(Ok(_)) => format!("fsm serve: reconnected to etcd with {files}"),
-            Ok(Err(e)) => format!("fsm serve: the etcd access in use stays: {e}"),
+        let reconnected = tokio::task::spawn_blocking(move || service.reconnect(&access)).await;
+        match reconnected.map_err(|e| e.to_string()).and_then(|r| r) {
+            Ok(_) => format!("fsm serve: reconnected to etcd with {files}"),
             Err(e) => format!("fsm serve: the etcd access in use stays: {e}"),
         }
     }
