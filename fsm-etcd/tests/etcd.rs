@@ -1374,7 +1374,7 @@ fn a_store_keeping_three_entries_deletes_the_older_ones() {
 
 /// A store reconnected again and again while a thread writes: every write
 /// lands, once, and the store's watcher gets every entry once, in order (the
-/// feed begins again on each new connection from the revision it reached).
+/// feed begins again on each new connection past the last write it saw).
 #[test]
 fn a_store_reconnected_under_writes_loses_and_repeats_nothing() {
     // A feed begun again from its prefix's last write after another test

@@ -1614,7 +1614,7 @@ mod tests {
 
     /// A mistake of the whole query, which names no parameter (one the call
     /// cannot go without is missing), is refused as the query's, with no
-    /// `parameter`; a parameter that does not parse is named.
+    /// `parameter`; a parameter the query does not take is named.
     #[tokio::test(flavor = "current_thread")]
     async fn a_query_missing_what_it_needs_is_refused_whole() {
         let read = async |uri: &str| {
