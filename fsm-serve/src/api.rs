@@ -447,6 +447,28 @@ fn logged(actor: &Actor, what: &str, e: RuntimeError) -> ApiError {
     log(actor, what, refused(e))
 }
 
+/// `answer`, but an object's 404 (`not_found`) for an id whose object was
+/// removed, and not created again since, carries the removal's entry as
+/// `removed`: who removed it, when, in which state. (Should the store fail
+/// to say, the plain 404 is answered and the failure logged.)
+async fn or_removed<T>(m: &MachineService, answer: Result<T, ApiError>) -> Result<T, ApiError> {
+    let e = match answer {
+        Err(e) if e.status == StatusCode::NOT_FOUND && e.kind == "not_found" => e,
+        other => return other,
+    };
+    let Some(Value::String(id)) = e.facts.get("id") else {
+        return Err(e);
+    };
+    match m.runtime.removal_of_async(id.as_str()).await {
+        Ok(Some(entry)) => Err(e.with("removed", entry_json(m.runtime.machine(), &entry))),
+        Ok(None) => Err(e),
+        Err(lookup) => {
+            tracing::warn!(%id, error = %lookup, "the removal of a missing object did not read");
+            Err(e)
+        }
+    }
+}
+
 /// Logs a refusal as answered, with the actor and what refused.
 fn log(actor: &Actor, what: &str, e: ApiError) -> ApiError {
     tracing::info!(
@@ -505,19 +527,8 @@ async fn get_object(
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
     let (rt, key) = (m.runtime.clone(), id.clone());
-    let record = match blocking(move || rt.get(key)).await {
-        Ok(record) => record,
-        Err(e @ RuntimeError::NotFound { .. }) => {
-            // Removed, or never there: a removed object's 404 says how it went.
-            let removal = m.runtime.removal_of_async(id.clone()).await;
-            let refused = logged(&actor, "get", e);
-            return Err(match removal {
-                Ok(Some(entry)) => refused.with("removed", entry_json(m.runtime.machine(), &entry)),
-                _ => refused,
-            });
-        }
-        Err(e) => return Err(logged(&actor, "get", e)),
-    };
+    let got = blocking(move || rt.get(key)).await;
+    let record = or_removed(&m, got.map_err(|e| logged(&actor, "get", e))).await?;
     if unchanged(&headers, record.version)? {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
         tag(&mut response, record.version);
@@ -879,8 +890,9 @@ async fn start(
         let record = rt.get(flight.id().clone())?;
         Ok((record, Some(flight)))
     })
-    .await
-    .map_err(|e| conditional_refusal(&m, &actor, "start", &condition, e))?;
+    .await;
+    let started = started.map_err(|e| conditional_refusal(&m, &actor, "start", &condition, e));
+    let started = or_removed(&m, started).await?;
     let (record, flight) = started;
     let mut body = object_json(m.runtime.machine(), &id, &record);
     let status = match flight {
@@ -942,7 +954,8 @@ async fn remove(
         None => rt.remove(key, &who),
     })
     .await
-    .map_err(|e| conditional_refusal(&m, &actor, "remove", &condition, e))?;
+    .map_err(|e| conditional_refusal(&m, &actor, "remove", &condition, e));
+    let removed = or_removed(&m, removed).await?;
     let mut body = entry_json(m.runtime.machine(), &removed);
     body.insert("id".into(), id.into());
     Ok((StatusCode::OK, axum::Json(Value::Object(body))).into_response())
@@ -1016,7 +1029,8 @@ async fn finish(
             c.fetch_add(1, Ordering::Relaxed);
         }
         logged(&actor, if complete { "complete" } else { "fail" }, e)
-    })?;
+    });
+    let record = or_removed(&m, record).await?;
     let body = object_json(m.runtime.machine(), &id, &record);
     Ok(with_etag(StatusCode::OK, body, record.version))
 }
@@ -1116,7 +1130,8 @@ async fn patch_data(
         }
     })
     .await
-    .map_err(|e| log(&actor, "patch", condition.explain(refused(e))))?;
+    .map_err(|e| log(&actor, "patch", condition.explain(refused(e))));
+    let record = or_removed(&m, record).await?;
     let body = object_json(m.runtime.machine(), &id, &record);
     Ok(with_etag(StatusCode::OK, body, record.version))
 }
@@ -1142,7 +1157,7 @@ async fn history(
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
     let (rt, key) = (m.runtime.clone(), ObjectId::from(id.as_str()));
-    let (entries, next) = blocking(move || {
+    let read = blocking(move || {
         // An unknown object is a 404, not an empty history.
         rt.get(key.clone())?;
         if query.limit.is_none() && query.after.is_none() {
@@ -1161,7 +1176,8 @@ async fn history(
         Ok((entries, next.flatten()))
     })
     .await
-    .map_err(|e| logged(&actor, "history", e))?;
+    .map_err(|e| logged(&actor, "history", e));
+    let (entries, next) = or_removed(&m, read).await?;
     let machine_def = m.runtime.machine();
     let entries: Vec<Value> = entries
         .iter()

@@ -17,6 +17,11 @@ const ERROR_KINDS: &str = "The kind of refusal: malformed, too_large, unauthoriz
     guard, unavailable, too_many_watchers, method_not_allowed or internal (more may come: \
     treat an unknown kind by its status)";
 
+/// An object's 404.
+const NOT_FOUND: &str = "No such object (`not_found`); an object that was removed, its id not used \
+    again since, carries `removed`: the removal's entry (who removed it, when, in which state, at \
+    which version)";
+
 /// An error answer.
 fn error(description: &str) -> Value {
     json!({
@@ -196,7 +201,7 @@ fn machine_paths(
         json!({ "name": "If-Match", "in": "header", "description": description,
                 "schema": { "type": "string", "pattern": "^(\\*|(W/)?\"[0-9]+\")$" } })
     };
-    let not_found = error("No such object");
+    let not_found = error(NOT_FOUND);
     let by_id = json!({ "id": "$response.body#/id" });
     // From a creation: the object's calls, and a start of each action the
     // initial state allows.
@@ -227,7 +232,7 @@ fn machine_paths(
             "responses": common(json!({
                 "200": object("The object after the action"),
                 "403": error("Not the actor that started it"),
-                "404": error("No action holds the object with this fence token"),
+                "404": error("No action holds the object with this fence token (`not_in_flight`), or no such object (`not_found`; `removed`, the removal's entry, for an object that was removed)"),
                 "409": error("The hold was revoked, or the object changed (the healer rolled it back)"),
             }))
         }})
@@ -326,7 +331,7 @@ fn machine_paths(
                     "description": "Not modified: If-None-Match named the object's version",
                     "headers": { "ETag": { "description": "The object's version, quoted", "schema": { "type": "string", "pattern": "^\"[0-9]+\"$" } } }
                 },
-                "404": error("No such object (`not_found`); an object that was removed, its id not used again since, carries `removed`: the removal's entry (who removed it, when, in which state, at which version)")
+                "404": not_found
             }))
         },
         "delete": {

@@ -2181,13 +2181,31 @@ async fn an_object_is_removed_only_as_its_spec_allows() {
     let (status, never) = get(&c, &server.url("/v1/machine/objects/m-0"), OPS).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(never.get("removed").is_none(), "{never}");
-    let (status, _) = get(&c, &server.url("/v1/machine/objects/m-1/history"), OPS).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
+    // Every call on the object says so too: its history, an action, a data
+    // change, another removal, the end of an action started before.
     let (status, refused) = delete(OPS, None).await;
-    assert_eq!(
-        (status, &refused["error"]),
-        (StatusCode::NOT_FOUND, &json!("not_found"))
-    );
+    let mut answers = vec![("DELETE".to_owned(), status, refused)];
+    for (method, path) in [
+        (reqwest::Method::GET, "history".to_owned()),
+        (reqwest::Method::POST, "actions/power_off".to_owned()),
+        (reqwest::Method::PATCH, "data?action=retire".to_owned()),
+        (
+            reqwest::Method::POST,
+            format!("in-flight/{}/complete", held["fence"]),
+        ),
+    ] {
+        let url = server.url(&format!("/v1/machine/objects/m-1/{path}"));
+        let body = (method == reqwest::Method::PATCH).then(|| json!({}));
+        let (status, answer) = call(&c, method.clone(), &url, Some(OPS), body).await;
+        answers.push((format!("{method} {path}"), status, answer));
+    }
+    for (call, status, answer) in answers {
+        assert_eq!(
+            (status, &answer["error"], &answer["removed"]),
+            (StatusCode::NOT_FOUND, &json!("not_found"), &removed_entry),
+            "{call}: {answer}"
+        );
+    }
     let (_, metrics) = call(
         &c,
         reqwest::Method::GET,
