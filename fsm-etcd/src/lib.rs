@@ -140,8 +140,9 @@
 //! etcd's certificate checked against the authority given, and a client
 //! certificate for an etcd run with `--client-cert-auth`. A refused
 //! connection is [`StoreError::Unavailable`] saying where and how the store
-//! connected and what etcd or TLS answered; a wrong password and a user etcd
-//! does not know are not retryable. [`EtcdStore::reconnect`] renews a running
+//! connected and what etcd or TLS answered (without a client certificate,
+//! that etcd may want one); a wrong password, a user etcd does not know and a
+//! certificate either side refuses are not retryable. [`EtcdStore::reconnect`] renews a running
 //! store's access (a client certificate about to expire, another user)
 //! without dropping its session or its watch.
 //!
@@ -256,22 +257,47 @@ fn store_error(e: etcd_client::Error) -> StoreError {
                     | Code::ResourceExhausted
                     | Code::Unknown
                     | Code::Cancelled
-            ) && !certificate_refused(status)
+            ) && !certificate_refused(sourced(&e))
         }
         E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => {
-            !certificate_refused(&e)
+            !certificate_refused(sourced(&e))
         }
         _ => false,
     };
     unavailable(format!("etcd: {e}"), retryable)
 }
 
+/// `e` as the first of its chain of sources: a gRPC status's own (etcd-client
+/// gives none past the status).
+fn sourced(e: &etcd_client::Error) -> &(dyn std::error::Error + 'static) {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => status,
+        e => e,
+    }
+}
+
+/// Whether `e` came of a connection that etcd closed (a broken pipe, a
+/// reset): read from its sources, where the I/O error sits under gRPC's.
+fn closed_by_etcd(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind;
+    std::iter::successors(Some(e), |e| e.source()).any(|e| {
+        e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+            )
+        })
+    })
+}
+
 /// Whether rustls refused etcd's certificate (an authority that did not sign
-/// it, a name it is not issued to, an expired one): the same connection would
-/// be refused again, so retrying cannot help. Read from `e`'s sources, where
-/// rustls's error sits inside an I/O error.
+/// it, a name it is not issued to, an expired one), or etcd refused this
+/// client's (a TLS alert: none given, or one it does not take): the same
+/// connection would be refused again, so retrying cannot help. Read from
+/// `e`'s sources, where rustls's error sits inside an I/O error.
 #[cfg(feature = "tls")]
 fn certificate_refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    use rustls::AlertDescription;
     let mut next = Some(e);
     while let Some(e) = next {
         let inner = e
@@ -281,7 +307,18 @@ fn certificate_refused(e: &(dyn std::error::Error + 'static)) -> bool {
         let refused = [Some(e), inner].into_iter().flatten().any(|e| {
             matches!(
                 e.downcast_ref::<rustls::Error>(),
-                Some(rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)
+                Some(
+                    rustls::Error::InvalidCertificate(_)
+                        | rustls::Error::NoCertificatesPresented
+                        | rustls::Error::AlertReceived(
+                            AlertDescription::BadCertificate
+                                | AlertDescription::CertificateRequired
+                                | AlertDescription::UnknownCA
+                                | AlertDescription::CertificateExpired
+                                | AlertDescription::CertificateRevoked
+                                | AlertDescription::UnsupportedCertificate
+                        )
+                )
             )
         });
         if refused {
@@ -421,12 +458,30 @@ impl EtcdAccess {
     /// how it connected, and what etcd or the connection answered.
     fn refused(&self, doing: &'static str) -> impl Fn(etcd_client::Error) -> StoreError + use<> {
         let at = self.at();
-        move |e| match store_error(e) {
-            StoreError::Unavailable { message, retryable } => StoreError::Unavailable {
-                message: format!("{doing} {at}: {message}"),
-                retryable,
-            },
-            other => other,
+        #[cfg(feature = "tls")]
+        let without_certificate = self.tls.as_ref().is_some_and(|tls| tls.identity.is_none());
+        #[cfg(not(feature = "tls"))]
+        let without_certificate = false;
+        move |e| {
+            // etcd's `--client-cert-auth` closes a connection that shows no
+            // certificate, and the client learns only that the connection
+            // broke: say what may be missing.
+            let sources = sourced(&e);
+            let hint = if without_certificate
+                && (closed_by_etcd(sources) || certificate_refused(sources))
+            {
+                "; an etcd run with --client-cert-auth closes a connection that gives no \
+                 client certificate: give one (--etcd-cert, --etcd-key)"
+            } else {
+                ""
+            };
+            match store_error(e) {
+                StoreError::Unavailable { message, retryable } => StoreError::Unavailable {
+                    message: format!("{doing} {at}: {message}{hint}"),
+                    retryable,
+                },
+                other => other,
+            }
         }
     }
 
@@ -942,10 +997,13 @@ impl EtcdBuilder {
     /// Connects over TLS (feature `tls`): see [`EtcdTls`]. An etcd whose
     /// certificate the store refuses (signed by another authority, issued to
     /// another name, expired) is [`StoreError::Unavailable`] with `retryable:
-    /// false`: the same connection would be refused again. An etcd that closes
-    /// the connection for want of a client certificate tells the client only
-    /// that the connection broke, which stays retryable. PEM that does not
-    /// read ([`EtcdTls::check`]) is refused before connecting, not retryable.
+    /// false`: the same connection would be refused again; so is an etcd that
+    /// refuses the store's certificate, or its want of one, by a TLS alert.
+    /// Without a certificate the refusal says that etcd may want one
+    /// (`--client-cert-auth`); at times etcd closes the connection before its
+    /// alert reaches the client, which then learns only that the connection
+    /// broke: that stays retryable. PEM that does not read
+    /// ([`EtcdTls::check`]) is refused before connecting, not retryable.
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: EtcdTls) -> Self {
         self.access = self.access.tls(tls);

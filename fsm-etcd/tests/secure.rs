@@ -113,9 +113,25 @@ fn etcd_refuses_a_store_without_a_client_certificate() {
     // The same store with its certificate connects: the certificate is the
     // difference.
     connect(&etcd, client_tls(&etcd), root()).unwrap();
-    // etcd closes the connection: all the client learns.
+    // etcd closes the connection, all the client learns: the refusal says
+    // what may be missing.
     let (message, _) = refusal(&etcd, connect(&etcd, EtcdTls::new(etcd.ca.clone()), root()));
     assert!(message.contains("transport error"), "{message}");
+    assert!(
+        message.ends_with("closes a connection that gives no client certificate: give one (--etcd-cert, --etcd-key)"),
+        "{message}"
+    );
+    // An etcd that is not there is not told so.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = nobody.local_addr().unwrap().to_string();
+    drop(nobody);
+    let refused = EtcdStore::builder([&closed], "/fsm-secure/")
+        .tls(EtcdTls::new(etcd.ca.clone()))
+        .connect()
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains(&closed), "{refused}");
+    assert!(!refused.contains("client certificate"), "{refused}");
 }
 
 #[test]
