@@ -471,7 +471,7 @@ impl EtcdAccess {
                 && (closed_by_etcd(sources) || certificate_refused(sources))
             {
                 "; an etcd run with --client-cert-auth closes a connection that gives no \
-                 client certificate: give one (--etcd-cert, --etcd-key)"
+                 client certificate: give one (--etcd-cert and --etcd-key, or EtcdTls::identity)"
             } else {
                 ""
             };

@@ -118,7 +118,7 @@ fn etcd_refuses_a_store_without_a_client_certificate() {
     let (message, _) = refusal(&etcd, connect(&etcd, EtcdTls::new(etcd.ca.clone()), root()));
     assert!(message.contains("transport error"), "{message}");
     assert!(
-        message.ends_with("closes a connection that gives no client certificate: give one (--etcd-cert, --etcd-key)"),
+        message.ends_with("closes a connection that gives no client certificate: give one (--etcd-cert and --etcd-key, or EtcdTls::identity)"),
         "{message}"
     );
     // An etcd that is not there is not told so.
