@@ -297,36 +297,41 @@ fn closed_by_etcd(e: &(dyn std::error::Error + 'static)) -> bool {
 /// `e`'s sources, where rustls's error sits inside an I/O error.
 #[cfg(feature = "tls")]
 fn certificate_refused(e: &(dyn std::error::Error + 'static)) -> bool {
-    use rustls::AlertDescription;
-    let mut next = Some(e);
-    while let Some(e) = next {
-        let inner = e
-            .downcast_ref::<std::io::Error>()
+    use rustls::AlertDescription as Alert;
+    // The alerts by which etcd refuses this client's certificate.
+    const REFUSALS: [Alert; 6] = [
+        Alert::BadCertificate,
+        Alert::CertificateRequired,
+        Alert::UnknownCA,
+        Alert::CertificateExpired,
+        Alert::CertificateRevoked,
+        Alert::UnsupportedCertificate,
+    ];
+    std::iter::successors(Some(e), |e| e.source()).any(|e| {
+        let io = e.downcast_ref::<std::io::Error>();
+        let inner = io
             .and_then(|io| io.get_ref())
             .map(|inner| inner as &(dyn std::error::Error + 'static));
-        let refused = [Some(e), inner].into_iter().flatten().any(|e| {
-            matches!(
-                e.downcast_ref::<rustls::Error>(),
+        let typed = [Some(e), inner].into_iter().flatten().any(|e| {
+            match e.downcast_ref::<rustls::Error>() {
                 Some(
-                    rustls::Error::InvalidCertificate(_)
-                        | rustls::Error::NoCertificatesPresented
-                        | rustls::Error::AlertReceived(
-                            AlertDescription::BadCertificate
-                                | AlertDescription::CertificateRequired
-                                | AlertDescription::UnknownCA
-                                | AlertDescription::CertificateExpired
-                                | AlertDescription::CertificateRevoked
-                                | AlertDescription::UnsupportedCertificate
-                        )
-                )
-            )
+                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented,
+                ) => true,
+                Some(rustls::Error::AlertReceived(alert)) => REFUSALS.contains(alert),
+                _ => false,
+            }
         });
-        if refused {
-            return true;
-        }
-        next = e.source();
-    }
-    false
+        // HTTP/2 passes an I/O error on as its kind and text only: etcd's
+        // alert arrives as "received fatal alert: BadCertificate".
+        let told = io
+            .filter(|io| io.kind() == std::io::ErrorKind::InvalidData)
+            .is_some_and(|io| {
+                let text = io.to_string();
+                let alert = text.strip_prefix("received fatal alert: ");
+                alert.is_some_and(|name| REFUSALS.iter().any(|a| format!("{a:?}") == name))
+            });
+        typed || told
+    })
 }
 
 /// Without TLS no certificate is checked.
