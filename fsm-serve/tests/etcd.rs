@@ -663,3 +663,52 @@ async fn a_lost_etcd_is_a_503() {
     server.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A removed object's 404 carries its removal while the store can read it;
+/// a removal the store cannot read (not what fsm writes) leaves the plain
+/// 404, never a 500: the object is gone either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_the_store_cannot_read_leaves_the_plain_404() {
+    let prefix = fresh_prefix();
+    let Some(server) = open(&prefix).await else {
+        return;
+    };
+    let (base, c) = (server.base.clone(), Client::new());
+    let url = format!("{base}/v1/machine/objects");
+    let body = Some(json!({ "id": "m-1", "data": { "disk_keys": [] } }));
+    let (status, created) = post(&c, url, OPS, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let object = format!("{base}/v1/machine/objects/m-1");
+    for (action, token) in [("retire", OPS), ("complete_retirement", CONTROLLER)] {
+        let url = format!("{object}/actions/{action}?run=true");
+        let (status, moved) = post(&c, url, token, None).await;
+        assert_eq!(status, StatusCode::OK, "{moved}");
+    }
+    let removed = c.delete(&object).bearer_auth(OPS).send().await.unwrap();
+    assert_eq!(removed.status(), StatusCode::OK);
+    let (status, gone) = get(&c, object.clone()).await;
+    assert_eq!(
+        (status, &gone["removed"]["kind"], &gone["removed"]["from"]),
+        (StatusCode::NOT_FOUND, &json!("Removed"), &json!("Retired")),
+        "{gone}"
+    );
+    let mut raw = etcd_client::Client::connect(endpoints(), None)
+        .await
+        .unwrap();
+    let key = format!("{prefix}machine/gone/m-1");
+    assert!(
+        raw.get(key.as_str(), None).await.unwrap().count() == 1,
+        "the removal is not at {key}"
+    );
+    raw.put(key, "not an entry", None).await.unwrap();
+    for url in [object.clone(), format!("{object}/history")] {
+        let (status, gone) = get(&c, url.clone()).await;
+        assert_eq!(
+            (status, &gone["error"]),
+            (StatusCode::NOT_FOUND, &json!("not_found")),
+            "{url}: {gone}"
+        );
+        assert!(gone.get("removed").is_none(), "{url}: {gone}");
+    }
+    server.stop().await;
+}
