@@ -773,6 +773,11 @@ mod tests {
     /// A box `box-1`, open (where its keeper may remove it; `close` shuts
     /// it, where no one may), in memory, with an empty archive.
     fn a_box() -> (Runtime<AnyStore>, Codec, Actor, ObjectId, Archive) {
+        a_box_in(AnyStore::Memory(Box::new(fsm_runtime::MemoryStore::new())))
+    }
+
+    /// [`a_box`] in `store`.
+    fn a_box_in(store: AnyStore) -> (Runtime<AnyStore>, Codec, Actor, ObjectId, Archive) {
         let spec = r#"
             [machine]
             name = "box"
@@ -786,7 +791,6 @@ mod tests {
             close = { from = "open", to = "shut", roles = "keeper" }
         "#;
         let machine = fsm::spec::load_str("box.toml", spec).unwrap();
-        let store = AnyStore::Memory(Box::new(fsm_runtime::MemoryStore::new()));
         let runtime = Runtime::builder(machine, store).build().unwrap();
         let codec = Codec::new(runtime.machine());
         let keeper = Actor::new("keeper").with_role("keeper");
@@ -852,5 +856,50 @@ mod tests {
         runtime.create(id.clone(), &keeper).unwrap();
         let lives = archive.lives(&id, &codec, &runtime, &id).unwrap();
         assert_eq!(lives, [life, runtime.history(id.clone()).unwrap()]);
+    }
+
+    /// A removal the store holds but cannot read (not what fsm writes) fails
+    /// the read of the lives, naming where it is, rather than answering the
+    /// archived life, which lacks it, as if whole.
+    #[test]
+    fn a_removal_the_store_cannot_read_fails_the_lives() {
+        let endpoints = common::etcd_endpoints();
+        let prefix = format!(
+            "/fsm-test/archive/{}-{:?}/",
+            std::process::id(),
+            std::time::SystemTime::now()
+        );
+        let store = match fsm_etcd::EtcdStore::connect(&endpoints, &prefix) {
+            Ok(store) => store,
+            Err(e) => {
+                common::missing(
+                    "FSM_SKIP_ETCD",
+                    &format!("no etcd answers at {endpoints:?} ({e})"),
+                    "run the tests with scripts/test, which starts one, or start one and set FSM_ETCD_ENDPOINTS",
+                );
+                return;
+            }
+        };
+        let (runtime, codec, keeper, id, archive) = a_box_in(AnyStore::Etcd(store));
+        // `Archive::remove`'s steps, cut off after the removal: its lives
+        // read the removal from the store.
+        archive.keep(&id, &codec, &runtime.history(id.clone()).unwrap());
+        runtime.remove(id.clone(), &keeper).unwrap();
+        let lives = archive.lives(&id, &codec, &runtime, &id).unwrap();
+        assert_eq!(lives[0].last().map(|e| e.kind), Some(EntryKind::Removed));
+        let garble = async {
+            let mut raw = Client::connect(&endpoints, None).await?;
+            raw.put(format!("{prefix}gone/box-1"), "not an entry", None)
+                .await
+        };
+        let runtime_of_test = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime_of_test.block_on(garble).unwrap();
+        match archive.lives(&id, &codec, &runtime, &id) {
+            Err(LivesError::Record(e)) => assert!(e.to_string().contains("gone/box-1"), "{e}"),
+            other => panic!("the removal read as {other:?}"),
+        }
     }
 }
