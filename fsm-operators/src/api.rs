@@ -858,48 +858,86 @@ mod tests {
         assert_eq!(lives, [life, runtime.history(id.clone()).unwrap()]);
     }
 
-    /// A removal the store holds but cannot read (not what fsm writes) fails
-    /// the read of the lives, naming where it is, rather than answering the
-    /// archived life, which lacks it, as if whole.
-    #[test]
-    fn a_removal_the_store_cannot_read_fails_the_lives() {
+    /// A store on a prefix of the test's etcd no other run uses, with the
+    /// prefix; `None` (the test passes over) only with `FSM_SKIP_ETCD`.
+    fn on_etcd(test: &str) -> Option<(AnyStore, String)> {
         let endpoints = common::etcd_endpoints();
         let prefix = format!(
-            "/fsm-test/archive/{}-{:?}/",
+            "/fsm-test/archive/{test}/{}-{:?}/",
             std::process::id(),
             std::time::SystemTime::now()
         );
-        let store = match fsm_etcd::EtcdStore::connect(&endpoints, &prefix) {
-            Ok(store) => store,
+        match fsm_etcd::EtcdStore::connect(&endpoints, &prefix) {
+            Ok(store) => Some((AnyStore::Etcd(store), prefix)),
             Err(e) => {
                 common::missing(
                     "FSM_SKIP_ETCD",
                     &format!("no etcd answers at {endpoints:?} ({e})"),
                     "run the tests with scripts/test, which starts one, or start one and set FSM_ETCD_ENDPOINTS",
                 );
-                return;
+                None
             }
+        }
+    }
+
+    /// `work` run to its end on a runtime of its own (the etcd store's calls
+    /// block: the test is no task).
+    fn block_on<T>(work: impl Future<Output = T>) -> T {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(work)
+    }
+
+    /// Puts `value` at `key` of the test's etcd, as something other than
+    /// fsm would.
+    fn put_raw(key: String, value: &str) {
+        block_on(async {
+            let mut raw = Client::connect(common::etcd_endpoints(), None).await?;
+            raw.put(key, value, None).await
+        })
+        .unwrap();
+    }
+
+    /// A removal the store holds but cannot read (not what fsm writes) fails
+    /// the read of the lives, naming where it is, rather than answering the
+    /// archived life, which lacks it, as if whole.
+    #[test]
+    fn a_removal_the_store_cannot_read_fails_the_lives() {
+        let Some((store, prefix)) = on_etcd("removal") else {
+            return;
         };
-        let (runtime, codec, keeper, id, archive) = a_box_in(AnyStore::Etcd(store));
+        let (runtime, codec, keeper, id, archive) = a_box_in(store);
         // `Archive::remove`'s steps, cut off after the removal: its lives
         // read the removal from the store.
         archive.keep(&id, &codec, &runtime.history(id.clone()).unwrap());
         runtime.remove(id.clone(), &keeper).unwrap();
         let lives = archive.lives(&id, &codec, &runtime, &id).unwrap();
         assert_eq!(lives[0].last().map(|e| e.kind), Some(EntryKind::Removed));
-        let garble = async {
-            let mut raw = Client::connect(&endpoints, None).await?;
-            raw.put(format!("{prefix}gone/box-1"), "not an entry", None)
-                .await
-        };
-        let runtime_of_test = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime_of_test.block_on(garble).unwrap();
+        put_raw(format!("{prefix}gone/box-1"), "not an entry");
         match archive.lives(&id, &codec, &runtime, &id) {
             Err(LivesError::Record(e)) => assert!(e.to_string().contains("gone/box-1"), "{e}"),
             other => panic!("the removal read as {other:?}"),
         }
+    }
+
+    /// A history the store cannot read is not archived, and its record is
+    /// not removed: the removal is refused with the store's error, and the
+    /// object stays as it was, for a look once the history reads again.
+    #[test]
+    fn a_history_the_store_cannot_read_is_neither_archived_nor_removed() {
+        let Some((store, prefix)) = on_etcd("history") else {
+            return;
+        };
+        let (runtime, codec, keeper, id, archive) = a_box_in(store);
+        put_raw(format!("{prefix}hist/box-1/{:020}", 1), "not an entry");
+        let removal = archive.remove(&id, &codec, &runtime, &id, &keeper, || {});
+        match block_on(removal) {
+            Removal::Refused(e) => assert!(e.to_string().contains("hist/box-1/"), "{e}"),
+            other => panic!("removed with its history unreadable: {other:?}"),
+        }
+        assert_eq!(runtime.get(id.clone()).unwrap().version, 1);
+        assert!(archive.keys().is_empty(), "{:?}", archive.keys());
     }
 }
