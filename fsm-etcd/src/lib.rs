@@ -105,10 +105,13 @@
 //!   write finds the old one gone before the keep-alive task does).
 //! - **Watch gaps.** A watch broken by a lost connection or an etcd restart resumes
 //!   from the last revision it saw, so watchers see each object's versions without
-//!   a gap. If etcd compacted that revision away meanwhile, the events between are
-//!   gone: every watcher's next read answers
-//!   [`Lagged::Gap`](fsm_runtime::Lagged::Gap), and reading goes on from the
-//!   oldest revision etcd kept; re-read the objects then.
+//!   a gap. If etcd compacted that revision away meanwhile, the store reads
+//!   the prefix as compaction left it: when nothing under it was written in
+//!   between (a quiet prefix, others' writes compacted), no event was lost and
+//!   the watch goes on from the oldest revision etcd kept. Otherwise the
+//!   events between are gone: every watcher's next read answers
+//!   [`Lagged::Gap`](fsm_runtime::Lagged::Gap), and reading goes on from
+//!   there; re-read the objects then.
 //! - **Reading every object.** [`Store::records`] reads the first thousand
 //!   records and every key that says whether a holder lives in one
 //!   transaction, then a thousand more per request at that transaction's
@@ -1111,12 +1114,11 @@ impl EtcdStore {
     /// after the last write it saw under the prefix, so no event is lost or
     /// repeated. (Should etcd have compacted past that revision meanwhile,
     /// as after quiet hours on the prefix with `--auto-compaction-retention`,
-    /// the watchers are told of a gap, [`Lagged::Gap`](fsm_runtime::Lagged),
-    /// as after any watch that breaks: the watch cannot know what it missed.
-    /// etcd's progress notifications would tell, but in releases without
-    /// the fix of etcd issue 15220, Debian's 3.4.23 among them, they may run
-    /// ahead of the events.) Requests already under way end on the
-    /// connection they began on.
+    /// the watch goes on from the oldest revision etcd kept, as after any
+    /// watch that breaks: with no gap when nothing under the prefix was
+    /// written in between, else the watchers are told of it,
+    /// [`Lagged::Gap`](fsm_runtime::Lagged).) Requests already under way end
+    /// on the connection they began on.
     ///
     /// Fails with [`StoreError::Unavailable`], as [`EtcdBuilder::connect`]
     /// does, saying where it reconnected and how.
@@ -2351,16 +2353,36 @@ async fn feed(
                         // Watched again, on the new client, from `revision`.
                         () = replaced(&mut clients) => break,
                     };
-                    // The revision to resume from was compacted away: the events
-                    // between are gone. Say so, and go on from what etcd kept.
+                    // The revision to resume from was compacted away. If
+                    // nothing under the prefix was written from there to the
+                    // compaction, no event was lost (etcd moved on with
+                    // others' writes); otherwise the events between are gone:
+                    // say so. Either way go on from what etcd kept.
                     if resp.canceled() && resp.compact_revision() > 0 {
-                        tracing::warn!(
-                            from = revision,
-                            to = resp.compact_revision(),
-                            "etcd compacted the watch's revisions; watchers told of the gap"
-                        );
-                        publisher.gap();
-                        revision = resp.compact_revision();
+                        let (compacted, client) =
+                            (resp.compact_revision(), clients.borrow().clone());
+                        match written_between(&client, &prefix, revision, compacted).await {
+                            Ok(false) => tracing::debug!(
+                                from = revision,
+                                to = compacted,
+                                "etcd compacted the watch's revisions; nothing under the prefix was written in between"
+                            ),
+                            Ok(true) => {
+                                tracing::warn!(
+                                    from = revision,
+                                    to = compacted,
+                                    "etcd compacted the watch's revisions; watchers told of the gap"
+                                );
+                                publisher.gap();
+                            }
+                            // Asked again when the watch, begun again, is
+                            // refused again.
+                            Err(e) => {
+                                tracing::debug!("etcd: {e}; watching again from {revision}");
+                                break;
+                            }
+                        }
+                        revision = compacted;
                         break;
                     }
                     for event in resp.events() {
@@ -2401,6 +2423,29 @@ async fn feed(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Whether a key under `prefix` was written (put) from revision `from` to
+/// `compacted`, etcd's compacted revision: read as the prefix was at
+/// `compacted` (what compaction keeps), the keys whose last write by then
+/// was at `from` or after. Every history entry is written with its object's
+/// `obj/` key, which no write deletes, so an entry written in between leaves
+/// such a key. (Other keys of the prefix, a session's for one, count too: a
+/// gap told where none was, never the other way round.)
+async fn written_between(
+    client: &Client,
+    prefix: &str,
+    from: i64,
+    compacted: i64,
+) -> Result<bool, etcd_client::Error> {
+    let between = GetOptions::new()
+        .with_prefix()
+        .with_keys_only()
+        .with_revision(compacted)
+        .with_min_mod_revision(from)
+        .with_limit(1);
+    let resp = client.kv_client().get(prefix, Some(between)).await?;
+    Ok(!resp.kvs().is_empty())
 }
 
 /// This crate's README (its page on crates.io): its examples run as doctests.
