@@ -360,54 +360,74 @@ impl<T: Document> EtcdApi<T> {
 
     /// Sends every document put from now on, with its id: how an operator
     /// process learns of users' requests (a delete, new backends, labels) that
-    /// another process wrote.
+    /// another process wrote. A watch that breaks (etcd restarted, the
+    /// connection lost) or moves to a new client ([`reconnect`](Self::reconnect))
+    /// goes on from the revision it reached, so nothing put meanwhile is
+    /// missed; past a compaction, from the oldest revision etcd kept (what
+    /// was put in between is found by the operators' next resync, as after
+    /// a restart). Ends once nobody receives.
     pub(crate) fn watch(&self, wakes: mpsc::UnboundedSender<(ObjectId, T)>) {
         let (mut clients, prefix) = (self.client.subscribe(), self.prefix.clone());
         self.runtime().spawn(async move {
-            // From the revision the last watch reached, once it moved to a
-            // new client: nothing put meanwhile is missed.
             let mut from = None;
             loop {
+                let mut replaced = false;
                 let client = clients.borrow_and_update().clone();
                 let mut watch = client.watch_client().max_decoding_message_size(MAX_ANSWER);
                 let mut options = WatchOptions::new().with_prefix();
                 if let Some(revision) = from {
                     options = options.with_start_revision(revision);
                 }
-                let Ok(mut stream) = watch.watch(prefix.clone(), Some(options)).await else {
+                if let Ok(mut stream) = watch.watch(prefix.clone(), Some(options)).await {
+                    loop {
+                        let resp = tokio::select! {
+                            message = stream.message() => match message {
+                                Ok(Some(resp)) => resp,
+                                // Broken: watched again, from `from`.
+                                _ => break,
+                            },
+                            changed = clients.changed() => match changed {
+                                Ok(()) => {
+                                    replaced = true;
+                                    break;
+                                }
+                                Err(_) => return,
+                            },
+                        };
+                        if resp.canceled() {
+                            if resp.compact_revision() > 0 {
+                                from = Some(resp.compact_revision());
+                            }
+                            break;
+                        }
+                        // The watch's start (its first answer) or any event
+                        // moves the revision to go on from.
+                        if from.is_none() {
+                            from = resp.header().map(|h| h.revision() + 1);
+                        }
+                        for event in resp.events() {
+                            let Some(kv) = event.kv() else { continue };
+                            from = from.max(Some(kv.mod_revision() + 1));
+                            if event.event_type() != EventType::Put {
+                                continue;
+                            }
+                            let id = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
+                            let document = serde_json::from_slice::<T>(kv.value()).ok();
+                            if let (Some(id), Some(document)) = (id, document)
+                                && wakes.send((ObjectId::from(id), document)).is_err()
+                            {
+                                return;
+                            }
+                        }
+                    }
+                }
+                if wakes.is_closed() {
                     return;
-                };
-                loop {
-                    let resp = tokio::select! {
-                        message = stream.message() => match message {
-                            Ok(Some(resp)) => resp,
-                            // The watch ended: so does this one, as before.
-                            _ => return,
-                        },
-                        changed = clients.changed() => match changed {
-                            Ok(()) => break,
-                            Err(_) => return,
-                        },
-                    };
-                    // The watch's start (its first answer) or any event moves
-                    // the revision to go on from.
-                    if from.is_none() {
-                        from = resp.header().map(|h| h.revision() + 1);
-                    }
-                    for event in resp.events() {
-                        let Some(kv) = event.kv() else { continue };
-                        from = from.max(Some(kv.mod_revision() + 1));
-                        if event.event_type() != EventType::Put {
-                            continue;
-                        }
-                        let id = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
-                        let document = serde_json::from_slice::<T>(kv.value()).ok();
-                        if let (Some(id), Some(document)) = (id, document)
-                            && wakes.send((ObjectId::from(id), document)).is_err()
-                        {
-                            return;
-                        }
-                    }
+                }
+                // On a new client at once; otherwise not: etcd may be away a
+                // while.
+                if !replaced {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
         });
@@ -720,25 +740,34 @@ mod tests {
         racing_writers(true);
     }
 
-    fn racing_writers(one: bool) {
+    /// Two clients of the documents on a prefix of the test's etcd no other
+    /// run uses, with the access and the prefix; `None` (the test passes
+    /// over) only with `FSM_SKIP_ETCD`.
+    fn two_clients(test: &str) -> Option<(EtcdApi<u64>, EtcdApi<u64>, EtcdAccess, String)> {
         let endpoints = common::etcd_endpoints();
         let prefix = format!(
-            "/fsm-test/api/{}-{:?}-{one}/",
+            "/fsm-test/api/{test}/{}-{:?}/",
             std::process::id(),
             std::time::SystemTime::now()
         );
         let etcd = EtcdAccess::new(&endpoints);
         let connect = || EtcdApi::<u64>::connect(&etcd, prefix.clone());
-        let (a, b) = match (connect(), connect()) {
-            (Ok(a), Ok(b)) => (a, b),
+        match (connect(), connect()) {
+            (Ok(a), Ok(b)) => Some((a, b, etcd, prefix)),
             (Err(e), _) | (_, Err(e)) => {
                 common::missing(
                     "FSM_SKIP_ETCD",
                     &format!("no etcd answers at {endpoints:?} ({e})"),
                     "run the tests with scripts/test, which starts one, or start one and set FSM_ETCD_ENDPOINTS",
                 );
-                return;
+                None
             }
+        }
+    }
+
+    fn racing_writers(one: bool) {
+        let Some((a, b, _, _)) = two_clients(&format!("racing-{one}")) else {
+            return;
         };
         let key = ObjectId::from("n");
         let add = |api: &EtcdApi<u64>| {
@@ -939,5 +968,62 @@ mod tests {
         }
         assert_eq!(runtime.get(id.clone()).unwrap().version, 1);
         assert!(archive.keys().is_empty(), "{:?}", archive.keys());
+    }
+
+    /// The documents' watch goes on past a reconnection and past a
+    /// compaction: a document put while the watch moves to the new client
+    /// wakes it all the same, and so does one put after etcd compacted away
+    /// the revision the watch resumes from.
+    #[test]
+    fn the_documents_watch_goes_on_past_a_reconnection_and_a_compaction() {
+        let Some((watching, writer, etcd, prefix)) = two_clients("watch") else {
+            return;
+        };
+        let (wakes, mut woken) = mpsc::unbounded_channel();
+        watching.watch(wakes);
+        let key = ObjectId::from("n");
+        let put = |n: u64| writer.with_one(&key, |doc| *doc = Some(n));
+        let next = |woken: &mut mpsc::UnboundedReceiver<(ObjectId, u64)>| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                match woken.try_recv() {
+                    Ok((_, n)) => return n,
+                    Err(_) if std::time::Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    Err(e) => panic!("no wake: {e}"),
+                }
+            }
+        };
+        // The watch is under way once a put wakes it.
+        let mut first = 0;
+        while woken.try_recv().is_err() {
+            first += 1;
+            put(first);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        while woken.try_recv().is_ok() {}
+        watching.reconnect(&etcd).unwrap();
+        put(100);
+        assert_eq!(next(&mut woken), 100);
+        // Others' writes, then a compaction past the revision the watch has
+        // reached; the watch, moved to a new client, begins there again.
+        block_on(async {
+            let mut raw = Client::connect(common::etcd_endpoints(), None).await?;
+            let elsewhere = format!("{}-elsewhere", prefix.trim_end_matches('/'));
+            for _ in 0..3 {
+                raw.put(elsewhere.as_str(), "x", None).await?;
+            }
+            let revision = raw
+                .get("/", None)
+                .await?
+                .header()
+                .map_or(0, |h| h.revision());
+            raw.compact(revision, None).await.map(drop)
+        })
+        .unwrap();
+        watching.reconnect(&etcd).unwrap();
+        put(200);
+        assert_eq!(next(&mut woken), 200);
     }
 }
