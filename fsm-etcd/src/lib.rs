@@ -2367,19 +2367,17 @@ async fn feed(
                                 to = compacted,
                                 "etcd compacted the watch's revisions; nothing under the prefix was written in between"
                             ),
-                            Ok(true) => {
+                            // Written in between, or not known to be
+                            // unwritten: the watchers cannot be told nothing
+                            // was lost.
+                            written => {
                                 tracing::warn!(
                                     from = revision,
                                     to = compacted,
+                                    unread = written.err().map(|e| e.to_string()),
                                     "etcd compacted the watch's revisions; watchers told of the gap"
                                 );
                                 publisher.gap();
-                            }
-                            // Asked again when the watch, begun again, is
-                            // refused again.
-                            Err(e) => {
-                                tracing::debug!("etcd: {e}; watching again from {revision}");
-                                break;
                             }
                         }
                         revision = compacted;
