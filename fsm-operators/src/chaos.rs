@@ -868,4 +868,55 @@ mod tests {
         let half = Args::try_parse_from(["mizar", "--etcd", "e:1", "--etcd-cert", "c.pem"]);
         assert!(half.unwrap_err().to_string().contains("--etcd-key"));
     }
+
+    /// Each SIGHUP reads the etcd flags again and hands their access to the
+    /// process's operators: a password changed in its file is the next
+    /// access; a file that does not read hands nothing (the access in use
+    /// stays), and the next SIGHUP after it is back hands it.
+    #[cfg(unix)]
+    #[tokio::test(flavor = "current_thread")]
+    async fn each_hangup_hands_the_access_the_flags_give_then() {
+        use std::time::Duration;
+
+        use fsm_etcd::{EtcdAccess, EtcdUser};
+
+        let dir = tempfile::tempdir().unwrap();
+        let password = dir.path().join("password");
+        std::fs::write(&password, "first\n").unwrap();
+        let args = Args::try_parse_from([
+            "mizar",
+            "--etcd",
+            "127.0.0.1:2379",
+            "--etcd-user",
+            "ops",
+            "--etcd-password-file",
+            password.to_str().unwrap(),
+        ])
+        .unwrap();
+        let mut renewals = super::on_hangup(&args).unwrap().expect("signals on unix");
+        let hang_up = || {
+            let me = std::process::id().to_string();
+            let sent = std::process::Command::new("kill")
+                .args(["-HUP", &me])
+                .status();
+            assert!(sent.unwrap().success());
+        };
+        let access =
+            |word: &str| EtcdAccess::new(["127.0.0.1:2379"]).user(EtcdUser::new("ops", word));
+        let next = async |renewals: &mut tokio::sync::mpsc::UnboundedReceiver<EtcdAccess>| {
+            tokio::time::timeout(Duration::from_secs(10), renewals.recv())
+                .await
+                .expect("an access within ten seconds")
+        };
+        std::fs::write(&password, "second\n").unwrap();
+        hang_up();
+        assert_eq!(next(&mut renewals).await, Some(access("second")));
+        std::fs::remove_file(&password).unwrap();
+        hang_up();
+        let nothing = tokio::time::timeout(Duration::from_millis(500), renewals.recv()).await;
+        assert!(nothing.is_err(), "handed {nothing:?} without a password");
+        std::fs::write(&password, "third").unwrap();
+        hang_up();
+        assert_eq!(next(&mut renewals).await, Some(access("third")));
+    }
 }
