@@ -145,9 +145,10 @@
 //! connection is [`StoreError::Unavailable`] saying where and how the store
 //! connected and what etcd or TLS answered (without a client certificate,
 //! that etcd may want one); a wrong password, a user etcd does not know and a
-//! certificate either side refuses are not retryable. [`EtcdStore::reconnect`] renews a running
-//! store's access (a client certificate about to expire, another user)
-//! without dropping its session or its watch.
+//! certificate either side refuses are not retryable.
+//! [`EtcdStore::reconnect`] renews a running store's access (a client
+//! certificate about to expire, another user) without dropping its session or
+//! its watch.
 //!
 //! The store's calls are blocking: they run on the store's own tokio runtime and
 //! wait for it, so they work from plain threads and (blocking a worker briefly)
@@ -295,11 +296,31 @@ fn closed_by_etcd(e: &(dyn std::error::Error + 'static)) -> bool {
 
 /// Whether rustls refused etcd's certificate (an authority that did not sign
 /// it, a name it is not issued to, an expired one), or etcd refused this
-/// client's (a TLS alert: none given, or one it does not take): the same
-/// connection would be refused again, so retrying cannot help. Read from
-/// `e`'s sources, where rustls's error sits inside an I/O error.
+/// client's ([`certificate_alert`]): the same connection would be refused
+/// again, so retrying cannot help. Read from `e`'s sources, where rustls's
+/// error sits inside an I/O error.
 #[cfg(feature = "tls")]
 fn certificate_refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    certificate_alert(e)
+        || std::iter::successors(Some(e), |e| e.source()).any(|e| {
+            [Some(e), io_inner(e)].into_iter().flatten().any(|e| {
+                matches!(
+                    e.downcast_ref::<rustls::Error>(),
+                    Some(
+                        rustls::Error::InvalidCertificate(_)
+                            | rustls::Error::NoCertificatesPresented
+                    )
+                )
+            })
+        })
+}
+
+/// Whether etcd refused this client's certificate, or its want of one, by a
+/// TLS alert. Read from `e`'s sources as [`certificate_refused`]; HTTP/2
+/// passes an I/O error on as its kind and text only, so the alert may arrive
+/// as "received fatal alert: BadCertificate" rather than as rustls's error.
+#[cfg(feature = "tls")]
+fn certificate_alert(e: &(dyn std::error::Error + 'static)) -> bool {
     use rustls::AlertDescription as Alert;
     // The alerts by which etcd refuses this client's certificate.
     const REFUSALS: [Alert; 6] = [
@@ -311,22 +332,13 @@ fn certificate_refused(e: &(dyn std::error::Error + 'static)) -> bool {
         Alert::UnsupportedCertificate,
     ];
     std::iter::successors(Some(e), |e| e.source()).any(|e| {
-        let io = e.downcast_ref::<std::io::Error>();
-        let inner = io
-            .and_then(|io| io.get_ref())
-            .map(|inner| inner as &(dyn std::error::Error + 'static));
-        let typed = [Some(e), inner].into_iter().flatten().any(|e| {
-            match e.downcast_ref::<rustls::Error>() {
-                Some(
-                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented,
-                ) => true,
-                Some(rustls::Error::AlertReceived(alert)) => REFUSALS.contains(alert),
-                _ => false,
-            }
+        let typed = [Some(e), io_inner(e)].into_iter().flatten().any(|e| {
+            matches!(
+                e.downcast_ref::<rustls::Error>(),
+                Some(rustls::Error::AlertReceived(alert)) if REFUSALS.contains(alert)
+            )
         });
-        // HTTP/2 passes an I/O error on as its kind and text only: etcd's
-        // alert arrives as "received fatal alert: BadCertificate".
-        let told = io
+        let told = (e.downcast_ref::<std::io::Error>())
             .filter(|io| io.kind() == std::io::ErrorKind::InvalidData)
             .is_some_and(|io| {
                 let text = io.to_string();
@@ -337,9 +349,25 @@ fn certificate_refused(e: &(dyn std::error::Error + 'static)) -> bool {
     })
 }
 
+/// The error an I/O error `e` carries, if it is one.
+#[cfg(feature = "tls")]
+fn io_inner<'e>(
+    e: &'e (dyn std::error::Error + 'static),
+) -> Option<&'e (dyn std::error::Error + 'static)> {
+    (e.downcast_ref::<std::io::Error>())
+        .and_then(|io| io.get_ref())
+        .map(|inner| inner as &(dyn std::error::Error + 'static))
+}
+
 /// Without TLS no certificate is checked.
 #[cfg(not(feature = "tls"))]
 fn certificate_refused(_: &(dyn std::error::Error + 'static)) -> bool {
+    false
+}
+
+/// Without TLS no certificate is asked for.
+#[cfg(not(feature = "tls"))]
+fn certificate_alert(_: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
@@ -475,14 +503,13 @@ impl EtcdAccess {
             // certificate, and the client learns only that the connection
             // broke: say what may be missing.
             let sources = sourced(&e);
-            let hint = if without_certificate
-                && (closed_by_etcd(sources) || certificate_refused(sources))
-            {
-                "; an etcd run with --client-cert-auth closes a connection that gives no \
+            let hint =
+                if without_certificate && (closed_by_etcd(sources) || certificate_alert(sources)) {
+                    "; an etcd run with --client-cert-auth closes a connection that gives no \
                  client certificate: give one (--etcd-cert and --etcd-key, or EtcdTls::identity)"
-            } else {
-                ""
-            };
+                } else {
+                    ""
+                };
             match store_error(e) {
                 StoreError::Unavailable { message, retryable } => StoreError::Unavailable {
                     message: format!("{doing} {at}: {message}{hint}"),

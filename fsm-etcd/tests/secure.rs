@@ -156,6 +156,15 @@ fn the_store_refuses_an_etcd_whose_certificate_its_authority_did_not_sign() {
     );
     // The same connection would be refused again.
     assert!(!retryable);
+    // Without a client certificate too; and nothing says one is missing:
+    // the store refused etcd's.
+    let (message, retryable) = refusal(
+        &etcd,
+        connect(&etcd, EtcdTls::new(etcd.other_ca.clone()), root()),
+    );
+    assert!(message.contains("UnknownIssuer"), "{message}");
+    assert!(!message.contains("client certificate"), "{message}");
+    assert!(!retryable);
 }
 
 #[test]
