@@ -113,8 +113,8 @@ fn etcd_refuses_a_store_without_a_client_certificate() {
     // The same store with its certificate connects: the certificate is the
     // difference.
     connect(&etcd, client_tls(&etcd), root()).unwrap();
-    // etcd closes the connection, all the client learns: the refusal says
-    // what may be missing.
+    // etcd refuses the connection (by an alert, or by closing it, all the
+    // client then learns): the refusal says what may be missing.
     let (message, retryable) =
         refusal(&etcd, connect(&etcd, EtcdTls::new(etcd.ca.clone()), root()));
     assert!(message.contains("transport error"), "{message}");
@@ -129,7 +129,7 @@ fn etcd_refuses_a_store_without_a_client_certificate() {
         message.ends_with("closes a connection that gives no client certificate: give one (--etcd-cert and --etcd-key, or EtcdTls::identity)"),
         "{message}"
     );
-    // An etcd that is not there is not told so.
+    // Where no etcd listens, nothing is said of certificates.
     let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let closed = nobody.local_addr().unwrap().to_string();
     drop(nobody);
