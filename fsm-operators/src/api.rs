@@ -231,11 +231,12 @@ impl<T: Document> EtcdApi<T> {
     }
 
     fn with<R>(&self, mut change: impl FnMut(&mut HashMap<ObjectId, T>) -> R) -> R {
+        let mut away = Away::default();
         loop {
             let (before, revisions) = match self.load() {
                 Ok(read) => read,
                 Err(e) => {
-                    away(&e);
+                    away.wait(&e);
                     continue;
                 }
             };
@@ -261,7 +262,7 @@ impl<T: Document> EtcdApi<T> {
                 ));
                 ops.push(TxnOp::delete(key, None));
             }
-            if ops.is_empty() || self.commit(compare, ops) {
+            if ops.is_empty() || self.commit(compare, ops, &mut away) {
                 return answer;
             }
         }
@@ -269,8 +270,8 @@ impl<T: Document> EtcdApi<T> {
 
     /// Applies `ops` if every `compare` holds; false when one did not (another
     /// process changed a document since it was read: the caller reads again)
-    /// or etcd did not answer (after a pause).
-    fn commit(&self, compare: Vec<Compare>, ops: Vec<TxnOp>) -> bool {
+    /// or etcd did not answer (after `away`'s pause).
+    fn commit(&self, compare: Vec<Compare>, ops: Vec<TxnOp>, away: &mut Away) -> bool {
         let mut kv = self.kv();
         let txn = Txn::new().when(compare).and_then(ops);
         match self.block(async move { kv.txn(txn).await }) {
@@ -281,13 +282,14 @@ impl<T: Document> EtcdApi<T> {
                 false
             }
             Err(e) => {
-                away(&e);
+                away.wait(&e);
                 false
             }
         }
     }
 
     fn ids(&self) -> Vec<ObjectId> {
+        let mut away = Away::default();
         loop {
             let (mut kv, prefix) = (self.kv(), self.prefix.clone());
             let keys = GetOptions::new().with_prefix().with_keys_only();
@@ -299,7 +301,7 @@ impl<T: Document> EtcdApi<T> {
                     });
                     return ids.collect();
                 }
-                Err(e) => away(&e),
+                Err(e) => away.wait(&e),
             }
         }
     }
@@ -323,21 +325,23 @@ impl<T: Document> EtcdApi<T> {
     }
 
     fn get(&self, id: &ObjectId) -> Option<T> {
+        let mut away = Away::default();
         loop {
             match self.load_one(id) {
                 Ok((document, _)) => return document,
-                Err(e) => away(&e),
+                Err(e) => away.wait(&e),
             }
         }
     }
 
     fn with_one<R>(&self, id: &ObjectId, mut change: impl FnMut(&mut Option<T>) -> R) -> R {
         let key = format!("{}{id}", self.prefix);
+        let mut away = Away::default();
         loop {
             let (before, revision) = match self.load_one(id) {
                 Ok(read) => read,
                 Err(e) => {
-                    away(&e);
+                    away.wait(&e);
                     continue;
                 }
             };
@@ -352,7 +356,7 @@ impl<T: Document> EtcdApi<T> {
                 (None, _) => TxnOp::delete(key.clone(), None),
             };
             let compare = Compare::mod_revision(key.clone(), CompareOp::Equal, revision);
-            if self.commit(vec![compare], vec![op]) {
+            if self.commit(vec![compare], vec![op], &mut away) {
                 return answer;
             }
         }
@@ -687,11 +691,37 @@ pub(crate) fn removed_in(lives: &[Vec<Entry>]) -> Option<StateId> {
 /// Documents as read, with the revision of each one's last change.
 type Read<T> = (HashMap<ObjectId, T>, HashMap<ObjectId, i64>);
 
-/// The API server could not be reached: says so, and waits before the call is
-/// tried again, as a client of the real one would.
-fn away(e: &etcd_client::Error) {
-    eprintln!("mizar: the API server's documents are unreachable, retrying: {e}");
-    std::thread::sleep(Duration::from_millis(100));
+/// The pauses of one call the API server's documents do not answer, before
+/// each try again, as a client of the real one would make them: 100 ms,
+/// doubling to [`Away::LONGEST`], so that a process whose user etcd refuses
+/// neither asks it ten times a second nor says so as often (it says so at the
+/// first failure and at the 2nd, 4th, 8th ... after).
+#[derive(Default)]
+struct Away {
+    tries: u32,
+}
+
+impl Away {
+    /// The longest pause.
+    const LONGEST: Duration = Duration::from_secs(2);
+
+    /// The pause after `tries` failures before this one.
+    fn pause(tries: u32) -> Duration {
+        let doubled = Duration::from_millis(100).saturating_mul(1 << tries.min(8));
+        doubled.min(Self::LONGEST)
+    }
+
+    /// Says why, if this failure is one to say, and waits.
+    fn wait(&mut self, e: &etcd_client::Error) {
+        if self.tries == 0 || self.tries.is_power_of_two() {
+            eprintln!(
+                "mizar: the API server's documents are unreachable (try {}), trying again: {e}",
+                self.tries + 1
+            );
+        }
+        std::thread::sleep(Self::pause(self.tries));
+        self.tries = self.tries.saturating_add(1);
+    }
 }
 
 /// What the integration tests share (the etcd to test against).
@@ -1025,5 +1055,14 @@ mod tests {
         watching.reconnect(&etcd).unwrap();
         put(200);
         assert_eq!(next(&mut woken), 200);
+    }
+
+    /// A call etcd does not answer is tried again after 100 ms, then after
+    /// pauses that double up to two seconds, and stay there.
+    #[test]
+    fn the_pauses_between_tries_double_to_two_seconds() {
+        let pauses: Vec<u128> = (0..8).map(|t| Away::pause(t).as_millis()).collect();
+        assert_eq!(pauses, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+        assert_eq!(Away::pause(u32::MAX), Away::LONGEST);
     }
 }
