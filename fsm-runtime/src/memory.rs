@@ -2,12 +2,14 @@
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
+use std::time::SystemTime;
 
 use hashbrown::HashTable;
 
 use fsm_core::{ActionId, Machine, StateId};
 
 use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering, Padded, ShardLock, lock_shard};
+use crate::wire::UnknownName;
 use crate::{
     Change, Entry, Event, Holder, ObjectId, OrderedId, Publisher, Record, Records, Removal, Store,
     StoreError, Watcher, Write,
@@ -30,9 +32,12 @@ use crate::{
 ///
 /// A removed object leaves its id and its removal's entry behind (some
 /// hundred bytes and the id's text), so that the id's next object continues
-/// its versions rather than start again at 1 (an `If-Match` written for the
-/// old object never matches the new one), and so that
-/// [`Store::removal`] tells how it was removed. Creating the id again forgets it.
+/// its versions rather than start again at 1 (an `If-Match` or a
+/// [`Fence`](crate::Fence) of the old object never matches the new one), and so
+/// that [`Store::removal`] tells how it was removed. Creating the id again
+/// forgets it; so does [`MemoryStore::forget_removals`], for a store whose ids
+/// are seldom used twice (one per job, per operation), where they would
+/// otherwise pile up for ever.
 ///
 /// Histories are kept whole by default. A long-running process that only needs the
 /// recent past can bound them with [`MemoryStore::keep_history`]. An object that
@@ -164,9 +169,26 @@ fn ids_of(shards: &[Padded<ShardLock<Shard>>]) -> Vec<ObjectId> {
 #[derive(Debug, Default)]
 struct Shard {
     objects: HashTable<(ObjectId, Box<Slot>)>,
-    /// Each id whose object was removed and not created again, with the
-    /// removal's entry: the id's next object starts at the version after.
-    removed: HashTable<(ObjectId, Entry)>,
+    /// Each id whose object was removed and not created again: the id's
+    /// next object starts at the version after its removal's.
+    removed: HashTable<(ObjectId, Tombstone)>,
+    /// The highest removal version [`MemoryStore::forget_removals`] forgot
+    /// here (0 until it forgets one): an id without a tombstone starts above
+    /// it, so that no version of a forgotten object is ever one of its id's
+    /// next object.
+    floor: u64,
+}
+
+/// What a removed object leaves behind.
+#[derive(Debug, Clone)]
+struct Tombstone {
+    /// The removal's version.
+    version: u64,
+    /// When the object was removed.
+    at: SystemTime,
+    /// The removal's entry, or the name in it that the spec the store was
+    /// bound to since has not (a state dropped with only removed objects in it).
+    entry: Result<Entry, UnknownName>,
 }
 
 impl Shard {
@@ -188,24 +210,52 @@ impl Shard {
     fn remove(&mut self, hash: u64, id: &ObjectId, removal: Entry) {
         if let Ok(entry) = self.objects.find_entry(hash, |(k, _)| k == id) {
             let ((id, _), _) = entry.remove();
+            let tombstone = Tombstone {
+                version: removal.version,
+                at: removal.at,
+                entry: Ok(removal),
+            };
             self.removed
-                .insert_unique(hash, (id, removal), |(k, _)| id_hash(k));
+                .insert_unique(hash, (id, tombstone), |(k, _)| id_hash(k));
         }
     }
 
     /// The removal of the id's last object, if it was removed and not
-    /// created again.
-    fn removal(&self, hash: u64, id: &ObjectId) -> Option<&Entry> {
+    /// created again (nor forgotten).
+    fn removal(&self, hash: u64, id: &ObjectId) -> Option<&Tombstone> {
         self.removed
             .find(hash, |(k, _)| k == id)
             .map(|(_, removal)| removal)
     }
 
     /// The version the id's next object is created at, which forgets the
-    /// id's removal: 1, or the one after the removal's.
+    /// id's removal: the one after the removal's, or, for an id without one,
+    /// the one after the floor (1 until a removal was forgotten).
     fn first_version(&self, hash: u64, id: &ObjectId) -> u64 {
         self.removal(hash, id)
-            .map_or(1, |removal| removal.version + 1)
+            .map_or(self.floor, |removal| removal.version)
+            + 1
+    }
+
+    /// Forgets the removals made before `before`, raising the floor to the
+    /// highest of their versions in the same step (the shard is locked):
+    /// a creation that no longer finds an id's tombstone finds the floor
+    /// above it. How many it forgot.
+    fn forget_removals(&mut self, before: SystemTime) -> usize {
+        let (count, mut floor) = (self.removed.len(), self.floor);
+        self.removed.retain(|(_, removal)| {
+            let keep = removal.at >= before;
+            if !keep {
+                floor = floor.max(removal.version);
+            }
+            keep
+        });
+        self.floor = floor;
+        let left = self.removed.len();
+        if left < self.removed.capacity() / 4 {
+            self.removed.shrink_to(left, |(k, _)| id_hash(k));
+        }
+        count - left
     }
 
     /// Adds an object that is not there yet, and forgets the removal of the
@@ -315,6 +365,53 @@ impl MemoryStore {
         self
     }
 
+    /// Forgets what the objects removed before `before` left behind (their
+    /// ids and removals' entries), and answers how many it forgot.
+    ///
+    /// [`Store::removal`] then answers `None` for those ids, as for an id
+    /// that never had an object. Versions still never repeat for an id:
+    /// each shard raises a floor to the highest removal version it forgot,
+    /// in the same step, and an id without a removal is created above it, so
+    /// an `If-Match` or a [`Fence`](crate::Fence) of a forgotten object
+    /// never matches a later object of its id, and fences stay increasing.
+    /// The cost: once a shard has forgotten, a creation there of a new id
+    /// starts above 1, which the runtime learns from the store's answer
+    /// ([`StoreError::CreateAt`]) and writes again, a second try.
+    ///
+    /// Each shard is locked in turn, for a pass over its removals; actions
+    /// on its objects wait meanwhile. Call it now and then (the removals of
+    /// more than an hour ago, say), not per action: `fsm serve` does so with
+    /// `--forget-removals-after`.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use fsm_runtime::{Actor, MemoryStore, Runtime, Store};
+    ///
+    /// let rt = Runtime::new(fsm_runtime::testing::machine(), MemoryStore::new())?;
+    /// let ops = Actor::new("ops");
+    /// rt.create("job-1", &ops)?;
+    /// let job = rt.start("job-1", &ops, "start")?;
+    /// let fence = job.fence(); // handed to the systems the job drives
+    /// job.complete()?;
+    /// rt.run("job-1", &ops, "stop")?;
+    /// rt.remove("job-1", &ops)?;
+    /// assert!(rt.removal_of("job-1")?.is_some());
+    ///
+    /// let an_hour_later = SystemTime::now() + Duration::from_secs(3600);
+    /// assert_eq!(rt.store().forget_removals(an_hour_later), 1);
+    /// assert!(rt.removal_of("job-1")?.is_none());
+    /// // The id's next object is numbered past the one forgotten.
+    /// let again = rt.create("job-1", &ops)?;
+    /// assert!(again.version > fence.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn forget_removals(&self, before: SystemTime) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| lock_shard(&shard.0).forget_removals(before))
+            .sum()
+    }
+
     /// Appends a written record's `entry` to its history and tells the watchers.
     #[inline(always)]
     fn append(&self, slot: &mut Slot, id: &ObjectId, entry: Entry) {
@@ -349,17 +446,46 @@ struct Translation<'m> {
 }
 
 impl Translation<'_> {
-    fn state(&self, s: StateId) -> Result<StateId, String> {
+    fn state(&self, s: StateId) -> Result<StateId, UnknownName> {
         let name = &self.old.state(s).name;
-        self.new.state_named(name).ok_or_else(|| name.to_string())
+        (self.new.state_named(name)).ok_or_else(|| self.unknown("state", name))
     }
 
-    fn action(&self, a: ActionId) -> Result<ActionId, String> {
+    fn action(&self, a: ActionId) -> Result<ActionId, UnknownName> {
         let name = &self.old.action(a).name;
-        self.new.action_named(name).ok_or_else(|| name.to_string())
+        (self.new.action_named(name)).ok_or_else(|| self.unknown("action", name))
     }
 
-    fn slot(&self, slot: &Slot) -> Result<Slot, String> {
+    fn unknown(&self, kind: &'static str, name: &str) -> UnknownName {
+        UnknownName {
+            machine: self.new.name().to_owned(),
+            kind,
+            name: name.to_owned(),
+        }
+    }
+
+    fn entry(&self, entry: &Entry) -> Result<Entry, UnknownName> {
+        let mut out = entry.clone();
+        out.from = self.state(entry.from)?;
+        out.to = self.state(entry.to)?;
+        out.action = entry.action.map(|a| self.action(a)).transpose()?;
+        Ok(out)
+    }
+
+    /// A removal's tombstone: its version stays whatever the spec; an entry
+    /// the new spec cannot read says why, as the etcd store's would.
+    fn tombstone(&self, tombstone: &Tombstone) -> Tombstone {
+        Tombstone {
+            entry: tombstone
+                .entry
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|e| self.entry(e)),
+            ..tombstone.clone()
+        }
+    }
+
+    fn slot(&self, slot: &Slot) -> Result<Slot, UnknownName> {
         let mut out = slot.clone();
         let r = &mut out.record;
         r.state = self.state(r.state)?;
@@ -368,11 +494,7 @@ impl Translation<'_> {
             h.origin = self.state(h.origin)?;
         }
         for e in &mut out.history.entries {
-            e.from = self.state(e.from)?;
-            e.to = self.state(e.to)?;
-            if let Some(a) = &mut e.action {
-                *a = self.action(*a)?;
-            }
+            *e = self.entry(e)?;
         }
         Ok(out)
     }
@@ -398,7 +520,7 @@ impl Store for MemoryStore {
             for (id, slot) in shard.objects.iter() {
                 match t.slot(slot) {
                     Ok(slot) => out.push(slot),
-                    Err(name) => unreadable.push(format!("{id} ({name})")),
+                    Err(unknown) => unreadable.push(format!("{id} ({})", unknown.name)),
                 }
             }
             translated.push(out);
@@ -407,9 +529,14 @@ impl Store for MemoryStore {
             return Err(StoreError::unreadable_objects(machine.name(), unreadable));
         }
         // Nothing moved meanwhile (every shard is locked): the same order.
+        // Removals never refuse a spec (their objects are gone): one the new
+        // spec cannot read answers `Store::removal` with why.
         for (shard, out) in shards.iter_mut().zip(translated) {
             for ((_, slot), new) in shard.objects.iter_mut().zip(out) {
                 **slot = new;
+            }
+            for (_, tombstone) in shard.removed.iter_mut() {
+                *tombstone = t.tombstone(tombstone);
             }
         }
         *bound = Some(machine.clone());
@@ -643,7 +770,17 @@ impl Store for MemoryStore {
 
     fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError> {
         let (hash, shard) = self.shard(id);
-        Ok(lock_shard(shard).removal(hash, id).cloned())
+        let shard = lock_shard(shard);
+        let Some(tombstone) = shard.removal(hash, id) else {
+            return Ok(None);
+        };
+        match &tombstone.entry {
+            Ok(entry) => Ok(Some(entry.clone())),
+            Err(unknown) => Err(StoreError::Unreadable {
+                key: id.to_string(),
+                reason: format!("its removal's entry: {unknown}"),
+            }),
+        }
     }
 }
 
@@ -652,7 +789,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::MemoryStore;
-    use crate::{Actor, ObjectId, OrderedId, Runtime, Store};
+    use crate::{Actor, Clock as _, ObjectId, OrderedId, Runtime, Store};
 
     const N: usize = 2_000;
 
@@ -731,6 +868,147 @@ mod tests {
                 assert!(rt.store().records_after(None, 10).unwrap().is_empty());
             },
         );
+    }
+
+    /// Removals are forgotten by their time: those before the time given,
+    /// not those after; the shard's floor rises with what it forgot, and only
+    /// that shard's: a new id elsewhere is still created at 1.
+    #[test]
+    fn removals_are_forgotten_by_their_time_and_raise_their_shards_floor() {
+        let start = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+        let clock = std::sync::Arc::new(crate::ManualClock::new(start));
+        let rt = Runtime::builder(crate::testing::machine(), MemoryStore::new())
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let user = Actor::new("user");
+        for id in ["old", "new"] {
+            rt.create(id, &user).unwrap();
+            rt.run(id, &user, "resize").unwrap();
+        }
+        rt.remove("old", &user).unwrap();
+        clock.advance(std::time::Duration::from_secs(60));
+        let between = clock.now();
+        rt.remove("new", &user).unwrap();
+
+        assert_eq!(rt.store().forget_removals(between), 1);
+        assert_eq!(rt.removal_of("old").unwrap(), None);
+        assert_eq!(rt.removal_of("new").unwrap().map(|e| e.version), Some(4));
+        // "new" goes on from its removal; "old", from its shard's floor.
+        assert_eq!(rt.create("new", &user).unwrap().version, 5);
+        assert_eq!(rt.create("old", &user).unwrap().version, 5);
+
+        let (_, old_shard) = rt.store().shard(&"old".into());
+        let same =
+            |n: &usize| std::ptr::eq(rt.store().shard(&format!("id-{n}").into()).1, old_shard);
+        let neighbour = (0..).find(same).map(|n| format!("id-{n}")).unwrap();
+        let elsewhere = (0..).find(|n| !same(n)).map(|n| format!("id-{n}")).unwrap();
+        assert_eq!(
+            rt.create(neighbour.as_str(), &user).unwrap().version,
+            5,
+            "{neighbour}"
+        );
+        assert_eq!(
+            rt.create(elsewhere.as_str(), &user).unwrap().version,
+            1,
+            "{elsewhere}"
+        );
+    }
+
+    /// Threads create and remove their own ids (all of one shard, which
+    /// has one floor) over and over while another forgets every removal,
+    /// again and again: every object of an id is created past the removal of
+    /// the one before, forgotten or not. Asserts the race: some creations
+    /// found their id's removal forgotten (and were numbered from the floor,
+    /// which another id's removal had raised past it), and the forgetting
+    /// forgot.
+    #[test]
+    fn forgetting_removals_while_ids_come_and_go_never_repeats_a_version() {
+        let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+        let (_, one) = rt.store().shard(&"w-0".into());
+        let ids: Vec<String> = (0..)
+            .map(|n| format!("w-{n}"))
+            .filter(|id| std::ptr::eq(rt.store().shard(&id.as_str().into()).1, one))
+            .take(32)
+            .collect();
+        /// Counts a worker out when it ends, panicking or not: the forgetter
+        /// stops once none is left.
+        struct Working<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Working<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let working = std::sync::atomic::AtomicUsize::new(2);
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        let (forgotten, from_floor) = std::thread::scope(|s| {
+            let forgetter = s.spawn(|| {
+                let mut forgotten = 0;
+                while working.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+                    forgotten += rt.store().forget_removals(later);
+                    std::thread::yield_now();
+                }
+                forgotten
+            });
+            let workers: Vec<_> = (0..2)
+                .map(|t| {
+                    let (rt, ids, working) = (&rt, &ids, &working);
+                    s.spawn(move || {
+                        let _working = Working(working);
+                        let user = Actor::new(format!("worker-{t}"));
+                        let mut from_floor = 0;
+                        for id in ids.iter().skip(t).step_by(2) {
+                            let mut removed_at = 0;
+                            for _ in 0..200 {
+                                let created = rt.create(id.as_str(), &user).unwrap().version;
+                                assert!(
+                                    created > removed_at,
+                                    "{id}: created at {created} after a removal at {removed_at}"
+                                );
+                                from_floor += usize::from(created > removed_at + 1);
+                                removed_at = rt.remove(id.as_str(), &user).unwrap().version;
+                            }
+                        }
+                        from_floor
+                    })
+                })
+                .collect();
+            let from_floor: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+            (forgetter.join().unwrap(), from_floor)
+        });
+        assert!(forgotten > 0, "nothing forgotten");
+        assert!(from_floor > 0, "no creation found its removal forgotten");
+    }
+
+    /// A removal in a state that a spec the store is bound to later does
+    /// not have leaves the spec accepted (the object is gone), and the
+    /// removal unreadable, saying why, as the etcd store's.
+    #[test]
+    fn a_removal_in_a_state_an_edited_spec_drops_is_unreadable_not_refused() {
+        let store = std::sync::Arc::new(MemoryStore::new());
+        let rt = Runtime::new(crate::testing::machine(), store.clone()).unwrap();
+        let (user, ops) = (Actor::new("user"), Actor::new("olga").with_role("ops"));
+        rt.create("r", &user).unwrap();
+        rt.run("r", &user, "retire").unwrap();
+        let removed = rt.remove("r", &ops).unwrap().version;
+        drop(rt);
+        let without_retired = crate::testing::SPEC_EDITED
+            .replace("RETIRED = { terminal = true }\n", "")
+            .replace("retire = { from = \"HALTED\", to = \"RETIRED\" }\n", "");
+        let dropped = fsm_core::spec::load_str("server.toml", without_retired).unwrap();
+        let rt = Runtime::new(dropped, store).expect("a removed object refuses no spec");
+        match rt.removal_of("r") {
+            Err(crate::RuntimeError::Store(e @ crate::StoreError::Unreadable { .. })) => {
+                assert_eq!(
+                    e.to_string(),
+                    "r cannot be read: its removal's entry: machine `server` has no state `RETIRED` \
+                 (if it was renamed, say so with `renamed_from` in the spec)"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // The id's next object still goes on from the removal's version.
+        assert_eq!(rt.create("r", &user).unwrap().version, removed + 1);
     }
 
     proptest! {

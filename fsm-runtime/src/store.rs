@@ -18,7 +18,8 @@ pub struct Record {
     pub state: StateId,
     /// Bumped by one on every write; the first write (creation) is version 1,
     /// or, for an id whose earlier object was removed, the version after
-    /// that removal's.
+    /// that removal's (after a removal the store has forgotten, some version
+    /// past it: [`Store::commit`]).
     pub version: u64,
     /// When the last write happened.
     pub changed_at: SystemTime,
@@ -292,7 +293,11 @@ pub trait Store: Send + Sync + 'static {
     /// another version is refused with [`StoreError::CreateAt`] naming the
     /// right one, and the runtime creates again there; so a store remembers
     /// the removal's version of each id it removed until the id is created
-    /// again.
+    /// again. A store may forget removals after a while
+    /// ([`MemoryStore::forget_removals`](crate::MemoryStore::forget_removals)),
+    /// if it numbers an id without a removal from past every version it
+    /// forgot (not from 1): whatever it forgets, no version of an id is ever
+    /// that of another of its objects.
     fn commit(&self, write: Write) -> Result<(), StoreError>;
 
     /// The object's history, oldest first (empty if it does not exist).
@@ -436,7 +441,9 @@ pub trait Store: Send + Sync + 'static {
     /// How `id`'s last object was removed: the removal's entry, as
     /// [`remove`](Store::remove) published it (who, when, in which state, at
     /// which version), while no object has been created under the id since.
-    /// `None` for an id whose object lives, or that never had one. The entry
+    /// `None` for an id whose object lives, that never had one, or whose
+    /// removal the store has forgotten since
+    /// ([`MemoryStore::forget_removals`](crate::MemoryStore::forget_removals)). The entry
     /// outlives the object's history: a reader that kept the history (an
     /// audit log) but missed the removal finds it here.
     fn removal(&self, id: &ObjectId) -> Result<Option<Entry>, StoreError>;

@@ -11,6 +11,15 @@ fn the_memory_store_passes_the_store_suite() {
 }
 
 #[test]
+fn the_memory_store_forgets_removals_and_keeps_versions_apart() {
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    fsm_runtime::testing::forgotten_removals_keep_versions_apart(
+        fsm_runtime::MemoryStore::new(),
+        |store| store.forget_removals(later),
+    );
+}
+
+#[test]
 fn objects_of_the_memory_store_survive_an_edited_spec() {
     let shared = std::sync::Arc::new(fsm_runtime::MemoryStore::new());
     fsm_runtime::testing::specs_evolve(|| shared.clone());
