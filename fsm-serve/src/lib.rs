@@ -60,6 +60,11 @@
 //! it with `--auto-compaction-retention`, so that their space is freed). A
 //! record past what etcd takes in one request (1.5 MiB by default: the data,
 //! and at a start the data it proposes beside it) is refused 413 `too_large`.
+//! A removed object's id and removal (its 404s' `removed`) are kept until the
+//! id is created again; on the memory store `--forget-removals-after SECONDS`
+//! forgets them at the healer's first pass past that age, where ids are
+//! seldom used twice (the id's next object is still numbered past every
+//! version forgotten).
 //!
 //! # Security
 //!
@@ -104,7 +109,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use fsm_core::Machine;
 use fsm_runtime::{Healer, MemoryStore, PeriodicHealer, Runtime};
@@ -157,6 +162,12 @@ pub struct Config {
     /// How many entries of each object's history to keep, the newest (at least
     /// one); every entry by default.
     pub keep_history: Option<usize>,
+    /// With the memory store, how long a removed object's id and removal are
+    /// kept (the `removed` of its 404s, and its versions' floor) before the
+    /// healer's next pass forgets them
+    /// ([`MemoryStore::forget_removals`]); kept for ever by default. The etcd
+    /// store keeps every removal.
+    pub forget_removals_after: Option<Duration>,
 }
 
 impl Config {
@@ -173,6 +184,7 @@ impl Config {
             deadline: None,
             cors_origins: Vec::new(),
             keep_history: None,
+            forget_removals_after: None,
         }
     }
 }
@@ -215,6 +227,12 @@ impl Service {
         tokens: Tokens,
         tokio: &tokio::runtime::Handle,
     ) -> Result<Arc<Service>, String> {
+        if let (StoreKind::Etcd { .. }, Some(_)) = (&config.store, config.forget_removals_after) {
+            return Err(
+                "forgetting removals is for the memory store: the etcd store keeps every removal"
+                    .into(),
+            );
+        }
         let mut machines = BTreeMap::new();
         let mut healers = Vec::new();
         let flights = Arc::new(flights::Flights::default());
@@ -271,6 +289,7 @@ impl Service {
                 healer = healer.deadline(deadline);
             }
             let logged = name.clone();
+            let (forgets, forget_after) = (runtime.clone(), config.forget_removals_after);
             healers.push(healer.spawn(runtime.clone(), config.heal_every, move |report| {
                 match report {
                     Ok(report) => {
@@ -279,6 +298,13 @@ impl Service {
                         }
                     }
                     Err(e) => tracing::warn!(machine = %logged, "the healer failed: {e}"),
+                }
+                if let (Some(after), AnyStore::Memory(store)) = (forget_after, forgets.store()) {
+                    let before = forgets.now().checked_sub(after).unwrap_or(UNIX_EPOCH);
+                    let forgotten = store.forget_removals(before);
+                    if forgotten > 0 {
+                        tracing::debug!(machine = %logged, forgotten, "removals forgotten");
+                    }
                 }
             }));
             let svg = fsm_render::svg(runtime.machine(), fsm_render::View::Folded);
