@@ -88,6 +88,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.cached(id),
         }
     }
+    fn first_version(&self, id: &ObjectId) -> u64 {
+        match self {
+            AnyStore::Memory(s) => s.first_version(id),
+            AnyStore::Etcd(s) => s.first_version(id),
+        }
+    }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         match self {
             AnyStore::Memory(s) => s.history(id),

@@ -27,31 +27,38 @@
 //! `hist/<id>/<version>` (one history entry per write, JSON, the version
 //! zero-padded so that keys sort in version order); `/` and `%` in ids are escaped.
 //! A removed object leaves its `obj/<id>` key, empty, and `gone/<id>`, its
-//! removal's entry ([`Store::removal`]), until the id is created again.
+//! removal's entry ([`Store::removal`]), until the id is created again or
+//! [`EtcdStore::forget_removals`] forgets them; the key `floor` then holds the
+//! highest version forgotten.
 //! States and actions are stored by name with the spec's fingerprint
 //! ([`fsm_runtime::wire`]), so `etcdctl get --prefix /sabakan/machines/obj/` reads
 //! `"state":"Healthy"`, and adding or reordering states in the spec changes
 //! nothing stored.
 //!
-//! - **Compare-and-set by transaction.** A record's version is the etcd version of
-//!   its `obj/` key (1 when created, one more per write), so a write is one etcd
-//!   transaction: *if* `version(obj/<id>)` is the expected one (0 for a create),
-//!   *then* put the record and put its history entry, *else* read what is there and
-//!   answer [`StoreError::Conflict`]. A state change is never stored without its
-//!   history entry, nor an entry without its change.
+//! - **Compare-and-set by transaction.** A write is one etcd transaction:
+//!   *if* `obj/<id>` was last written at the revision of the record the write
+//!   was decided on (its `mod_revision`, which the store keeps with each
+//!   record it reads or writes, and reads when it keeps none), *then* put the
+//!   record and put its history entry, *else* read what is there and answer
+//!   [`StoreError::Conflict`]. A state change is never stored without its
+//!   history entry, nor an entry without its change. A revision is never
+//!   another write's, so a write decided on a record that is no longer there
+//!   loses, whatever the key holds now.
 //! - **Removal by transaction too.** [`Store::remove`] is one transaction:
-//!   *if* `version(obj/<id>)` is the expected one, *then* empty `obj/<id>`, put
+//!   *if* `obj/<id>` is as the record expected, *then* empty `obj/<id>`, put
 //!   the removal's entry at `gone/<id>`, delete the history's keys and put the
 //!   entry at the next version's key too (which the watch below publishes),
 //!   *else* answer the conflict. A second request deletes that last key while the object is
 //!   still removed; should it fail, the next creation of the id deletes it.
-//! - **Versions never repeat for an id.** The emptied key keeps counting: the
-//!   id's next object is created at the version after the removal's (*if*
-//!   `version(obj/<id>)` is the removal's and its value empty), so no version,
-//!   and no `If-Match`, of a removed object is ever one of a new object of its
-//!   id. A creation that finds the key emptied tries again at the version it
-//!   names ([`StoreError::CreateAt`]): two transactions to create an id that
-//!   was removed, one for any other.
+//! - **Versions never repeat for an id.** The id's next object is created at
+//!   the version after the removal's (*if* the emptied key is as the removal
+//!   left it), so no version, and no `If-Match` or fence, of a removed object
+//!   is ever one of a new object of its id. An id without a key is created
+//!   past the floor (*if* it has no key and `floor` is as read: 0, no key,
+//!   until a removal was forgotten). A creation is first tried at the version
+//!   the store knows to be right ([`Store::first_version`]); one it does not
+//!   know reads what it needs and answers the right one
+//!   ([`StoreError::CreateAt`]), and the runtime creates again there.
 //! - **A read saved per write.** The store keeps the records it last read or
 //!   wrote ([`Store::cached`]), and a start or a completion decides on that
 //!   copy instead of reading first: one transaction to start, one to end. A
@@ -173,7 +180,8 @@ use etcd_client::{
 use fsm_core::Machine;
 use fsm_runtime::wire::{Codec, StoredEntry, StoredHolder, StoredRecord};
 use fsm_runtime::{
-    Entry, Event, ObjectId, Publisher, Record, Records, Removal, Store, StoreError, Watcher, Write,
+    Entry, Event, Expected, ObjectId, Publisher, Record, Records, Removal, Store, StoreError,
+    Watcher, Write,
 };
 
 /// How many events each watcher buffers.
@@ -219,8 +227,13 @@ struct Inner {
     /// Whether the etcd watch that feeds `publisher` is open: only once someone
     /// watches, so that a process that never does costs etcd no event per write.
     fed: std::sync::Mutex<bool>,
-    /// Records as this store last read or wrote them ([`Store::cached`]).
-    kept: std::sync::Mutex<std::collections::HashMap<ObjectId, Record>>,
+    /// Objects' keys as this store last read or wrote them: the records
+    /// ([`Store::cached`]) and the marks of removed objects, each with the
+    /// revision that wrote it, which the next write compares.
+    kept: std::sync::Mutex<std::collections::HashMap<ObjectId, Kept>>,
+    /// The floor ([`EtcdStore::forget_removals`]) as last read: an id
+    /// without a key is created past it.
+    floor: std::sync::Mutex<Floor>,
     /// This process's lease, kept alive in the background: its key `live/<lease>`
     /// says this process lives, and the holders of the actions it starts name it.
     lease: Arc<AtomicI64>,
@@ -1122,6 +1135,7 @@ impl EtcdStore {
                 publisher,
                 fed: std::sync::Mutex::new(false),
                 kept: Default::default(),
+                floor: Default::default(),
                 lease,
                 ttl,
                 codec,
@@ -1178,6 +1192,133 @@ impl EtcdStore {
     /// The prefix the store's keys live under.
     pub fn prefix(&self) -> &str {
         &self.inner.prefix
+    }
+
+    /// Forgets what the objects removed before `before` left under the
+    /// prefix (each one's emptied `obj/` key and its `gone/` entry), and
+    /// answers how many it forgot: for a prefix whose ids are seldom used
+    /// twice (one per job, per operation), where they would otherwise pile
+    /// up for ever, and [`Store::ids`] read every one of them.
+    ///
+    /// [`Store::removal`] then answers `None` for those ids, as for an id
+    /// that never had an object. Versions still never repeat for an id: the
+    /// key `floor` is first raised to the highest removal version it is about
+    /// to forget, and an id without a key is created above it (its creation
+    /// compares the floor's key as it read it), so an `If-Match` or a
+    /// [`Fence`](fsm_runtime::Fence) of a forgotten object never matches a
+    /// later object of its id, and fences stay increasing. Each removal is
+    /// forgotten by a transaction of its own, only if its keys are still as
+    /// the removal left them (the id was not created again meanwhile).
+    /// Removals made by an earlier version of this store, whose `gone/` key
+    /// is empty (no time to go by), are kept.
+    ///
+    /// **Every process on the prefix must be of this version or later** once
+    /// a removal is forgotten: an earlier one creates an id without a key at
+    /// version 1, and compares a record's version with its key's etcd
+    /// version, which a key created again no longer matches.
+    ///
+    /// Call it now and then, not per action: it reads every `gone/` key, a
+    /// thousand per request. `fsm serve` does so with
+    /// `--forget-removals-after`.
+    pub fn forget_removals(&self, before: std::time::SystemTime) -> Result<usize, StoreError> {
+        let due = self.removals_before(before)?;
+        let Some(highest) = due.iter().map(|(_, version, _)| *version).max() else {
+            return Ok(0);
+        };
+        self.raise_floor(highest)?;
+        let mut forgotten = 0;
+        for (id, _, revision) in due {
+            let (object, gone) = (self.object_key(&id), self.gone_key(&id));
+            let history = self.history_prefix(&id);
+            let txn = Txn::new()
+                .when([
+                    Compare::mod_revision(object.clone(), CompareOp::Equal, revision),
+                    Compare::mod_revision(gone.clone(), CompareOp::Equal, revision),
+                ])
+                .and_then([
+                    TxnOp::delete(object, None),
+                    TxnOp::delete(gone, None),
+                    // The removal's last history key, if its clean-up failed.
+                    TxnOp::delete(
+                        history.clone(),
+                        Some(DeleteOptions::new().with_range(prefix_end(&history))),
+                    ),
+                ]);
+            let mut kv = self.kv();
+            if self.run(async move { kv.txn(txn).await })?.succeeded() {
+                forgotten += 1;
+                self.keep(&id, None);
+            }
+        }
+        Ok(forgotten)
+    }
+
+    /// Every removal under the prefix made before `before`: its id, its
+    /// version, and the revision that wrote it (its `obj/` and `gone/` keys
+    /// alike), read a thousand `gone/` keys per request.
+    fn removals_before(
+        &self,
+        before: std::time::SystemTime,
+    ) -> Result<Vec<(ObjectId, u64, i64)>, StoreError> {
+        let prefix = format!("{}gone/", self.inner.prefix);
+        let end = prefix_end(&prefix);
+        let mut from = prefix.clone().into_bytes();
+        let mut due = Vec::new();
+        loop {
+            let options = GetOptions::new()
+                .with_range(end.clone())
+                .with_limit(RECORDS_PAGE);
+            let (mut kv, key) = (self.kv(), from.clone());
+            let resp = self.run(async move { kv.get(key, Some(options)).await })?;
+            for kv in resp.kvs() {
+                if kv.value() == REMOVED {
+                    continue;
+                }
+                let entry: StoredEntry = json(kv.value(), kv.key())?;
+                let segment = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
+                if let (Some(segment), true) = (segment, entry.at < before) {
+                    due.push((unescape(segment), entry.version, kv.mod_revision()));
+                }
+            }
+            match resp.kvs().last() {
+                Some(last) if resp.more() => {
+                    from = last.key().to_vec();
+                    from.push(0);
+                }
+                _ => return Ok(due),
+            }
+        }
+    }
+
+    /// Raises the floor to `version`, unless it is there already, by
+    /// compare-and-set on its key.
+    fn raise_floor(&self, version: u64) -> Result<(), StoreError> {
+        loop {
+            let (mut kv, key) = (self.kv(), self.floor_key());
+            let resp = self.run(async move { kv.get(key, None).await })?;
+            let floor = Floor::of(resp.kvs().first())?;
+            self.saw_floor(floor);
+            if floor.version >= version {
+                return Ok(());
+            }
+            let key = self.floor_key();
+            let txn = Txn::new()
+                .when([Compare::mod_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    floor.revision,
+                )])
+                .and_then([TxnOp::put(key, version.to_string(), None)]);
+            let mut kv = self.kv();
+            let resp = self.run(async move { kv.txn(txn).await })?;
+            if resp.succeeded() {
+                self.saw_floor(Floor {
+                    version,
+                    revision: resp.header().map_or(0, |h| h.revision()),
+                });
+                return Ok(());
+            }
+        }
     }
 
     /// etcd's revision now: every write accepted from here on has a later one
@@ -1240,12 +1381,67 @@ impl EtcdStore {
     fn gone_key(&self, id: &ObjectId) -> String {
         format!("{}gone/{}", self.inner.prefix, escape(id.as_str()))
     }
+
+    /// The key of the floor of forgotten removals
+    /// ([`EtcdStore::forget_removals`]): the highest version forgotten, in
+    /// decimal; absent until one is.
+    fn floor_key(&self) -> String {
+        format!("{}floor", self.inner.prefix)
+    }
 }
 
-/// What a removed object's `obj/` key holds: nothing. The key stays, so that
-/// its etcd version goes on counting, and the id's next object continues the
-/// removed one's versions (a record's version is its key's etcd version).
+/// What a removed object's `obj/` key holds: nothing. The key stays (until
+/// [`EtcdStore::forget_removals`] forgets it), so that the id's next object
+/// continues the removed one's versions.
 const REMOVED: &[u8] = b"";
+
+/// What this store last read or wrote at an object's `obj/` key, and the
+/// etcd revision of that write: a write of the object compares that
+/// revision, which no other write of any key ever has, so a write decided on
+/// a record that is no longer there (even on one of a forgotten object of
+/// the id at the same version) always loses.
+#[derive(Debug, Clone)]
+struct Kept {
+    known: Known,
+    revision: i64,
+}
+
+/// What an `obj/` key held.
+#[derive(Debug, Clone)]
+enum Known {
+    /// The object's record.
+    Record(Record),
+    /// The mark of an object removed at this version.
+    Removed(u64),
+}
+
+/// The floor as this store last read it: the highest removal version
+/// forgotten under the prefix ([`EtcdStore::forget_removals`]; 0: none),
+/// and the revision of the key that holds it (0: no key).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Floor {
+    version: u64,
+    revision: i64,
+}
+
+impl Floor {
+    /// The floor `kv` holds (none: no key), or why it cannot be read.
+    fn of(kv: Option<&etcd_client::KeyValue>) -> Result<Floor, StoreError> {
+        let Some(kv) = kv else {
+            return Ok(Floor::default());
+        };
+        let version = std::str::from_utf8(kv.value())
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .ok_or_else(|| {
+                unreadable(kv.key(), "not a version (the floor of forgotten removals)")
+            })?;
+        Ok(Floor {
+            version,
+            revision: kv.mod_revision(),
+        })
+    }
+}
 
 /// Drives `work` on `runtime` (a client's own runtime) and waits for it from
 /// synchronous code: on a plain thread, driving it from there; inside another
@@ -1318,23 +1514,24 @@ impl EtcdStore {
 }
 
 impl EtcdStore {
-    /// The object's record as etcd has it now, its holders' liveness read.
-    fn read(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
+    /// The object's record as etcd has it now, its holders' liveness read,
+    /// and the revision that wrote it.
+    fn read(&self, id: &ObjectId) -> Result<Option<(Record, i64)>, StoreError> {
         let (mut kv, key) = (self.kv(), self.object_key(id));
 
         let resp = self.run(async move { kv.get(key, None).await })?;
-        let Some(mut record) = resp
+        let Some((mut record, revision)) = resp
             .kvs()
             .first()
             .filter(|kv| kv.value() != REMOVED)
-            .map(|kv| self.decode_record(kv.value(), kv.key()))
+            .map(|kv| Ok((self.decode_record(kv.value(), kv.key())?, kv.mod_revision())))
             .transpose()?
         else {
             return Ok(None);
         };
         let liveness = self.liveness(id, &record);
         if liveness.is_empty() {
-            return Ok(Some(record));
+            return Ok(Some((record, revision)));
         }
         // An action is in flight: is the process that holds it alive? If the
         // action ended between the two reads, the record is stale and calling
@@ -1356,7 +1553,7 @@ impl EtcdStore {
             })
             .collect();
         mark_abandoned(&mut record, liveness, |n| values.get(n)?.as_deref());
-        Ok(Some(record))
+        Ok(Some((record, revision)))
     }
 
     /// For each slot of `record` held and not yet known abandoned, the key
@@ -1538,11 +1735,163 @@ impl EtcdStore {
             .flatten()
     }
 
-    /// Commits `write` by one transaction.
-    fn write(&self, write: Write) -> Result<(), StoreError> {
+    /// Commits `write` by one transaction, answering the revision that wrote
+    /// it. A creation whose version the store cannot tell is right (it knows
+    /// neither the id's removal nor the floor it would be numbered past)
+    /// reads them first; one that lost to a floor raised meanwhile, or to a
+    /// removal forgotten, and whose version is still the right one, is made
+    /// again (the runtime takes a [`StoreError::CreateAt`] naming the version
+    /// it tried for a refusal).
+    fn write(&self, write: Write) -> Result<i64, StoreError> {
         let (id, expected, record, entry) = write.into_parts();
-        let key = self.object_key(&id);
-        let history_prefix = self.history_prefix(&id);
+        let mut tries = 0;
+        loop {
+            let guard = match expected {
+                Some(expected) => Guard::Written(self.revision_at(&id, expected)?),
+                None => match self.creation_guard(&id, entry.version) {
+                    Some(guard) => guard,
+                    None => {
+                        let version = self.learn_creation(&id)?;
+                        match self.creation_guard(&id, entry.version) {
+                            Some(guard) if version == entry.version => guard,
+                            _ => return Err(StoreError::CreateAt { id, version }),
+                        }
+                    }
+                },
+            };
+            match self.write_guarded(&id, expected.is_none(), &record, &entry, guard) {
+                Err(StoreError::CreateAt { version, .. })
+                    if version == entry.version && tries < 3 =>
+                {
+                    tries += 1;
+                }
+                written => return written,
+            }
+        }
+    }
+
+    /// The revision that wrote the object's record at `expected`: as kept,
+    /// or read. [`StoreError::Conflict`] with the record if the object is
+    /// elsewhere now (none: absent, or removed).
+    fn revision_at(&self, id: &ObjectId, expected: Expected) -> Result<i64, StoreError> {
+        if let Some(Kept {
+            known: Known::Record(record),
+            revision,
+        }) = lock(&self.inner.kept).get(id)
+            && record.expected() == expected
+        {
+            return Ok(*revision);
+        }
+        let read = self.read(id)?;
+        let found = read.as_ref().map(|(record, _)| record.clone());
+        self.keep(
+            id,
+            read.as_ref()
+                .map(|(record, revision)| Kept::record(record, *revision)),
+        );
+        match read {
+            Some((record, revision)) if record.expected() == expected => Ok(revision),
+            _ => Err(StoreError::Conflict {
+                id: id.clone(),
+                found: found.map(Box::new),
+            }),
+        }
+    }
+
+    /// What a creation of `id` at `version` compares, if the store knows it
+    /// to be the right version: the removal's mark it keeps, and `version`
+    /// the one after it; or no such mark and `version` the one after the
+    /// floor it last read (if the key is there after all, or the floor
+    /// moved, the transaction's reads tell it).
+    fn creation_guard(&self, id: &ObjectId, version: u64) -> Option<Guard> {
+        if let Some(Kept {
+            known: Known::Removed(removed),
+            revision,
+        }) = lock(&self.inner.kept).get(id)
+        {
+            return (version == removed + 1).then_some(Guard::Removed(*revision));
+        }
+        let floor = *lock(&self.inner.floor);
+        (version == floor.version + 1).then_some(Guard::Absent(floor.revision))
+    }
+
+    /// Reads what a creation of `id` needs (its key, its removal's, the
+    /// floor), keeps it, and answers the version the id's next object
+    /// starts at (or the conflict with the object there).
+    fn learn_creation(&self, id: &ObjectId) -> Result<u64, StoreError> {
+        let txn = Txn::new().and_then(self.creation_reads(id));
+        let mut kv = self.kv();
+        let resp = self.run(async move { kv.txn(txn).await })?;
+        let [object, gone, floor] = three_reads(&resp)?;
+        self.learned(id, object.as_ref(), gone.as_ref(), floor.as_ref())
+    }
+
+    /// What a creation reads when it cannot be made: the object's key, its
+    /// removal's, and the floor's.
+    fn creation_reads(&self, id: &ObjectId) -> Vec<TxnOp> {
+        [self.object_key(id), self.gone_key(id), self.floor_key()]
+            .map(|key| TxnOp::get(key, None))
+            .into()
+    }
+
+    /// What the reads of [`creation_reads`](Self::creation_reads) say, kept:
+    /// the object there ([`StoreError::Conflict`]), or the version the id's
+    /// next object starts at, the one after its removal's (as its entry
+    /// says; a removal made by an earlier version of this store left none,
+    /// and its version was the key's etcd version) or, for an id without a
+    /// key, after the floor.
+    fn learned(
+        &self,
+        id: &ObjectId,
+        object: Option<&etcd_client::KeyValue>,
+        gone: Option<&etcd_client::KeyValue>,
+        floor: Option<&etcd_client::KeyValue>,
+    ) -> Result<u64, StoreError> {
+        let floor = Floor::of(floor)?;
+        self.saw_floor(floor);
+        let Some(object) = object else {
+            self.keep(id, None);
+            return Ok(floor.version + 1);
+        };
+        if object.value() != REMOVED {
+            let found = self.decode_record(object.value(), object.key())?;
+            self.keep(id, Some(Kept::record(&found, object.mod_revision())));
+            return Err(StoreError::Conflict {
+                id: id.clone(),
+                found: Some(Box::new(found)),
+            });
+        }
+        let removed = match gone.filter(|gone| gone.value() != REMOVED) {
+            Some(gone) => json::<StoredEntry>(gone.value(), gone.key())?.version,
+            None => object.version().unsigned_abs(),
+        };
+        let kept = Kept {
+            known: Known::Removed(removed),
+            revision: object.mod_revision(),
+        };
+        self.keep(id, Some(kept));
+        Ok(removed + 1)
+    }
+
+    /// Keeps `floor` if it is newer than the one kept.
+    fn saw_floor(&self, floor: Floor) {
+        let mut kept = lock(&self.inner.floor);
+        if floor.revision > kept.revision {
+            *kept = floor;
+        }
+    }
+
+    /// Commits `write`'s parts by one transaction that compares `guard`.
+    fn write_guarded(
+        &self,
+        id: &ObjectId,
+        creating: bool,
+        record: &Record,
+        entry: &Entry,
+        guard: Guard,
+    ) -> Result<i64, StoreError> {
+        let key = self.object_key(id);
+        let history_prefix = self.history_prefix(id);
         let history = format!("{history_prefix}{:020}", entry.version);
         let before = |version: u64| {
             let end = format!("{history_prefix}{version:020}");
@@ -1551,40 +1900,40 @@ impl EtcdStore {
                 Some(DeleteOptions::new().with_range(end)),
             )
         };
-        let forget: Vec<TxnOp> = match expected {
-            // The entries older than the last `keep` (this one among them):
-            // the range of keys before the oldest kept, deleted by the same
-            // transaction.
-            Some(_) => (self.inner.keep)
-                .and_then(|keep| entry.version.checked_sub(keep))
-                .map(|last_forgotten| before(last_forgotten + 1))
-                .into_iter()
-                .collect(),
+        let forget: Vec<TxnOp> = if creating {
             // A creation: every history key but its own (a removal of the id
             // leaves its last key if its second request failed, and a store
             // of the previous format numbered a new object from 1 again), and
             // the mark that the id's object was removed.
-            None => {
-                let after = format!("{history_prefix}{:020}", entry.version + 1);
-                let end = prefix_end(&history_prefix);
-                vec![
-                    before(entry.version),
-                    TxnOp::delete(after, Some(DeleteOptions::new().with_range(end))),
-                    TxnOp::delete(self.gone_key(&id), None),
-                ]
-            }
+            let after = format!("{history_prefix}{:020}", entry.version + 1);
+            let end = prefix_end(&history_prefix);
+            vec![
+                before(entry.version),
+                TxnOp::delete(after, Some(DeleteOptions::new().with_range(end))),
+                TxnOp::delete(self.gone_key(id), None),
+            ]
+        } else {
+            // The entries older than the last `keep` (this one among them):
+            // the range of keys before the oldest kept, deleted by the same
+            // transaction.
+            (self.inner.keep)
+                .and_then(|keep| entry.version.checked_sub(keep))
+                .map(|last_forgotten| before(last_forgotten + 1))
+                .into_iter()
+                .collect()
         };
-        // The key's etcd version is the record's: a creation at version `n`
-        // finds the key at `n - 1`, absent for 1, holding the removed mark
-        // ([`REMOVED`]) past 1.
-        let version = expected.map_or(entry.version - 1, |e| e.version) as i64;
-        let creating = expected.is_none().then_some(entry.version);
+        let compared = guard.compare(&key, &self.floor_key());
+        let reads = if creating {
+            self.creation_reads(id)
+        } else {
+            vec![TxnOp::get(key.clone(), None)]
+        };
         let codec = self.codec()?;
-        let entry = encode(&codec.encode_entry(&entry));
+        let entry = encode(&codec.encode_entry(entry));
         // A write that starts an action names this process's session (its lease)
         // in the holder, and stands only while the session's key lives: a process
         // whose lease expired must not start what every other reads as abandoned.
-        let mut stored = codec.encode_record(&record);
+        let mut stored = codec.encode_record(record);
         // A holder this write puts in its slot: the start it makes.
         let written = record.version;
         let starts = move |h: &&mut StoredHolder| h.version == written && !h.abandoned;
@@ -1594,11 +1943,8 @@ impl EtcdStore {
             .any(|h| starts(&h));
         let prefix = self.inner.prefix.clone();
         let mut txn = move |lease: i64| {
-            let mut compare = vec![Compare::version(key.clone(), CompareOp::Equal, version)];
-            if version > 0 && creating.is_some() {
-                compare.push(Compare::value(key.clone(), CompareOp::Equal, REMOVED));
-            }
-            let mut otherwise = vec![TxnOp::get(key.clone(), None)];
+            let mut compare = compared.clone();
+            let mut otherwise = reads.clone();
             if started {
                 for h in [&mut stored.in_flight, &mut stored.hidden]
                     .into_iter()
@@ -1646,9 +1992,9 @@ impl EtcdStore {
             let lost = !resp.succeeded()
                 && started
                 && matches!(resp.op_responses().get(1), Some(TxnOpResponse::Get(get)) if get.kvs().is_empty())
-                && match resp.op_responses().first() {
-                    Some(TxnOpResponse::Get(get)) => {
-                        get.kvs().first().map_or(0, |kv| kv.version()) == version
+                && match (resp.op_responses().first(), guard) {
+                    (Some(TxnOpResponse::Get(get)), Guard::Written(revision)) => {
+                        get.kvs().first().map_or(0, |kv| kv.mod_revision()) == revision
                     }
                     _ => false,
                 };
@@ -1661,23 +2007,29 @@ impl EtcdStore {
         self.answered(id, resp, creating)
     }
 
-    /// Carries out `removal` by one transaction: if the object's key is at
-    /// the version expected, it empties that key ([`REMOVED`]: its etcd
-    /// version, the removal's, goes on for the id's next object), marks the
-    /// id gone with the removal's entry, deletes the history's keys, and puts the removal's entry at
-    /// the next version's history key, which the feed publishes to watchers
-    /// as every entry. A second request then deletes that last key, if the
-    /// object is still removed; a creation of the same id also deletes it
-    /// (see `write`), should the second request fail.
+    /// Carries out `removal` by one transaction: if the object's key is as
+    /// the revision that wrote the record expected left it, it empties that
+    /// key ([`REMOVED`]: it stays, for the id's next object to go on from
+    /// the removal's version), marks the id gone with the removal's entry,
+    /// deletes the history's keys, and puts the removal's entry at the next
+    /// version's history key, which the feed publishes to watchers as every
+    /// entry. A second request then deletes that last key, if the object is
+    /// still removed; a creation of the same id also deletes it (see
+    /// `write`), should the second request fail.
     fn delete(&self, removal: Removal) -> Result<(), StoreError> {
         let (id, expected, entry) = removal.into_parts();
+        let revision = self.revision_at(&id, expected)?;
         let key = self.object_key(&id);
         let history_prefix = self.history_prefix(&id);
         let last = format!("{history_prefix}{:020}", entry.version);
+        let removed = entry.version;
         let entry = encode(&self.codec()?.encode_entry(&entry));
-        let version = expected.version as i64;
         let txn = Txn::new()
-            .when([Compare::version(key.clone(), CompareOp::Equal, version)])
+            .when([Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                revision,
+            )])
             .and_then([
                 TxnOp::put(key.clone(), REMOVED, None),
                 TxnOp::put(self.gone_key(&id), entry.clone(), None),
@@ -1690,39 +2042,54 @@ impl EtcdStore {
                 TxnOp::put(last, entry, None),
             ])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let cleanup = Txn::new()
-            .when([Compare::version(key.clone(), CompareOp::Equal, version + 1)])
-            .and_then([TxnOp::delete(
-                history_prefix.clone(),
-                Some(DeleteOptions::new().with_range(prefix_end(&history_prefix))),
-            )]);
         let mut kv = self.kv();
         let resp = self.run(async move {
             let resp = kv.txn(txn).await?;
-            if resp.succeeded()
-                && let Err(e) = kv.txn(cleanup).await
-            {
-                // Deleted by the next creation of the id, or by the next removal.
-                tracing::warn!("etcd: the removed object's last history key stays: {e}");
+            if resp.succeeded() {
+                let written = resp.header().map_or(0, |h| h.revision());
+                let cleanup = Txn::new()
+                    .when([Compare::mod_revision(key, CompareOp::Equal, written)])
+                    .and_then([TxnOp::delete(
+                        history_prefix.clone(),
+                        Some(DeleteOptions::new().with_range(prefix_end(&history_prefix))),
+                    )]);
+                if let Err(e) = kv.txn(cleanup).await {
+                    // Deleted by the next creation of the id, or by the next removal.
+                    tracing::warn!("etcd: the removed object's last history key stays: {e}");
+                }
             }
             Ok(resp)
         })?;
-        self.answered(id, resp, None)
+        let written = self.answered(&id, resp, false)?;
+        let kept = Kept {
+            known: Known::Removed(removed),
+            revision: written,
+        };
+        self.keep(&id, Some(kept));
+        Ok(())
     }
 
-    /// What a transaction on `id`'s key answered: done, or the conflict
-    /// with the record its `else` branch read first (none: the object is
-    /// absent, or removed). A creation (`creating`: at that version) that
-    /// found no object was numbered otherwise than the key says the id's
-    /// next object is: [`StoreError::CreateAt`] the version after the key's.
+    /// What a transaction on `id`'s key answered: the revision that wrote
+    /// it, or, kept, what its `else` branch read: for a creation (`creating`)
+    /// the object there ([`StoreError::Conflict`]) or the version its next
+    /// object starts at ([`StoreError::CreateAt`]); for another write, the
+    /// conflict with the record there (none: absent, or removed).
     fn answered(
         &self,
-        id: ObjectId,
+        id: &ObjectId,
         resp: etcd_client::TxnResponse,
-        creating: Option<u64>,
-    ) -> Result<(), StoreError> {
+        creating: bool,
+    ) -> Result<i64, StoreError> {
         if resp.succeeded() {
-            return Ok(());
+            return Ok(resp.header().map_or(0, |h| h.revision()));
+        }
+        if creating {
+            let [object, gone, floor] = three_reads(&resp)?;
+            let version = self.learned(id, object.as_ref(), gone.as_ref(), floor.as_ref())?;
+            return Err(StoreError::CreateAt {
+                id: id.clone(),
+                version,
+            });
         }
         let read = match resp.op_responses().into_iter().next() {
             Some(TxnOpResponse::Get(get)) => get.kvs().first().cloned(),
@@ -1731,39 +2098,99 @@ impl EtcdStore {
         let found = read
             .as_ref()
             .filter(|kv| kv.value() != REMOVED)
-            .map(|kv| self.decode_record(kv.value(), kv.key()))
+            .map(|kv| Ok((self.decode_record(kv.value(), kv.key())?, kv.mod_revision())))
             .transpose()?;
-        if let (Some(_), None) = (creating, &found) {
-            let version = read.map_or(0, |kv| kv.version()).unsigned_abs() + 1;
-            return Err(StoreError::CreateAt { id, version });
-        }
-        Err(StoreError::Conflict {
+        self.keep(
             id,
-            found: found.map(Box::new),
+            found
+                .as_ref()
+                .map(|(record, revision)| Kept::record(record, *revision)),
+        );
+        Err(StoreError::Conflict {
+            id: id.clone(),
+            found: found.map(|(record, _)| Box::new(record)),
         })
     }
 
-    /// Keeps `record` (as read or written) for [`Store::cached`]; `None`
-    /// forgets the object.
-    fn keep(&self, id: &ObjectId, record: Option<&Record>) {
-        let mut kept = lock(&self.inner.kept);
-        match record {
-            Some(record) => keep_bounded(&mut kept, KEPT, id, record),
+    /// Keeps what the store read or wrote at `id`'s key, for
+    /// [`Store::cached`] and the next write's compare; `None` forgets it.
+    fn keep(&self, id: &ObjectId, kept: Option<Kept>) {
+        let mut all = lock(&self.inner.kept);
+        match kept {
+            Some(kept) => keep_bounded(&mut all, KEPT, id, kept),
             None => {
-                kept.remove(id);
+                all.remove(id);
             }
         }
     }
 }
 
-/// Keeps `record` for `id` among at most `bound` records: a new object past
+impl Kept {
+    fn record(record: &Record, revision: i64) -> Kept {
+        Kept {
+            known: Known::Record(record.clone()),
+            revision,
+        }
+    }
+}
+
+/// What a write compares at its object's `obj/` key.
+#[derive(Debug, Clone, Copy)]
+enum Guard {
+    /// The record as written at this revision.
+    Written(i64),
+    /// A removed object's mark, as written at this revision.
+    Removed(i64),
+    /// No key, and the floor's key as written at this revision (0: none).
+    Absent(i64),
+}
+
+impl Guard {
+    fn compare(self, key: &str, floor_key: &str) -> Vec<Compare> {
+        match self {
+            Guard::Written(revision) => {
+                vec![Compare::mod_revision(key, CompareOp::Equal, revision)]
+            }
+            Guard::Removed(revision) => vec![
+                Compare::mod_revision(key, CompareOp::Equal, revision),
+                Compare::value(key, CompareOp::Equal, REMOVED),
+            ],
+            Guard::Absent(floor) => vec![
+                Compare::version(key, CompareOp::Equal, 0),
+                Compare::mod_revision(floor_key, CompareOp::Equal, floor),
+            ],
+        }
+    }
+}
+
+/// The first key each of a transaction's three reads found.
+fn three_reads(
+    resp: &etcd_client::TxnResponse,
+) -> Result<[Option<etcd_client::KeyValue>; 3], StoreError> {
+    let found: Vec<Option<etcd_client::KeyValue>> = resp
+        .op_responses()
+        .into_iter()
+        .filter_map(|r| match r {
+            TxnOpResponse::Get(get) => Some(get.kvs().first().cloned()),
+            _ => None,
+        })
+        .collect();
+    found.try_into().map_err(|_| {
+        unavailable(
+            "etcd: a transaction of three reads answered otherwise",
+            false,
+        )
+    })
+}
+
+/// Keeps `value` for `id` among at most `bound` objects: a new object past
 /// the bound takes the place of one kept object (the map's first, an
 /// arbitrary one). What is kept only saves reads, so any may go.
-fn keep_bounded(
-    kept: &mut std::collections::HashMap<ObjectId, Record>,
+fn keep_bounded<T>(
+    kept: &mut std::collections::HashMap<ObjectId, T>,
     bound: usize,
     id: &ObjectId,
-    record: &Record,
+    value: T,
 ) {
     if kept.len() >= bound && !kept.contains_key(id) {
         let evicted = kept.keys().next().cloned();
@@ -1771,7 +2198,7 @@ fn keep_bounded(
             kept.remove(&evicted);
         }
     }
-    kept.insert(id.clone(), record.clone());
+    kept.insert(id.clone(), value);
 }
 
 impl Store for EtcdStore {
@@ -1823,23 +2250,28 @@ impl Store for EtcdStore {
     }
 
     fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
-        let record = self.read(id)?;
-        self.keep(id, record.as_ref());
-        Ok(record)
+        let read = self.read(id)?;
+        self.keep(
+            id,
+            read.as_ref()
+                .map(|(record, revision)| Kept::record(record, *revision)),
+        );
+        Ok(read.map(|(record, _)| record))
     }
 
+    /// Writes by one transaction that compares the revision that wrote the
+    /// record expected (or, for a creation, that the key holds the
+    /// removal's mark, or is absent and the floor as read).
     fn commit(&self, write: Write) -> Result<(), StoreError> {
         let id = write.id().clone();
         let record = write.record().clone();
         match self.write(write) {
-            Ok(()) => {
-                self.keep(&id, Some(&record));
+            Ok(revision) => {
+                self.keep(&id, Some(Kept::record(&record, revision)));
                 Ok(())
             }
-            Err(StoreError::Conflict { id, found }) => {
-                self.keep(&id, found.as_deref());
-                Err(StoreError::Conflict { id, found })
-            }
+            // What the transaction read instead is kept.
+            Err(e @ (StoreError::Conflict { .. } | StoreError::CreateAt { .. })) => Err(e),
             Err(e) => {
                 // A write that failed may have been applied: keep nothing.
                 self.keep(&id, None);
@@ -1848,14 +2280,27 @@ impl Store for EtcdStore {
         }
     }
 
+    /// A creation is first tried past the removal of the id the store keeps,
+    /// or past the floor it last read.
+    fn first_version(&self, id: &ObjectId) -> u64 {
+        if let Some(Kept {
+            known: Known::Removed(removed),
+            ..
+        }) = lock(&self.inner.kept).get(id)
+        {
+            return removed + 1;
+        }
+        lock(&self.inner.floor).version + 1
+    }
+
     /// Deletes the object's keys by one transaction (see `delete`), and
-    /// forgets the record kept of it.
+    /// keeps the removal's mark.
     fn remove(&self, removal: Removal) -> Result<(), StoreError> {
         let id = removal.id().clone();
         let result = self.delete(removal);
-        match &result {
-            Err(StoreError::Conflict { found, .. }) => self.keep(&id, found.as_deref()),
-            _ => self.keep(&id, None),
+        if let Err(StoreError::Unavailable { .. }) = &result {
+            // It may have been applied: keep nothing.
+            self.keep(&id, None);
         }
         result
     }
@@ -1883,7 +2328,13 @@ impl Store for EtcdStore {
 
     /// The record this store last read or wrote.
     fn cached(&self, id: &ObjectId) -> Option<Record> {
-        lock(&self.inner.kept).get(id).cloned()
+        match lock(&self.inner.kept).get(id) {
+            Some(Kept {
+                known: Known::Record(record),
+                ..
+            }) => Some(record.clone()),
+            _ => None,
+        }
     }
 
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
@@ -2496,14 +2947,14 @@ mod tests {
     fn kept_records_past_the_bound_take_one_kept_record_s_place() {
         let mut kept = HashMap::new();
         for n in 0..4u64 {
-            keep_bounded(&mut kept, 4, &ObjectId::from(format!("o-{n}")), &record(n));
+            keep_bounded(&mut kept, 4, &ObjectId::from(format!("o-{n}")), record(n));
         }
         assert_eq!(kept.len(), 4);
         // A kept object written again replaces its own record.
-        keep_bounded(&mut kept, 4, &ObjectId::from("o-2"), &record(9));
+        keep_bounded(&mut kept, 4, &ObjectId::from("o-2"), record(9));
         assert_eq!((kept.len(), kept[&ObjectId::from("o-2")].version), (4, 9));
         // A new object evicts one, not all.
-        keep_bounded(&mut kept, 4, &ObjectId::from("o-4"), &record(4));
+        keep_bounded(&mut kept, 4, &ObjectId::from("o-4"), record(4));
         assert_eq!(kept.len(), 4);
         assert_eq!(kept[&ObjectId::from("o-4")].version, 4);
         let survivors = (0..4)

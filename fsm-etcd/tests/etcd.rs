@@ -919,7 +919,7 @@ fn a_holder_names_its_process_session_and_nothing_else_is_written() {
 }
 
 /// A removal leaves no record or history key of the object behind, only its
-/// emptied `obj/` key (whose etcd version goes on) and `gone/` (the removal's
+/// emptied `obj/` key (the id's next object goes on from it) and `gone/` (the removal's
 /// entry, which every process reads); the entry
 /// watchers get was written to etcd: a second store's watcher, on its own
 /// watch of etcd, gets it. A last history key left by a removal whose second
@@ -1019,6 +1019,140 @@ fn a_removal_leaves_no_key_and_a_creation_clears_what_one_left() {
         7,
         "the other process reads it"
     );
+}
+
+#[test]
+fn etcd_forgets_removals_and_keeps_versions_apart() {
+    let Some(store) = store() else { return };
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    fsm_runtime::testing::forgotten_removals_keep_versions_apart(store, |store| {
+        store.forget_removals(later).unwrap()
+    });
+}
+
+/// Forgetting removals deletes what the removals made before the time given
+/// left (the emptied `obj/` key, `gone/`, a last history key its clean-up
+/// left), no other removal's (a later one; one made by an earlier version of
+/// the store, whose `gone/` is empty, with no time to go by), and raises the
+/// key `floor` to the highest version forgotten first. A process that never
+/// read the floor creates a new id past it all the same, and so does one
+/// creating the forgotten id.
+#[test]
+fn forgetting_deletes_the_old_removals_keys_and_raises_the_floor() {
+    let Some(store) = store() else { return };
+    let prefix = store.prefix().to_owned();
+    let start = std::time::UNIX_EPOCH + Duration::from_secs(1 << 30);
+    let clock = std::sync::Arc::new(fsm_runtime::ManualClock::new(start));
+    let rt = Runtime::builder(machine(), store)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let admin = Actor::new("admin");
+    for id in ["old", "older-format", "new"] {
+        rt.create(id, &admin).unwrap();
+    }
+    rt.run("old", &admin, "resize").unwrap();
+    let old = rt.remove("old", &admin).unwrap();
+    let older_format = rt.remove("older-format", &admin).unwrap();
+    etcd_put(&format!("{prefix}gone/older-format"), "");
+    // What the old removal's clean-up would have left, had it failed.
+    etcd_put(
+        &format!("{prefix}hist/old/00000000000000000004"),
+        &etcd_value(&format!("{prefix}gone/old")),
+    );
+    clock.advance(Duration::from_secs(60));
+    let between = fsm_runtime::Clock::now(&*clock);
+    clock.advance(Duration::from_secs(60));
+    let new = rt.remove("new", &admin).unwrap();
+
+    assert_eq!(rt.store().forget_removals(between).unwrap(), 1);
+    assert_eq!(
+        object_keys(&prefix),
+        [
+            "floor",
+            "gone/new",
+            "gone/older-format",
+            "obj/new",
+            "obj/older-format"
+        ]
+    );
+    assert_eq!(
+        etcd_value(&format!("{prefix}floor")),
+        old.version.to_string()
+    );
+    assert_eq!(rt.removal_of("old").unwrap(), None);
+    assert_eq!(rt.removal_of("new").unwrap(), Some(new.clone()));
+    assert_eq!(
+        rt.store().forget_removals(between).unwrap(),
+        0,
+        "none left that old"
+    );
+
+    // Another process, which never read the floor, then this one, which
+    // raised it.
+    let elsewhere = Runtime::new(machine(), store_at(&prefix).unwrap()).unwrap();
+    let created = [
+        (&elsewhere, "fresh", old.version),
+        (&elsewhere, "old", old.version),
+        (&elsewhere, "new", new.version),
+        (&elsewhere, "older-format", older_format.version),
+        (&rt, "fresh-here", old.version),
+    ];
+    for (runtime, id, past) in created {
+        let version = runtime.create(id, &admin).unwrap().version;
+        assert_eq!(version, past + 1, "{id}");
+        check_history(rt.machine(), &rt.history(id).unwrap()).unwrap();
+    }
+}
+
+/// A process keeps a copy of a record; elsewhere the object is removed, its
+/// removal forgotten, and the id's next object moved until its key's etcd
+/// version is the kept copy's. A start decided on the kept copy loses (its
+/// write compares the revision that wrote the copy, not the key's etcd
+/// version, which the old copy's would match) and is decided again on the
+/// new object: its versions go on, never back to the old copy's.
+#[test]
+fn a_kept_copy_of_a_forgotten_object_never_writes_over_the_next_one() {
+    let Some((here, prefix, admin)) = created(&["vm"]) else {
+        return;
+    };
+    here.run("vm", &admin, "start").unwrap();
+    let kept = here.store().cached(&"vm".into()).expect("kept");
+    assert_eq!(kept.version, 3);
+
+    let elsewhere = Runtime::new(machine(), store_at(&prefix).unwrap()).unwrap();
+    elsewhere.run("vm", &admin, "stop").unwrap();
+    let removed = elsewhere.remove("vm", &admin).unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    assert_eq!(elsewhere.store().forget_removals(later).unwrap(), 1);
+    elsewhere.create("vm", &admin).unwrap();
+    elsewhere.run("vm", &admin, "start").unwrap();
+    let moved = elsewhere.get("vm").unwrap();
+    assert_eq!(moved.version, removed.version + 3);
+    assert_eq!(
+        here.machine().state(moved.state).name,
+        "RUNNING",
+        "as the copy"
+    );
+
+    let flight = here.start("vm", &admin, "reboot").unwrap();
+    assert_eq!(
+        flight.fence().0,
+        moved.version + 1,
+        "decided on the new object"
+    );
+    flight.complete().unwrap();
+    let versions: Vec<u64> = here
+        .history("vm")
+        .unwrap()
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(
+        versions,
+        (removed.version + 1..=moved.version + 2).collect::<Vec<_>>()
+    );
+    check_history(here.machine(), &here.history("vm").unwrap()).unwrap();
 }
 
 /// A holder stored by the previous format names no session: it is alive while

@@ -260,7 +260,7 @@ impl<S: Store> Runtime<S> {
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
         let id = id.into_object_id();
-        let mut version = 1;
+        let mut version = self.inner.store.first_version(&id);
         loop {
             let write = self.creation(id.clone(), actor, data.clone(), version);
             let record = write.record.clone();
@@ -291,7 +291,7 @@ impl<S: Store> Runtime<S> {
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
         let id = id.into_object_id();
-        let mut version = 1;
+        let mut version = self.inner.store.first_version(&id);
         loop {
             let write = self.creation(id.clone(), actor, data.clone(), version);
             let record = write.record.clone();
@@ -304,10 +304,12 @@ impl<S: Store> Runtime<S> {
         }
     }
 
-    /// The write that creates `id`, its first entry at `version`: 1, unless
-    /// the store answered that the id's next object starts later
-    /// ([`StoreError::CreateAt`]: an object of the id was removed), in which
-    /// case the creation is made again at that version.
+    /// The write that creates `id`, its first entry at `version`: the
+    /// store's guess ([`Store::first_version`], 1 by default), unless the
+    /// store answered that the id's next object starts elsewhere
+    /// ([`StoreError::CreateAt`]: an object of the id was removed, or the
+    /// store forgot removals), in which case the creation is made again at
+    /// that version.
     fn creation(&self, id: ObjectId, actor: &Actor, data: Option<Arc<str>>, version: u64) -> Write {
         write::create(
             id,

@@ -300,6 +300,17 @@ pub trait Store: Send + Sync + 'static {
     /// that of another of its objects.
     fn commit(&self, write: Write) -> Result<(), StoreError>;
 
+    /// The version the runtime first tries to create `id` at: a guess, which
+    /// [`commit`](Store::commit) corrects with [`StoreError::CreateAt`]. The
+    /// default, 1, is right for an id that never had an object on a store
+    /// that never forgot a removal; a store that knows better (the etcd
+    /// store: past the id's removal it keeps, or past the floor of forgotten
+    /// removals it last read) saves the second try.
+    fn first_version(&self, id: &ObjectId) -> u64 {
+        let _ = id;
+        1
+    }
+
     /// The object's history, oldest first (empty if it does not exist).
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError>;
 
@@ -1029,6 +1040,9 @@ impl<S: Store> Store for Arc<S> {
     }
     fn cached(&self, id: &ObjectId) -> Option<Record> {
         (**self).cached(id)
+    }
+    fn first_version(&self, id: &ObjectId) -> u64 {
+        (**self).first_version(id)
     }
     fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
         (**self).history(id)

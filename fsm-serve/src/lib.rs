@@ -61,10 +61,10 @@
 //! record past what etcd takes in one request (1.5 MiB by default: the data,
 //! and at a start the data it proposes beside it) is refused 413 `too_large`.
 //! A removed object's id and removal (its 404s' `removed`) are kept until the
-//! id is created again; on the memory store `--forget-removals-after SECONDS`
-//! forgets them at the healer's first pass past that age, where ids are
-//! seldom used twice (the id's next object is still numbered past every
-//! version forgotten).
+//! id is created again, unless `--forget-removals-after SECONDS` forgets them
+//! at the healer's first pass past that age, where ids are seldom used twice
+//! (the id's next object is still numbered past every version forgotten; on
+//! etcd, every process on the prefix must then be of this version or later).
 //!
 //! # Security
 //!
@@ -162,11 +162,12 @@ pub struct Config {
     /// How many entries of each object's history to keep, the newest (at least
     /// one); every entry by default.
     pub keep_history: Option<usize>,
-    /// With the memory store, how long a removed object's id and removal are
-    /// kept (the `removed` of its 404s, and its versions' floor) before the
-    /// healer's next pass forgets them
-    /// ([`MemoryStore::forget_removals`]); kept for ever by default. The etcd
-    /// store keeps every removal.
+    /// How long a removed object's id and removal are kept (the `removed` of
+    /// its 404s) before the healer's next pass forgets them
+    /// ([`MemoryStore::forget_removals`],
+    /// [`EtcdStore::forget_removals`](fsm_etcd::EtcdStore::forget_removals):
+    /// on etcd, once every process on the prefix is of this version or
+    /// later); kept for ever by default.
     pub forget_removals_after: Option<Duration>,
 }
 
@@ -227,12 +228,6 @@ impl Service {
         tokens: Tokens,
         tokio: &tokio::runtime::Handle,
     ) -> Result<Arc<Service>, String> {
-        if let (StoreKind::Etcd { .. }, Some(_)) = (&config.store, config.forget_removals_after) {
-            return Err(
-                "forgetting removals is for the memory store: the etcd store keeps every removal"
-                    .into(),
-            );
-        }
         let mut machines = BTreeMap::new();
         let mut healers = Vec::new();
         let flights = Arc::new(flights::Flights::default());
@@ -299,11 +294,16 @@ impl Service {
                     }
                     Err(e) => tracing::warn!(machine = %logged, "the healer failed: {e}"),
                 }
-                if let (Some(after), AnyStore::Memory(store)) = (forget_after, forgets.store()) {
+                if let Some(after) = forget_after {
                     let before = forgets.now().checked_sub(after).unwrap_or(UNIX_EPOCH);
-                    let forgotten = store.forget_removals(before);
-                    if forgotten > 0 {
-                        tracing::debug!(machine = %logged, forgotten, "removals forgotten");
+                    let forgotten = match forgets.store() {
+                        AnyStore::Memory(store) => Ok(store.forget_removals(before)),
+                        AnyStore::Etcd(store) => store.forget_removals(before),
+                    };
+                    match forgotten {
+                        Ok(0) => {}
+                        Ok(forgotten) => tracing::debug!(machine = %logged, forgotten, "removals forgotten"),
+                        Err(e) => tracing::warn!(machine = %logged, "forgetting removals failed: {e}"),
                     }
                 }
             }));

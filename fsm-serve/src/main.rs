@@ -60,9 +60,10 @@ struct Args {
     /// default): older ones are deleted as new ones are written.
     #[arg(long, value_name = "N")]
     keep_history: Option<std::num::NonZeroUsize>,
-    /// With `--store memory`: forget a removed object's id and removal after
-    /// this many seconds (its 404s then no longer say `removed`; the id's
-    /// next object is still numbered past it). Kept for ever by default.
+    /// Forget a removed object's id and removal after this many seconds (its
+    /// 404s then no longer say `removed`; the id's next object is still
+    /// numbered past it; on etcd, every process on the prefix must be of this
+    /// version or later). Kept for ever by default.
     #[arg(long, value_name = "SECONDS")]
     forget_removals_after: Option<u64>,
     /// A web origin whose pages may call the API (CORS), e.g.
@@ -90,12 +91,6 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
             args.etcd_flags.password_file.is_some(),
         ),
     ];
-    if let (Store::Etcd, Some(_)) = (args.store, args.forget_removals_after) {
-        return Err(
-            "--forget-removals-after is for `--store memory`: the etcd store keeps every removal"
-                .into(),
-        );
-    }
     if let Store::Memory = args.store {
         return match etcd_only.iter().find(|(_, given)| *given) {
             Some((flag, _)) => Err(format!("{flag} is for `--store etcd`")),

@@ -2237,9 +2237,7 @@ async fn an_object_is_removed_only_as_its_spec_allows() {
 }
 
 /// With `forget_removals_after`, the healer's passes forget a removal once
-/// it is that old: the object's 404 no longer says `removed`, and the id's
-/// next object is still numbered past the one removed, so the `If-Match`
-/// that removed it never matches the new one.
+/// it is that old (see `Server::forgets_a_removal`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removals_are_forgotten_after_the_time_given() {
     let server = Server::start(|config| {
@@ -2247,41 +2245,7 @@ async fn removals_are_forgotten_after_the_time_given() {
         config.heal_every = Duration::from_millis(20);
     })
     .await;
-    let c = Client::new();
-    let object = server.url("/v1/vm/objects/vm-9");
-    create_vm(&server, &c, "vm-9").await;
-    for action in ["deploy", "destroy"] {
-        let url = server.url(&format!("/v1/vm/objects/vm-9/actions/{action}?run=true"));
-        let (status, moved) = post(&c, &url, OPS, None).await;
-        assert_eq!(status, StatusCode::OK, "{action}: {moved}");
-    }
-    let (status, removed) = call(&c, reqwest::Method::DELETE, &object, Some(OPS), None).await;
-    assert_eq!(status, StatusCode::OK, "{removed}");
-    let removed_at = removed["version"].as_u64().unwrap();
-    let mut passes = 0;
-    loop {
-        let (status, gone) = get(&c, &object, OPS).await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "{gone}");
-        if gone.get("removed").is_none() {
-            break;
-        }
-        passes += 1;
-        assert!(passes < 500, "still told after 500 looks: {gone}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let (status, created) = post(
-        &c,
-        &server.url("/v1/vm/objects"),
-        OPS,
-        Some(json!({ "id": "vm-9" })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let version = created["version"].as_u64().unwrap();
-    assert!(
-        version > removed_at,
-        "created at {version} after a removal at {removed_at}"
-    );
+    server.forgets_a_removal(&Client::new(), OPS).await;
     server.stop().await;
 }
 
@@ -2377,25 +2341,6 @@ async fn cors_answers_only_the_configured_origins() {
     assert!(r.status().is_success(), "{}", r.status());
     assert_eq!(allowed(&r).as_deref(), Some("https://ops.example.com"));
     server.stop().await;
-}
-
-/// Forgetting removals is the memory store's: a service on etcd given a
-/// time to forget after is refused before it connects, saying so.
-#[test]
-fn forgetting_removals_on_etcd_is_refused_before_connecting() {
-    let mut config = Config::new(vec![spec("../specs/ovc/vm.toml")]);
-    config.store = fsm_serve::StoreKind::Etcd {
-        // Nothing listens there: the refusal comes first.
-        access: fsm_etcd::EtcdAccess::new(["127.0.0.1:1"]),
-        prefix: "/forget/".into(),
-    };
-    config.forget_removals_after = Some(Duration::from_secs(3600));
-    let tokio = tokio::runtime::Runtime::new().unwrap();
-    let refused = fsm_serve::Service::open(&config, tokens(), tokio.handle()).unwrap_err();
-    assert_eq!(
-        refused,
-        "forgetting removals is for the memory store: the etcd store keeps every removal"
-    );
 }
 
 #[test]

@@ -22,6 +22,11 @@ const CONTROLLER: &str = "etcd-test-token-ctl-0123";
 use common::etcd_endpoints as endpoints;
 
 async fn open(prefix: &str) -> Option<Server> {
+    open_with(prefix, |_| {}).await
+}
+
+/// [`open`], configured by `configure`.
+async fn open_with(prefix: &str, configure: impl FnOnce(&mut Config)) -> Option<Server> {
     let mut config = Config::new(vec![
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/ovc/vm.toml"),
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../specs/sabakan/machine.toml"),
@@ -30,6 +35,7 @@ async fn open(prefix: &str) -> Option<Server> {
         access: EtcdAccess::new(endpoints()),
         prefix: prefix.to_owned(),
     };
+    configure(&mut config);
     let tokens = Tokens::parse(&format!(
         "[[token]]\ntoken = \"{OPS}\"\nactor = \"ops\"\nroles = [\"admin\"]\n\
          [[token]]\ntoken = \"{CONTROLLER}\"\nactor = \"neco\"\nroles = [\"controller\"]\n"
@@ -401,6 +407,22 @@ async fn two_services_on_one_etcd_prefix_serve_the_same_objects() {
 /// Data grown by patches, each under the body limit, past what etcd takes:
 /// the patch that would take it past is refused 413 `too_large`, naming the
 /// object, not 503 (a client made it again and again), and writes nothing.
+/// With `forget_removals_after`, the healer's passes forget a removal on
+/// etcd as on memory (see `Server::forgets_a_removal`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removals_on_etcd_are_forgotten_after_the_time_given() {
+    let Some(server) = open_with(&fresh_prefix(), |config| {
+        config.forget_removals_after = Some(Duration::ZERO);
+        config.heal_every = Duration::from_millis(20);
+    })
+    .await
+    else {
+        return;
+    };
+    server.forgets_a_removal(&Client::new(), OPS).await;
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_grown_past_what_etcd_takes_is_413() {
     let Some(server) = open(&fresh_prefix()).await else {
