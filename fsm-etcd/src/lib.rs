@@ -1873,12 +1873,10 @@ impl EtcdStore {
         Ok(removed + 1)
     }
 
-    /// Keeps `floor` if it is newer than the one kept.
+    /// Keeps `floor`, as just read or written. (Two calls that race may keep
+    /// the older: it costs the next creation a second try, never a version.)
     fn saw_floor(&self, floor: Floor) {
-        let mut kept = lock(&self.inner.floor);
-        if floor.revision > kept.revision {
-            *kept = floor;
-        }
+        *lock(&self.inner.floor) = floor;
     }
 
     /// Commits `write`'s parts by one transaction that compares `guard`.
