@@ -58,6 +58,9 @@ pub struct MemoryStore {
     keep: usize,
     /// The machine whose ids the records hold.
     bound: Mutex<Option<Machine>>,
+    /// `1` once [`MemoryStore::forget_removals`] forgot one: creations are
+    /// then guessed under their shard's lock ([`Store::first_version`]).
+    forgot: AtomicUsize,
 }
 
 /// Every id of the store in order, kept from the first page a caller asks
@@ -354,6 +357,7 @@ impl MemoryStore {
             publisher: Publisher::new(capacity),
             keep: usize::MAX,
             bound: Mutex::new(None),
+            forgot: AtomicUsize::new(0),
         }
     }
 
@@ -374,9 +378,9 @@ impl MemoryStore {
     /// in the same step, and an id without a removal is created above it, so
     /// an `If-Match` or a [`Fence`](crate::Fence) of a forgotten object
     /// never matches a later object of its id, and fences stay increasing.
-    /// The cost: once a shard has forgotten, a creation there of a new id
-    /// starts above 1, which the runtime learns from the store's answer
-    /// ([`StoreError::CreateAt`]) and writes again, a second try.
+    /// Once it has forgotten one, the store looks up the version of each
+    /// creation before it is made ([`Store::first_version`]: a look under the
+    /// shard's lock more per creation), as a new id starts above 1 there.
     ///
     /// Each shard is locked in turn, for a pass over its removals; actions
     /// on its objects wait meanwhile. Call it now and then (the removals of
@@ -406,10 +410,15 @@ impl MemoryStore {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn forget_removals(&self, before: SystemTime) -> usize {
-        self.shards
+        let forgotten = self
+            .shards
             .iter()
             .map(|shard| lock_shard(&shard.0).forget_removals(before))
-            .sum()
+            .sum();
+        if forgotten > 0 {
+            self.forgot.store(1, Ordering::SeqCst);
+        }
+        forgotten
     }
 
     /// Appends a written record's `entry` to its history and tells the watchers.
@@ -557,6 +566,16 @@ impl Store for MemoryStore {
         Ok(lock_shard(shard)
             .get(hash, id)
             .map(|slot| read(&slot.record)))
+    }
+
+    /// 1 until the store forgot a removal; then the version under the
+    /// shard's lock (past the id's removal, or past the shard's floor).
+    fn first_version(&self, id: &ObjectId) -> u64 {
+        if self.forgot.load(Ordering::SeqCst) == 0 {
+            return 1;
+        }
+        let (hash, shard) = self.shard(id);
+        lock_shard(shard).first_version(hash, id)
     }
 
     fn commit(&self, write: Write) -> Result<(), StoreError> {
@@ -891,6 +910,8 @@ mod tests {
         let between = clock.now();
         rt.remove("new", &user).unwrap();
 
+        // Until a removal is forgotten, creations are guessed at 1.
+        assert_eq!(rt.store().first_version(&"old".into()), 1);
         assert_eq!(rt.store().forget_removals(between), 1);
         assert_eq!(rt.removal_of("old").unwrap(), None);
         assert_eq!(rt.removal_of("new").unwrap().map(|e| e.version), Some(4));
@@ -903,6 +924,9 @@ mod tests {
             |n: &usize| std::ptr::eq(rt.store().shard(&format!("id-{n}").into()).1, old_shard);
         let neighbour = (0..).find(same).map(|n| format!("id-{n}")).unwrap();
         let elsewhere = (0..).find(|n| !same(n)).map(|n| format!("id-{n}")).unwrap();
+        let guesses =
+            [&neighbour, &elsewhere].map(|id| rt.store().first_version(&id.as_str().into()));
+        assert_eq!(guesses, [5, 1], "{neighbour}, {elsewhere}");
         assert_eq!(
             rt.create(neighbour.as_str(), &user).unwrap().version,
             5,

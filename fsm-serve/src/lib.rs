@@ -62,7 +62,7 @@
 //! and at a start the data it proposes beside it) is refused 413 `too_large`.
 //! A removed object's id and removal (its 404s' `removed`) are kept until the
 //! id is created again, unless `--forget-removals-after SECONDS` forgets them
-//! at the healer's first pass past that age, where ids are seldom used twice
+//! once that old (within a quarter of that time more), where ids are seldom used twice
 //! (the id's next object is still numbered past every version forgotten; on
 //! etcd, every process on the prefix must then be of this version or later).
 //!
@@ -163,7 +163,8 @@ pub struct Config {
     /// one); every entry by default.
     pub keep_history: Option<usize>,
     /// How long a removed object's id and removal are kept (the `removed` of
-    /// its 404s) before the healer's next pass forgets them
+    /// its 404s) before the healer's passes forget them (at most a quarter of
+    /// that time later: a pass that forgets reads every removal kept)
     /// ([`MemoryStore::forget_removals`],
     /// [`EtcdStore::forget_removals`](fsm_etcd::EtcdStore::forget_removals):
     /// on etcd, once every process on the prefix is of this version or
@@ -187,6 +188,27 @@ impl Config {
             keep_history: None,
             forget_removals_after: None,
         }
+    }
+}
+
+/// When the healer's passes forget removals: forgetting reads every removal
+/// the store keeps (on etcd, every `gone/` key), so a pass forgets at most
+/// once a quarter of the time removals are kept, not at every heal pass.
+#[derive(Debug, Default)]
+struct Forgetting {
+    last: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Forgetting {
+    /// Whether a pass at `now` forgets removals kept `after`, counting it as
+    /// done if so.
+    fn due(&self, after: Duration, now: std::time::Instant) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let due = last.is_none_or(|at| now.saturating_duration_since(at) >= after / 4);
+        if due {
+            *last = Some(now);
+        }
+        due
     }
 }
 
@@ -285,6 +307,7 @@ impl Service {
             }
             let logged = name.clone();
             let (forgets, forget_after) = (runtime.clone(), config.forget_removals_after);
+            let forgetting = Forgetting::default();
             healers.push(healer.spawn(runtime.clone(), config.heal_every, move |report| {
                 match report {
                     Ok(report) => {
@@ -294,7 +317,9 @@ impl Service {
                     }
                     Err(e) => tracing::warn!(machine = %logged, "the healer failed: {e}"),
                 }
-                if let Some(after) = forget_after {
+                if let Some(after) = forget_after
+                    && forgetting.due(after, std::time::Instant::now())
+                {
                     let before = forgets.now().checked_sub(after).unwrap_or(UNIX_EPOCH);
                     let forgotten = match forgets.store() {
                         AnyStore::Memory(store) => Ok(store.forget_removals(before)),
@@ -428,4 +453,29 @@ where
     let closing = service.clone();
     let _ = tokio::task::spawn_blocking(move || closing.close()).await;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::Forgetting;
+
+    /// The first pass forgets; then a pass forgets only once a quarter of the
+    /// time removals are kept has gone by since the last that did; with no
+    /// time to keep them, every pass forgets.
+    #[test]
+    fn removals_are_forgotten_a_quarter_of_their_time_apart() {
+        let forgetting = Forgetting::default();
+        let hour = Duration::from_secs(3600);
+        let start = Instant::now();
+        let at = |minutes: u64| start + Duration::from_secs(60 * minutes);
+        let passes: Vec<bool> = [0, 5, 14, 15, 20, 29, 30]
+            .into_iter()
+            .map(|m| forgetting.due(hour, at(m)))
+            .collect();
+        assert_eq!(passes, [true, false, false, true, false, false, true]);
+        let every = Forgetting::default();
+        assert!((0..3).all(|m| every.due(Duration::ZERO, at(m))));
+    }
 }

@@ -60,10 +60,11 @@ struct Args {
     /// default): older ones are deleted as new ones are written.
     #[arg(long, value_name = "N")]
     keep_history: Option<std::num::NonZeroUsize>,
-    /// Forget a removed object's id and removal after this many seconds (its
-    /// 404s then no longer say `removed`; the id's next object is still
-    /// numbered past it; on etcd, every process on the prefix must be of this
-    /// version or later). Kept for ever by default.
+    /// Forget a removed object's id and removal after this many seconds
+    /// (within a quarter of that time more; its 404s then no longer say
+    /// `removed`; the id's next object is still numbered past it; on etcd,
+    /// every process on the prefix must be of this version or later). Kept
+    /// for ever by default.
     #[arg(long, value_name = "SECONDS")]
     forget_removals_after: Option<u64>,
     /// A web origin whose pages may call the API (CORS), e.g.
