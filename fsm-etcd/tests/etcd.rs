@@ -1105,6 +1105,100 @@ fn forgetting_deletes_the_old_removals_keys_and_raises_the_floor() {
     }
 }
 
+/// Two processes create, move and remove the same ids over and over, while a
+/// third forgets every removal again and again: each id's writes, as a
+/// fourth process's watch delivers them (in the order etcd applied them),
+/// only ever go up in version, across every object of the id. Asserts the
+/// races: requests lost to the other process, removals forgotten, and
+/// objects created past the floor (raised by another id's removal) rather
+/// than past their own id's removal.
+#[test]
+fn processes_creating_removing_and_forgetting_at_once_never_repeat_a_version() {
+    let Some(first) = store() else { return };
+    let prefix = first.prefix().to_owned();
+    let open = || Runtime::new(machine(), store_at(&prefix).unwrap()).unwrap();
+    let (a, b, forgetter) = (Runtime::new(machine(), first).unwrap(), open(), open());
+    let watching = open();
+    let mut watcher = watching.watch().unwrap();
+    let ids = ["r-0", "r-1", "r-2"];
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    let working = AtomicUsize::new(2);
+    let (forgotten, lost, written) = std::thread::scope(|s| {
+        let forgets = s.spawn(|| {
+            let mut forgotten = 0;
+            while working.load(Ordering::SeqCst) > 0 {
+                forgotten += forgetter.store().forget_removals(later).unwrap();
+            }
+            forgotten
+        });
+        let workers = [&a, &b].map(|rt| {
+            let working = &working;
+            s.spawn(move || {
+                let user = Actor::new("user");
+                let (mut lost, mut written) = (0, 0);
+                let mut count = |result: Result<(), RuntimeError>| match result {
+                    Ok(()) => written += 1,
+                    Err(
+                        RuntimeError::Exists { .. }
+                        | RuntimeError::NotFound { .. }
+                        | RuntimeError::Conflict { .. }
+                        | RuntimeError::VersionMismatch { .. }
+                        | RuntimeError::Busy { .. },
+                    ) => lost += 1,
+                    Err(e) => panic!("{e}"),
+                };
+                for _ in 0..30 {
+                    for id in ids {
+                        count(rt.create(id, &user).map(drop));
+                        // The first id's objects go further, and raise the floor past the others'.
+                        if id == "r-0" {
+                            count(rt.run(id, &user, "resize").map(drop));
+                        }
+                        count(rt.remove(id, &user).map(drop));
+                    }
+                }
+                working.fetch_sub(1, Ordering::SeqCst);
+                (lost, written)
+            })
+        });
+        let [(lost_a, written_a), (lost_b, written_b)] = workers.map(|w| w.join().unwrap());
+        (
+            forgets.join().unwrap(),
+            lost_a + lost_b,
+            written_a + written_b,
+        )
+    });
+    let mut last: std::collections::HashMap<String, (u64, EntryKind)> = Default::default();
+    let (mut events, mut from_floor) = (0, 0);
+    while events < written {
+        let event = watcher.recv().expect("no gap in a few hundred events");
+        let entry = &event.entry;
+        if let Some((version, kind)) = last.get(event.id.as_str()) {
+            assert!(
+                entry.version > *version,
+                "{}: version {} ({:?}) after {version} ({kind:?})",
+                event.id,
+                entry.version,
+                entry.kind
+            );
+            from_floor += usize::from(
+                entry.kind == EntryKind::Created
+                    && *kind == EntryKind::Removed
+                    && entry.version > version + 1,
+            );
+        }
+        last.insert(event.id.to_string(), (entry.version, entry.kind));
+        events += usize::from(matches!(
+            entry.kind,
+            EntryKind::Created | EntryKind::Removed
+        ));
+        events += usize::from(entry.kind == EntryKind::Completed);
+    }
+    assert!(lost > 0, "no request lost to the other process");
+    assert!(forgotten > 0, "nothing forgotten");
+    assert!(from_floor > 0, "no object created past the floor");
+}
+
 /// A process keeps a copy of a record; elsewhere the object is removed, its
 /// removal forgotten, and the id's next object moved until its key's etcd
 /// version is the kept copy's. A start decided on the kept copy loses (its
