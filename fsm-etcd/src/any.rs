@@ -29,6 +29,16 @@ impl AnyStore {
             AnyStore::Etcd(s) => s.revision().map(Some),
         }
     }
+
+    /// Forgets the removals made before `before`
+    /// ([`MemoryStore::forget_removals`], [`EtcdStore::forget_removals`]),
+    /// answering how many it forgot.
+    pub fn forget_removals(&self, before: std::time::SystemTime) -> Result<usize, StoreError> {
+        match self {
+            AnyStore::Memory(s) => Ok(s.forget_removals(before)),
+            AnyStore::Etcd(s) => s.forget_removals(before),
+        }
+    }
 }
 
 impl Store for AnyStore {
@@ -248,5 +258,14 @@ mod tests {
     #[test]
     fn the_memory_variant_passes_the_store_suite() {
         fsm_runtime::testing::check_store(|| AnyStore::Memory(Box::new(MemoryStore::new())));
+    }
+
+    #[test]
+    fn the_memory_variant_forgets_removals() {
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        fsm_runtime::testing::forgotten_removals_keep_versions_apart(
+            AnyStore::Memory(Box::new(MemoryStore::new())),
+            |store| store.forget_removals(later).unwrap(),
+        );
     }
 }

@@ -1199,6 +1199,32 @@ fn processes_creating_removing_and_forgetting_at_once_never_repeat_a_version() {
     assert!(from_floor > 0, "no object created past the floor");
 }
 
+/// A floor key that is not a version (written by hand) is an error naming
+/// it, for a creation that must be numbered past it and for forgetting
+/// alike: never a creation numbered as if there were no floor.
+#[test]
+fn a_floor_that_is_not_a_version_is_an_error_naming_its_key() {
+    let Some((rt, prefix, admin)) = created(&["vm"]) else {
+        return;
+    };
+    rt.remove("vm", &admin).unwrap();
+    etcd_put(&format!("{prefix}floor"), "not a number");
+    let expected =
+        format!("{prefix}floor cannot be read: not a version (the floor of forgotten removals)");
+    match rt.create("fresh", &admin) {
+        Err(RuntimeError::Store(e @ StoreError::Unreadable { .. })) => {
+            assert_eq!(e.to_string(), expected)
+        }
+        other => panic!("{other:?}"),
+    }
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    match rt.store().forget_removals(later) {
+        Err(e @ StoreError::Unreadable { .. }) => assert_eq!(e.to_string(), expected),
+        other => panic!("{other:?}"),
+    }
+    assert!(rt.removal_of("vm").unwrap().is_some(), "nothing forgotten");
+}
+
 /// A process keeps a copy of a record; elsewhere the object is removed, its
 /// removal forgotten, and the id's next object moved until its key's etcd
 /// version is the kept copy's. A start decided on the kept copy loses (its

@@ -321,11 +321,7 @@ impl Service {
                     && forgetting.due(after, std::time::Instant::now())
                 {
                     let before = forgets.now().checked_sub(after).unwrap_or(UNIX_EPOCH);
-                    let forgotten = match forgets.store() {
-                        AnyStore::Memory(store) => Ok(store.forget_removals(before)),
-                        AnyStore::Etcd(store) => store.forget_removals(before),
-                    };
-                    match forgotten {
+                    match forgets.store().forget_removals(before) {
                         Ok(0) => {}
                         Ok(forgotten) => tracing::debug!(machine = %logged, forgotten, "removals forgotten"),
                         Err(e) => tracing::warn!(machine = %logged, "forgetting removals failed: {e}"),
