@@ -37,6 +37,17 @@ fn objects_on_etcd_survive_an_edited_spec() {
 }
 
 #[test]
+fn removals_on_etcd_outlive_specs_that_cannot_read_them() {
+    let prefix = fresh_prefix();
+    if store_at(&prefix).is_none() {
+        return;
+    }
+    fsm_runtime::testing::removals_outlive_specs_that_cannot_read_them(|| {
+        store_at(&prefix).expect("etcd was reachable")
+    });
+}
+
+#[test]
 fn ids_with_slashes_keep_their_histories_apart() {
     let Some(store) = store() else { return };
     let rt = Runtime::new(machine(), store).unwrap();

@@ -9,7 +9,7 @@ use hashbrown::HashTable;
 use fsm_core::{ActionId, Machine, StateId};
 
 use crate::sync::{AtomicUsize, Mutex, MutexGuard, Ordering, Padded, ShardLock, lock_shard};
-use crate::wire::UnknownName;
+use crate::wire::{Codec, StoredEntry, UnknownName};
 use crate::{
     Change, Entry, Event, Holder, ObjectId, OrderedId, Publisher, Record, Records, Removal, Store,
     StoreError, Watcher, Write,
@@ -46,7 +46,10 @@ use crate::{
 ///
 /// Records hold states and actions by id. Opening a runtime of an edited spec over
 /// the same store ([`Store::bind`]) translates them by name, renames included, or
-/// refuses, listing the objects the new spec cannot read.
+/// refuses, listing the objects the new spec cannot read. Removals never refuse a
+/// spec (their objects are gone): a removal in a state the new spec drops is kept
+/// by its names, [`Store::removal`] answers [`StoreError::Unreadable`] for it, and
+/// a later spec that has the state again reads it again.
 #[derive(Debug)]
 pub struct MemoryStore {
     /// Each shard's lock on cache lines of its own, so that threads locking
@@ -189,9 +192,22 @@ struct Tombstone {
     version: u64,
     /// When the object was removed.
     at: SystemTime,
-    /// The removal's entry, or the name in it that the spec the store was
-    /// bound to since has not (a state dropped with only removed objects in it).
-    entry: Result<Entry, UnknownName>,
+    /// The removal's entry.
+    entry: RemovalEntry,
+}
+
+/// A removal's entry as a tombstone keeps it.
+#[derive(Debug, Clone)]
+enum RemovalEntry {
+    /// Read by the spec the store is bound to.
+    Read(Entry),
+    /// Kept by its names, because the spec the store was bound to since has
+    /// not one of them (a state dropped with only removed objects in it): a
+    /// later spec that has them again reads it again, as the etcd store's.
+    ByName {
+        stored: Box<StoredEntry>,
+        unknown: UnknownName,
+    },
 }
 
 impl Shard {
@@ -216,7 +232,7 @@ impl Shard {
             let tombstone = Tombstone {
                 version: removal.version,
                 at: removal.at,
-                entry: Ok(removal),
+                entry: RemovalEntry::Read(removal),
             };
             self.removed
                 .insert_unique(hash, (id, tombstone), |(k, _)| id_hash(k));
@@ -452,6 +468,9 @@ impl Default for MemoryStore {
 struct Translation<'m> {
     old: &'m Machine,
     new: &'m Machine,
+    /// Both machines' codecs, made for the first removal one of them cannot
+    /// read.
+    codecs: std::cell::OnceCell<(Codec, Codec)>,
 }
 
 impl Translation<'_> {
@@ -482,15 +501,36 @@ impl Translation<'_> {
     }
 
     /// A removal's tombstone: its version stays whatever the spec; an entry
-    /// the new spec cannot read says why, as the etcd store's would.
+    /// the new spec cannot read is kept by its names and says why, as the
+    /// etcd store's would, and one kept so is read again by a spec that has
+    /// its names.
     fn tombstone(&self, tombstone: &Tombstone) -> Tombstone {
+        let codecs = || {
+            self.codecs
+                .get_or_init(|| (Codec::new(self.old), Codec::new(self.new)))
+        };
+        let entry = match &tombstone.entry {
+            RemovalEntry::Read(entry) => match self.entry(entry) {
+                Ok(entry) => RemovalEntry::Read(entry),
+                Err(unknown) => RemovalEntry::ByName {
+                    stored: Box::new(codecs().0.encode_entry(entry)),
+                    unknown,
+                },
+            },
+            RemovalEntry::ByName { stored, .. } => {
+                match codecs().1.decode_entry((**stored).clone()) {
+                    Ok(entry) => RemovalEntry::Read(entry),
+                    Err(unknown) => RemovalEntry::ByName {
+                        stored: stored.clone(),
+                        unknown,
+                    },
+                }
+            }
+        };
         Tombstone {
-            entry: tombstone
-                .entry
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|e| self.entry(e)),
-            ..tombstone.clone()
+            version: tombstone.version,
+            at: tombstone.at,
+            entry,
         }
     }
 
@@ -520,7 +560,11 @@ impl Store for MemoryStore {
             return Ok(());
         }
         // An edited spec: translate every object by name, all or nothing.
-        let t = Translation { old, new: machine };
+        let t = Translation {
+            old,
+            new: machine,
+            codecs: std::cell::OnceCell::new(),
+        };
         let mut shards: Vec<_> = self.shards.iter().map(|s| lock_shard(&s.0)).collect();
         let mut unreadable = Vec::new();
         let mut translated = Vec::new();
@@ -794,8 +838,8 @@ impl Store for MemoryStore {
             return Ok(None);
         };
         match &tombstone.entry {
-            Ok(entry) => Ok(Some(entry.clone())),
-            Err(unknown) => Err(StoreError::Unreadable {
+            RemovalEntry::Read(entry) => Ok(Some(entry.clone())),
+            RemovalEntry::ByName { unknown, .. } => Err(StoreError::Unreadable {
                 key: id.to_string(),
                 reason: format!("its removal's entry: {unknown}"),
             }),
@@ -1007,37 +1051,6 @@ mod tests {
             raced,
             "in 100 rounds no creation found its removal forgotten"
         );
-    }
-
-    /// A removal in a state that a spec the store is bound to later does
-    /// not have leaves the spec accepted (the object is gone), and the
-    /// removal unreadable, saying why, as the etcd store's.
-    #[test]
-    fn a_removal_in_a_state_an_edited_spec_drops_is_unreadable_not_refused() {
-        let store = std::sync::Arc::new(MemoryStore::new());
-        let rt = Runtime::new(crate::testing::machine(), store.clone()).unwrap();
-        let (user, ops) = (Actor::new("user"), Actor::new("olga").with_role("ops"));
-        rt.create("r", &user).unwrap();
-        rt.run("r", &user, "retire").unwrap();
-        let removed = rt.remove("r", &ops).unwrap().version;
-        drop(rt);
-        let without_retired = crate::testing::SPEC_EDITED
-            .replace("RETIRED = { terminal = true }\n", "")
-            .replace("retire = { from = \"HALTED\", to = \"RETIRED\" }\n", "");
-        let dropped = fsm_core::spec::load_str("server.toml", without_retired).unwrap();
-        let rt = Runtime::new(dropped, store).expect("a removed object refuses no spec");
-        match rt.removal_of("r") {
-            Err(crate::RuntimeError::Store(e @ crate::StoreError::Unreadable { .. })) => {
-                assert_eq!(
-                    e.to_string(),
-                    "r cannot be read: its removal's entry: machine `server` has no state `RETIRED` \
-                 (if it was renamed, say so with `renamed_from` in the spec)"
-                )
-            }
-            other => panic!("{other:?}"),
-        }
-        // The id's next object still goes on from the removal's version.
-        assert_eq!(rt.create("r", &user).unwrap().version, removed + 1);
     }
 
     proptest! {

@@ -1317,6 +1317,66 @@ pub fn specs_evolve<S: Store>(open: impl Fn() -> S) {
     assert_eq!(again.state_name("retired").unwrap(), "RETIRED");
 }
 
+/// A removal in a state that a later spec drops never refuses that spec (its
+/// object is gone) and reads as unreadable under it, saying which name is
+/// missing; a spec that has the state again reads the removal again, from
+/// that state, and the id's next object goes on from the removal's version.
+/// `open` opens the same store again each time it is called; the store starts
+/// empty.
+pub fn removals_outlive_specs_that_cannot_read_them<S: Store>(open: impl Fn() -> S) {
+    let what = "removals_outlive_specs_that_cannot_read_them";
+    let rt = runtime(open());
+    let (user, ops) = (Actor::new("user"), Actor::new("olga").with_role("ops"));
+    rt.create("r", &user).expect(what);
+    rt.run("r", &user, "retire").expect(what);
+    let removed = rt.remove("r", &ops).expect(what).version;
+    drop(rt);
+
+    let without_retired = SPEC
+        .replace("RETIRED = { terminal = true, remove = \"ops\" }\n", "")
+        .replace("retire = { from = \"HALTED\", to = \"RETIRED\" }\n", "");
+    assert_ne!(without_retired, SPEC);
+    let dropped = fsm_core::spec::load_str("server.toml", without_retired).expect("a valid spec");
+    let rt = Runtime::new(dropped, open())
+        .unwrap_or_else(|e| panic!("{what}: a removed object refused a spec: {e}"));
+    match rt.removal_of("r") {
+        // What was read is named the store's way (the id, a key on etcd).
+        Err(RuntimeError::Store(e @ crate::StoreError::Unreadable { .. })) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("r cannot be read: ")
+                    && message.ends_with(
+                        "machine `server` has no state `RETIRED` \
+                         (if it was renamed, say so with `renamed_from` in the spec)"
+                    ),
+                "{what}: {message}"
+            )
+        }
+        other => panic!("{what}: the removal under a spec without its state: {other:?}"),
+    }
+    drop(rt);
+
+    let rt = runtime(open());
+    let removal = rt
+        .removal_of("r")
+        .unwrap_or_else(|e| panic!("{what}: the removal under its spec again: {e}"))
+        .unwrap_or_else(|| panic!("{what}: the removal was lost"));
+    assert_eq!(
+        (
+            &*rt.machine().state(removal.from).name,
+            removal.kind,
+            removal.version
+        ),
+        ("RETIRED", EntryKind::Removed, removed),
+        "{what}: the removal read again"
+    );
+    assert_eq!(
+        rt.create("r", &user).expect(what).version,
+        removed + 1,
+        "{what}: the id's next object"
+    );
+}
+
 /// `tasks` actors race on a few objects through the async API, as tasks of one
 /// current-thread tokio runtime, each giving the thread up while it holds an
 /// action: the races happen (starts refused as busy, or compare-and-sets lost),

@@ -25,6 +25,12 @@ fn objects_of_the_memory_store_survive_an_edited_spec() {
     fsm_runtime::testing::specs_evolve(|| shared.clone());
 }
 
+#[test]
+fn removals_in_the_memory_store_outlive_specs_that_cannot_read_them() {
+    let shared = std::sync::Arc::new(fsm_runtime::MemoryStore::new());
+    fsm_runtime::testing::removals_outlive_specs_that_cannot_read_them(|| shared.clone());
+}
+
 /// A backend that implements only what a store must (`load`, `commit`,
 /// `history`, `ids`, `watch`, and `bind`), here over the memory store, and
 /// takes every other call from the trait's defaults: the suite holds those
