@@ -1210,7 +1210,8 @@ impl EtcdStore {
     /// forgotten by a transaction of its own, only if its keys are still as
     /// the removal left them (the id was not created again meanwhile).
     /// Removals made by an earlier version of this store, whose `gone/` key
-    /// is empty (no time to go by), are kept.
+    /// is empty (no time to go by), are kept; so is a `gone/` key that cannot
+    /// be read (its version unknown), with a warning naming it.
     ///
     /// **Every process on the prefix must be of this version or later** once
     /// a removal is forgotten: an earlier one creates an id without a key at
@@ -1274,7 +1275,16 @@ impl EtcdStore {
                 if kv.value() == REMOVED {
                     continue;
                 }
-                let entry: StoredEntry = json(kv.value(), kv.key())?;
+                // One removal that cannot be read stops no other's forgetting;
+                // it is kept (its version is unknown, so the floor could not
+                // be raised past it).
+                let entry: StoredEntry = match json(kv.value(), kv.key()) {
+                    Ok(entry) => entry,
+                    Err(e) => {
+                        tracing::warn!("etcd: a removal kept, not forgotten: {e}");
+                        continue;
+                    }
+                };
                 let segment = kv.key_str().ok().and_then(|k| k.strip_prefix(&prefix));
                 if let (Some(segment), true) = (segment, entry.at < before) {
                     due.push((unescape(segment), entry.version, kv.mod_revision()));

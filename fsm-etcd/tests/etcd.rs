@@ -1044,7 +1044,8 @@ fn etcd_forgets_removals_and_keeps_versions_apart() {
 /// Forgetting removals deletes what the removals made before the time given
 /// left (the emptied `obj/` key, `gone/`, a last history key its clean-up
 /// left), no other removal's (a later one; one made by an earlier version of
-/// the store, whose `gone/` is empty, with no time to go by), and raises the
+/// the store, whose `gone/` is empty, with no time to go by; one that cannot
+/// be read, which stops no other's forgetting), and raises the
 /// key `floor` to the highest version forgotten first. A process that never
 /// read the floor creates a new id past it all the same, and so does one
 /// creating the forgotten id.
@@ -1059,13 +1060,16 @@ fn forgetting_deletes_the_old_removals_keys_and_raises_the_floor() {
         .build()
         .unwrap();
     let admin = Actor::new("admin");
-    for id in ["old", "older-format", "new"] {
+    for id in ["old", "older-format", "garbled", "new"] {
         rt.create(id, &admin).unwrap();
     }
     rt.run("old", &admin, "resize").unwrap();
     let old = rt.remove("old", &admin).unwrap();
     let older_format = rt.remove("older-format", &admin).unwrap();
     etcd_put(&format!("{prefix}gone/older-format"), "");
+    // A removal that cannot be read is kept, and stops no other's forgetting.
+    rt.remove("garbled", &admin).unwrap();
+    etcd_put(&format!("{prefix}gone/garbled"), "{not json");
     // What the old removal's clean-up would have left, had it failed.
     etcd_put(
         &format!("{prefix}hist/old/00000000000000000004"),
@@ -1081,8 +1085,10 @@ fn forgetting_deletes_the_old_removals_keys_and_raises_the_floor() {
         object_keys(&prefix),
         [
             "floor",
+            "gone/garbled",
             "gone/new",
             "gone/older-format",
+            "obj/garbled",
             "obj/new",
             "obj/older-format"
         ]
