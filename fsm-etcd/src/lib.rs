@@ -29,7 +29,10 @@
 //! A removed object leaves its `obj/<id>` key, empty, and `gone/<id>`, its
 //! removal's entry ([`Store::removal`]), until the id is created again or
 //! [`EtcdStore::forget_removals`] forgets them; the key `floor` then holds the
-//! highest version forgotten.
+//! highest version forgotten, and the key `format` the prefix's stored
+//! [`FORMAT`] (no key: format 1). A store refuses a prefix of a format newer
+//! than it reads ([`StoreError::Incompatible`] when a runtime binds it), rather
+//! than misread or overwrite it.
 //! States and actions are stored by name with the spec's fingerprint
 //! ([`fsm_runtime::wire`]), so `etcdctl get --prefix /sabakan/machines/obj/` reads
 //! `"state":"Healthy"`, and adding or reordering states in the spec changes
@@ -1216,7 +1219,11 @@ impl EtcdStore {
     /// **Every process on the prefix must be of this version or later** once
     /// a removal is forgotten: an earlier one creates an id without a key at
     /// version 1, and compares a record's version with its key's etcd
-    /// version, which a key created again no longer matches.
+    /// version, which a key created again no longer matches. The first
+    /// forgetting marks the prefix with this store's [`FORMAT`]; from this
+    /// version on a store refuses a prefix marked with a format newer than it
+    /// reads, so a later format is never misread (versions before this one
+    /// do not read the mark).
     ///
     /// Call it now and then, not per action: it reads every `gone/` key, a
     /// thousand per request. `fsm serve` does so with
@@ -1301,24 +1308,38 @@ impl EtcdStore {
     }
 
     /// Raises the floor to `version`, unless it is there already, by
-    /// compare-and-set on its key.
+    /// compare-and-set on its key, and marks the prefix as of this store's
+    /// [`FORMAT`] in the same transaction (a process that reads only an
+    /// earlier format refuses the prefix from then on).
     fn raise_floor(&self, version: u64) -> Result<(), StoreError> {
         loop {
-            let (mut kv, key) = (self.kv(), self.floor_key());
-            let resp = self.run(async move { kv.get(key, None).await })?;
-            let floor = Floor::of(resp.kvs().first())?;
+            let (floor_key, format_key) = (self.floor_key(), self.format_key());
+            let read = Txn::new().and_then([
+                TxnOp::get(floor_key.clone(), None),
+                TxnOp::get(format_key.clone(), None),
+            ]);
+            let mut kv = self.kv();
+            let resp = self.run(async move { kv.txn(read).await })?;
+            let mut gets = resp.op_responses().into_iter().map(|r| match r {
+                TxnOpResponse::Get(get) => get.kvs().first().cloned(),
+                _ => None,
+            });
+            let floor = Floor::of(gets.next().flatten().as_ref())?;
+            let format = Format::of(gets.next().flatten().as_ref())?;
             self.saw_floor(floor);
             if floor.version >= version {
                 return Ok(());
             }
-            let key = self.floor_key();
+            let mut ops = vec![TxnOp::put(floor_key.clone(), version.to_string(), None)];
+            if format.version < FORMAT {
+                ops.push(TxnOp::put(format_key.clone(), FORMAT.to_string(), None));
+            }
             let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    key.clone(),
-                    CompareOp::Equal,
-                    floor.revision,
-                )])
-                .and_then([TxnOp::put(key, version.to_string(), None)]);
+                .when([
+                    Compare::mod_revision(floor_key, CompareOp::Equal, floor.revision),
+                    Compare::mod_revision(format_key, CompareOp::Equal, format.revision),
+                ])
+                .and_then(ops);
             let mut kv = self.kv();
             let resp = self.run(async move { kv.txn(txn).await })?;
             if resp.succeeded() {
@@ -1329,6 +1350,14 @@ impl EtcdStore {
                 return Ok(());
             }
         }
+    }
+
+    /// Refuses a prefix stored in a format newer than this store reads
+    /// ([`FORMAT`]), before it reads or writes anything there.
+    fn check_format(&self) -> Result<(), StoreError> {
+        let (mut kv, key) = (self.kv(), self.format_key());
+        let resp = self.run(async move { kv.get(key, None).await })?;
+        Format::of(resp.kvs().first()).map(drop)
     }
 
     /// etcd's revision now: every write accepted from here on has a later one
@@ -1398,6 +1427,12 @@ impl EtcdStore {
     fn floor_key(&self) -> String {
         format!("{}floor", self.inner.prefix)
     }
+
+    /// The key of the prefix's stored format ([`FORMAT`]), in decimal;
+    /// absent (format 1) until a removal is forgotten.
+    fn format_key(&self) -> String {
+        format!("{}format", self.inner.prefix)
+    }
 }
 
 /// What a removed object's `obj/` key holds: nothing. The key stays (until
@@ -1440,17 +1475,61 @@ impl Floor {
         let Some(kv) = kv else {
             return Ok(Floor::default());
         };
-        let version = std::str::from_utf8(kv.value())
-            .ok()
-            .and_then(|text| text.parse().ok())
-            .ok_or_else(|| {
-                unreadable(kv.key(), "not a version (the floor of forgotten removals)")
-            })?;
         Ok(Floor {
+            version: decimal(kv, "not a version (the floor of forgotten removals)")?,
+            revision: kv.mod_revision(),
+        })
+    }
+}
+
+/// The stored format this store writes, and the newest it reads: 2 since
+/// removals can be forgotten (a write compares the revision that wrote the
+/// record it was decided on, a creation the floor, where format 1 compared
+/// a key's etcd version, which forgetting restarts). A prefix without the
+/// key `format` is of format 1, which this store reads and writes alike.
+pub const FORMAT: u64 = 2;
+
+/// The format a prefix is stored in, and the revision that said so (0: no
+/// key, format 1).
+#[derive(Debug, Clone, Copy)]
+struct Format {
+    version: u64,
+    revision: i64,
+}
+
+impl Format {
+    /// The format `kv` holds (none: no key, format 1), or why this store
+    /// cannot read the prefix: a number it does not know.
+    fn of(kv: Option<&etcd_client::KeyValue>) -> Result<Format, StoreError> {
+        let Some(kv) = kv else {
+            return Ok(Format {
+                version: 1,
+                revision: 0,
+            });
+        };
+        let version = decimal(kv, "not a format (a number)")?;
+        if version > FORMAT {
+            return Err(unreadable(
+                kv.key(),
+                format!(
+                    "the prefix is stored in format {version}, and this version of fsm-etcd reads \
+                     formats up to {FORMAT}: upgrade every process on the prefix"
+                ),
+            ));
+        }
+        Ok(Format {
             version,
             revision: kv.mod_revision(),
         })
     }
+}
+
+/// The number `kv` holds in decimal, or `what` it should have been.
+fn decimal(kv: &etcd_client::KeyValue, what: &str) -> Result<u64, StoreError> {
+    std::str::from_utf8(kv.value())
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| unreadable(kv.key(), what))
 }
 
 /// Drives `work` on `runtime` (a client's own runtime) and waits for it from
@@ -2214,6 +2293,13 @@ impl Store for EtcdStore {
     /// record in a state or held by an action the spec no longer has (nor declares
     /// as `renamed_from`) refuses the machine, listing them.
     fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
+        self.check_format().map_err(|e| match e {
+            StoreError::Unreadable { key, reason } => StoreError::Incompatible {
+                machine: machine.name().to_owned(),
+                reason: format!("{key}: {reason}"),
+            },
+            other => other,
+        })?;
         let codec = self.inner.codec.get_or_init(|| Codec::new(machine));
         if codec.fingerprint() == fsm_core::evolve::fingerprint(machine) {
             let prefix = format!("{}obj/", self.inner.prefix);

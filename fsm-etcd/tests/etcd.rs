@@ -1085,6 +1085,7 @@ fn forgetting_deletes_the_old_removals_keys_and_raises_the_floor() {
         object_keys(&prefix),
         [
             "floor",
+            "format",
             "gone/garbled",
             "gone/new",
             "gone/older-format",
@@ -1096,6 +1097,11 @@ fn forgetting_deletes_the_old_removals_keys_and_raises_the_floor() {
     assert_eq!(
         etcd_value(&format!("{prefix}floor")),
         old.version.to_string()
+    );
+    assert_eq!(
+        etcd_value(&format!("{prefix}format")),
+        fsm_etcd::FORMAT.to_string(),
+        "the prefix marked as of the format that forgets"
     );
     assert_eq!(rt.removal_of("old").unwrap(), None);
     assert_eq!(rt.removal_of("new").unwrap(), Some(new.clone()));
@@ -1240,6 +1246,53 @@ fn a_floor_that_is_not_a_version_is_an_error_naming_its_key() {
         other => panic!("{other:?}"),
     }
     assert!(rt.removal_of("vm").unwrap().is_some(), "nothing forgotten");
+}
+
+/// A prefix marked as stored in a format newer than this store reads is
+/// refused, saying which and what to do, before anything is read or written
+/// there: by a runtime opened over it, and by forgetting; so is a mark that is
+/// not a number.
+#[test]
+fn a_prefix_of_a_newer_format_is_refused() {
+    let Some((rt, prefix, admin)) = created(&["vm"]) else {
+        return;
+    };
+    rt.remove("vm", &admin).unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    let newer = fsm_etcd::FORMAT + 1;
+    etcd_put(&format!("{prefix}format"), &newer.to_string());
+    let reason = format!(
+        "{prefix}format: the prefix is stored in format {newer}, and this version of fsm-etcd \
+         reads formats up to {}: upgrade every process on the prefix",
+        fsm_etcd::FORMAT
+    );
+    match Runtime::new(machine(), store_at(&prefix).unwrap()) {
+        Err(RuntimeError::Store(e @ StoreError::Incompatible { .. })) => assert_eq!(
+            e.to_string(),
+            format!("the store cannot serve machine `server`: {reason}")
+        ),
+        other => panic!("{:?}", other.map(|_| "a runtime")),
+    }
+    match rt.store().forget_removals(later) {
+        Err(e @ StoreError::Unreadable { .. }) => assert_eq!(
+            e.to_string(),
+            reason.replacen("format: ", "format cannot be read: ", 1)
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(rt.removal_of("vm").unwrap().is_some(), "nothing forgotten");
+    assert_eq!(etcd_value(&format!("{prefix}format")), newer.to_string());
+
+    etcd_put(&format!("{prefix}format"), "two");
+    match Runtime::new(machine(), store_at(&prefix).unwrap()) {
+        Err(RuntimeError::Store(e @ StoreError::Incompatible { .. })) => assert_eq!(
+            e.to_string(),
+            format!(
+                "the store cannot serve machine `server`: {prefix}format: not a format (a number)"
+            )
+        ),
+        other => panic!("{:?}", other.map(|_| "a runtime")),
+    }
 }
 
 /// A process keeps a copy of a record; elsewhere the object is removed, its
