@@ -193,6 +193,11 @@ const WATCH_CAPACITY: usize = 1024;
 /// How many records [`Store::records`] reads per request.
 const RECORDS_PAGE: i64 = 1_000;
 
+/// How many removals [`EtcdStore::forget_removals`] forgets per transaction:
+/// three deletes and two compares each, inside etcd's default limit of 128
+/// operations per transaction (`--max-txn-ops`).
+const FORGET_BATCH: usize = 32;
+
 /// How many records the store keeps, to decide on without reading first
 /// ([`Store::cached`]).
 const KEPT: usize = 65_536;
@@ -1209,9 +1214,10 @@ impl EtcdStore {
     /// to forget, and an id without a key is created above it (its creation
     /// compares the floor's key as it read it), so an `If-Match` or a
     /// [`Fence`](fsm_runtime::Fence) of a forgotten object never matches a
-    /// later object of its id, and fences stay increasing. Each removal is
-    /// forgotten by a transaction of its own, only if its keys are still as
-    /// the removal left them (the id was not created again meanwhile).
+    /// later object of its id, and fences stay increasing. A removal is
+    /// forgotten only if its keys are still as it left them (the id was not
+    /// created again meanwhile): by one transaction for up to 32 removals,
+    /// then, should one of them have changed, by one each.
     /// Removals made by an earlier version of this store, whose `gone/` key
     /// is empty (no time to go by), are kept; so is a `gone/` key that cannot
     /// be read (its version unknown), with a warning naming it.
@@ -1235,30 +1241,59 @@ impl EtcdStore {
         };
         self.raise_floor(highest)?;
         let mut forgotten = 0;
-        for (id, _, revision) in due {
-            let (object, gone) = (self.object_key(&id), self.gone_key(&id));
-            let history = self.history_prefix(&id);
-            let txn = Txn::new()
-                .when([
-                    Compare::mod_revision(object.clone(), CompareOp::Equal, revision),
-                    Compare::mod_revision(gone.clone(), CompareOp::Equal, revision),
-                ])
-                .and_then([
-                    TxnOp::delete(object, None),
-                    TxnOp::delete(gone, None),
-                    // The removal's last history key, if its clean-up failed.
-                    TxnOp::delete(
-                        history.clone(),
-                        Some(DeleteOptions::new().with_range(prefix_end(&history))),
-                    ),
-                ]);
-            let mut kv = self.kv();
-            if self.run(async move { kv.txn(txn).await })?.succeeded() {
-                forgotten += 1;
-                self.keep(&id, None);
+        for batch in due.chunks(FORGET_BATCH) {
+            // Most often no removal of a batch changed meanwhile: one
+            // transaction forgets them all. Otherwise each by its own, and
+            // those that changed are left alone.
+            if self.forget(batch)? {
+                forgotten += batch.len();
+                continue;
+            }
+            for removal in batch {
+                if self.forget(std::slice::from_ref(removal))? {
+                    forgotten += 1;
+                }
             }
         }
         Ok(forgotten)
+    }
+
+    /// Forgets every removal of `due` (its id, its version and the revision
+    /// that wrote it) by one transaction, if each one's `obj/` and `gone/`
+    /// keys are still as it left them; whether they were.
+    fn forget(&self, due: &[(ObjectId, u64, i64)]) -> Result<bool, StoreError> {
+        let mut when = Vec::with_capacity(2 * due.len());
+        let mut ops = Vec::with_capacity(3 * due.len());
+        for (id, _, revision) in due {
+            let (object, gone) = (self.object_key(id), self.gone_key(id));
+            let history = self.history_prefix(id);
+            when.push(Compare::mod_revision(
+                object.clone(),
+                CompareOp::Equal,
+                *revision,
+            ));
+            when.push(Compare::mod_revision(
+                gone.clone(),
+                CompareOp::Equal,
+                *revision,
+            ));
+            ops.push(TxnOp::delete(object, None));
+            ops.push(TxnOp::delete(gone, None));
+            // The removal's last history key, if its clean-up failed.
+            ops.push(TxnOp::delete(
+                history.clone(),
+                Some(DeleteOptions::new().with_range(prefix_end(&history))),
+            ));
+        }
+        let txn = Txn::new().when(when).and_then(ops);
+        let mut kv = self.kv();
+        let forgot = self.run(async move { kv.txn(txn).await })?.succeeded();
+        if forgot {
+            for (id, _, _) in due {
+                self.keep(id, None);
+            }
+        }
+        Ok(forgot)
     }
 
     /// Every removal under the prefix made before `before`: its id, its

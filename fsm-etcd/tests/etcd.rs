@@ -1248,6 +1248,33 @@ fn a_floor_that_is_not_a_version_is_an_error_naming_its_key() {
     assert!(rt.removal_of("vm").unwrap().is_some(), "nothing forgotten");
 }
 
+/// Removals are forgotten many to a transaction; one whose keys are no longer
+/// as it left them (here its `gone/` key written again, as a creation and a
+/// removal of the id meanwhile would) spoils its batch's transaction, and the
+/// batch is forgotten one by one instead: every other removal is forgotten,
+/// across batches, and that one kept.
+#[test]
+fn forgetting_in_batches_keeps_only_a_removal_that_changed() {
+    let ids: Vec<String> = (0..70).map(|i| format!("vm-{i:02}")).collect();
+    let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let Some((rt, prefix, admin)) = created(&names) else {
+        return;
+    };
+    for id in &ids {
+        rt.remove(id.as_str(), &admin).unwrap();
+    }
+    let changed = format!("{prefix}gone/vm-40");
+    etcd_put(&changed, &etcd_value(&changed));
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    assert_eq!(rt.store().forget_removals(later).unwrap(), ids.len() - 1);
+    assert_eq!(
+        object_keys(&prefix),
+        ["floor", "format", "gone/vm-40", "obj/vm-40"]
+    );
+    assert!(rt.removal_of("vm-40").unwrap().is_some());
+    assert_eq!(rt.removal_of("vm-39").unwrap(), None);
+}
+
 /// A prefix marked as stored in a format newer than this store reads is
 /// refused, saying which and what to do, before anything is read or written
 /// there: by a runtime opened over it, and by forgetting; so is a mark that is
