@@ -782,6 +782,9 @@ async fn summary(
 struct ActionQuery {
     #[serde(default)]
     run: bool,
+    /// Seconds to wait for the object while an action holds it.
+    #[serde(default)]
+    wait: u64,
 }
 
 /// What an `If-Match` header asks of the object's version.
@@ -877,20 +880,42 @@ async fn start(
     let m = machine(&service, &name)?.clone();
     let condition = IfMatch::read(&headers)?;
     let version = condition.version();
-    let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
-    let started = blocking(move || {
-        let flight = match version {
-            Some(v) => rt.start_at(key, v, &who, action.as_str()),
-            None => rt.start(key, &who, action.as_str()),
-        }?
-        .into_owned();
-        if query.run {
-            return flight.complete().map(|r| (r, None));
-        }
-        let record = rt.get(flight.id().clone())?;
-        Ok((record, Some(flight)))
-    })
-    .await;
+    let wait = Duration::from_secs(query.wait);
+    if wait > service.max_wait {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            format!(
+                "the query's `wait`: at most {} seconds on this service, not {}",
+                service.max_wait.as_secs(),
+                query.wait
+            ),
+        )
+        .with("parameter", "wait")
+        .with("max_wait", service.max_wait.as_secs()));
+    }
+    let attempt = || {
+        let (rt, key, who, action) = (m.runtime.clone(), id.clone(), actor.clone(), action.clone());
+        blocking(move || {
+            let flight = match version {
+                Some(v) => rt.start_at(key, v, &who, action.as_str()),
+                None => rt.start(key, &who, action.as_str()),
+            }?
+            .into_owned();
+            if query.run {
+                return flight.complete().map(|r| (r, None));
+            }
+            let record = rt.get(flight.id().clone())?;
+            Ok((record, Some(flight)))
+        })
+    };
+    let started = if wait.is_zero() {
+        attempt().await
+    } else {
+        let deadline = tokio::time::Instant::now() + wait;
+        let busy = |e: &RuntimeError| matches!(e, RuntimeError::Busy { .. });
+        m.feed.turns.take(&id, deadline, attempt, busy).await
+    };
     let started = started.map_err(|e| conditional_refusal(&m, &actor, "start", &condition, e));
     let started = or_removed(&m, started).await?;
     let (record, flight) = started;

@@ -70,6 +70,8 @@ pub struct Feed {
     tx: broadcast::Sender<Note>,
     /// The counters the feed keeps.
     pub counters: Counters,
+    /// The starts waiting for an object, told of its writes.
+    pub turns: crate::turns::Turns,
 }
 
 /// The notes a feed keeps for clients that resume, and where it stands.
@@ -211,6 +213,7 @@ impl Feed {
             kept: std::sync::Mutex::new(Kept::new(start)),
             tx: broadcast::channel(1024).0,
             counters: Counters::default(),
+            turns: crate::turns::Turns::default(),
         });
         let (reader, runtime) = (feed.clone(), runtime.clone());
         let machine = machine.to_owned();
@@ -226,17 +229,21 @@ impl Feed {
                             tokio::task::spawn_blocking(move || drop(stale));
                         }
                         reader.count(&event);
+                        reader.turns.wrote(event.id.as_str());
                         reader.push(|kept| {
                             let seq = kept.number(event.position)?;
                             Some(reader.write(&runtime, &event, seq))
                         });
                     }
                     Err(Lagged::Closed) => return,
-                    Err(_) => reader.push(|kept| {
-                        Some(Note::Gap {
-                            seq: kept.newest + 1,
+                    Err(_) => {
+                        reader.turns.missed_writes();
+                        reader.push(|kept| {
+                            Some(Note::Gap {
+                                seq: kept.newest + 1,
+                            })
                         })
-                    }),
+                    }
                 }
             }
         });

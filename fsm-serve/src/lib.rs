@@ -19,7 +19,7 @@
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`), sorted by id; records the store holds but the service cannot read are named apart (`unreadable`: id and why), whatever `S`; and `last_event_id`, the newest write's event id when the list was read: a watch resumed after it (`Last-Event-ID`) meets every write the list may not show, so a controller lists, then watches, and misses nothing (a write the list shows may come again, at a version the list has) |
 //! | `GET /v1/{machine}/objects?limit=N&after=ID` (`state` too) | a page: at most `N` objects past `ID` (from the first without it) in the store's order (by id; on etcd an id's `/` sorts as `%2F`), and `next`, the last one's id, when objects past it remain (in any state: with `state`, the page after may be empty): list again with `after` set to it. Every object that exists all along is met once however many pages it takes; the first page's `last_event_id` is where to watch from. A page is one read of the store (on etcd, a range of keys; in memory, a seek in an index of the ids that the first page makes: not every object); with `state`, the store is read a thousand records at a time until the page is full |
 //! | `GET /v1/{machine}/summary` | the machine at a glance, however many objects it has: the count in each state (every state, zeros included) and the `total`, the objects an action holds (`in_flight`), how many are past their deadline (`stuck`), and records the store holds but cannot read (`unreadable`, counted nowhere else), and `last_event_id`, as a list's; what the page shows, watching from there |
-//! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` (or `*`) makes it conditional (412; an empty `If-Match` names no version, 412 too) |
+//! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` (or `*`) makes it conditional (412; an empty `If-Match` names no version, 412 too); `?wait=SECONDS` waits while another action holds the object (409 `busy` otherwise, at once): the starts waiting for an object take turns in the order they came, each trying again at the object's writes (whichever service of the store made them; at least once a second), until it starts, is refused otherwise (the rule from the state the object reached, say), or its time is up (409 `busy`); at most [`Config::max_wait`] (400 past it) |
 //! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart; the data its start proposed is kept with the hold, and written); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |
 //! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A` |
 //! | `DELETE /v1/{machine}/objects/{id}` | 200 and the removal's history entry (`kind` `Removed`), the object's record and history gone from the store; only in a state whose spec says `remove`, by an actor with a role it names (403), when no action holds it (409 `busy`); `If-Match` as a start's (412). Watchers get the entry as the object's last `write`; the id is then free for a new object, whose versions go on after the removal's (so no `If-Match` of the old object matches it) |
@@ -27,7 +27,7 @@
 //! | `GET /v1/{machine}/watch` | Server-Sent Events, one `write` per write, resumable with `Last-Event-ID`; a `gap` when writes were missed, or when the id is not one the store could have given. On etcd an event's id is its write's revision, the same on every service of the store, so a stream resumes on any of them; in memory each service numbers its events from its start time, in microseconds since the epoch, past an earlier one's (a restart's id gets a `gap`) |
 //! | `GET /v1/watch` | every machine's writes in one stream (a client that follows several machines holds one connection: a browser gives a host six over HTTP/1.1), or with `?machine=door&machine=vm` those machines' only (404 `unknown_machine` for one the service does not have), each event's data the machine's stream's with `machine`; a `write`'s id names each machine's last event id so far (`door=41&vm=7`, names percent-encoded), and resumes the whole stream as `Last-Event-ID` (a machine not named starts from the stream's opening; one the service does not have is passed over); a `gap` names its machine. The web page follows every machine by it |
 //! | `GET /healthz`, `GET /readyz` (no token) | probes: `/healthz` 200 while the process serves (it does not ask the stores); `/readyz` 200 when every machine's store answers a read, else 503 `unavailable` with `down`, each such machine and why |
-//! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text (per machine: `fsm_store_up`, then, while its store answers, objects per state, stuck and unreadable; actions started, completed, failed, healed, abandoned, revoked; objects removed; conflicts), OpenAPI 3, the web page (no token) |
+//! | `GET /metrics`, `GET /openapi.json`, `GET /` | Prometheus text (per machine: `fsm_store_up`, then, while its store answers, objects per state, stuck and unreadable; starts waiting for a busy object (`fsm_starts_waiting`); actions started, completed, failed, healed, abandoned, revoked; objects removed; conflicts), OpenAPI 3, the web page (no token) |
 //!
 //! Every `/v1` call needs `Authorization: Bearer <token>` (401 otherwise); errors are
 //! JSON, `{"error": kind, "message": ..., ...facts}`: 400 malformed (a body,
@@ -104,6 +104,7 @@ mod metrics;
 mod openapi;
 mod page;
 mod tokens;
+mod turns;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -170,11 +171,14 @@ pub struct Config {
     /// on etcd, once every process on the prefix is of this version or
     /// later); kept for ever by default.
     pub forget_removals_after: Option<Duration>,
+    /// The longest a start may wait for a busy object (`?wait=SECONDS`);
+    /// 30 s by default.
+    pub max_wait: Duration,
 }
 
 impl Config {
     /// Defaults: memory, loopback port 8080, 64 KiB bodies, 64 watchers, a heal
-    /// pass every 5 s.
+    /// pass every 5 s, starts waiting for a busy object 30 s at most.
     pub fn new(specs: Vec<PathBuf>) -> Config {
         Config {
             specs,
@@ -187,6 +191,7 @@ impl Config {
             cors_origins: Vec::new(),
             keep_history: None,
             forget_removals_after: None,
+            max_wait: Duration::from_secs(30),
         }
     }
 }
@@ -228,6 +233,7 @@ pub struct Service {
     watchers: Arc<tokio::sync::Semaphore>,
     max_watchers: usize,
     body_limit: usize,
+    max_wait: Duration,
     cors_origins: Vec<String>,
     healers: std::sync::Mutex<Vec<PeriodicHealer>>,
 }
@@ -341,6 +347,7 @@ impl Service {
             watchers: Arc::new(tokio::sync::Semaphore::new(config.max_watchers)),
             max_watchers: config.max_watchers,
             body_limit: config.body_limit,
+            max_wait: config.max_wait,
             cors_origins: config.cors_origins.clone(),
             healers: std::sync::Mutex::new(healers),
         }))

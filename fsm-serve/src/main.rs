@@ -67,6 +67,10 @@ struct Args {
     /// for ever by default.
     #[arg(long, value_name = "SECONDS")]
     forget_removals_after: Option<u64>,
+    /// The longest, in seconds, a start may wait for a busy object
+    /// (`?wait=SECONDS` on the start; a longer wait is refused, 400).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    max_wait: u64,
     /// A web origin whose pages may call the API (CORS), e.g.
     /// `https://ops.example.com`; repeat for several. None by default.
     #[arg(long = "cors-origin")]
@@ -264,6 +268,7 @@ fn main() -> ExitCode {
     config.cors_origins = args.cors_origins;
     config.keep_history = args.keep_history.map(std::num::NonZeroUsize::get);
     config.forget_removals_after = args.forget_removals_after.map(Duration::from_secs);
+    config.max_wait = Duration::from_secs(args.max_wait);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

@@ -12,7 +12,8 @@ use crate::census::Census;
 type Gauge = (&'static str, &'static str, fn(&Census) -> u64);
 
 /// The metrics of every machine: whether its store answered, objects per state,
-/// objects stuck past their deadline and records that cannot be read, actions
+/// objects stuck past their deadline and records that cannot be read, starts
+/// waiting for a busy object, actions
 /// started, completed, failed, healed, abandoned and revoked, objects removed,
 /// and conflicts.
 pub async fn render(service: &Service) -> String {
@@ -93,6 +94,13 @@ pub async fn render(service: &Service) -> String {
         for (name, _, census) in taken() {
             let _ = writeln!(out, "{metric}{{machine=\"{name}\"}} {}", value(census));
         }
+    }
+    out.push_str(
+        "# HELP fsm_starts_waiting Starts waiting for a busy object (?wait=SECONDS) on this service.\n# TYPE fsm_starts_waiting gauge\n",
+    );
+    for (name, m) in &service.machines {
+        let waiting = m.feed.turns.waiting();
+        let _ = writeln!(out, "fsm_starts_waiting{{machine=\"{name}\"}} {waiting}");
     }
     for (i, (metric, help)) in counters.iter().enumerate() {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");

@@ -169,7 +169,8 @@ fn removable_in(machine: &fsm_core::Machine) -> String {
     }
 }
 
-/// The paths of machine `name`, its components under `key`.
+/// The paths of machine `name`, its components under `key`; `max_wait`, the
+/// longest a start may wait, in seconds.
 fn machine_paths(
     paths: &mut Map<String, Value>,
     name: &str,
@@ -177,6 +178,7 @@ fn machine_paths(
     machine: &fsm_core::Machine,
     states: &[&str],
     actions: &[&str],
+    max_wait: u64,
 ) {
     let base = format!("/v1/{}", segment(name));
     let op = |what: &str| format!("{key}_{what}");
@@ -409,6 +411,11 @@ fn machine_paths(
                 id,
                 { "name": "action", "in": "path", "required": true, "schema": { "type": "string", "enum": actions } },
                 { "name": "run", "in": "query", "schema": { "type": "boolean" } },
+                {
+                    "name": "wait", "in": "query",
+                    "description": "Seconds to wait while another action holds the object: the starts waiting for an object take turns in the order they came, each trying again at the object's writes; 409 busy if it is still held then. 0 (the default): no wait",
+                    "schema": { "type": "integer", "minimum": 0, "maximum": max_wait }
+                },
                 if_match("Start only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")
             ],
             "responses": common(json!({
@@ -481,7 +488,8 @@ pub fn document(service: &Service) -> Value {
         let actions: Vec<&str> = machine.actions().iter().map(|a| &*a.name).collect();
         let key = prefix(name, &schemas);
         machine_schemas(&mut schemas, &key, &states, &actions);
-        machine_paths(&mut paths, name, &key, machine, &states, &actions);
+        let max_wait = service.max_wait.as_secs();
+        machine_paths(&mut paths, name, &key, machine, &states, &actions, max_wait);
         let mut tag = json!({ "name": name });
         if let Some(description) = machine.description() {
             tag["description"] = json!(description);

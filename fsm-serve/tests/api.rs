@@ -1552,7 +1552,9 @@ async fn the_openapi_document_validates() {
 /// are tried apart, each event checked for a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_does_what_its_openapi_document_says() {
-    let server = Server::start(|_| {}).await;
+    // A start that waits for a busy object (`?wait`, up to the maximum the
+    // document gives) answers well within schemathesis' request timeout.
+    let server = Server::start(|config| config.max_wait = Duration::from_secs(1)).await;
     let schemathesis =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python/.venv/bin/schemathesis");
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schemathesis.toml");
@@ -2246,6 +2248,14 @@ async fn removals_are_forgotten_after_the_time_given() {
     })
     .await;
     server.forgets_a_removal(&Client::new(), OPS).await;
+    server.stop().await;
+}
+
+/// Starts that wait take turns (see `Server::starts_take_turns`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_that_wait_take_turns() {
+    let server = Server::start(|_| {}).await;
+    server.starts_take_turns(&server, &Client::new(), OPS).await;
     server.stop().await;
 }
 

@@ -423,6 +423,23 @@ async fn removals_on_etcd_are_forgotten_after_the_time_given() {
     server.stop().await;
 }
 
+/// Starts that wait on one service take turns on an object that actions
+/// started on another service of the same store hold: the waiting service
+/// learns of each end by its watch of etcd (see `Server::starts_take_turns`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_that_wait_take_turns_behind_another_service() {
+    let prefix = fresh_prefix();
+    let Some(holder) = open(&prefix).await else {
+        return;
+    };
+    let waiter = open(&prefix)
+        .await
+        .expect("etcd was reachable a moment ago");
+    waiter.starts_take_turns(&holder, &Client::new(), OPS).await;
+    waiter.stop().await;
+    holder.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_grown_past_what_etcd_takes_is_413() {
     let Some(server) = open(&fresh_prefix()).await else {

@@ -100,6 +100,153 @@ impl Server {
         );
     }
 
+    /// How many starts wait for a VM on this service (`fsm_starts_waiting`).
+    pub async fn waiting(&self, c: &Client) -> u64 {
+        let metrics = self.metrics(c).await;
+        let line = "fsm_starts_waiting{machine=\"vm\"} ";
+        let at = metrics.find(line).expect("the gauge") + line.len();
+        metrics[at..].lines().next().unwrap().parse().unwrap()
+    }
+
+    /// Waits until `n` starts wait for a VM on this service (looked at every
+    /// 10 ms, for 10 s at most).
+    pub async fn until_waiting(&self, c: &Client, n: u64) {
+        for look in 0.. {
+            if self.waiting(c).await == n {
+                return;
+            }
+            assert!(look < 1000, "never {n} starts waiting");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Starts that wait (`?wait=SECONDS`) on this service take turns on a
+    /// VM that actions started on `holder` (this service or another of the
+    /// same store) hold: two waiters, each in line while the object is held
+    /// (the race: both refused busy, then started), start in the order they
+    /// came, each only once the action before it ended; a waiter whose time
+    /// runs out is answered 409 `busy`; one whose action has no rule from the
+    /// state the object reaches is answered that (422) once it is free; a
+    /// wait past the service's `max_wait` (30 s) is refused, 400. No start
+    /// waits when done.
+    pub async fn starts_take_turns(&self, holder: &Server, c: &Client, token: &str) {
+        // A POST as a task of its own, to stand in line while others go on.
+        let call = |server: &Server, path: String| {
+            let (c, url, token) = (c.clone(), server.url(&path), token.to_owned());
+            async move {
+                let response = c.post(url).bearer_auth(token).send().await.unwrap();
+                let status = response.status();
+                (status, response.json::<Value>().await.unwrap())
+            }
+        };
+        let id = "vm-turns";
+        let (status, created) = c
+            .post(holder.url("/v1/vm/objects"))
+            .bearer_auth(token)
+            .json(&json!({ "id": id }))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .map(|body| (StatusCode::CREATED, body))
+            .unwrap();
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let action = |name: &str, query: &str| format!("/v1/vm/objects/{id}/actions/{name}{query}");
+        let complete = |fence: &Value| format!("/v1/vm/objects/{id}/in-flight/{fence}/complete");
+        let (status, body) = call(holder, action("deploy", "?run=true")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, held) = call(holder, action("add_disk", "")).await;
+        assert_eq!(status, StatusCode::CREATED, "{held}");
+
+        // In line while add_disk holds it: attach_disk, then reboot.
+        let first = tokio::spawn(call(self, action("attach_disk", "?wait=20")));
+        self.until_waiting(c, 1).await;
+        let second = tokio::spawn(call(self, action("reboot", "?wait=20")));
+        self.until_waiting(c, 2).await;
+        let (status, body) = call(holder, complete(&held["fence"])).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, attaching) = first.await.unwrap();
+        assert_eq!(
+            (status, attaching["state"].as_str()),
+            (StatusCode::CREATED, Some("ATTACHING_DISK")),
+            "{attaching}"
+        );
+        // The second still waits, for attach_disk now.
+        self.until_waiting(c, 1).await;
+        assert!(!second.is_finished());
+        let (status, body) = call(self, complete(&attaching["fence"])).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, rebooting) = second.await.unwrap();
+        assert_eq!(
+            (status, rebooting["state"].as_str()),
+            (StatusCode::CREATED, Some("REBOOTING")),
+            "{rebooting}"
+        );
+        let history = c
+            .get(self.url(&format!("/v1/vm/objects/{id}/history")))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap();
+        let steps: Vec<String> = history["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["kind"].as_str().unwrap(),
+                    e["action"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps[3..],
+            [
+                "Started add_disk",
+                "Completed add_disk",
+                "Started attach_disk",
+                "Completed attach_disk",
+                "Started reboot"
+            ],
+            "{history}"
+        );
+
+        // Out of time while reboot holds it: busy, naming the holder.
+        let (status, body) = call(self, action("reset", "?wait=1")).await;
+        assert_eq!(
+            (status, body["error"].as_str(), body["action"].as_str()),
+            (StatusCode::CONFLICT, Some("busy"), Some("reboot")),
+            "{body}"
+        );
+        // Free, but not in a state deploy starts from: its own refusal.
+        let waiting = tokio::spawn(call(self, action("deploy", "?wait=20")));
+        self.until_waiting(c, 1).await;
+        let (status, body) = call(holder, complete(&rebooting["fence"])).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = waiting.await.unwrap();
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("no_rule")),
+            "{body}"
+        );
+        let (status, body) = call(self, action("reset", "?wait=31")).await;
+        assert_eq!(
+            (status, body["error"].as_str(), body["parameter"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("malformed"), Some("wait")),
+            "{body}"
+        );
+        assert_eq!(
+            body["message"],
+            "the query's `wait`: at most 30 seconds on this service, not 31"
+        );
+        assert_eq!(self.waiting(c).await, 0);
+    }
+
     /// Stops the service gracefully, and waits until it has.
     pub async fn stop(mut self) {
         let _ = self.stop.take().unwrap().send(());
