@@ -787,6 +787,15 @@ struct ActionQuery {
     wait: u64,
 }
 
+/// The query of a removal: how long to wait for the object while an action
+/// holds it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitQuery {
+    #[serde(default)]
+    wait: u64,
+}
+
 /// What an `If-Match` header asks of the object's version.
 enum IfMatch {
     /// No header, or `*`.
@@ -880,20 +889,7 @@ async fn start(
     let m = machine(&service, &name)?.clone();
     let condition = IfMatch::read(&headers)?;
     let version = condition.version();
-    let wait = Duration::from_secs(query.wait);
-    if wait > service.max_wait {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "malformed",
-            format!(
-                "the query's `wait`: at most {} seconds on this service, not {}",
-                service.max_wait.as_secs(),
-                query.wait
-            ),
-        )
-        .with("parameter", "wait")
-        .with("max_wait", service.max_wait.as_secs()));
-    }
+    let wait = wait_for(&service, query.wait)?;
     let attempt = || {
         let (rt, key, who, action) = (m.runtime.clone(), id.clone(), actor.clone(), action.clone());
         blocking(move || {
@@ -909,13 +905,7 @@ async fn start(
             Ok((record, Some(flight)))
         })
     };
-    let started = if wait.is_zero() {
-        attempt().await
-    } else {
-        let deadline = tokio::time::Instant::now() + wait;
-        let busy = |e: &RuntimeError| matches!(e, RuntimeError::Busy { .. });
-        m.feed.turns.take(&id, deadline, attempt, busy).await
-    };
+    let started = in_turn(&m, &id, wait, attempt).await;
     let started = started.map_err(|e| conditional_refusal(&m, &actor, "start", &condition, e));
     let started = or_removed(&m, started).await?;
     let (record, flight) = started;
@@ -944,6 +934,43 @@ async fn start(
     Ok(with_etag(status, body, record.version))
 }
 
+/// How long a request may wait for a busy object (`?wait=SECONDS`), or its
+/// refusal past the service's maximum ([`Config::max_wait`](crate::Config::max_wait)).
+fn wait_for(service: &Service, seconds: u64) -> Result<Duration, ApiError> {
+    let most = service.max_wait.as_secs();
+    if seconds > most {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            format!("the query's `wait`: at most {most} seconds on this service, not {seconds}"),
+        )
+        .with("parameter", "wait")
+        .with("max_wait", most));
+    }
+    Ok(Duration::from_secs(seconds))
+}
+
+/// `attempt`'s answer; with a `wait`, tried in the object's line (after the
+/// requests that waited before it, again at each of its writes) for as long
+/// as it is refused because an action holds the object, within `wait`.
+async fn in_turn<T, F>(
+    m: &MachineService,
+    id: &str,
+    wait: Duration,
+    attempt: impl FnMut() -> F,
+) -> Result<T, RuntimeError>
+where
+    F: std::future::Future<Output = Result<T, RuntimeError>>,
+{
+    let mut attempt = attempt;
+    if wait.is_zero() {
+        return attempt().await;
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    let busy = |e: &RuntimeError| matches!(e, RuntimeError::Busy { .. });
+    m.feed.turns.take(id, deadline, attempt, busy).await
+}
+
 /// The refusal of a request made under `condition` (its `If-Match`), logged,
 /// a lost compare-and-set counted.
 fn conditional_refusal(
@@ -966,20 +993,24 @@ fn conditional_refusal(
 async fn remove(
     State(service): State<Arc<Service>>,
     Path((name, id)): Path<(String, String)>,
-    Query(NoQuery {}): Query<NoQuery>,
+    Query(query): Query<WaitQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
     let condition = IfMatch::read(&headers)?;
     let version = condition.version();
-    let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
-    let removed = blocking(move || match version {
-        Some(v) => rt.remove_at(key, v, &who),
-        None => rt.remove(key, &who),
-    })
-    .await
-    .map_err(|e| conditional_refusal(&m, &actor, "remove", &condition, e));
+    let wait = wait_for(&service, query.wait)?;
+    let attempt = || {
+        let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
+        blocking(move || match version {
+            Some(v) => rt.remove_at(key, v, &who),
+            None => rt.remove(key, &who),
+        })
+    };
+    let removed = in_turn(&m, &id, wait, attempt)
+        .await
+        .map_err(|e| conditional_refusal(&m, &actor, "remove", &condition, e));
     let removed = or_removed(&m, removed).await?;
     let mut body = entry_json(m.runtime.machine(), &removed);
     body.insert("id".into(), id.into());
@@ -1082,6 +1113,9 @@ async fn fail(
 #[serde(deny_unknown_fields)]
 struct PatchQuery {
     action: Option<String>,
+    /// Seconds to wait for the object while an action holds it.
+    #[serde(default)]
+    wait: u64,
 }
 
 /// RFC 7396: `patch` merged into `target`; `null` removes a member.
@@ -1124,38 +1158,44 @@ async fn patch_data(
     };
     let condition = IfMatch::read(&headers)?;
     let version = condition.version();
-    let (rt, key, who, feed) = (m.runtime.clone(), id.clone(), actor.clone(), m.feed.clone());
-    let record = blocking(move || {
-        // The change is computed from one version's data and started at that
-        // version, so the guards judge the data that will be written (the spec's
-        // rules on changes see `object.data` and `proposed.data`) and nothing
-        // written in between is lost. Without If-Match a concurrent write is
-        // retried on the new data, as often as it takes: each retry means another
-        // write landed, so the object moves on.
-        loop {
-            let current = rt.get(key.clone())?;
-            let at = version.unwrap_or(current.version);
-            let mut data = match &current.data {
-                Some(d) => serde_json::from_str(d).unwrap_or(Value::Null),
-                None => Value::Null,
-            };
-            merge_patch(&mut data, &patch);
-            match rt.start_changing(
-                key.clone(),
-                Some(at),
-                &who,
-                action.as_str(),
-                data.to_string().into(),
-            ) {
-                Err(RuntimeError::VersionMismatch { .. }) if version.is_none() => {
-                    feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+    let wait = wait_for(&service, query.wait)?;
+    let patch = Arc::new(patch);
+    let attempt = || {
+        let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
+        let (feed, action, patch) = (m.feed.clone(), action.clone(), patch.clone());
+        blocking(move || {
+            // The change is computed from one version's data and started at that
+            // version, so the guards judge the data that will be written (the spec's
+            // rules on changes see `object.data` and `proposed.data`) and nothing
+            // written in between is lost. Without If-Match a concurrent write is
+            // retried on the new data, as often as it takes: each retry means another
+            // write landed, so the object moves on.
+            loop {
+                let current = rt.get(key.clone())?;
+                let at = version.unwrap_or(current.version);
+                let mut data = match &current.data {
+                    Some(d) => serde_json::from_str(d).unwrap_or(Value::Null),
+                    None => Value::Null,
+                };
+                merge_patch(&mut data, &patch);
+                match rt.start_changing(
+                    key.clone(),
+                    Some(at),
+                    &who,
+                    action.as_str(),
+                    data.to_string().into(),
+                ) {
+                    Err(RuntimeError::VersionMismatch { .. }) if version.is_none() => {
+                        feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+                    }
+                    started => return started?.complete(),
                 }
-                started => return started?.complete(),
             }
-        }
-    })
-    .await
-    .map_err(|e| log(&actor, "patch", condition.explain(refused(e))));
+        })
+    };
+    let record = in_turn(&m, &id, wait, attempt)
+        .await
+        .map_err(|e| log(&actor, "patch", condition.explain(refused(e))));
     let record = or_removed(&m, record).await?;
     let body = object_json(m.runtime.machine(), &id, &record);
     Ok(with_etag(StatusCode::OK, body, record.version))

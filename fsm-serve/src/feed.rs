@@ -70,7 +70,7 @@ pub struct Feed {
     tx: broadcast::Sender<Note>,
     /// The counters the feed keeps.
     pub counters: Counters,
-    /// The starts waiting for an object, told of its writes.
+    /// The requests waiting for a busy object, told of its writes.
     pub turns: crate::turns::Turns,
 }
 

@@ -67,7 +67,8 @@ struct Args {
     /// for ever by default.
     #[arg(long, value_name = "SECONDS")]
     forget_removals_after: Option<u64>,
-    /// The longest, in seconds, a start may wait for a busy object
+    /// The longest, in seconds, a start, a data change or a removal may wait
+    /// for a busy object
     /// (`?wait=SECONDS` on the start; a longer wait is refused, 400).
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     max_wait: u64,

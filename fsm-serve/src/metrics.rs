@@ -12,7 +12,7 @@ use crate::census::Census;
 type Gauge = (&'static str, &'static str, fn(&Census) -> u64);
 
 /// The metrics of every machine: whether its store answered, objects per state,
-/// objects stuck past their deadline and records that cannot be read, starts
+/// objects stuck past their deadline and records that cannot be read, requests
 /// waiting for a busy object, actions
 /// started, completed, failed, healed, abandoned and revoked, objects removed,
 /// and conflicts.
@@ -96,11 +96,11 @@ pub async fn render(service: &Service) -> String {
         }
     }
     out.push_str(
-        "# HELP fsm_starts_waiting Starts waiting for a busy object (?wait=SECONDS) on this service.\n# TYPE fsm_starts_waiting gauge\n",
+        "# HELP fsm_requests_waiting Requests (starts, data changes, removals) waiting for a busy object (?wait=SECONDS) on this service.\n# TYPE fsm_requests_waiting gauge\n",
     );
     for (name, m) in &service.machines {
         let waiting = m.feed.turns.waiting();
-        let _ = writeln!(out, "fsm_starts_waiting{{machine=\"{name}\"}} {waiting}");
+        let _ = writeln!(out, "fsm_requests_waiting{{machine=\"{name}\"}} {waiting}");
     }
     for (i, (metric, help)) in counters.iter().enumerate() {
         let _ = writeln!(out, "# HELP {metric} {help}\n# TYPE {metric} counter");

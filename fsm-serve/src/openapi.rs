@@ -170,7 +170,7 @@ fn removable_in(machine: &fsm_core::Machine) -> String {
 }
 
 /// The paths of machine `name`, its components under `key`; `max_wait`, the
-/// longest a start may wait, in seconds.
+/// longest a request may wait for a busy object, in seconds.
 fn machine_paths(
     paths: &mut Map<String, Value>,
     name: &str,
@@ -182,6 +182,11 @@ fn machine_paths(
 ) {
     let base = format!("/v1/{}", segment(name));
     let op = |what: &str| format!("{key}_{what}");
+    let wait = json!({
+        "name": "wait", "in": "query",
+        "description": "Seconds to wait while an action holds the object: the requests waiting for an object take turns in the order they came, each trying again at the object's writes; 409 busy if it is still held then. 0 (the default): no wait",
+        "schema": { "type": "integer", "minimum": 0, "maximum": max_wait }
+    });
     let tags = json!([name]);
     let object_ref = json!({ "$ref": format!("#/components/schemas/{key}.Object") });
     let object = |description: &str| {
@@ -341,7 +346,7 @@ fn machine_paths(
             "tags": tags,
             "summary": "Remove the object: its record and history leave the store",
             "description": removable_in(machine),
-            "parameters": [id, if_match("Remove only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")],
+            "parameters": [id, wait.clone(), if_match("Remove only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")],
             "responses": common(json!({
                 "200": {
                     "description": "Removed: the removal's entry, which watchers get as the object's last `write`",
@@ -364,6 +369,7 @@ fn machine_paths(
             "parameters": [
                 id,
                 { "name": "action", "in": "query", "required": true, "schema": { "type": "string", "enum": actions } },
+                wait.clone(),
                 if_match("Change only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")
             ],
             "requestBody": { "required": true, "content": { "application/merge-patch+json": { "schema": {} }, "application/json": { "schema": {} } } },
@@ -411,11 +417,7 @@ fn machine_paths(
                 id,
                 { "name": "action", "in": "path", "required": true, "schema": { "type": "string", "enum": actions } },
                 { "name": "run", "in": "query", "schema": { "type": "boolean" } },
-                {
-                    "name": "wait", "in": "query",
-                    "description": "Seconds to wait while another action holds the object: the starts waiting for an object take turns in the order they came, each trying again at the object's writes; 409 busy if it is still held then. 0 (the default): no wait",
-                    "schema": { "type": "integer", "minimum": 0, "maximum": max_wait }
-                },
+                wait.clone(),
                 if_match("Start only at this version (an ETag), or `*`; a weak tag (`W/`) never matches")
             ],
             "responses": common(json!({

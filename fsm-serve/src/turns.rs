@@ -1,4 +1,5 @@
-//! Starts that wait for their object (`?wait=SECONDS`), as the OpenvCloud
+//! Requests that wait for their object (`?wait=SECONDS` on a start, a data
+//! change or a removal), as the OpenvCloud
 //! queuer has requests wait: each object's waiters take turns in the order
 //! they came, and the one whose turn it is tries again at each write of its
 //! object (which the machine's feed reports), until it starts, is refused for

@@ -2251,11 +2251,13 @@ async fn removals_are_forgotten_after_the_time_given() {
     server.stop().await;
 }
 
-/// Starts that wait take turns (see `Server::starts_take_turns`).
+/// Requests that wait take turns (see `Server::requests_take_turns`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn starts_that_wait_take_turns() {
+async fn requests_that_wait_take_turns() {
     let server = Server::start(|_| {}).await;
-    server.starts_take_turns(&server, &Client::new(), OPS).await;
+    server
+        .requests_take_turns(&server, &Client::new(), OPS)
+        .await;
     server.stop().await;
 }
 

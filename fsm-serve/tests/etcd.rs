@@ -423,11 +423,11 @@ async fn removals_on_etcd_are_forgotten_after_the_time_given() {
     server.stop().await;
 }
 
-/// Starts that wait on one service take turns on an object that actions
+/// Requests that wait on one service take turns on an object that actions
 /// started on another service of the same store hold: the waiting service
-/// learns of each end by its watch of etcd (see `Server::starts_take_turns`).
+/// learns of each end by its watch of etcd (see `Server::requests_take_turns`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn starts_that_wait_take_turns_behind_another_service() {
+async fn requests_that_wait_take_turns_behind_another_service() {
     let prefix = fresh_prefix();
     let Some(holder) = open(&prefix).await else {
         return;
@@ -435,7 +435,9 @@ async fn starts_that_wait_take_turns_behind_another_service() {
     let waiter = open(&prefix)
         .await
         .expect("etcd was reachable a moment ago");
-    waiter.starts_take_turns(&holder, &Client::new(), OPS).await;
+    waiter
+        .requests_take_turns(&holder, &Client::new(), OPS)
+        .await;
     waiter.stop().await;
     holder.stop().await;
 }

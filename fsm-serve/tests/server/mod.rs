@@ -100,10 +100,10 @@ impl Server {
         );
     }
 
-    /// How many starts wait for a VM on this service (`fsm_starts_waiting`).
+    /// How many requests wait for a VM on this service (`fsm_requests_waiting`).
     pub async fn waiting(&self, c: &Client) -> u64 {
         let metrics = self.metrics(c).await;
-        let line = "fsm_starts_waiting{machine=\"vm\"} ";
+        let line = "fsm_requests_waiting{machine=\"vm\"} ";
         let at = metrics.find(line).expect("the gauge") + line.len();
         metrics[at..].lines().next().unwrap().parse().unwrap()
     }
@@ -115,30 +115,39 @@ impl Server {
             if self.waiting(c).await == n {
                 return;
             }
-            assert!(look < 1000, "never {n} starts waiting");
+            assert!(look < 1000, "never {n} requests waiting");
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
     }
 
-    /// Starts that wait (`?wait=SECONDS`) on this service take turns on a
+    /// Requests that wait (`?wait=SECONDS`) on this service take turns on a
     /// VM that actions started on `holder` (this service or another of the
     /// same store) hold: two waiters, each in line while the object is held
     /// (the race: both refused busy, then started), start in the order they
     /// came, each only once the action before it ended; a waiter whose time
     /// runs out is answered 409 `busy`; one whose action has no rule from the
     /// state the object reaches is answered that (422) once it is free; a
-    /// wait past the service's `max_wait` (30 s) is refused, 400. No start
-    /// waits when done.
-    pub async fn starts_take_turns(&self, holder: &Server, c: &Client, token: &str) {
-        // A POST as a task of its own, to stand in line while others go on.
-        let call = |server: &Server, path: String| {
-            let (c, url, token) = (c.clone(), server.url(&path), token.to_owned());
-            async move {
-                let response = c.post(url).bearer_auth(token).send().await.unwrap();
-                let status = response.status();
-                (status, response.json::<Value>().await.unwrap())
-            }
-        };
+    /// wait past the service's `max_wait` (30 s) is refused, 400. A data
+    /// change and a removal wait their turn the same way. No request waits
+    /// when done.
+    pub async fn requests_take_turns(&self, holder: &Server, c: &Client, token: &str) {
+        // A request as a future that owns what it needs, to be a task of its
+        // own and stand in line while others go on.
+        let request =
+            |method: reqwest::Method, server: &Server, path: String, body: Option<Value>| {
+                let (c, url, token) = (c.clone(), server.url(&path), token.to_owned());
+                async move {
+                    let mut request = c.request(method, url).bearer_auth(token);
+                    if let Some(body) = body {
+                        request = request.json(&body);
+                    }
+                    let response = request.send().await.unwrap();
+                    let status = response.status();
+                    (status, response.json::<Value>().await.unwrap())
+                }
+            };
+        let call =
+            |server: &Server, path: String| request(reqwest::Method::POST, server, path, None);
         let id = "vm-turns";
         let (status, created) = c
             .post(holder.url("/v1/vm/objects"))
@@ -243,6 +252,39 @@ impl Server {
         assert_eq!(
             body["message"],
             "the query's `wait`: at most 30 seconds on this service, not 31"
+        );
+
+        // A data change (by an action) and a removal wait their turn too.
+        let (status, held) = call(holder, action("add_disk", "")).await;
+        assert_eq!(status, StatusCode::CREATED, "{held}");
+        let data = format!("/v1/vm/objects/{id}/data?action=attach_disk&wait=20");
+        let patched = tokio::spawn(request(
+            reqwest::Method::PATCH,
+            self,
+            data,
+            Some(json!({ "disks": 1 })),
+        ));
+        self.until_waiting(c, 1).await;
+        let (status, body) = call(holder, complete(&held["fence"])).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = patched.await.unwrap();
+        assert_eq!(
+            (status, &body["data"], body["state"].as_str()),
+            (StatusCode::OK, &json!({ "disks": 1 }), Some("RUNNING")),
+            "{body}"
+        );
+        let (status, destroying) = call(holder, action("destroy", "")).await;
+        assert_eq!(status, StatusCode::CREATED, "{destroying}");
+        let object = format!("/v1/vm/objects/{id}?wait=20");
+        let removed = tokio::spawn(request(reqwest::Method::DELETE, self, object, None));
+        self.until_waiting(c, 1).await;
+        let (status, body) = call(holder, complete(&destroying["fence"])).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = removed.await.unwrap();
+        assert_eq!(
+            (status, body["kind"].as_str(), body["from"].as_str()),
+            (StatusCode::OK, Some("Removed"), Some("DESTROYED")),
+            "{body}"
         );
         assert_eq!(self.waiting(c).await, 0);
     }
