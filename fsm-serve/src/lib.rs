@@ -420,7 +420,9 @@ impl Service {
 }
 
 /// Serves `service` on `listener` until `shutdown` resolves, then finishes the
-/// requests under way (nothing accepted is lost) and closes the service.
+/// requests under way (nothing accepted is lost) and closes the service. The
+/// requests waiting for a busy object (`?wait`) are answered at once then, as
+/// their object is (409 `busy`), rather than hold the stop up.
 pub async fn serve(
     service: Arc<Service>,
     listener: tokio::net::TcpListener,
@@ -451,6 +453,15 @@ where
     L::Addr: std::fmt::Debug,
 {
     let app = router(service.clone());
+    // Once told to stop, no request waits for a busy object any more: the
+    // requests under way are finished, and those would hold the stop up.
+    let stopping = service.clone();
+    let shutdown = async move {
+        shutdown.await;
+        for machine in stopping.machines.values() {
+            machine.feed.turns.close();
+        }
+    };
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;

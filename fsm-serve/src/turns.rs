@@ -18,10 +18,21 @@ use tokio::time::Instant;
 /// object not reach the feed (a gap).
 const RETRY_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
 
-/// One machine's waiting starts, by object.
-#[derive(Debug, Default)]
+/// One machine's waiting requests, by object.
+#[derive(Debug)]
 pub struct Turns {
     objects: std::sync::Mutex<HashMap<String, Arc<Line>>>,
+    /// Set when the service stops: nobody waits any more.
+    closed: watch::Sender<bool>,
+}
+
+impl Default for Turns {
+    fn default() -> Turns {
+        Turns {
+            objects: Default::default(),
+            closed: watch::channel(false).0,
+        }
+    }
 }
 
 /// One object's waiters.
@@ -39,10 +50,10 @@ impl Turns {
         self.objects.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Tries `attempt` until it answers something `busy` does not call busy
-    /// or `deadline` passes, in `id`'s line: after the waiters that came
-    /// before, once each time the object is written, and at least once a
-    /// second. The last answer.
+    /// Tries `attempt` until it answers something `busy` does not call busy,
+    /// `deadline` passes or the service stops ([`close`](Self::close)), in
+    /// `id`'s line: after the waiters that came before, once each time the
+    /// object is written, and at least once a second. The last answer.
     pub async fn take<T, E, F>(
         &self,
         id: &str,
@@ -54,9 +65,17 @@ impl Turns {
         F: Future<Output = Result<T, E>>,
     {
         let place = Place::new(self, id);
-        // Out of time in the line: the object as it is now.
-        let Ok(Ok(_turn)) = tokio::time::timeout_at(deadline, place.line.turn.acquire()).await
-        else {
+        let mut closed = self.closed.subscribe();
+        let closing = async |closed: &mut watch::Receiver<bool>| {
+            // (An error: the sender, which these turns hold, is gone.)
+            let _ = closed.wait_for(|closed| *closed).await;
+        };
+        // Out of time in the line, or stopping: the object as it is now.
+        let turn = tokio::select! {
+            turn = tokio::time::timeout_at(deadline, place.line.turn.acquire()) => turn,
+            () = closing(&mut closed) => return attempt().await,
+        };
+        let Ok(Ok(_turn)) = turn else {
             return attempt().await;
         };
         loop {
@@ -64,12 +83,22 @@ impl Turns {
             let mut changed = place.line.changed.subscribe();
             let answer = attempt().await;
             let now = Instant::now();
-            if !matches!(&answer, Err(e) if busy(e)) || now >= deadline {
+            if !matches!(&answer, Err(e) if busy(e)) || now >= deadline || *closed.borrow() {
                 return answer;
             }
             let retry = deadline.min(now + RETRY_AT_LEAST_EVERY);
-            let _ = tokio::time::timeout_at(retry, changed.changed()).await;
+            tokio::select! {
+                _ = tokio::time::timeout_at(retry, changed.changed()) => {}
+                () = closing(&mut closed) => return answer,
+            }
         }
+    }
+
+    /// Stops every wait, now and to come: each waiter answers as its object
+    /// is (a service that stops finishes the requests under way, and should
+    /// not wait on those for their whole time).
+    pub fn close(&self) {
+        self.closed.send_replace(true);
     }
 
     /// Tells `id`'s waiter whose turn it is, if any, that the object was written.
@@ -188,6 +217,47 @@ mod tests {
         );
         assert_eq!(turns.waiting(), 0);
         assert!(turns.objects().is_empty(), "a line outlived its waiters");
+    }
+
+    /// Closing the turns answers every waiter at once, as its object is
+    /// (busy), the first in line and the one behind it alike, and any
+    /// waiter to come.
+    #[tokio::test(start_paused = true)]
+    async fn closed_turns_answer_every_waiter_at_once() {
+        let turns = Arc::new(Turns::default());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut waiters = Vec::new();
+        for n in 1..=2 {
+            let line = turns.clone();
+            waiters.push(tokio::spawn(async move {
+                line.take(
+                    "vm",
+                    deadline,
+                    || std::future::ready(Err::<(), _>("busy")),
+                    |e| *e == "busy",
+                )
+                .await
+            }));
+            while turns.waiting() < n {
+                tokio::task::yield_now().await;
+            }
+        }
+        let before = Instant::now();
+        turns.close();
+        for waiter in waiters {
+            assert_eq!(waiter.await.unwrap(), Err("busy"));
+        }
+        let late = turns
+            .take(
+                "vm",
+                deadline,
+                || std::future::ready(Err::<(), _>("busy")),
+                |e| *e == "busy",
+            )
+            .await;
+        assert_eq!(late, Err("busy"));
+        assert!(before.elapsed() < RETRY_AT_LEAST_EVERY);
+        assert_eq!(turns.waiting(), 0);
     }
 
     /// A waiter whose time is up answers as the object is, busy; one refused

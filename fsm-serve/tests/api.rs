@@ -1384,6 +1384,23 @@ async fn racing_patches_lose_no_change() {
 async fn a_graceful_shutdown_loses_nothing_accepted() {
     let server = Server::start(|_| {}).await;
     let c = Client::new();
+    // A request waiting its turn for a held object, which the stop must not
+    // wait for (up to its 30 s): it is answered as the object is, busy.
+    create_vm(&server, &c, "vm-held").await;
+    let (status, held) = post(
+        &c,
+        &server.url("/v1/vm/objects/vm-held/actions/deploy"),
+        OPS,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{held}");
+    let (waiter, url) = (
+        c.clone(),
+        server.url("/v1/vm/objects/vm-held/actions/destroy?wait=30"),
+    );
+    let waiting = tokio::spawn(async move { post(&waiter, &url, OPS, None).await });
+    server.until_waiting(&c, 1).await;
     let mut tasks = Vec::new();
     for i in 0..64 {
         let (c, url) = (c.clone(), server.url("/v1/vm/objects"));
@@ -1410,7 +1427,15 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
         );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    server.stop().await;
+    tokio::time::timeout(Duration::from_secs(20), server.stop())
+        .await
+        .expect("the stop waited for the request waiting its turn");
+    let (status, body) = waiting.await.unwrap();
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::CONFLICT, Some("busy")),
+        "{body}"
+    );
     let mut accepted = 0;
     for t in tasks {
         let (id, created) = t.await.unwrap();
@@ -1424,6 +1449,7 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
         }
     }
     assert!(accepted > 0);
+    assert_eq!(rt.state_name("vm-held").unwrap(), "DEPLOYING");
 }
 
 /// The web page in a real browser (headless Chromium, `scripts/browser/page-check.mjs`):
