@@ -905,7 +905,7 @@ async fn start(
             Ok((record, Some(flight)))
         })
     };
-    let started = in_turn(&m, &id, wait, attempt).await;
+    let started = in_turn(&m, &id, &wait, attempt).await;
     let started = started.map_err(|e| conditional_refusal(&m, &actor, "start", &condition, e));
     let started = or_removed(&m, started).await?;
     let (record, flight) = started;
@@ -934,9 +934,19 @@ async fn start(
     Ok(with_etag(status, body, record.version))
 }
 
-/// How long a request may wait for a busy object (`?wait=SECONDS`), or its
-/// refusal past the service's maximum ([`Config::max_wait`](crate::Config::max_wait)).
-fn wait_for(service: &Service, seconds: u64) -> Result<Duration, ApiError> {
+/// How long a request may wait for a busy object (`?wait=SECONDS`).
+struct Wait {
+    time: Duration,
+    /// Its place among the requests that may wait (none for no wait).
+    _place: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// How long a request may wait for a busy object (`?wait=SECONDS`), with its
+/// place among those that may; or its refusal, past the service's longest
+/// wait ([`Config::max_wait`](crate::Config::max_wait)), 400, or when as many
+/// as may wait already ([`Config::max_waiting`](crate::Config::max_waiting)),
+/// 503.
+fn wait_for(service: &Service, seconds: u64) -> Result<Wait, ApiError> {
     let most = service.max_wait.as_secs();
     if seconds > most {
         return Err(ApiError::new(
@@ -947,7 +957,23 @@ fn wait_for(service: &Service, seconds: u64) -> Result<Duration, ApiError> {
         .with("parameter", "wait")
         .with("max_wait", most));
     }
-    Ok(Duration::from_secs(seconds))
+    let place = match seconds {
+        0 => None,
+        _ => Some(service.waiting.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_waiting",
+                format!(
+                    "this service lets at most {} requests wait for busy objects at once",
+                    service.max_waiting
+                ),
+            )
+        })?),
+    };
+    Ok(Wait {
+        time: Duration::from_secs(seconds),
+        _place: place,
+    })
 }
 
 /// `attempt`'s answer; with a `wait`, tried in the object's line (after the
@@ -956,17 +982,17 @@ fn wait_for(service: &Service, seconds: u64) -> Result<Duration, ApiError> {
 async fn in_turn<T, F>(
     m: &MachineService,
     id: &str,
-    wait: Duration,
+    wait: &Wait,
     attempt: impl FnMut() -> F,
 ) -> Result<T, RuntimeError>
 where
     F: std::future::Future<Output = Result<T, RuntimeError>>,
 {
     let mut attempt = attempt;
-    if wait.is_zero() {
+    if wait.time.is_zero() {
         return attempt().await;
     }
-    let deadline = tokio::time::Instant::now() + wait;
+    let deadline = tokio::time::Instant::now() + wait.time;
     let busy = |e: &RuntimeError| matches!(e, RuntimeError::Busy { .. });
     m.feed.turns.take(id, deadline, attempt, busy).await
 }
@@ -1008,7 +1034,7 @@ async fn remove(
             None => rt.remove(key, &who),
         })
     };
-    let removed = in_turn(&m, &id, wait, attempt)
+    let removed = in_turn(&m, &id, &wait, attempt)
         .await
         .map_err(|e| conditional_refusal(&m, &actor, "remove", &condition, e));
     let removed = or_removed(&m, removed).await?;
@@ -1193,7 +1219,7 @@ async fn patch_data(
             }
         })
     };
-    let record = in_turn(&m, &id, wait, attempt)
+    let record = in_turn(&m, &id, &wait, attempt)
         .await
         .map_err(|e| log(&actor, "patch", condition.explain(refused(e))));
     let record = or_removed(&m, record).await?;

@@ -19,7 +19,7 @@
 //! | `GET /v1/{machine}/objects?state=S` | the objects (in `S`), sorted by id; records the store holds but the service cannot read are named apart (`unreadable`: id and why), whatever `S`; and `last_event_id`, the newest write's event id when the list was read: a watch resumed after it (`Last-Event-ID`) meets every write the list may not show, so a controller lists, then watches, and misses nothing (a write the list shows may come again, at a version the list has) |
 //! | `GET /v1/{machine}/objects?limit=N&after=ID` (`state` too) | a page: at most `N` objects past `ID` (from the first without it) in the store's order (by id; on etcd an id's `/` sorts as `%2F`), and `next`, the last one's id, when objects past it remain (in any state: with `state`, the page after may be empty): list again with `after` set to it. Every object that exists all along is met once however many pages it takes; the first page's `last_event_id` is where to watch from. A page is one read of the store (on etcd, a range of keys; in memory, a seek in an index of the ids that the first page makes: not every object); with `state`, the store is read a thousand records at a time until the page is full |
 //! | `GET /v1/{machine}/summary` | the machine at a glance, however many objects it has: the count in each state (every state, zeros included) and the `total`, the objects an action holds (`in_flight`), how many are past their deadline (`stuck`), and records the store holds but cannot read (`unreadable`, counted nowhere else), and `last_event_id`, as a list's; what the page shows, watching from there |
-//! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` (or `*`) makes it conditional (412; an empty `If-Match` names no version, 412 too); `?wait=SECONDS` waits while another action holds the object (409 `busy` otherwise, at once): the requests waiting for an object (starts, data changes, removals) take turns in the order they came, each trying again at the object's writes (whichever service of the store made them; at least once a second), until it is done, is refused otherwise (the rule from the state the object reached, say), or its time is up (409 `busy`); at most [`Config::max_wait`] (400 past it) |
+//! | `POST /v1/{machine}/objects/{id}/actions/{action}` | 201, the object in its transition state and the `fence` token; `?run=true` starts and completes, 200; `If-Match: "<version>"` (or `*`) makes it conditional (412; an empty `If-Match` names no version, 412 too); `?wait=SECONDS` waits while another action holds the object (409 `busy` otherwise, at once): the requests waiting for an object (starts, data changes, removals) take turns in the order they came, each trying again at the object's writes (whichever service of the store made them; at least once a second), until it is done, is refused otherwise (the rule from the state the object reached, say), or its time is up (409 `busy`); at most [`Config::max_wait`] (400 past it), [`Config::max_waiting`] requests waiting at once (503 `too_many_waiting` past them) |
 //! | `POST /v1/{machine}/objects/{id}/in-flight/{fence}/complete` (or `/fail`) | 200 and the object; by the actor who started it (403 `not_holder`), on any service of the store (the action is taken up by its fence when this one holds no handle of it: started by another process, or before a restart; the data its start proposed is kept with the hold, and written); 404 `not_in_flight` for a fence that never held the object, 409 `revoked` once its hold has ended |
 //! | `PATCH /v1/{machine}/objects/{id}/data?action=A` (a JSON merge patch) | 200 and the object, its data changed by action `A`; `?wait=SECONDS` as a start's |
 //! | `DELETE /v1/{machine}/objects/{id}` | 200 and the removal's history entry (`kind` `Removed`), the object's record and history gone from the store; only in a state whose spec says `remove`, by an actor with a role it names (403), when no action holds it (409 `busy`); `If-Match` as a start's (412). Watchers get the entry as the object's last `write`; the id is then free for a new object, whose versions go on after the removal's (so no `If-Match` of the old object matches it); `?wait=SECONDS` as a start's |
@@ -175,11 +175,16 @@ pub struct Config {
     /// object (`?wait=SECONDS`);
     /// 30 s by default.
     pub max_wait: Duration,
+    /// How many requests may wait for busy objects at once, over every
+    /// machine (one more asking to wait is refused, 503 `too_many_waiting`);
+    /// 1024 by default.
+    pub max_waiting: usize,
 }
 
 impl Config {
     /// Defaults: memory, loopback port 8080, 64 KiB bodies, 64 watchers, a heal
-    /// pass every 5 s, requests waiting for a busy object 30 s at most.
+    /// pass every 5 s, requests waiting for a busy object 30 s at most, 1024
+    /// of them at once.
     pub fn new(specs: Vec<PathBuf>) -> Config {
         Config {
             specs,
@@ -193,6 +198,7 @@ impl Config {
             keep_history: None,
             forget_removals_after: None,
             max_wait: Duration::from_secs(30),
+            max_waiting: 1024,
         }
     }
 }
@@ -235,6 +241,9 @@ pub struct Service {
     max_watchers: usize,
     body_limit: usize,
     max_wait: Duration,
+    /// A place for each request that may wait for a busy object.
+    waiting: Arc<tokio::sync::Semaphore>,
+    max_waiting: usize,
     cors_origins: Vec<String>,
     healers: std::sync::Mutex<Vec<PeriodicHealer>>,
 }
@@ -349,6 +358,8 @@ impl Service {
             max_watchers: config.max_watchers,
             body_limit: config.body_limit,
             max_wait: config.max_wait,
+            waiting: Arc::new(tokio::sync::Semaphore::new(config.max_waiting)),
+            max_waiting: config.max_waiting,
             cors_origins: config.cors_origins.clone(),
             healers: std::sync::Mutex::new(healers),
         }))

@@ -72,6 +72,10 @@ struct Args {
     /// (`?wait=SECONDS` on the start; a longer wait is refused, 400).
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     max_wait: u64,
+    /// How many requests may wait for busy objects at once (one more asking
+    /// to wait is refused, 503).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_waiting: usize,
     /// A web origin whose pages may call the API (CORS), e.g.
     /// `https://ops.example.com`; repeat for several. None by default.
     #[arg(long = "cors-origin")]
@@ -270,6 +274,7 @@ fn main() -> ExitCode {
     config.keep_history = args.keep_history.map(std::num::NonZeroUsize::get);
     config.forget_removals_after = args.forget_removals_after.map(Duration::from_secs);
     config.max_wait = Duration::from_secs(args.max_wait);
+    config.max_waiting = args.max_waiting;
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

@@ -2287,6 +2287,52 @@ async fn requests_that_wait_take_turns() {
     server.stop().await;
 }
 
+/// Past `max_waiting` requests waiting at once, one more asking to wait is
+/// refused 503 `too_many_waiting`, while one that does not wait is answered
+/// as ever (409 `busy`); once a waiter is gone, its place is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_are_bounded() {
+    let server = Server::start(|config| config.max_waiting = 1).await;
+    let c = Client::new();
+    create_vm(&server, &c, "vm-1").await;
+    let deploy = server.url("/v1/vm/objects/vm-1/actions/deploy");
+    let (status, held) = post(&c, &deploy, OPS, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{held}");
+    let destroy = |query: &str| server.url(&format!("/v1/vm/objects/vm-1/actions/destroy{query}"));
+    let (waiter, url) = (c.clone(), destroy("?wait=1"));
+    let waiting = tokio::spawn(async move { post(&waiter, &url, OPS, None).await });
+    server.until_waiting(&c, 1).await;
+    let (status, body) = post(&c, &destroy("?wait=5"), OPS, None).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("too_many_waiting")),
+        "{body}"
+    );
+    assert_eq!(
+        body["message"],
+        "this service lets at most 1 requests wait for busy objects at once"
+    );
+    let (status, body) = post(&c, &destroy(""), OPS, None).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::CONFLICT, Some("busy")),
+        "{body}"
+    );
+    let (status, body) = waiting.await.unwrap();
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::CONFLICT, Some("busy"))
+    );
+    // Its place is free: the next one waits (and is answered busy too).
+    let (status, body) = post(&c, &destroy("?wait=1"), OPS, None).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::CONFLICT, Some("busy")),
+        "{body}"
+    );
+    server.stop().await;
+}
+
 /// HTTP/2 without TLS, for a client that speaks it from the start (prior
 /// knowledge, as gRPC clients and `curl --http2-prior-knowledge` do): a call
 /// and a watch stream share one connection.
