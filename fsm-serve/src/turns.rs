@@ -5,6 +5,9 @@
 //! object (which the machine's feed reports), until it starts, is refused for
 //! another reason, or its time is up. Only one action runs on an object at a
 //! time whatever waits: the runtime's compare-and-set decides, not the line.
+//! So a request that does not wait (or one on another service of the store)
+//! may still take a freed object before the first in line, which then waits
+//! on: the line orders the waiters of one service, not every client.
 
 use std::collections::HashMap;
 use std::future::Future;
