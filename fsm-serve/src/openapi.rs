@@ -354,7 +354,7 @@ fn machine_paths(
                 },
                 "403": error("The actor holds none of the roles that may remove an object in its state, or the state has an owner and the actor is not it"),
                 "404": not_found,
-                "409": error("Busy: an action holds the object; or conflict: it changed since it was read"),
+                "409": error("Busy: an action holds the object (with `wait`, still at its end); or conflict: it changed since it was read"),
                 "412": error("If-Match: the object is at another version"),
                 "422": error("Its state allows no removal")
             }))
@@ -376,7 +376,7 @@ fn machine_paths(
             "responses": common(json!({
                 "200": object("The object, its data changed"),
                 "403": error("A role is missing, or the actor does not own the state"),
-                "404": not_found, "409": error("Busy or conflict"), "412": error("If-Match: the object is at another version"),
+                "404": not_found, "409": error("Busy (with `wait`, still at its end) or conflict"), "412": error("If-Match: the object is at another version"),
                 "413": error("The body is past the limit, or the object's record with it past what the store takes (`too_large`, naming the object)"),
                 "422": error("No rule for the action from this state, or a guard refused")
             }))
@@ -430,7 +430,7 @@ fn machine_paths(
                     })
                 ),
                 "403": error("A role is missing, or the actor does not own the state"),
-                "404": not_found, "409": error("Busy (another action runs) or conflict (the object changed)"),
+                "404": not_found, "409": error("Busy (another action runs; with `wait`, still at its end) or conflict (the object changed)"),
                 "412": error("If-Match: the object is at another version"),
                 "422": error("No rule for the action from this state, or a guard refused")
             }))
