@@ -964,7 +964,7 @@ fn wait_for(service: &Service, seconds: u64) -> Result<Wait, ApiError> {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too_many_waiting",
                 format!(
-                    "this service lets at most {} requests wait for busy objects at once",
+                    "this service lets no more requests wait for busy objects (at most {} at once)",
                     service.max_waiting
                 ),
             )

@@ -2310,7 +2310,7 @@ async fn requests_waiting_are_bounded() {
     );
     assert_eq!(
         body["message"],
-        "this service lets at most 1 requests wait for busy objects at once"
+        "this service lets no more requests wait for busy objects (at most 1 at once)"
     );
     let (status, body) = post(&c, &destroy(""), OPS, None).await;
     assert_eq!(
