@@ -2333,6 +2333,29 @@ async fn requests_waiting_are_bounded() {
     server.stop().await;
 }
 
+/// A request waiting its turn whose client goes away leaves the line: its
+/// place is not held for the rest of its wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_client_went_away_leaves_the_line() {
+    let server = Server::start(|_| {}).await;
+    let c = Client::new();
+    create_vm(&server, &c, "vm-1").await;
+    let deploy = server.url("/v1/vm/objects/vm-1/actions/deploy");
+    let (status, held) = post(&c, &deploy, OPS, None).await;
+    assert_eq!(status, StatusCode::CREATED, "{held}");
+    // A client of its own, so that its connection goes with it.
+    let (waiter, url) = (
+        Client::new(),
+        server.url("/v1/vm/objects/vm-1/actions/destroy?wait=30"),
+    );
+    let waiting = tokio::spawn(async move { post(&waiter, &url, OPS, None).await });
+    server.until_waiting(&c, 1).await;
+    waiting.abort();
+    let _ = waiting.await;
+    server.until_waiting(&c, 0).await;
+    server.stop().await;
+}
+
 /// HTTP/2 without TLS, for a client that speaks it from the start (prior
 /// knowledge, as gRPC clients and `curl --http2-prior-knowledge` do): a call
 /// and a watch stream share one connection.
