@@ -40,7 +40,8 @@
 //! or revoked, 412 If-Match, 413 too large (a body past the limit, or data past
 //! what the store takes: etcd's 1.5 MiB a request), 422 no rule from this state, a guard
 //! refused, or the state allows no removal (`not_removable`, with the states that
-//! do in `removable_in`), 503 the store is unavailable.
+//! do in `removable_in`), 503 the store is unavailable, or too many watch
+//! streams or waiting requests (with `Retry-After: 1`).
 //!
 //! Objects carry JSON data: given when created, shown in every answer, and changed
 //! only by an action, so that every change passes the table's rules:

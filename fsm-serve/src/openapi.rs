@@ -42,7 +42,7 @@ fn common(responses: Value) -> Value {
         ("401", "Missing or unknown bearer token"),
         (
             "503",
-            "The store is unavailable, or too many watch streams, or too many requests waiting for busy objects; retry",
+            "The store is unavailable, or too many watch streams, or too many requests waiting for busy objects; retry (after the seconds `Retry-After` gives)",
         ),
     ] {
         map.entry(status).or_insert_with(|| error(description));

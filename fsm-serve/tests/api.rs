@@ -2302,7 +2302,14 @@ async fn requests_waiting_are_bounded() {
     let (waiter, url) = (c.clone(), destroy("?wait=1"));
     let waiting = tokio::spawn(async move { post(&waiter, &url, OPS, None).await });
     server.until_waiting(&c, 1).await;
-    let (status, body) = post(&c, &destroy("?wait=5"), OPS, None).await;
+    let response = c
+        .post(destroy("?wait=5"))
+        .bearer_auth(OPS)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["retry-after"], "1");
+    let (status, body) = (response.status(), response.json::<Value>().await.unwrap());
     assert_eq!(
         (status, body["error"].as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, Some("too_many_waiting")),
