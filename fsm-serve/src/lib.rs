@@ -173,8 +173,8 @@ pub struct Config {
     /// later); kept for ever by default.
     pub forget_removals_after: Option<Duration>,
     /// The longest a start, a data change or a removal may wait for a busy
-    /// object (`?wait=SECONDS`);
-    /// 30 s by default.
+    /// object (`?wait=SECONDS`; a longer wait is refused, 400); 30 s by
+    /// default.
     pub max_wait: Duration,
     /// How many requests may wait for busy objects at once, over every
     /// machine (one more asking to wait is refused, 503 `too_many_waiting`);
