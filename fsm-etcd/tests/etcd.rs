@@ -1322,6 +1322,46 @@ fn a_prefix_of_a_newer_format_is_refused() {
     }
 }
 
+/// A store cut off from etcd when a runtime binds it cannot read the prefix's
+/// format: the runtime is refused with the store's retryable error, not told
+/// the store is incompatible (which no retry mends); once etcd answers, it binds.
+#[test]
+fn a_store_cut_off_at_bind_is_retryable_not_incompatible() {
+    let Some(store) = store() else { return };
+    let partition = Partition::to(&endpoints()[0]);
+    let cut_off = EtcdStore::builder([partition.endpoint()], store.prefix())
+        .timeout(Duration::from_millis(500))
+        .connect()
+        .unwrap();
+    partition.cut();
+    match Runtime::new(machine(), cut_off.clone()) {
+        Err(RuntimeError::Store(e)) => assert!(
+            e.is_retryable() && !matches!(e, StoreError::Incompatible { .. }),
+            "{e:?}"
+        ),
+        other => panic!("{:?}", other.map(|_| "a runtime")),
+    }
+    partition.heal();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let rt = loop {
+        match Runtime::new(machine(), cut_off.clone()) {
+            Err(RuntimeError::Store(e)) if e.is_retryable() => {
+                assert!(Instant::now() < deadline, "never bound: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => break other.unwrap(),
+        }
+    };
+    rt.create("vm", &Actor::new("admin")).unwrap();
+    assert_eq!(
+        Runtime::new(machine(), store)
+            .unwrap()
+            .state_name("vm")
+            .unwrap(),
+        "HALTED"
+    );
+}
+
 /// A process keeps a copy of a record; elsewhere the object is removed, its
 /// removal forgotten, and the id's next object moved until its key's etcd
 /// version is the kept copy's. A start decided on the kept copy loses (its

@@ -263,6 +263,44 @@ mod tests {
         assert_eq!(turns.waiting(), 0);
     }
 
+    /// Told that writes may have been missed (the feed's gap), the waiter
+    /// whose turn it is on every object tries again at once, not at its next
+    /// second.
+    #[tokio::test(start_paused = true)]
+    async fn missed_writes_wake_the_first_waiter_of_every_object() {
+        let turns = Arc::new(Turns::default());
+        let free = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut waiters = Vec::new();
+        for (n, id) in ["vm-1", "vm-2"].into_iter().enumerate() {
+            let (line, free) = (turns.clone(), free.clone());
+            waiters.push(tokio::spawn(async move {
+                line.take(
+                    id,
+                    deadline,
+                    || {
+                        let free = free.load(std::sync::atomic::Ordering::SeqCst);
+                        std::future::ready(if free { Ok(id) } else { Err("busy") })
+                    },
+                    |e| *e == "busy",
+                )
+                .await
+            }));
+            while turns.waiting() <= n {
+                tokio::task::yield_now().await;
+            }
+        }
+        // Each has tried once and waits; neither object's write is told.
+        tokio::task::yield_now().await;
+        let before = Instant::now();
+        free.store(true, std::sync::atomic::Ordering::SeqCst);
+        turns.missed_writes();
+        assert_eq!(waiters.remove(0).await.unwrap(), Ok("vm-1"));
+        assert_eq!(waiters.remove(0).await.unwrap(), Ok("vm-2"));
+        assert!(before.elapsed() < RETRY_AT_LEAST_EVERY);
+        assert_eq!(turns.waiting(), 0);
+    }
+
     /// A waiter whose time is up answers as the object is, busy; one refused
     /// otherwise answers at once.
     #[tokio::test(start_paused = true)]

@@ -287,6 +287,21 @@ impl Server {
             "{body}"
         );
         assert_eq!(self.waiting(c).await, 0);
+
+        // An object that is not there is not waited for: 404 at once, not
+        // at the end of its wait (nothing will free it).
+        let asked = std::time::Instant::now();
+        let (status, body) = call(self, action("deploy", "?wait=20")).await;
+        assert_eq!(
+            (status, body["error"].as_str(), body["id"].as_str()),
+            (StatusCode::NOT_FOUND, Some("not_found"), Some(id)),
+            "{body}"
+        );
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(10),
+            "answered after {:?}, not at once",
+            asked.elapsed()
+        );
     }
 
     /// Stops the service gracefully, and waits until it has.
