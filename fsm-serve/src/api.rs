@@ -739,10 +739,11 @@ impl Listing {
 
 /// `GET /v1/<machine>/summary`: what a view of the whole machine needs (the
 /// page's), without every object: how many are in each state (every state of
-/// the spec, zeros included), the objects an action holds, how many are past
-/// their deadline, and how many records cannot be read. One look at each
-/// record ([`Census`]); its answer grows with the objects held, not with all
-/// of them.
+/// the spec, zeros included), the objects an action holds (each with how many
+/// requests wait for it here, `?wait`), how many are past their deadline, how
+/// many records cannot be read, and how many requests wait on this service.
+/// One look at each record ([`Census`]); its answer grows with the objects
+/// held, not with all of them.
 /// Its `last_event_id` is the list's: where a watch that keeps the summary up
 /// to date starts.
 async fn summary(
@@ -767,10 +768,15 @@ async fn summary(
         .zip(&census.per_state)
         .map(|(state, n)| (state.name.to_string(), json!(n)))
         .collect();
+    let turns = &m.feed.turns;
     let held: Vec<Value> = census
         .held
         .iter()
-        .map(|(id, record)| object_json(machine_def, id.as_str(), record))
+        .map(|(id, record)| {
+            let mut object = object_json(machine_def, id.as_str(), record);
+            object["waiting"] = json!(turns.waiting_for(id.as_str()));
+            object
+        })
         .collect();
     Ok(axum::Json(json!({
         "machine": machine_def.name(),
@@ -779,6 +785,7 @@ async fn summary(
         "in_flight": held,
         "stuck": census.stuck,
         "unreadable": census.unreadable,
+        "waiting": turns.waiting(),
         "last_event_id": last_event_id,
     }))
     .into_response())

@@ -123,7 +123,8 @@ fn machine_schemas(schemas: &mut Map<String, Value>, key: &str, states: &[&str],
                 "in_flight": holder,
                 "hidden": holder,
                 "fence": { "type": "integer", "format": "int64", "minimum": 1, "description": "On a start: the action's fence token" },
-                "in_flight_url": { "type": "string", "description": "On a start: the action's path, which `/complete` or `/fail` ends" }
+                "in_flight_url": { "type": "string", "description": "On a start: the action's path, which `/complete` or `/fail` ends" },
+                "waiting": { "type": "integer", "minimum": 0, "description": "In a summary: how many requests wait for the object on this service (`?wait`)" }
             }
         }),
     );
@@ -300,11 +301,11 @@ fn machine_paths(
         json!({ "get": {
             "operationId": op("summary"),
             "tags": tags,
-            "summary": "The machine at a glance, without every object: how many objects are in each state, those an action holds, how many are past their deadline, and how many records cannot be read",
+            "summary": "The machine at a glance, without every object: how many objects are in each state, those an action holds, how many are past their deadline, how many records cannot be read, and how many requests wait for busy objects",
             "responses": common(json!({
                 "200": { "description": "The summary", "content": { "application/json": { "schema": {
                     "type": "object",
-                    "required": ["machine", "total", "states", "in_flight", "stuck", "unreadable", "last_event_id"],
+                    "required": ["machine", "total", "states", "in_flight", "stuck", "unreadable", "waiting", "last_event_id"],
                     "properties": {
                         "machine": { "type": "string" },
                         "total": { "type": "integer", "minimum": 0, "description": "The objects read: the sum of `states`" },
@@ -312,9 +313,10 @@ fn machine_paths(
                             "type": "object", "required": states, "properties": counts, "additionalProperties": false,
                             "description": "Every state of the machine with how many objects are in it"
                         },
-                        "in_flight": { "type": "array", "items": object_ref, "description": "The objects an action (visible or hidden) holds, by id" },
+                        "in_flight": { "type": "array", "items": object_ref, "description": "The objects an action (visible or hidden) holds, by id, each with how many requests wait for it on this service (`waiting`)" },
                         "stuck": { "type": "integer", "minimum": 0, "description": "Objects held past their deadline: the healer's next pass rolls them back" },
                         "unreadable": { "type": "integer", "minimum": 0, "description": "Records the store holds but cannot read (say, written by a newer spec): counted nowhere else" },
+                        "waiting": { "type": "integer", "minimum": 0, "description": "Requests waiting on this service for the machine's busy objects (`?wait`); each held object says how many wait for it" },
                         "last_event_id": { "type": "integer", "minimum": 0, "description": "The newest write's event id when the summary was read, as a list's: a watch resumed after it (`Last-Event-ID`) meets every write the summary may not count" }
                     }
                 } } } }

@@ -1,10 +1,12 @@
 //! `GET /`: per machine, the diagram with the number of objects in each state,
 //! live from the watch stream; the objects held by an action, those past their
-//! deadline marked; records the store cannot read, when there are some; an
-//! object's history on a click. The page holds no data: it asks the API (the
-//! machine's summary after each write, one at a time however fast writes come,
-//! never the list of every object) with the token the reader gives (kept for
-//! the browser tab only).
+//! deadline marked, with the requests waiting for each (`?wait`); records the
+//! store cannot read, when there are some; an object's history on a click.
+//! The page holds no data: it asks the API (the machine's summary after each
+//! write, one at a time however fast writes come, and every few seconds while
+//! an action holds an object, whose deadline and waiters change with no
+//! write; never the list of every object) with the token the reader gives
+//! (kept for the browser tab only).
 
 use std::fmt::Write;
 
@@ -42,7 +44,7 @@ pub fn render(service: &Service) -> String {
         );
         let _ = writeln!(
             sections,
-            "<h3>Held by an action</h3>\n<table><thead><tr><th>object</th><th>state</th><th>action</th><th>by</th><th>since</th><th></th></tr></thead>\n<tbody id=\"inflight-{n}\"></tbody></table>\n<pre id=\"history-{n}\"></pre>\n</section>"
+            "<h3>Held by an action</h3>\n<table><thead><tr><th>object</th><th>state</th><th>action</th><th>by</th><th>since</th><th></th><th>waiting</th></tr></thead>\n<tbody id=\"inflight-{n}\"></tbody></table>\n<pre id=\"history-{n}\"></pre>\n</section>"
         );
     }
     let names: Vec<&str> = service.machines().collect();

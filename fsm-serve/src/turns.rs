@@ -118,13 +118,21 @@ impl Turns {
         }
     }
 
-    /// How many starts wait, over every object.
+    /// How many requests wait, over every object.
     pub fn waiting(&self) -> usize {
-        // Each line is held by the map and by each of its waiters.
-        (self.objects().values())
-            .map(|line| Arc::strong_count(line) - 1)
-            .sum()
+        self.objects().values().map(waiters).sum()
     }
+
+    /// How many requests wait for `id`.
+    pub fn waiting_for(&self, id: &str) -> usize {
+        self.objects().get(id).map_or(0, waiters)
+    }
+}
+
+/// How many requests stand in `line`: each line is held by the map and by
+/// each of its waiters.
+fn waiters(line: &Arc<Line>) -> usize {
+    Arc::strong_count(line) - 1
 }
 
 /// A waiter's place in its object's line: the line is dropped with its last
@@ -198,6 +206,7 @@ mod tests {
                 tokio::task::yield_now().await;
             }
         }
+        assert_eq!((turns.waiting_for("vm"), turns.waiting_for("db")), (3, 0));
         let before = Instant::now();
         for n in 1..=3 {
             free.store(n, std::sync::atomic::Ordering::SeqCst);

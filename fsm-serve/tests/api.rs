@@ -1459,7 +1459,9 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
 /// object created meanwhile; writes faster than its summary is read (the
 /// summary held 300 ms), it reads one summary at a time and ends on the last
 /// write; a page whose watch opens after a write its first summary missed
-/// shows it (it watches from the summary's `last_event_id`); its token
+/// shows it (it watches from the summary's `last_event_id`); a request
+/// waiting for a held object shows beside it, though no write tells the page
+/// (it reads the summary again while an action holds an object); its token
 /// refused (401) on a reconnection, the page says so and stops trying. It
 /// follows every machine by one stream: with nine machines here (OpenvCloud's
 /// six besides), a stream per machine would hold every connection Chromium
@@ -1515,6 +1517,8 @@ async fn the_page_follows_the_objects_in_a_browser() {
             "OPEN=11",
             "one summary at a time",
             "OPEN=12 on a page opened as d12 was created",
+            "waiting=1",
+            "waited its turn",
             "refused",
             "stopped",
             "summaries",
@@ -1800,7 +1804,8 @@ async fn the_summary_counts_every_state_and_lists_only_what_is_held() {
             ("vm-3", "DEPLOYING", "deploy")
         ]
     );
-    // The list says the same.
+    // The list says the same, but for how many requests wait for each
+    // (none here).
     let (_, list) = get(&c, &server.url("/v1/vm/objects"), USER).await;
     let listed: Vec<&Value> = list["objects"]
         .as_array()
@@ -1808,14 +1813,15 @@ async fn the_summary_counts_every_state_and_lists_only_what_is_held() {
         .iter()
         .filter(|o| !o["in_flight"].is_null() || !o["hidden"].is_null())
         .collect();
-    assert_eq!(
-        listed,
-        summary["in_flight"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .collect::<Vec<_>>()
-    );
+    let summarized: Vec<Value> = (summary["in_flight"].as_array().unwrap().iter())
+        .map(|o| {
+            let mut o = o.clone();
+            assert_eq!(o.as_object_mut().unwrap().remove("waiting"), Some(json!(0)));
+            o
+        })
+        .collect();
+    assert_eq!(listed, summarized.iter().collect::<Vec<_>>());
+    assert_eq!(summary["waiting"], 0);
 
     for (url, token, status) in [
         (

@@ -8,7 +8,8 @@
 // its history on a click; cut off, it must say so, and once back show what was
 // written meanwhile; written faster than its summary is read, it must read one
 // summary at a time and end on the last write; opened as a write is made, it
-// must show it; its token refused, it must say
+// must show it; a request waiting for a held object must show beside it; its
+// token refused, it must say
 // so and stop. It must follow the machine by its summary, never by listing
 // every object, and every machine by one stream. Prints one
 // JSON line, {"ok": true, "seen": [...]} or {"ok": false, "error": ...}; exits
@@ -201,6 +202,26 @@ try {
   seen.push("OPEN=12 on a page opened as d12 was created");
   await events.cancel();
   await second.close();
+  // A request waiting for a held object (`?wait`) shows beside it, though
+  // nothing is written when it comes, and goes when its turn comes.
+  const waitingFor = (id, want) => page.waitForFunction(
+    ([id, want]) => [...document.querySelectorAll("#inflight-door tr")].some(
+      (tr) => tr.querySelector("button.object")?.textContent === id
+        && tr.querySelector("td.waiting")?.textContent === want,
+    ),
+    [id, want],
+    { timeout: 10000 },
+  );
+  const painting = await call("POST", "/v1/door/objects/d5/actions/paint");
+  await waitingFor("d5", "");
+  const waiter = call("POST", "/v1/door/objects/d5/actions/close?wait=30");
+  await waitingFor("d5", "1");
+  seen.push("waiting=1");
+  await call("POST", `/v1/door/objects/d5/in-flight/${painting.fence}/complete`);
+  const closing = await waiter;
+  await call("POST", `/v1/door/objects/d5/in-flight/${closing.fence}/complete`);
+  await page.waitForFunction(() => !document.querySelector("#inflight-door tr"), null, { timeout: 10000 });
+  seen.push("waited its turn");
   // The token refused (401) when the watch reconnects: trying again will not
   // help, so the page says why and stops; it does not knock every second.
   mode = "unauthorized";

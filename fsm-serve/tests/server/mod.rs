@@ -128,8 +128,9 @@ impl Server {
     /// runs out is answered 409 `busy`; one whose action has no rule from the
     /// state the object reaches is answered that (422) once it is free; a
     /// wait past the service's `max_wait` (30 s) is refused, 400. A data
-    /// change and a removal wait their turn the same way. No request waits
-    /// when done.
+    /// change and a removal wait their turn the same way. The summary of this
+    /// service counts the waiters, with the object they wait for. No request
+    /// waits when done.
     pub async fn requests_take_turns(&self, holder: &Server, c: &Client, token: &str) {
         // A request as a future that owns what it needs, to be a task of its
         // own and stand in line while others go on.
@@ -173,6 +174,17 @@ impl Server {
         self.until_waiting(c, 1).await;
         let second = tokio::spawn(call(self, action("reboot", "?wait=20")));
         self.until_waiting(c, 2).await;
+        // The summary here says who waits, and for which object.
+        let read = |path: String| request(reqwest::Method::GET, self, path, None);
+        let (_, summary) = read("/v1/vm/summary".into()).await;
+        let waited: Vec<(&str, &Value)> = (summary["in_flight"].as_array().unwrap().iter())
+            .map(|o| (o["id"].as_str().unwrap(), &o["waiting"]))
+            .collect();
+        assert_eq!(
+            (&summary["waiting"], waited),
+            (&json!(2), vec![(id, &json!(2))]),
+            "{summary}"
+        );
         let (status, body) = call(holder, complete(&held["fence"])).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let (status, attaching) = first.await.unwrap();
@@ -192,15 +204,7 @@ impl Server {
             (StatusCode::CREATED, Some("REBOOTING")),
             "{rebooting}"
         );
-        let history = c
-            .get(self.url(&format!("/v1/vm/objects/{id}/history")))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap();
+        let (_, history) = read(format!("/v1/vm/objects/{id}/history")).await;
         let steps: Vec<String> = history["entries"]
             .as_array()
             .unwrap()
