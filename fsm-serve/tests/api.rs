@@ -2596,8 +2596,9 @@ async fn a_python_controller_deploys_what_is_created_and_resumes_after_a_stop() 
 
 /// The Python controller's own tests (`clients/python/test_deployer.py`,
 /// against a scripted stand-in for the service): a start or a completion that
-/// answers 503, as while the store is down, is made again until it is taken,
-/// and raises after the last try; a refusal (409) is not made again; a proxy's
+/// answers 503, as while the store is down, is made again until it is taken
+/// (never sooner than its `Retry-After`), and raises after the last try; a
+/// refusal (409) is not made again; a proxy's
 /// 502 page is made again, then read as a refusal; work that fails fails the
 /// action by its fence, never completing it.
 #[test]
@@ -2620,6 +2621,6 @@ fn the_python_controller_makes_again_what_the_store_could_not_take() {
     };
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{report}");
-    assert!(report.contains("Ran 6 tests"), "{report}");
+    assert!(report.contains("Ran 7 tests"), "{report}");
     assert!(report.trim_end().ends_with("OK"), "{report}");
 }

@@ -51,13 +51,25 @@ def error_body(raw):
     return {"error": "http", "message": text[:200]}
 
 
+def retry_after(value, longest):
+    """The seconds a `Retry-After` header asks a client to wait, at most
+    `longest`; 0 when there is none or it is not a number of seconds (an
+    HTTP date, which `fsm serve` never sends, is not waited for)."""
+    try:
+        return min(max(int(value), 0), longest)
+    except (TypeError, ValueError):
+        return 0
+
+
 class Service:
     """The REST calls this controller makes, as one actor (its token's).
 
     A call the service could not take (503: its store is unavailable; 502 or
     504: a proxy in front of it could not reach it) or whose connection was
     lost is made again, `retries` times at most, waiting `backoff` seconds,
-    then twice as long each time. An error whose body is not the service's JSON
+    then twice as long each time, and at least as long as the answer's
+    `Retry-After` says (in seconds; `fsm serve` says 1 on every 503), up to
+    `longest` seconds. An error whose body is not the service's JSON
     (a proxy's HTML page) is answered as `{"error": "http", "message": <the
     body's start>}`, so callers read every refusal the same way. Made again, a start that
     did go through the first time answers 409 (the object is held): the
@@ -65,10 +77,10 @@ class Service:
     which the controller sees as a `Healed` write and deploys again.
     """
 
-    def __init__(self, url, machine, token, retries=5, backoff=0.2, log=None, page=500):
+    def __init__(self, url, machine, token, retries=5, backoff=0.2, log=None, page=500, longest=30):
         self.base = f"{url.rstrip('/')}/v1/{urllib.parse.quote(machine, safe='')}"
         self.token = token
-        self.retries, self.backoff = retries, backoff
+        self.retries, self.backoff, self.longest = retries, backoff, longest
         self.log = log or (lambda line: None)
         self.page = page
 
@@ -82,6 +94,7 @@ class Service:
         )
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
+            wait = self.backoff * 2**attempt
             try:
                 with urllib.request.urlopen(request, timeout=30) as response:
                     return response.status, json.load(response)
@@ -90,11 +103,11 @@ class Service:
                 if refused.code not in AGAIN or last:
                     return refused.code, body
                 why = f"{refused.code} {body.get('message')}"
+                wait = max(wait, retry_after(refused.headers.get("Retry-After"), self.longest))
             except (urllib.error.URLError, ConnectionError, TimeoutError) as lost:
                 if last:
                     raise
                 why = str(lost)
-            wait = self.backoff * 2**attempt
             self.log(f"{method} {path}: {why}; again in {wait:.1f} s")
             time.sleep(wait)
 
@@ -253,7 +266,7 @@ def main():
             if refused.code not in AGAIN:  # a wrong token or machine: no retry helps
                 sys.exit(f"deployer: the watch was refused: {refused.code} {body.get('message')}")
             log(f"the service is unavailable ({refused.code} {body.get('message')}); retrying")
-            time.sleep(0.5)
+            time.sleep(max(0.5, retry_after(refused.headers.get("Retry-After"), 30)))
         except (urllib.error.URLError, ConnectionError, TimeoutError) as lost:
             log(f"watch lost ({lost}); resuming")
             time.sleep(0.5)

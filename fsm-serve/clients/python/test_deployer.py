@@ -25,11 +25,14 @@ class Scripted(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         self.server.seen.append(self.path)
         answers = self.server.script[self.path]
-        status, body = answers.pop(0) if len(answers) > 1 else answers[0]
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        status, body, headers = answer if len(answer) == 3 else (*answer, {})
         # Bytes are sent as they are, as a proxy's page: anything else as JSON.
         raw = isinstance(body, bytes)
         data = body if raw else json.dumps(body).encode()
         self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "text/html" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -78,6 +81,18 @@ class RetriesOn503(unittest.TestCase):
         self.assertIs(outcome, True, lines)
         self.assertEqual(seen, [START] * 3 + [COMPLETE] * 2)
         self.assertEqual(sum("503 the store is unavailable; again in" in l for l in lines), 3, lines)
+
+    def test_a_retry_waits_at_least_what_retry_after_says(self):
+        # `fsm serve` says `Retry-After: 1` on every 503: the backoff (10 ms
+        # here) gives way to it; a date or nonsense is not waited for.
+        unavailable = (*UNAVAILABLE, {"Retry-After": "1"})
+        outcome, seen, lines = run_deploy({
+            START: [unavailable, (*UNAVAILABLE, {"Retry-After": "soon"}), (201, {"fence": 7})],
+            COMPLETE: [(200, {"state": "RUNNING"})],
+        })
+        self.assertIs(outcome, True, lines)
+        waits = [l.rsplit("again in ", 1)[1] for l in lines if "again in" in l]
+        self.assertEqual(waits, ["1.0 s", "0.0 s"], lines)
 
     def test_a_start_the_store_never_takes_raises_after_the_last_try(self):
         outcome, seen, lines = run_deploy({START: [UNAVAILABLE]}, retries=2)
