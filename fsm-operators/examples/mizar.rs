@@ -9,8 +9,10 @@
 //!
 //! `cargo run --release --example mizar -- --etcd ENDPOINTS --chaos`: every
 //! operator its own process on etcd, a random one killed (SIGKILL) about every
-//! second and started again while a user creates, updates and deletes objects;
-//! the histories checked at the end. Its last line is
+//! second and started again while a user creates, updates and deletes objects,
+//! and the removals older than a second forgotten meanwhile
+//! (`--forget-removals-after SECONDS`, 0: never); the histories checked at the
+//! end. Its last line is
 //! `N workflows completed, K operator restarts, V invariant violations`, and it
 //! exits non-zero when V > 0 or a workflow missed its deadline. Without
 //! `--chaos`, one round with the operators as processes and no kills. An

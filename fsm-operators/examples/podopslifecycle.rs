@@ -9,8 +9,9 @@
 //! the replace and restart operation controllers, PodOpsLifecycle,
 //! PodTransitionRule and the service controller each its own process on etcd, a
 //! random one killed (SIGKILL) about every second and started again while the
-//! operation controllers run their operations (every third restart undone);
-//! at the end, no operation half-done, no label left, every protection finalizer
+//! operation controllers run their operations (every third restart undone),
+//! and the removals older than a second forgotten meanwhile
+//! (`--forget-removals-after SECONDS`, 0: never); at the end, no operation half-done, no label left, every protection finalizer
 //! back, and every broken promise its writers saw (the webhook's label-pair rule
 //! is checked on every write). Its last line is
 //! `N workflows completed, K operator restarts, V invariant violations`. An

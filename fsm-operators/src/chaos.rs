@@ -6,8 +6,9 @@
 //! kind, and plays the user: rounds of a VPC with a network, two pods and a
 //! service, created, the service's backends changed, all deleted, parents first.
 //! Meanwhile it kills a random operator process with SIGKILL about every
-//! `kill_every` and starts it again. A process ([`operator`]) runs one operator
-//! until it is killed.
+//! `kill_every` and starts it again, and forgets the stores' removals older
+//! than [`Chaos::forget_after`] as it goes. A process ([`operator`]) runs one
+//! operator until it is killed.
 //!
 //! How an operator recovers after a restart: nothing of its own survives (its
 //! cache, the delete actions it held in flight); everything it needs is in etcd.
@@ -26,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fsm::StateMachine;
-use fsm_etcd::{EtcdAccess, EtcdFlags};
+use fsm_etcd::{AnyStore, EtcdAccess, EtcdFlags, EtcdStore};
 use fsm_runtime::{EntryKind, ObjectId, RuntimeError, Store};
 use tokio::process::{Child, Command};
 
@@ -50,6 +51,13 @@ pub struct Chaos {
     /// The etcd lease of each process's actions in flight: how long a dead
     /// process's actions hold their objects before the healer may roll them back.
     pub lease: Duration,
+    /// Forget the removals older than this while the run goes on
+    /// ([`EtcdStore::forget_removals`](fsm_etcd::EtcdStore::forget_removals) on
+    /// every machine's store, every half second, and once more when the
+    /// processes are gone), so that forgetting meets the operators' kills,
+    /// retries and archives, and the checks read lives whose removals the
+    /// store no longer keeps. `None`: never.
+    pub forget_after: Option<Duration>,
 }
 
 /// What a chaos run found.
@@ -68,6 +76,8 @@ pub struct Report {
     /// operations), each one's history kept in the archive (and checked with
     /// the others).
     pub removed: usize,
+    /// Removals the stores forgot meanwhile ([`Chaos::forget_after`]).
+    pub forgotten: usize,
     /// Breaches of the seed's promises ([`Cluster::violations`]).
     pub violations: Vec<String>,
     /// Workflows that missed their deadline.
@@ -140,11 +150,71 @@ async fn connect(etcd: &EtcdAccess, prefix: &str, lease: Duration) -> Result<Clu
     off_thread(move || Cluster::on_etcd(&etcd, &prefix, lease, true)).await
 }
 
-/// Runs `connect` (which blocks while it connects) off the async threads.
-async fn off_thread<T: Send + 'static>(connect: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(connect)
+/// Runs `work`, which blocks (a connection, a store's call), off the async
+/// threads.
+async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work)
         .await
-        .expect("connecting does not panic")
+        .expect("the blocking work does not panic")
+}
+
+/// Runs `user` while the removals older than `after` are forgotten from
+/// `stores` every half second, then, once `user` is done, once more after
+/// `after` (with nothing else running, so that every removal of the run is
+/// then older): what `user` did, and how many removals were forgotten.
+/// Forgetting that fails for a reason no retry mends is `Err`.
+async fn forgetting<R>(
+    stores: Vec<EtcdStore>,
+    after: Option<Duration>,
+    user: impl Future<Output = R>,
+) -> (R, Result<usize, String>) {
+    let Some(after) = after else {
+        return (user.await, Ok(0));
+    };
+    let pass = async |stores: &[EtcdStore]| -> Result<usize, String> {
+        let mut forgotten = 0;
+        for store in stores {
+            let (store, before) = (store.clone(), std::time::SystemTime::now() - after);
+            match off_thread(move || store.forget_removals(before)).await {
+                Ok(n) => forgotten += n,
+                // etcd slow under the run's load: the next pass.
+                Err(e) if e.is_retryable() => {}
+                Err(e) => return Err(format!("forgetting removals failed: {e}")),
+            }
+        }
+        Ok(forgotten)
+    };
+    // Until a pass fails for good (then the user's run ends without them).
+    let mut forgotten = 0;
+    let passes = async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            forgotten += pass(&stores).await?;
+        }
+    };
+    tokio::pin!(user);
+    let (done, failed): (R, Result<(), String>) = tokio::select! {
+        done = &mut user => (done, Ok(())),
+        failed = passes => (user.await, failed),
+    };
+    if let Err(e) = failed {
+        return (done, Err(e));
+    }
+    tokio::time::sleep(after).await;
+    let last = pass(&stores).await;
+    (done, last.map(|n| forgotten + n))
+}
+
+/// The etcd stores of `runtimes` (a run on etcd has no other).
+fn etcd_stores<'r>(
+    runtimes: impl IntoIterator<Item = &'r crate::mizar::Runtime>,
+) -> Vec<EtcdStore> {
+    (runtimes.into_iter())
+        .filter_map(|rt| match rt.store() {
+            AnyStore::Etcd(store) => Some(store.clone()),
+            AnyStore::Memory(_) => None,
+        })
+        .collect()
 }
 
 /// A number below `n`, different in every call and every run.
@@ -289,10 +359,16 @@ pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<R
         }
         result.map(|()| report)
     };
-    let (report, restarts) = under_chaos(chaos.kill_every, &mut processes, asked, user).await;
+    let stores = etcd_stores(Kind::ALL.map(|kind| cluster.runtime(kind)));
+    let chaotic = under_chaos(chaos.kill_every, &mut processes, asked, user);
+    let ((report, restarts), forgotten) = forgetting(stores, chaos.forget_after, chaotic).await;
     let mut report = report?;
     report.restarts = restarts;
     report.violations = cluster.violations();
+    match forgotten {
+        Ok(n) => report.forgotten = n,
+        Err(e) => report.violations.push(e),
+    }
     report.rolled_back = mizar_rolled_back(&cluster);
     report.removed = Kind::ALL
         .map(|kind| cluster.removed(kind).len())
@@ -593,7 +669,9 @@ pub async fn run_podops(
         };
         ops.wait_until(chaos.deadline, settled).await
     };
-    let (settled, restarts) = under_chaos(chaos.kill_every, &mut processes, asked, user).await;
+    let stores = etcd_stores([ops.runtime()]);
+    let chaotic = under_chaos(chaos.kill_every, &mut processes, asked, user);
+    let ((settled, restarts), forgotten) = forgetting(stores, chaos.forget_after, chaotic).await;
     healer.stop();
     let mut report = Report {
         restarts,
@@ -601,6 +679,10 @@ pub async fn run_podops(
         rolled_back: podops_rolled_back(&ops),
         ..Report::default()
     };
+    match forgotten {
+        Ok(n) => report.forgotten = n,
+        Err(e) => report.violations.push(e),
+    }
     for id in ops.ever() {
         match (ops.phase(id.as_str()), ops.removed_in(id.as_str())) {
             (None, Some(_)) => {
@@ -675,6 +757,11 @@ pub struct Args {
     /// How long a workflow may take, restarts included, in seconds.
     #[arg(long, default_value_t = 60)]
     pub deadline: u64,
+    /// Under chaos, forget the removals older than this many seconds while
+    /// the run goes on (0: never); the checks then read lives whose removals
+    /// the store no longer keeps.
+    #[arg(long, default_value_t = 1)]
+    pub forget_removals_after: u64,
     /// How to reach an etcd that checks who connects (`--etcd-cacert`,
     /// `--etcd-cert`, `--etcd-key`, `--etcd-user`, as `fsm serve` takes them).
     #[command(flatten)]
@@ -795,6 +882,7 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
         kill_every: seconds(1),
         deadline: Duration::from_secs(args.deadline),
         lease: LEASE,
+        forget_after: Some(seconds(args.forget_removals_after)).filter(|t| !t.is_zero()),
     };
     let me = std::env::current_exe()?;
     let command = |role: &str, until: u64| {
@@ -826,6 +914,9 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
         "{} objects removed, their histories archived",
         report.removed
     );
+    if run.forget_after.is_some() {
+        println!("{} removals forgotten by the stores", report.forgotten);
+    }
     println!("{}", report.line());
     Ok(report.passed())
 }

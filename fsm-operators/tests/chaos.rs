@@ -95,6 +95,7 @@ fn short_run(plane: &str) -> Option<Chaos> {
         kill_every: Duration::from_secs(1),
         deadline: Duration::from_secs(60),
         lease: LEASE,
+        forget_after: Some(Duration::from_secs(1)),
     })
 }
 
@@ -116,11 +117,14 @@ fn process(name: &str, role: &str, run: &Chaos, until: u64) -> tokio::process::C
     cmd
 }
 
-/// The chaos happened: processes were killed while the user's rounds ran.
+/// The chaos happened: processes were killed while the user's rounds ran,
+/// and the stores forgot removals meanwhile (the checks, which
+/// `report.passed()` says passed, read lives whose removals are forgotten).
 fn assert_chaos(report: &Report) {
     println!("{}", report.line());
     assert!(report.passed(), "{report:#?}");
     assert!(report.restarts > 0, "{report:#?}");
+    assert!(report.forgotten > 0, "no removal forgotten: {report:#?}");
 }
 
 #[test]
