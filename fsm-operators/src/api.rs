@@ -711,9 +711,15 @@ impl Away {
         doubled.min(Self::LONGEST)
     }
 
+    /// Whether the failure after `tries` others is one to say: the first,
+    /// then the 2nd, 4th, 8th ... after it.
+    fn said(tries: u32) -> bool {
+        tries == 0 || tries.is_power_of_two()
+    }
+
     /// Says why, if this failure is one to say, and waits.
     fn wait(&mut self, e: &etcd_client::Error) {
-        if self.tries == 0 || self.tries.is_power_of_two() {
+        if Self::said(self.tries) {
             eprintln!(
                 "mizar: the API server's documents are unreachable (try {}), trying again: {e}",
                 self.tries + 1
@@ -1064,5 +1070,13 @@ mod tests {
         let pauses: Vec<u128> = (0..8).map(|t| Away::pause(t).as_millis()).collect();
         assert_eq!(pauses, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
         assert_eq!(Away::pause(u32::MAX), Away::LONGEST);
+    }
+
+    /// A process whose calls etcd keeps refusing says so at the first
+    /// failure and at the 2nd, 4th, 8th ... after it, not at every try.
+    #[test]
+    fn a_failing_call_is_said_ever_more_seldom() {
+        let said: Vec<u32> = (0..40).filter(|&t| Away::said(t)).map(|t| t + 1).collect();
+        assert_eq!(said, [1, 2, 3, 5, 9, 17, 33]);
     }
 }
