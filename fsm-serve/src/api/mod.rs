@@ -1,5 +1,6 @@
-//! The REST API: routes, the JSON of objects and errors, and how each refusal of
-//! the runtime maps to a status.
+//! The REST API: its routes and their calls. Apart: refusals as JSON and the
+//! status of each refusal of the runtime ([`error`]), what a request's path,
+//! query and headers say ([`extract`]), and the watch streams ([`watch`](mod@watch)).
 
 mod error;
 mod extract;
