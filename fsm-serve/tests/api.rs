@@ -1461,7 +1461,8 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
 /// write; a page whose watch opens after a write its first summary missed
 /// shows it (it watches from the summary's `last_event_id`); a request
 /// waiting for a held object shows beside it, though no write tells the page
-/// (it reads the summary again while an action holds an object); its token
+/// (it reads the summary again while an action holds an object), on a page
+/// that saw the hold begin and on one opened while it held; its token
 /// refused (401) on a reconnection, the page says so and stops trying. It
 /// follows every machine by one stream: with nine machines here (OpenvCloud's
 /// six besides), a stream per machine would hold every connection Chromium

@@ -8,7 +8,8 @@
 // its history on a click; cut off, it must say so, and once back show what was
 // written meanwhile; written faster than its summary is read, it must read one
 // summary at a time and end on the last write; opened as a write is made, it
-// must show it; a request waiting for a held object must show beside it; its
+// must show it; a request waiting for a held object must show beside it,
+// on a page opened before the hold and on one opened while it held; its
 // token refused, it must say
 // so and stop. It must follow the machine by its summary, never by listing
 // every object, and every machine by one stream. Prints one
@@ -203,8 +204,9 @@ try {
   await events.cancel();
   await second.close();
   // A request waiting for a held object (`?wait`) shows beside it, though
-  // nothing is written when it comes, and goes when its turn comes.
-  const waitingFor = (id, want) => page.waitForFunction(
+  // nothing is written when it comes, and goes when its turn comes: on the
+  // page that saw the hold begin, and on one opened while it held.
+  const waitingFor = (on, id, want) => on.waitForFunction(
     ([id, want]) => [...document.querySelectorAll("#inflight-door tr")].some(
       (tr) => tr.querySelector("button.object")?.textContent === id
         && tr.querySelector("td.waiting")?.textContent === want,
@@ -213,9 +215,16 @@ try {
     { timeout: 10000 },
   );
   const painting = await call("POST", "/v1/door/objects/d5/actions/paint");
-  await waitingFor("d5", "");
+  await waitingFor(page, "d5", "");
+  const third = await browser.newPage();
+  await third.goto(via + "/");
+  await third.fill("#token", token);
+  await third.click("#login button");
+  await waitingFor(third, "d5", "");
   const waiter = call("POST", "/v1/door/objects/d5/actions/close?wait=30");
-  await waitingFor("d5", "1");
+  await waitingFor(page, "d5", "1");
+  await waitingFor(third, "d5", "1");
+  await third.close();
   seen.push("waiting=1");
   await call("POST", `/v1/door/objects/d5/in-flight/${painting.fence}/complete`);
   const closing = await waiter;
