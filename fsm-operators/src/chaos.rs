@@ -207,7 +207,7 @@ async fn forgetting<R>(
 
 /// The etcd stores of `runtimes` (a run on etcd has no other).
 fn etcd_stores<'r>(
-    runtimes: impl IntoIterator<Item = &'r crate::mizar::Runtime>,
+    runtimes: impl IntoIterator<Item = &'r fsm_runtime::Runtime<AnyStore>>,
 ) -> Vec<EtcdStore> {
     (runtimes.into_iter())
         .filter_map(|rt| match rt.store() {

@@ -266,7 +266,7 @@ def main():
             if refused.code not in AGAIN:  # a wrong token or machine: no retry helps
                 sys.exit(f"deployer: the watch was refused: {refused.code} {body.get('message')}")
             log(f"the service is unavailable ({refused.code} {body.get('message')}); retrying")
-            time.sleep(max(0.5, retry_after(refused.headers.get("Retry-After"), 30)))
+            time.sleep(max(0.5, retry_after(refused.headers.get("Retry-After"), service.longest)))
         except (urllib.error.URLError, ConnectionError, TimeoutError) as lost:
             log(f"watch lost ({lost}); resuming")
             time.sleep(0.5)
