@@ -81,7 +81,7 @@
 //!
 //! | attribute | meaning |
 //! |---|---|
-//! | `spec = "path.toml"` | read the table from a spec file (then only `name` may appear on variants) |
+//! | `spec = "path.toml"` | read the table from a spec file (then, beside it, only the settings below from `actions` on; on variants only `name`) |
 //! | `name = "vm"`, `description = "..."` | the machine's name (default: the enum's, in snake_case) and description (default: its doc comment) |
 //! | `initial = Variant` | the initial state |
 //! | `single_mutator` | one actor alone may leave each state |
@@ -92,6 +92,7 @@
 //! | `actions = Name` | the generated action enum's name (default: `{Enum}Action`) |
 //! | `markers`, `markers = name` | generate the marker module for typed moves, named `name` (default: the enum's name in snake_case); off by default, as it costs a type per state and an impl per move |
 //! | `diagram = folded \| full \| none` | the view drawn on the enum's documentation page with the feature `diagram` (default: `folded`) |
+//! | `serde = false` | no `Serialize`/`Deserialize` from the derive, whether or not the feature `serde` is on: the enum keeps impls of its own |
 //! | `crate = "path"` | where the `fsm` crate is, if renamed |
 //!
 //! On a variant: `transition`, `terminal`, `persisted = false`, `owner = role`,
@@ -135,9 +136,12 @@
 //! == "ADDING_DISK"`), exactly, or a name from before a rename (`renamed_from`); an
 //! unknown name is a [`typed::UnknownName`] listing the valid ones. With the
 //! feature `serde`, `Serialize` and `Deserialize` use the same names and refuse
-//! unknown ones, with nothing to add to the enum (a `#[derive(Serialize)]` of your
-//! own beside it would then conflict: drop it). Other derives, strum's for
-//! example, work on the same enum.
+//! unknown ones, with nothing to add to the enum. An enum that keeps its own
+//! serde impls (a `#[derive(Serialize)]` with other names, numbers in a
+//! compact format) says `#[fsm(serde = false)]`: Cargo turns a feature on for
+//! the whole build when any crate in it asks, so without that, another crate's
+//! `fsm/serde` (or `fsm/full`) would make the derive's impls conflict with its
+//! own. Other derives, strum's for example, work on the same enum.
 //!
 //! ## Features
 //!

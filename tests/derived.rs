@@ -361,6 +361,40 @@ fn serde_refuses_unknown_names_and_reads_renamed_ones() {
     );
 }
 
+/// An enum that keeps serde impls of its own (here a number each, as a compact
+/// format would) says `serde = false`: the derive then writes none, so the two never
+/// conflict, whichever crate of the build turned the feature `serde` on. Read from
+/// a spec file, since `serde` is a setting, not part of the table.
+#[test]
+fn an_enum_keeps_its_own_serde_impls() {
+    #[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[fsm(spec = "tests/specs/renamed.toml", serde = false, actions = LatchAction)]
+    enum Latch {
+        Open,
+        Shut,
+    }
+    impl serde::Serialize for Latch {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_u64(self.id().0 as u64)
+        }
+    }
+    impl<'de> serde::Deserialize<'de> for Latch {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let id = <u8 as serde::Deserialize>::deserialize(d)?;
+            Latch::ALL
+                .get(usize::from(id))
+                .copied()
+                .ok_or_else(|| serde::de::Error::custom(format!("no state {id}")))
+        }
+    }
+    assert_eq!(serde_json::to_string(&Latch::Shut).unwrap(), "1");
+    assert_eq!(serde_json::from_str::<Latch>("0").unwrap(), Latch::Open);
+    // The names on the wire by `Display` and `FromStr` stay.
+    assert_eq!(Latch::Shut.to_string(), "SHUT");
+    assert_eq!("CLOSED".parse::<Latch>(), Ok(Latch::Shut));
+    assert_eq!("close".parse::<LatchAction>(), Ok(LatchAction::Shut));
+}
+
 #[test]
 fn diagrams_of_a_derived_enum_are_the_spec_diagrams() {
     let m = spec("ovc/vm.toml");

@@ -41,6 +41,29 @@ pub enum FullDoor {
     #[fsm(terminal)]
     Closed,
 }
+
+/// A gate from a spec file, drawn in full: the view is a setting beside `spec`.
+#[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "gate.toml", diagram = full)]
+pub enum Gate {
+    Open,
+    Swinging,
+    Shut,
+}
+"#;
+
+const GATE: &str = r#"[machine]
+name = "gate"
+initial = "Open"
+
+[states]
+Open = "Open"
+Swinging = { transition = true }
+Shut = "Shut"
+
+[actions]
+swing = { from = "Open", via = "Swinging", to = "Shut" }
+open = { from = "Shut", to = "Open" }
 "#;
 
 fn user_crate() -> PathBuf {
@@ -51,12 +74,13 @@ fn user_crate() -> PathBuf {
         dir.join("Cargo.toml"),
         format!(
             "[package]\nname = \"doors\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
-             [dependencies]\nfsm = {{ path = {:?}, features = [\"diagram\"] }}\n\n[workspace]\n",
+             [dependencies]\nfsm = {{ path = {:?}, features = [\"diagram\", \"toml\"] }}\n\n[workspace]\n",
             root.display().to_string()
         ),
     )
     .unwrap();
     std::fs::write(dir.join("src/lib.rs"), LIB).unwrap();
+    std::fs::write(dir.join("gate.toml"), GATE).unwrap();
     // The workspace's lock file, so that the build takes the versions this
     // machine already has.
     std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
@@ -112,6 +136,11 @@ fn cargo_doc_shows_the_machine_on_the_enum_page() {
     assert!(
         full.contains(">Closing</text>"),
         "the full view draws transition states"
+    );
+    let gate = std::fs::read_to_string(target.join("doc/doors/enum.Gate.html")).unwrap();
+    assert!(
+        gate.contains(">Swinging</text>"),
+        "a spec file's enum drawn in the view it asks for"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

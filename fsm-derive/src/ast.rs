@@ -36,6 +36,9 @@ pub struct Input {
     /// The diagram drawn on the enum's documentation page (feature `diagram`).
     #[cfg_attr(not(feature = "diagram"), allow(dead_code))]
     pub diagram: DocDiagram,
+    /// `Serialize`/`Deserialize` by the spec's names when the `serde` feature is
+    /// on; `#[fsm(serde = false)]` keeps the enum's own.
+    pub serde: bool,
 }
 
 /// `#[fsm(diagram = folded | full | none)]`: which view of the machine the enum's
@@ -58,9 +61,14 @@ struct Settings {
     action_enum: Option<Ident>,
     markers: Option<Option<Ident>>,
     diagram: DocDiagram,
+    serde: bool,
 }
 
-const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, diagram, crate";
+/// The container keys that set how the enum is generated, not what the table
+/// is: the only ones a spec file's enum takes beside `spec`.
+pub const SETTING_KEYS: [&str; 6] = ["spec", "crate", "actions", "markers", "diagram", "serde"];
+
+const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, diagram, serde, crate";
 const VARIANT_KEYS: &str =
     "name, transition, terminal, persisted, owner, remove, deadline, renamed_from, description";
 
@@ -124,6 +132,7 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
         in_order,
         spec_file: source.spec_file,
         diagram: settings.diagram,
+        serde: settings.serde,
     })
 }
 
@@ -160,6 +169,7 @@ fn settings(items: &[Item], errors: &mut Errors) -> Settings {
         action_enum: None,
         markers: None,
         diagram: DocDiagram::default(),
+        serde: true,
     };
     for item in items {
         match (item.name().as_str(), &item.body) {
@@ -188,6 +198,11 @@ fn settings(items: &[Item], errors: &mut Errors) -> Settings {
             ("diagram", _) => errors.at(
                 item.span(),
                 "expected `diagram = folded`, `diagram = full` or `diagram = none`",
+            ),
+            ("serde", Body::Value(Value::Bool(on))) => s.serde = *on,
+            ("serde", _) => errors.at(
+                item.span(),
+                "expected `serde = false` (the enum keeps its own `Serialize` and `Deserialize`) or `serde = true`",
             ),
             (
                 "name" | "description" | "initial" | "single_mutator" | "allow" | "roles"

@@ -138,6 +138,13 @@ fn generate(input: &Input) -> Result<String, Errors> {
         .markers
         .as_ref()
         .map_or(String::new(), |markers| marker_items(input, markers));
+    // By the same names with serde when the `serde` feature is on (the macro is
+    // then empty), unless the enum keeps its own (`serde = false`).
+    let serde_items = if input.serde {
+        format!("{krate}::__serde_names!({ident}, {action_enum});")
+    } else {
+        String::new()
+    };
 
     // Every generated function is `#[inline]`: the user's crate then codegens none
     // of them until it calls one, which is most of what a rebuild of a derived
@@ -268,8 +275,7 @@ fn generate(input: &Input) -> Result<String, Errors> {
             }}
         }}
 
-        // By the same names with serde, when the `serde` feature is on (else nothing).
-        {krate}::__serde_names!({ident}, {action_enum});
+        {serde_items}
 
         // `StateId: From<{ident}>` and `ActionId: From<{action_enum}>`, through
         // the model's blanket impls.

@@ -32,10 +32,7 @@ pub fn read(
     errors: &mut Errors,
 ) -> Result<Source, Errors> {
     for item in items {
-        if !matches!(
-            item.name().as_str(),
-            "spec" | "crate" | "actions" | "markers"
-        ) {
+        if !crate::ast::SETTING_KEYS.contains(&item.name().as_str()) {
             errors.at(
                 item.span(),
                 format!(
