@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use fsm_core::paths::Path as TestPath;
 use fsm_core::render::{self, Format, View};
-use fsm_core::spec::{Checked, SpecFile};
+use fsm_core::spec::{Checked, SpecError, SpecFile};
 use fsm_core::{Lint, Machine, Move, Severity, StateId, Target};
 
 /// Check state-machine specs, validate transitions and draw diagrams.
@@ -25,7 +25,8 @@ enum Command {
     /// Exits 0 when every spec is clean, 1 when a spec has findings, 2 when a spec
     /// cannot be read or is not a well-formed spec file.
     Check {
-        /// Spec files, or directories searched for `*.toml` files.
+        /// Spec files, or directories searched for `*.toml` files (a directory
+        /// with none below it is an error: exit 2).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Also write every clean spec's diagrams, in every format and both views,
@@ -37,7 +38,8 @@ enum Command {
         /// `summary`) on standard output, instead of text: for CI annotations
         /// and editors. A finding's `line` and `column` are where the text at
         /// fault starts, `end_line` and `end_column` just past it (1-based,
-        /// columns in characters). The exit code is the same.
+        /// columns in characters; an `unreadable` line has `line` and `column`
+        /// too when the file is not UTF-8). The exit code is the same.
         #[arg(long)]
         json: bool,
     },
@@ -286,7 +288,7 @@ fn load(path: &Path) -> Result<Machine, Unusable> {
 }
 
 /// Every spec file named by `paths`: files as given, directories searched for
-/// `*.toml`, in sorted order.
+/// `*.toml` (at least one each), in sorted order.
 fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unusable> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
@@ -304,10 +306,20 @@ fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unusable> {
     let mut out = Vec::new();
     for path in paths {
         if path.is_dir() {
+            let before = out.len();
             walk(path, &mut out).map_err(|e| {
                 eprintln!("error: cannot read directory {}: {e}", path.display());
                 Unusable
             })?;
+            // A directory named for its specs that has none is a wrong path,
+            // not a clean run.
+            if out.len() == before {
+                eprintln!(
+                    "error: no spec files (*.toml) in {} or below it",
+                    path.display()
+                );
+                return Err(Unusable);
+            }
         } else {
             out.push(path.clone());
         }
@@ -325,10 +337,15 @@ fn check(paths: &[PathBuf], diagrams: Option<&Path>, json: bool) -> Result<ExitC
                 // Counted: the summary line must not say `0 errors` of a
                 // run that exits 2.
                 match json {
-                    true => println!(
-                        "{}",
-                        serde_json::json!({ "reason": "unreadable", "file": path.display().to_string(), "message": e.to_string() })
-                    ),
+                    true => {
+                        let mut line = serde_json::json!({ "reason": "unreadable", "file": path.display().to_string(), "message": e.to_string() });
+                        // Text that is not UTF-8: where, as a finding says it.
+                        if let SpecError::NotUtf8 { source, .. } = &e {
+                            line["line"] = source.line.into();
+                            line["column"] = source.column.into();
+                        }
+                        println!("{line}");
+                    }
                     false => eprintln!("error: {e}"),
                 }
                 errors += 1;
@@ -664,8 +681,12 @@ fn import(
     output: Option<&Path>,
     read: impl FnOnce(String, &str) -> Result<String, fsm_interchange::ImportError>,
 ) -> Result<ExitCode, Unusable> {
-    let text = std::fs::read_to_string(file).map_err(|e| {
+    let bytes = std::fs::read(file).map_err(|e| {
         eprintln!("error: cannot read {}: {e}", file.display());
+        Unusable
+    })?;
+    let text = fsm_core::spec::utf8_text(bytes).map_err(|e| {
+        eprintln!("error: cannot read {}", e.in_file(file));
         Unusable
     })?;
     let stem = file

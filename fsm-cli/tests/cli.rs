@@ -156,6 +156,54 @@ fn check_exits_2_on_malformed_or_missing_input() {
         "{stderr}"
     );
     assert_eq!(stdout.trim(), "checked 2 specs: 1 error, 0 warnings");
+
+    // A spec saved in Latin-1: where its first byte that is not UTF-8 is, in the
+    // characters of its line (`é` before it is one), as a finding says it.
+    let latin1 = dir.join("latin1.toml");
+    std::fs::write(&latin1, b"[machine]\nname = \"\xc3\xa9t\xe9\"\n").unwrap();
+    let (code, _, stderr) = fsm(&["check", &latin1.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot read spec {}:2:11: byte 0xe9 is not UTF-8 (a spec is UTF-8 text)",
+            latin1.display()
+        )),
+        "{stderr}"
+    );
+    let (code, stdout, _) = fsm(&["check", "--json", &latin1.display().to_string()]);
+    assert_eq!(code, 2);
+    let line: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (&line["reason"], &line["line"], &line["column"]),
+        (&"unreadable".into(), &2.into(), &11.into())
+    );
+    // And a diagram to import, likewise.
+    let puml = dir.join("latin1.puml");
+    std::fs::write(&puml, b"@startuml\n[*] --> \xe9t\xe9\n@enduml\n").unwrap();
+    let (code, _, stderr) = fsm(&["import", "plantuml", &puml.display().to_string()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot read {}:2:9: byte 0xe9 is not UTF-8",
+            puml.display()
+        )),
+        "{stderr}"
+    );
+
+    // A directory named for its specs that holds none is a wrong path, not a
+    // clean run of nothing.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(empty.join("sub")).unwrap();
+    std::fs::write(empty.join("sub/notes.md"), "no spec here").unwrap();
+    let (code, stdout, stderr) = fsm(&["check", &empty.display().to_string()]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "error: no spec files (*.toml) in {} or below it",
+            empty.display()
+        )),
+        "{stderr}"
+    );
 }
 
 /// `--json`: a line of JSON per finding (with where it starts and ends, the

@@ -27,7 +27,7 @@
 use std::path::{Path, PathBuf};
 
 pub use fsm_model::{ActionDef, MachineDef, NamedDef, Site, StateDef, StateKind, TargetDef};
-pub use fsm_toml::{Location, Parsed, SourceMap, parse};
+pub use fsm_toml::{Location, NotUtf8, Parsed, SourceMap, parse, utf8_text};
 
 use crate::analysis;
 use fsm_model::{Diagnostic, Machine};
@@ -61,7 +61,11 @@ impl SpecFile {
     /// Reads a spec file.
     pub fn read(path: impl AsRef<Path>) -> Result<Self, SpecError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Io {
+        let bytes = std::fs::read(path).map_err(|source| SpecError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let text = fsm_toml::utf8_text(bytes).map_err(|source| SpecError::NotUtf8 {
             path: path.to_owned(),
             source,
         })?;
@@ -197,6 +201,13 @@ pub enum SpecError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// The file is not UTF-8 text.
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// Where its first byte that is not UTF-8 stands.
+        source: fsm_toml::NotUtf8,
+    },
     /// The spec has errors.
     Invalid {
         /// The file.
@@ -218,6 +229,11 @@ impl std::fmt::Display for SpecError {
             SpecError::Io { path, source } => {
                 write!(f, "cannot read spec {}: {source}", path.display())
             }
+            SpecError::NotUtf8 { path, source } => write!(
+                f,
+                "cannot read spec {} (a spec is UTF-8 text)",
+                source.in_file(path)
+            ),
             SpecError::Invalid {
                 path,
                 line,
@@ -237,7 +253,8 @@ impl std::error::Error for SpecError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             SpecError::Io { source, .. } => Some(source),
-            SpecError::Invalid { .. } => None,
+            // Its place and byte are in the message, and in the variant's fields.
+            SpecError::NotUtf8 { .. } | SpecError::Invalid { .. } => None,
         }
     }
 }

@@ -4,7 +4,7 @@
 #[path = "common/mangle.rs"]
 mod mangle;
 
-use fsm_core::spec::SpecFile;
+use fsm_core::spec::{SpecError, SpecFile};
 use mangle::{SPECS, apply, edit};
 use proptest::prelude::*;
 
@@ -42,6 +42,43 @@ proptest! {
         prop_assert_eq!(report.machine.is_some(), !report.has_errors());
         let rendered = report.render();
         prop_assert_eq!(rendered.is_empty(), report.diagnostics.is_empty());
+    }
+
+    /// A spec file with a byte that is not UTF-8 (one saved in Latin-1) is
+    /// refused with where that byte is, as an editor counts: the line, and the
+    /// characters before it on its line.
+    #[test]
+    fn a_byte_that_is_not_utf8_is_placed(spec in 0..SPECS.len(), at in any::<prop::sample::Index>(), byte in 0x80u8..=0xff) {
+        // Characters of several bytes before the byte on its line, so that its
+        // column counts characters, not bytes.
+        let text = &SPECS[spec].replace('e', "é");
+        let mut cut = at.index(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        // A continuation byte alone, or a lead byte followed by ASCII: never UTF-8.
+        let mut bytes = text.as_bytes()[..cut].to_vec();
+        bytes.extend([byte, b'x']);
+        bytes.extend(&text.as_bytes()[cut..]);
+        let file = std::env::temp_dir().join(format!("fsm-latin1-{}.toml", std::process::id()));
+        std::fs::write(&file, &bytes).unwrap();
+        let err = SpecFile::read(&file).unwrap_err();
+        let _ = std::fs::remove_file(&file);
+        let before = &text[..cut];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().unwrap().chars().count() + 1;
+        match &err {
+            SpecError::NotUtf8 { path, source } => {
+                prop_assert_eq!(path, &file);
+                prop_assert_eq!((source.line, source.column, source.byte), (line, column, byte));
+            }
+            other => prop_assert!(false, "{other}"),
+        }
+        let expected = format!(
+            "cannot read spec {}:{line}:{column}: byte 0x{byte:02x} is not UTF-8 (a spec is UTF-8 text)",
+            file.display()
+        );
+        prop_assert_eq!(err.to_string(), expected);
     }
 }
 

@@ -51,12 +51,11 @@ pub fn read(
         }
     }
     let path = file_path(literal);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        Error::new(
-            *literal_span,
-            format!("cannot read spec file {}: {e}", path.display()),
-        )
-    })?;
+    let unreadable =
+        |why: String| Error::new(*literal_span, format!("cannot read spec file {why}"));
+    let bytes = std::fs::read(&path).map_err(|e| unreadable(format!("{}: {e}", path.display())))?;
+    let text = fsm_toml::utf8_text(bytes)
+        .map_err(|e| unreadable(format!("{} (a spec is UTF-8 text)", e.in_file(&path))))?;
     let mut file = SpecText {
         shown_path: literal.clone(),
         text,

@@ -31,7 +31,7 @@ mod location;
 mod read;
 
 pub use help::help;
-pub use location::{Location, SourceMap};
+pub use location::{Location, NotUtf8, SourceMap, utf8_text};
 
 use fsm_model::{Diagnostic, Lint, MachineDef};
 

@@ -78,3 +78,64 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
     }
     i
 }
+
+/// Bytes read as text (a spec, a diagram to import) that are not UTF-8: where
+/// the first byte that is not stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotUtf8 {
+    /// 1-based line of the first byte that is not UTF-8.
+    pub line: usize,
+    /// 1-based column of that byte, in the characters before it on its line.
+    pub column: usize,
+    /// The byte.
+    pub byte: u8,
+}
+
+impl std::fmt::Display for NotUtf8 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "byte 0x{:02x} at line {}, column {} is not UTF-8",
+            self.byte, self.line, self.column
+        )
+    }
+}
+
+impl NotUtf8 {
+    /// `path:line:column: byte 0x.. is not UTF-8`, where an editor jumps to it.
+    pub fn in_file(&self, path: &std::path::Path) -> String {
+        format!(
+            "{}:{}:{}: byte 0x{:02x} is not UTF-8",
+            path.display(),
+            self.line,
+            self.column,
+            self.byte
+        )
+    }
+}
+
+impl std::error::Error for NotUtf8 {}
+
+/// A file's bytes as its text, or where they stop being UTF-8, so that every
+/// reader of spec files (the derive's included) and of files to import says
+/// where.
+///
+/// ```
+/// let text = fsm_toml::utf8_text(b"[machine]\nname = \"vm\"\n".to_vec()).unwrap();
+/// assert!(text.starts_with("[machine]"));
+/// let err = fsm_toml::utf8_text(b"[machine]\nname = \"v\xe9\"\n".to_vec()).unwrap_err();
+/// assert_eq!((err.line, err.column, err.byte), (2, 10, 0xe9));
+/// ```
+pub fn utf8_text(bytes: Vec<u8>) -> Result<String, NotUtf8> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        let place = Location::of(valid, at..at);
+        NotUtf8 {
+            line: place.line,
+            column: place.column,
+            byte: bytes[at],
+        }
+    })
+}
