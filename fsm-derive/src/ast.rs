@@ -64,10 +64,6 @@ struct Settings {
     serde: bool,
 }
 
-/// The container keys that set how the enum is generated, not what the table
-/// is: the only ones a spec file's enum takes beside `spec`.
-pub const SETTING_KEYS: [&str; 6] = ["spec", "crate", "actions", "markers", "diagram", "serde"];
-
 const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, allow, roles, guards, action, actions, markers, diagram, serde, crate";
 const VARIANT_KEYS: &str =
     "name, transition, terminal, persisted, owner, remove, deadline, renamed_from, description";

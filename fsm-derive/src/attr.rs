@@ -15,6 +15,11 @@ pub struct Key {
     span: Span,
 }
 
+/// The container keys that set how the enum is generated, not what the table
+/// is: the only ones a spec file's enum takes beside `spec`.
+#[cfg_attr(not(feature = "toml"), allow(dead_code))]
+pub const SETTING_KEYS: [&str; 6] = ["spec", "crate", "actions", "markers", "diagram", "serde"];
+
 /// A value: a string, a bool, a name, or a list (`[A, B]` or `A | B`).
 #[derive(Clone)]
 pub enum Value {

@@ -32,7 +32,7 @@ pub fn read(
     errors: &mut Errors,
 ) -> Result<Source, Errors> {
     for item in items {
-        if !crate::ast::SETTING_KEYS.contains(&item.name().as_str()) {
+        if !crate::attr::SETTING_KEYS.contains(&item.name().as_str()) {
             errors.at(
                 item.span(),
                 format!(
