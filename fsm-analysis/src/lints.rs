@@ -379,6 +379,9 @@ fn orphan(cx: &Cx<'_>, i: usize) -> bool {
 
 fn unreachable(cx: &Cx<'_>, out: &mut Out) {
     let Some(init) = cx.initial else { return };
+    if cx.graph.incomplete {
+        return;
+    }
     for (i, s) in cx.def.states.iter().enumerate() {
         if !cx.graph.reachable[i] && !cx.duplicate[i] && !orphan(cx, i) {
             out.push(
@@ -397,6 +400,9 @@ fn unreachable(cx: &Cx<'_>, out: &mut Out) {
 }
 
 fn orphan_transition(cx: &Cx<'_>, out: &mut Out) {
+    if cx.graph.incomplete {
+        return;
+    }
     for (i, s) in cx.def.states.iter().enumerate() {
         if orphan(cx, i) && !cx.duplicate[i] {
             out.push(
@@ -413,6 +419,9 @@ fn orphan_transition(cx: &Cx<'_>, out: &mut Out) {
 }
 
 fn dead_end(cx: &Cx<'_>, out: &mut Out) {
+    if cx.graph.incomplete {
+        return;
+    }
     for (i, s) in cx.def.states.iter().enumerate() {
         if s.kind == StateKind::Static && !s.terminal && !cx.graph.left[i] && !cx.duplicate[i] {
             out.push(

@@ -51,6 +51,19 @@ impl Resolved {
         }
     }
 
+    /// True when a state the action names did not resolve, or it names no
+    /// target: the graph lacks edges of it.
+    fn misses_a_state(&self) -> bool {
+        let target = match &self.target {
+            ResolvedTarget::Missing | ResolvedTarget::State(None) => true,
+            ResolvedTarget::State(Some(_)) | ResolvedTarget::Origin => false,
+            ResolvedTarget::PerOrigin(pairs) => {
+                pairs.iter().any(|(o, t)| o.is_none() || t.is_none())
+            }
+        };
+        target || self.via == Some(None) || self.origins.contains(&None)
+    }
+
     pub fn changes_state(&self) -> bool {
         self.via.is_some() || !matches!(self.target, ResolvedTarget::Origin)
     }
@@ -73,6 +86,11 @@ pub(crate) struct Graph {
     pub left: Vec<bool>,
     /// For each transition state, the actions passing through it.
     pub entered_by: Vec<Vec<usize>>,
+    /// Some action names a state that did not resolve (or names no target), so
+    /// edges the author meant are missing: the rules that read the whole graph
+    /// (unreachable, dead-end, orphan-transition) would report what follows from
+    /// that one mistake as mistakes of their own, and wait until it is fixed.
+    pub incomplete: bool,
 }
 
 impl Graph {
@@ -80,6 +98,7 @@ impl Graph {
         let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut left = vec![false; n];
         let mut entered_by: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let incomplete = actions.iter().any(Resolved::misses_a_state);
         for (a, act) in actions.iter().enumerate() {
             if let Some(Some(v)) = act.via {
                 entered_by[v].push(a);
@@ -117,6 +136,7 @@ impl Graph {
             reachable,
             left,
             entered_by,
+            incomplete,
         }
     }
 }
