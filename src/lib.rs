@@ -73,7 +73,9 @@
 //!
 //! Either way the table goes through the same analysis as `fsm check`, and every
 //! error is a compile error at the token at fault (for a spec file, the message gives
-//! its file, line and column), all of them in one build.
+//! its file, line and column), all of them in one build. They are the build's
+//! only errors: a derive that fails still writes the enum's API, over a stand-in
+//! table, so that the code using it adds no error of its own at each use.
 //!
 //! ## Attributes
 //!

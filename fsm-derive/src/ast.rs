@@ -68,8 +68,25 @@ const CONTAINER_KEYS: &str = "spec, name, description, initial, single_mutator, 
 const VARIANT_KEYS: &str =
     "name, transition, terminal, persisted, owner, remove, deadline, renamed_from, description";
 
-pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
-    let input = crate::input::parse(tokens)?;
+/// Why the derive failed, and what to generate beside the errors.
+pub struct Failed {
+    pub errors: Errors,
+    /// A stand-in for the enum's API (see [`stand_in`]), when the input is an
+    /// enum of unit variants.
+    pub stand_in: Option<Box<Input>>,
+}
+
+impl From<Errors> for Failed {
+    fn from(errors: Errors) -> Self {
+        Failed {
+            errors,
+            stand_in: None,
+        }
+    }
+}
+
+pub fn parse(tokens: TokenStream) -> Result<Input, Failed> {
+    let input = crate::input::parse(tokens).map_err(Errors::from)?;
     let mut errors = Errors::default();
     if let Some(span) = input.generics {
         errors.at(span, "a state enum cannot be generic");
@@ -94,11 +111,27 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
     let items = attr::fsm_items(&input.attributes, &mut errors);
     let settings = settings(&items, &mut errors);
     let source = match &settings.spec {
-        Some(path) => spec_file(path, &items, &variants, &input.name, &mut errors)?,
-        None => inline(&input, &items, &variants, &mut errors),
+        Some(path) => spec_file(path, &items, &variants, &input.name, &mut errors),
+        None => Ok(inline(&input, &items, &variants, &mut errors)),
+    };
+    let source = match source {
+        Ok(source) => source,
+        Err(more) => {
+            errors.extend(more);
+            return Err(Failed {
+                stand_in: stand_in(&input, &settings, &[]),
+                errors,
+            });
+        }
     };
     let machine = check::check(&source.def, &source.places, &mut errors);
-    errors.finish()?;
+    if let Err(errors) = errors.finish() {
+        let actions: Vec<&str> = source.def.actions.iter().map(|a| a.name.as_str()).collect();
+        return Err(Failed {
+            stand_in: stand_in(&input, &settings, &actions),
+            errors,
+        });
+    }
     let machine = machine.expect("no error, so the analysis built the machine");
     let variants: Vec<Ident> = source
         .variant_of
@@ -112,17 +145,12 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
         .all(|(declared, state)| {
             !declared.discriminant && declared.name.to_string() == state.to_string()
         });
-    let snake = crate::case::snake(&input.name.to_string());
     Ok(Input {
+        action_enum: action_enum(&input, &settings),
+        markers: markers(&input, &settings),
         ident: input.name.clone(),
         vis: input.vis.clone(),
         krate: settings.krate,
-        action_enum: settings
-            .action_enum
-            .unwrap_or_else(|| Ident::new(&format!("{}Action", input.name), input.name.span())),
-        markers: settings
-            .markers
-            .map(|name| name.unwrap_or_else(|| Ident::new(&snake, input.name.span()))),
         machine,
         variants,
         in_order,
@@ -130,6 +158,73 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Errors> {
         diagram: settings.diagram,
         serde: settings.serde,
     })
+}
+
+fn action_enum(input: &Enum, settings: &Settings) -> Ident {
+    settings
+        .action_enum
+        .clone()
+        .unwrap_or_else(|| Ident::new(&format!("{}Action", input.name), input.name.span()))
+}
+
+fn markers(input: &Enum, settings: &Settings) -> Option<Ident> {
+    settings.markers.clone().map(|name| {
+        name.unwrap_or_else(|| {
+            Ident::new(
+                &crate::case::snake(&input.name.to_string()),
+                input.name.span(),
+            )
+        })
+    })
+}
+
+/// What the derive generates for an enum it refused, beside its errors: the same
+/// API (the action enum with the actions it could read, the traits, the names
+/// on the wire) over a stand-in table of the enum's variants, every one terminal
+/// and every action changing nothing. The user's code that calls the API then
+/// compiles against it, so that the build reports the derive's own errors, not
+/// one more at each place the enum is used (thiserror does the same); only typed
+/// moves (`checked_move`) meet a table with no move. Nothing of it runs: the
+/// crate does not build. `None` when the variants are not unit
+/// variants or the stand-in itself would not check (two actions of one name).
+fn stand_in(input: &Enum, settings: &Settings, actions: &[&str]) -> Option<Box<Input>> {
+    if input.generics.is_some()
+        || input.variants.is_empty()
+        || input.variants.iter().any(|v| v.fields)
+    {
+        return None;
+    }
+    let mut def = MachineDef {
+        name: crate::case::snake(&input.name.to_string()),
+        initial: Some(input.variants[0].name.to_string()),
+        ..MachineDef::default()
+    };
+    for v in &input.variants {
+        let mut state = StateDef::new(v.name.to_string(), StateKind::Static);
+        state.terminal = true;
+        def.states.push(state);
+    }
+    for name in actions {
+        def.actions.push(ActionDef {
+            name: (*name).to_owned(),
+            from: vec![input.variants[0].name.to_string()],
+            ..ActionDef::default()
+        });
+    }
+    let machine = fsm_analysis::check(&def).machine?;
+    Some(Box::new(Input {
+        action_enum: action_enum(input, settings),
+        markers: markers(input, settings),
+        ident: input.name.clone(),
+        vis: input.vis.clone(),
+        krate: settings.krate.clone(),
+        machine,
+        variants: input.variants.iter().map(|v| v.name.clone()).collect(),
+        in_order: input.variants.iter().all(|v| !v.discriminant),
+        spec_file: None,
+        diagram: DocDiagram::None,
+        serde: settings.serde,
+    }))
 }
 
 #[cfg(feature = "toml")]

@@ -32,6 +32,11 @@ impl Errors {
         self.push(Error::new(span, message));
     }
 
+    /// Adds every error of `more` after these.
+    pub fn extend(&mut self, more: Errors) {
+        self.0.extend(more.0);
+    }
+
     /// How many errors so far, to tell whether a part of the input had one.
     pub fn count(&self) -> usize {
         self.0.len()

@@ -31,7 +31,16 @@ use proc_macro::TokenStream;
 /// See the `fsm` crate's documentation for the attributes and what is generated.
 #[proc_macro_derive(StateMachine, attributes(fsm))]
 pub fn derive_state_machine(input: TokenStream) -> TokenStream {
-    ast::parse(input)
-        .and_then(|input| expand::expand(&input))
-        .unwrap_or_else(ctxt::Errors::into_compile_errors)
+    match ast::parse(input) {
+        Ok(input) => expand::expand(&input).unwrap_or_else(ctxt::Errors::into_compile_errors),
+        Err(ast::Failed { errors, stand_in }) => {
+            let mut out = errors.into_compile_errors();
+            // The API over a stand-in table, so that the errors above are the
+            // build's only ones.
+            if let Some(api) = stand_in.and_then(|input| expand::expand(&input).ok()) {
+                out.extend(api);
+            }
+            out
+        }
+    }
 }
