@@ -1,6 +1,7 @@
-// A spec file that does not exist, and one that is not UTF-8 text.
+// A spec file that does not exist (beside an attribute error, reported too),
+// and one that is not UTF-8 text.
 #[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[fsm(spec = "specs/ovc/no_such_object.toml")]
+#[fsm(spec = "specs/ovc/no_such_object.toml", markers = "vm")]
 enum Vm {
     Halted,
 }
