@@ -350,6 +350,11 @@ impl Machine {
     pub fn suggest_action(&self, name: &str) -> Option<&str> {
         crate::suggest::closest(name, self.actions.iter().map(|a| &*a.name))
     }
+
+    /// The guard name closest to `name`, for a "did you mean" hint.
+    pub fn suggest_guard(&self, name: &str) -> Option<&str> {
+        crate::suggest::closest(name, self.guards.iter().map(|g| &*g.name))
+    }
 }
 
 /// Constructors for the analysis, which builds the machine it checked, and the

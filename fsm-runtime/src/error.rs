@@ -337,12 +337,17 @@ pub enum RuntimeError {
         why: String,
     },
     /// A guard implementation was given for a name the machine does not have.
-    #[error("machine `{machine}` has no guard `{guard}`")]
+    #[error(
+        "machine `{machine}` has no guard `{guard}`{}",
+        suggestion.as_ref().map_or(String::new(), |s| format!("; did you mean `{s}`?"))
+    )]
     UnknownGuard {
         /// The machine.
         machine: String,
         /// The name given.
         guard: String,
+        /// The machine's guard closest to it, if one is close.
+        suggestion: Option<String>,
     },
     /// The store failed.
     #[error(transparent)]

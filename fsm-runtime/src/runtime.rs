@@ -94,6 +94,7 @@ impl<S: Store> RuntimeBuilder<S> {
             .find(|g| !self.machine.guards().iter().any(|d| d.name == **g))
         {
             return Err(RuntimeError::UnknownGuard {
+                suggestion: self.machine.suggest_guard(guard).map(str::to_owned),
                 machine: machine_name,
                 guard: guard.clone(),
             });

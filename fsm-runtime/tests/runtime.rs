@@ -213,6 +213,15 @@ fn a_runtime_needs_every_guard_and_only_those() {
         .build()
         .unwrap_err();
     assert_eq!(err.to_string(), "machine `vm` has no guard `drained`");
+    // A name one letter off is shown the guard it was meant for.
+    let err = Runtime::builder(spec("sabakan/machine.toml"), MemoryStore::new())
+        .guard("keys_deletd", |_| true)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "machine `machine` has no guard `keys_deletd`; did you mean `keys_deleted`?"
+    );
 }
 
 #[test]
