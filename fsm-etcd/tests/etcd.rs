@@ -1851,3 +1851,41 @@ fn a_store_reconnected_under_writes_loses_and_repeats_nothing() {
     let more = watcher.try_recv();
     assert!(matches!(more, Ok(None)), "an entry seen twice: {more:?}");
 }
+
+/// An async start's future dropped while its write is on the way (a `timeout`
+/// around it, a `select!`) does not take the write back: on etcd the write goes
+/// on and lands, the object held by this process with no handle to end it, and
+/// a healer with a deadline rolls it back, as the runtime's "Cancel safety"
+/// says. (The memory store writes in the first poll: nothing is on the way.)
+#[test]
+fn a_start_whose_future_is_dropped_is_held_until_a_healer_rolls_it_back() {
+    let Some(store) = store() else { return };
+    let rt = Runtime::new(machine(), store).unwrap();
+    let (alice, bob) = (Actor::new("alice"), Actor::new("bob"));
+    rt.create("vm", &alice).unwrap();
+    block_on(async {
+        // Polled once, as a `select!` whose other branch won would, then dropped.
+        let mut start = std::pin::pin!(rt.start_async("vm", &alice, "start"));
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(start.as_mut().poll(cx)));
+        assert!(
+            first.await.is_pending(),
+            "the start finished in its first poll"
+        );
+    });
+    // The write lands after its future is gone: held, and no handle says so.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rt.get("vm").unwrap().in_flight.is_none() {
+        assert!(Instant::now() < deadline, "the dropped start never landed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    match rt.start("vm", &bob, "start") {
+        Err(RuntimeError::Busy {
+            abandoned, holder, ..
+        }) => assert_eq!((abandoned, holder.as_str()), (false, "alice")),
+        other => panic!("{other:?}"),
+    }
+    let report = Healer::new().deadline(Duration::ZERO).heal(&rt).unwrap();
+    assert_eq!(report.healed.len(), 1, "{report:?}");
+    assert_eq!(rt.state_name("vm").unwrap(), "HALTED");
+    rt.run("vm", &bob, "start").unwrap();
+}

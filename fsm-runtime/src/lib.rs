@@ -160,6 +160,25 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Cancel safety
+//!
+//! An async call that writes (`create_async`, `start_async`,
+//! `complete_async`, `remove_async`, ...) is not taken back by dropping its
+//! future: a `select!` whose other branch won, a `timeout` around the call, a
+//! request whose client went away. On the [`MemoryStore`] a call decides and
+//! writes in its first poll, so a dropped future either did all of it or
+//! nothing. On a store across the network (`fsm-etcd`) the write is on its
+//! way once the call was first polled, and lands all the same: an object is
+//! created or removed as asked, and an action whose start lands has no
+//! handle to end it. Its holder is the process, which lives, so the object
+//! stays held until a [`Healer`] with a [deadline](Healer::deadline) rolls it
+//! back (or the process ends and its lease expires). So bound a call with the
+//! store's own timeout (`EtcdBuilder::timeout`: the call then answers
+//! [`StoreError::Unavailable`]), not by dropping it; and run a start whose
+//! caller may go away as a task of its own (`tokio::spawn`), which ends the
+//! handle or drops it (abandoned, rolled back by the next healer pass) there,
+//! as `fsm serve` does for each request.
+//!
 //! # Guards in CEL (feature `cel`)
 //!
 //! A guard the spec writes as a CEL expression is evaluated by the runtime, with no

@@ -658,6 +658,10 @@ impl<S: Store> Runtime<S> {
     /// awaited ([`Store::load_async`], [`Store::commit_async`]), so a store on the
     /// network never blocks the caller's thread, and the handle finishes with
     /// [`InFlight::complete_async`] or [`InFlight::fail_async`].
+    ///
+    /// Not cancel safe on a store across the network: dropped after its first
+    /// poll, the start may still land, with no handle (see the crate's "Cancel
+    /// safety").
     pub async fn start_async(
         &self,
         id: impl IntoObjectId,
