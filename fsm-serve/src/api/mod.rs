@@ -18,7 +18,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
-use fsm_runtime::{Actor, Fence, InFlight, ObjectId, Record, RuntimeError, Store, StoreError};
+use fsm_runtime::{Actor, Fence, ObjectId, Record, RuntimeError, Store, StoreError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -63,7 +63,20 @@ fn machine<'s>(service: &'s Service, name: &str) -> Result<&'s Arc<MachineServic
     })
 }
 
-/// Runs blocking runtime work off the async workers.
+/// Runs an action's runtime calls, in their async forms, as a task of their
+/// own: a store's write goes to its end, and a handle it made is ended or let
+/// go, even when the request is dropped (its client gone) meanwhile, as
+/// [`blocking`] work does; without the hop to a blocking thread, which cost a
+/// third of a request's throughput (BENCHMARKS.md).
+async fn in_task<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, RuntimeError>> + Send + 'static,
+) -> Result<T, RuntimeError> {
+    tokio::spawn(work)
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// Runs blocking runtime work off the async workers: what reads many records.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, RuntimeError> + Send + 'static,
 ) -> Result<T, RuntimeError> {
@@ -154,7 +167,7 @@ async fn create(
         .filter(|d| !d.is_null())
         .map(|d| d.to_string().into());
     let (rt, id, who) = (m.runtime.clone(), create.id.clone(), actor.clone());
-    let record = blocking(move || rt.create_with(id, &who, data))
+    let record = in_task(async move { rt.create_with_async(id, &who, data).await })
         .await
         .map_err(|e| logged(&actor, "create", e))?;
     let body = object_json(m.runtime.machine(), &create.id, &record);
@@ -170,7 +183,7 @@ async fn get_object(
     let actor = actor(&service, &headers)?;
     let m = machine(&service, &name)?.clone();
     let (rt, key) = (m.runtime.clone(), id.clone());
-    let got = blocking(move || rt.get(key)).await;
+    let got = in_task(async move { rt.get_async(key).await }).await;
     let record = or_removed(&m, got.map_err(|e| logged(&actor, "get", e))).await?;
     if unchanged(&headers, record.version)? {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
@@ -542,17 +555,22 @@ async fn start(
     let wait = wait_for(&service, query.wait)?;
     let attempt = || {
         let (rt, key, who, action) = (m.runtime.clone(), id.clone(), actor.clone(), action.clone());
-        blocking(move || {
-            let flight = match version {
-                Some(v) => rt.start_at(key, v, &who, action.as_str()),
-                None => rt.start(key, &who, action.as_str()),
-            }?
-            .into_owned();
+        in_task(async move {
+            let flight = rt
+                .start_changing_async(key, version, &who, action.as_str(), None)
+                .await?
+                .into_owned();
             if query.run {
-                return flight.complete().map(|r| (r, None));
+                return flight.complete_async().await.map(|r| (r, None));
             }
-            let record = rt.get(flight.id().clone())?;
-            Ok((record, Some(flight)))
+            match rt.get_async(flight.id().clone()).await {
+                Ok(record) => Ok((record, Some(flight))),
+                Err(e) => {
+                    // Let go on a blocking thread: a store call.
+                    tokio::task::spawn_blocking(move || drop(flight));
+                    Err(e)
+                }
+            }
         })
     };
     let started = in_turn(&m, &id, &wait, attempt).await;
@@ -679,10 +697,7 @@ async fn remove(
     let wait = wait_for(&service, query.wait)?;
     let attempt = || {
         let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
-        blocking(move || match version {
-            Some(v) => rt.remove_at(key, v, &who),
-            None => rt.remove(key, &who),
-        })
+        in_task(async move { rt.remove_async(key, version, &who).await })
     };
     let removed = in_turn(&m, &id, &wait, attempt)
         .await
@@ -740,14 +755,14 @@ async fn finish(
         }
     };
     let (runtime, by, object) = (m.runtime.clone(), actor.clone(), id.clone());
-    let record = blocking(move || {
-        let end = |flight: InFlight<'_, crate::AnyStore>| match complete {
-            true => flight.complete(),
-            false => flight.fail(),
+    let record = in_task(async move {
+        let flight = match flight {
+            Some(flight) => flight,
+            None => runtime.resume_async(object, &by, Fence(fence)).await?,
         };
-        match flight {
-            Some(flight) => end(flight),
-            None => end(runtime.resume(object, &by, Fence(fence))?),
+        match complete {
+            true => flight.complete_async().await,
+            false => flight.fail_async().await,
         }
     })
     .await
@@ -839,7 +854,7 @@ async fn patch_data(
     let attempt = || {
         let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
         let (feed, action, patch) = (m.feed.clone(), action.clone(), patch.clone());
-        blocking(move || {
+        in_task(async move {
             // The change is computed from one version's data and started at that
             // version, so the guards judge the data that will be written (the spec's
             // rules on changes see `object.data` and `proposed.data`) and nothing
@@ -847,24 +862,27 @@ async fn patch_data(
             // retried on the new data, as often as it takes: each retry means another
             // write landed, so the object moves on.
             loop {
-                let current = rt.get(key.clone())?;
+                let current = rt.get_async(key.clone()).await?;
                 let at = version.unwrap_or(current.version);
                 let mut data = match &current.data {
                     Some(d) => serde_json::from_str(d).unwrap_or(Value::Null),
                     None => Value::Null,
                 };
                 merge_patch(&mut data, &patch);
-                match rt.start_changing(
-                    key.clone(),
-                    Some(at),
-                    &who,
-                    action.as_str(),
-                    data.to_string().into(),
-                ) {
+                let started = rt
+                    .start_changing_async(
+                        key.clone(),
+                        Some(at),
+                        &who,
+                        action.as_str(),
+                        Some(data.to_string().into()),
+                    )
+                    .await;
+                match started {
                     Err(RuntimeError::VersionMismatch { .. }) if version.is_none() => {
                         feed.counters.conflicts.fetch_add(1, Ordering::Relaxed);
                     }
-                    started => return started?.complete(),
+                    started => return started?.complete_async().await,
                 }
             }
         })
