@@ -66,8 +66,8 @@ fn machine<'s>(service: &'s Service, name: &str) -> Result<&'s Arc<MachineServic
 /// Runs an action's runtime calls, in their async forms, as a task of their
 /// own: a store's write goes to its end, and a handle it made is ended or let
 /// go, even when the request is dropped (its client gone) meanwhile, as
-/// [`blocking`] work does; without the hop to a blocking thread, which cost a
-/// third of a request's throughput (BENCHMARKS.md).
+/// [`blocking`] work does; without the hop to a blocking thread and back,
+/// which took more than a quarter of a request's time (BENCHMARKS.md).
 async fn in_task<T: Send + 'static>(
     work: impl std::future::Future<Output = Result<T, RuntimeError>> + Send + 'static,
 ) -> Result<T, RuntimeError> {
