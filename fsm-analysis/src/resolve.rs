@@ -51,17 +51,18 @@ impl Resolved {
         }
     }
 
-    /// True when a state the action names did not resolve, or it names no
-    /// target: the graph lacks edges of it.
+    /// True when a state the action names did not resolve, or an origin has no
+    /// target (none given, or none for it among targets per origin): the graph
+    /// lacks edges of it.
     fn misses_a_state(&self) -> bool {
-        let target = match &self.target {
-            ResolvedTarget::Missing | ResolvedTarget::State(None) => true,
-            ResolvedTarget::State(Some(_)) | ResolvedTarget::Origin => false,
-            ResolvedTarget::PerOrigin(pairs) => {
-                pairs.iter().any(|(o, t)| o.is_none() || t.is_none())
-            }
+        let unresolved_pair = match &self.target {
+            ResolvedTarget::PerOrigin(pairs) => pairs.iter().any(|(o, _)| o.is_none()),
+            _ => false,
         };
-        target || self.via == Some(None) || self.origins.contains(&None)
+        unresolved_pair
+            || self.via == Some(None)
+            || self.origins.contains(&None)
+            || (self.origins.iter().flatten()).any(|&o| self.target_from(o).is_none())
     }
 
     pub fn changes_state(&self) -> bool {
