@@ -31,7 +31,30 @@ pub(crate) fn store_error(e: etcd_client::Error) -> StoreError {
         }
         _ => false,
     };
-    unavailable(format!("etcd: {e}"), retryable)
+    unavailable(format!("etcd: {}", described(&e)), retryable)
+}
+
+/// An etcd error as a person reads it. tonic's status prints the error under
+/// it with `Debug` (`source: tonic::transport::Error(Transport,
+/// ConnectError(...))`); this says the status's message, then what each error
+/// under it says, each once: `tcp connect error: transport error: Connection
+/// refused (os error 111)`.
+pub(crate) fn described(e: &etcd_client::Error) -> String {
+    let etcd_client::Error::GRpcStatus(status) = e else {
+        return e.to_string();
+    };
+    let mut text = match status.message() {
+        "" => status.code().description().to_owned(),
+        message => message.to_owned(),
+    };
+    for below in std::iter::successors(std::error::Error::source(status), |e| e.source()) {
+        let said = below.to_string();
+        if !said.is_empty() && !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+    }
+    text
 }
 
 /// `e` as the first of its chain of sources: a gRPC status's own (etcd-client

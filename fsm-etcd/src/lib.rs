@@ -198,7 +198,7 @@ use fsm_runtime::{
 #[cfg(doc)]
 use fsm_runtime::Store;
 
-use crate::error::{is_too_large, store_error, unavailable};
+use crate::error::{described, is_too_large, store_error, unavailable};
 use crate::forget::Floor;
 use crate::session::{live_key, replace_lease};
 
@@ -921,7 +921,7 @@ impl EtcdStore {
         let written = id.clone();
         let too_large = move |e| {
             if is_too_large(&e) {
-                let message = format!("etcd: {e}");
+                let message = format!("etcd: {}", described(&e));
                 StoreError::TooLarge {
                     id: written,
                     message,

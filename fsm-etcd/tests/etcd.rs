@@ -1889,3 +1889,23 @@ fn a_start_whose_future_is_dropped_is_held_until_a_healer_rolls_it_back() {
     assert_eq!(rt.state_name("vm").unwrap(), "HALTED");
     rt.run("vm", &bob, "start").unwrap();
 }
+
+/// A connection refused is said in words, each error under etcd-client's once,
+/// not as tonic's `Debug` of them; and it is worth retrying. (No etcd needed.)
+#[test]
+fn a_refused_connection_is_said_in_words() {
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = nobody.local_addr().unwrap().to_string();
+    drop(nobody);
+    let refused = EtcdStore::connect([&closed], "/fsm-words/").unwrap_err();
+    assert!(refused.is_retryable(), "{refused}");
+    let said = refused.to_string();
+    // ECONNREFUSED, on Linux, where the tests run.
+    let os = std::io::Error::from_raw_os_error(111);
+    assert_eq!(
+        said,
+        format!(
+            "store unavailable: connecting to etcd at {closed}: etcd: tcp connect error: transport error: {os}"
+        )
+    );
+}
