@@ -172,3 +172,35 @@ pub(crate) fn is_too_large(e: &etcd_client::Error) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::described;
+    use tonic::{Code, Status};
+
+    /// A status with no message says its code in words; one with a message
+    /// says it, then each error under it that does not repeat what was said.
+    #[test]
+    fn an_error_is_described_once_in_words() {
+        let bare = etcd_client::Error::GRpcStatus(Status::new(Code::Unavailable, ""));
+        assert_eq!(described(&bare), "The service is currently unavailable");
+
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let mut status = Status::new(Code::Unavailable, "tcp connect error");
+        status.set_source(std::sync::Arc::new(refused));
+        let with_source = etcd_client::Error::GRpcStatus(status);
+        assert_eq!(described(&with_source), "tcp connect error: refused");
+
+        let said_again = std::io::Error::other("tcp connect error");
+        let mut status = Status::new(Code::Unavailable, "tcp connect error");
+        status.set_source(std::sync::Arc::new(said_again));
+        assert_eq!(
+            described(&etcd_client::Error::GRpcStatus(status)),
+            "tcp connect error"
+        );
+
+        // Not a status: etcd-client's own words.
+        let other = etcd_client::Error::InvalidArgs("no key".into());
+        assert_eq!(described(&other), other.to_string());
+    }
+}
