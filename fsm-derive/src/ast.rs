@@ -91,9 +91,6 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Failed> {
     if let Some(span) = input.generics {
         errors.at(span, "a state enum cannot be generic");
     }
-    if input.variants.is_empty() {
-        errors.at(input.name.span(), "a state enum needs at least one variant");
-    }
     let mut variants = Vec::new();
     for v in &input.variants {
         if v.fields {
@@ -110,6 +107,10 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Failed> {
     }
     let items = attr::fsm_items(&input.attributes, &mut errors);
     let settings = settings(&items, &mut errors);
+    // With a spec file, its check names every variant to add.
+    if input.variants.is_empty() && settings.spec.is_none() {
+        errors.at(input.name.span(), "a state enum needs at least one variant");
+    }
     let source = match &settings.spec {
         Some(path) => spec_file(path, &items, &variants, &input.name, &mut errors),
         None => Ok(inline(&input, &items, &variants, &mut errors)),

@@ -120,6 +120,7 @@ fn match_variants(
         .collect();
     let mut used = vec![false; variants.len()];
     let mut out = Vec::new();
+    let mut missing = Vec::new();
     for state in &def.states {
         let normalised = normalise(&state.name);
         let found = keys.iter().position(|(exact, key)| {
@@ -135,17 +136,39 @@ fn match_variants(
                 out.push(Some(variants[i].0.name.clone()));
             }
             None => {
-                let wanted = crate::case::upper_camel(&state.name);
-                errors.at(
-                    enum_ident.span(),
-                    format!(
-                        "no variant for state `{}` of {}: add a variant `{wanted}`",
-                        state.name, literal
-                    ),
-                );
+                missing.push(state.name.as_str());
                 out.push(None);
             }
         }
+    }
+    // One error for every state without a variant, with the variants to paste:
+    // an enum started empty (or a spec grown by ten states) is one fix.
+    let wanted = |names: &[&str]| {
+        let variants: Vec<String> = names.iter().map(|n| crate::case::upper_camel(n)).collect();
+        variants.join(", ")
+    };
+    match missing.as_slice() {
+        [] => {}
+        [state] => errors.at(
+            enum_ident.span(),
+            format!(
+                "no variant for state `{state}` of {literal}: add a variant `{}`",
+                wanted(&missing)
+            ),
+        ),
+        states => errors.at(
+            enum_ident.span(),
+            format!(
+                "no variant for the {} states {} of {literal}: add the variants `{}`",
+                states.len(),
+                states
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                wanted(states)
+            ),
+        ),
     }
     for (i, (v, _)) in variants.iter().enumerate() {
         if !used[i] {

@@ -5,3 +5,7 @@ struct Vm {
 }
 
 fn main() {}
+
+// An enum with no variant has no state to start in.
+#[derive(fsm::StateMachine)]
+enum Empty {}

@@ -10,4 +10,20 @@ enum Node {
     Retired,
 }
 
+// Started empty: one error, with every variant to add.
+#[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/ovc/node.toml")]
+enum Started {}
+
+// Two states short, one variant of a name the spec does not have.
+#[derive(fsm::StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[fsm(spec = "specs/ovc/node.toml")]
+enum Short {
+    Enabled,
+    PuttingInMaintenance,
+    Maintenance,
+    Enabling,
+    Retired,
+}
+
 fn main() {}
