@@ -9,6 +9,7 @@ use fsm_core::paths::Path as TestPath;
 use fsm_core::render::{self, Format, View};
 use fsm_core::spec::{Checked, SpecError, SpecFile};
 use fsm_core::{Lint, Machine, Move, Severity, StateId, Target};
+use fsm_interchange::Format as ImportFormat;
 
 /// Check state-machine specs, validate transitions and draw diagrams.
 #[derive(Parser)]
@@ -121,14 +122,30 @@ enum Command {
     },
     /// Import another tool's machine as a spec (TOML): an XState config, an SCXML document, a PlantUML or Mermaid diagram.
     ///
+    /// `fsm import FILE` tells the format by what the file holds (a JSON
+    /// object: XState; `<scxml>`: SCXML; `@startuml` or a PlantUML server's
+    /// image address: PlantUML; `stateDiagram`: Mermaid); `fsm import FORMAT
+    /// FILE` says it.
+    ///
     /// Exits 0 when the spec checks (its warnings printed), 1 when it has
     /// errors (a state no action leaves, say: the spec is written all the same,
     /// and the findings point into it), 2 when the file cannot be read as that
-    /// format.
+    /// format (or its format cannot be told).
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Import {
-        /// The format read.
+        /// The format read, when it is said.
         #[command(subcommand)]
-        from: ImportFrom,
+        from: Option<ImportFrom>,
+        /// The file, in whichever format it is.
+        #[arg(required = true)]
+        file: Option<PathBuf>,
+        /// The machine's name, unless the file names it (default: the file's
+        /// name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Write the spec to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
     },
 }
 
@@ -236,23 +253,33 @@ fn main() -> ExitCode {
             output,
         } => export(&spec, format, output.as_deref()),
         Command::Import {
-            from: ImportFrom::Plantuml { file, name, output },
-        } => import(&file, name.as_deref(), output.as_deref(), from_plantuml),
+            from: Some(from), ..
+        } => {
+            let (format, file, name, output) = match from {
+                ImportFrom::Plantuml { file, name, output } => {
+                    (ImportFormat::Plantuml, file, name, output)
+                }
+                ImportFrom::Xstate { file, name, output } => {
+                    (ImportFormat::Xstate, file, name, output)
+                }
+                ImportFrom::Mermaid { file, name, output } => {
+                    (ImportFormat::Mermaid, file, name, output)
+                }
+                ImportFrom::Scxml { file, name, output } => {
+                    (ImportFormat::Scxml, file, name, output)
+                }
+            };
+            import(&file, Some(format), name.as_deref(), output.as_deref())
+        }
         Command::Import {
-            from: ImportFrom::Xstate { file, name, output },
-        } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
-            fsm_interchange::from_xstate(&text, name)
-        }),
-        Command::Import {
-            from: ImportFrom::Mermaid { file, name, output },
-        } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
-            fsm_interchange::mermaid(&text, name)
-        }),
-        Command::Import {
-            from: ImportFrom::Scxml { file, name, output },
-        } => import(&file, name.as_deref(), output.as_deref(), |text, name| {
-            fsm_interchange::from_scxml(&text, name)
-        }),
+            from: None,
+            file,
+            name,
+            output,
+        } => {
+            let file = file.expect("clap requires the file without a format");
+            import(&file, None, name.as_deref(), output.as_deref())
+        }
         Command::Serve { args } => serve(&args),
     };
     result.unwrap_or(ExitCode::from(2))
@@ -672,14 +699,15 @@ fn export(spec: &Path, format: ExportFormat, output: Option<&Path>) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
-/// Imports `file` with `read` (its text, the machine's name unless the file
-/// names it); the spec it writes is checked before it is written, so what
-/// comes out loads. Exit 2 when the file cannot be read.
+/// Imports `file` in `format` (told from what the file holds when not said;
+/// the machine's name is `name` unless the file names it); the spec it writes
+/// is checked before it is written, so what comes out loads. Exit 2 when the
+/// file cannot be read.
 fn import(
     file: &Path,
+    format: Option<ImportFormat>,
     name: Option<&str>,
     output: Option<&Path>,
-    read: impl FnOnce(String, &str) -> Result<String, fsm_interchange::ImportError>,
 ) -> Result<ExitCode, Unusable> {
     let bytes = std::fs::read(file).map_err(|e| {
         eprintln!("error: cannot read {}: {e}", file.display());
@@ -693,10 +721,17 @@ fn import(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "machine".into());
-    let spec = read(text, name.unwrap_or(&stem)).map_err(|e| {
+    let refused = |e: fsm_interchange::ImportError| {
         eprintln!("error: {}: {e}", file.display());
         Unusable
-    })?;
+    };
+    let format = match format {
+        Some(format) => format,
+        None => ImportFormat::detect(&text).map_err(refused)?,
+    };
+    let spec = format
+        .import(&text, name.unwrap_or(&stem))
+        .map_err(refused)?;
     // Checked as written, and named where it goes: the findings' lines and
     // columns are the written spec's, which the user then edits.
     let shown = output.map_or_else(|| PathBuf::from("<stdout>"), Path::to_path_buf);
@@ -714,18 +749,6 @@ fn import(
         file.display()
     );
     Ok(ExitCode::from(1))
-}
-
-/// A PlantUML diagram's text, or that of a document holding the diagram as a
-/// PlantUML server's image address (Markdown, like the sabakan seed), as a
-/// spec.
-fn from_plantuml(text: String, name: &str) -> Result<String, fsm_interchange::ImportError> {
-    let text = if !text.contains("@startuml") && text.contains("/plantuml/") {
-        fsm_interchange::source_from_url(&text)?
-    } else {
-        text
-    };
-    fsm_interchange::plantuml(&text, name)
 }
 
 fn diagram(

@@ -883,16 +883,15 @@ fn import_writes_the_spec_its_findings_point_into() {
     );
 }
 
+/// A design document with OpenvCloud's node drawn in Mermaid.
+const NODE_IN_MARKDOWN: &str = "# Node\n\n```mermaid\nstateDiagram-v2\n    [*] --> ENABLED\n    ENABLED --> MAINTENANCE: put_in_maintenance\n    MAINTENANCE --> ENABLED: enable\n```\n";
+
 #[test]
 fn import_mermaid_reads_a_diagram_in_a_markdown_document() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let doc = dir.join("design.md");
-    std::fs::write(
-        &doc,
-        "# Node\n\n```mermaid\nstateDiagram-v2\n    [*] --> ENABLED\n    ENABLED --> MAINTENANCE: put_in_maintenance\n    MAINTENANCE --> ENABLED: enable\n```\n",
-    )
-    .unwrap();
+    std::fs::write(&doc, NODE_IN_MARKDOWN).unwrap();
     let (code, toml, stderr) = fsm(&["import", "mermaid", &doc.display().to_string()]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
@@ -936,6 +935,52 @@ fn import_scxml_reads_back_what_export_wrote() {
     let stderr = import_refused("scxml", dir, "bad.scxml", document);
     assert!(
         stderr.contains("bad.scxml: line 2, column 17: an invoked service (`<invoke>`) ends in events a table does not name"),
+        "{stderr}"
+    );
+}
+
+/// `fsm import FILE` reads each format without being told it, to the spec
+/// `fsm import FORMAT FILE` writes; a file of none of them, or holding two
+/// diagrams, is refused with its place and writes nothing.
+#[test]
+fn import_tells_the_format_by_what_the_file_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut files = vec![("plantuml", spec("sabakan/seed.md"))];
+    for format in ["xstate", "scxml"] {
+        let (code, text, stderr) = fsm(&["export", "--format", format, &spec("ovc/vm.toml")]);
+        assert_eq!(code, 0, "{stderr}");
+        // No extension: the text alone tells.
+        let file = dir.join(format!("vm-{format}"));
+        std::fs::write(&file, text).unwrap();
+        files.push((format, file.display().to_string()));
+    }
+    let doc = dir.join("node.md");
+    std::fs::write(&doc, NODE_IN_MARKDOWN).unwrap();
+    files.push(("mermaid", doc.display().to_string()));
+    for (format, file) in &files {
+        let told = fsm(&["import", format, file, "--name", "m"]);
+        let untold = fsm(&["import", file, "--name", "m"]);
+        assert_eq!(told.0, 0, "{format}: {}", told.2);
+        assert_eq!(untold, told, "{format}");
+    }
+
+    let neither = dir.join("notes.txt");
+    std::fs::write(&neither, "\n  states: a, b\n").unwrap();
+    let (code, stdout, stderr) = fsm(&["import", &neither.display().to_string()]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains(
+            "notes.txt: line 2, column 3: expected an XState config (JSON), an SCXML document"
+        ),
+        "{stderr}"
+    );
+    let both = dir.join("both.md");
+    std::fs::write(&both, "@startuml\n[*] --> A\n@enduml\n\nstateDiagram-v2\n").unwrap();
+    let (code, stdout, stderr) = fsm(&["import", &both.display().to_string()]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains("both.md: line 5, column 1: a Mermaid diagram here and a PlantUML diagram at line 1: say which to import"),
         "{stderr}"
     );
 }

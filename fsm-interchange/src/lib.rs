@@ -3,7 +3,9 @@
 //! machine config ([`from_xstate`]), an SCXML document ([`from_scxml`]), a
 //! PlantUML state diagram ([`plantuml`]), also one carried in a PlantUML
 //! server's image address ([`source_from_url`]), or a Mermaid state diagram
-//! ([`mermaid`]), also one in a Markdown document.
+//! ([`mermaid`]), also one in a Markdown document; or from whichever of these
+//! a text is ([`import`], which tells the format by what the text holds:
+//! [`Format::detect`]).
 //!
 //! # The contract of both exports
 //!
@@ -97,6 +99,7 @@
 //! # Ok::<(), fsm_interchange::ImportError>(())
 //! ```
 
+mod format;
 mod import;
 mod names;
 mod plantuml;
@@ -106,6 +109,7 @@ mod spec_text;
 mod xstate;
 mod xstate_import;
 
+pub use format::{Format, import};
 pub use import::ImportError;
 pub use names::ExportError;
 pub use plantuml::{mermaid, plantuml, source_from_url};
