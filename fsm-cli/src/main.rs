@@ -86,8 +86,9 @@ enum Command {
         json: bool,
     },
     /// What changing a spec from OLD to NEW breaks, for objects already stored and
-    /// for callers. Prints each change; exits 1 when one breaks something, 0 when
-    /// none does, 2 when a spec is unusable.
+    /// for callers. Prints each change, then a hint for each state or action that
+    /// looks renamed without `renamed_from`; exits 1 when one breaks something, 0
+    /// when none does, 2 when a spec is unusable.
     Diff {
         /// The spec as it was.
         old: PathBuf,
@@ -574,6 +575,9 @@ fn diff(old: &Path, new: &Path) -> Result<ExitCode, Unusable> {
             Impact::None => "compatible",
         };
         println!("{tag}: {change}");
+    }
+    for rename in fsm_core::evolve::likely_renames(&old, &new) {
+        println!("hint: {rename}");
     }
     println!(
         "{} change{}, {breaking} breaking",

@@ -690,6 +690,23 @@ fn diff_reports_what_an_edit_breaks() {
         "{stdout}"
     );
     assert!(stdout.ends_with("2 changes, 2 breaking\n"), "{stdout}");
+    // PAUSED renamed without saying so: removed and added, and a hint.
+    let unsaid = write("unsaid.toml", &vm.replace("PAUSED", "SUSPENDED"));
+    let (code, stdout, stderr) = fsm(&["diff", &old, &unsaid]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("breaking (stored objects): state `PAUSED` was removed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "\nhint: state `SUSPENDED` has the moves `PAUSED` had: if it is `PAUSED` renamed, \
+             declare `renamed_from = \"PAUSED\"` on `SUSPENDED`, so that objects stored in \
+             `PAUSED` read as `SUSPENDED`\n"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("hint:").count(), 1, "{stdout}");
 }
 
 #[test]

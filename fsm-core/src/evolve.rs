@@ -3,11 +3,13 @@
 //! [`fingerprint`] names one version of a machine's meaning; persistent stores keep
 //! it beside each record, to say which version of the spec wrote it. [`diff`] says
 //! what a change of spec breaks, for objects already stored and for callers, the
-//! way cargo-semver-checks reports an API change (`fsm diff OLD NEW`).
+//! way cargo-semver-checks reports an API change (`fsm diff OLD NEW`), and
+//! [`likely_renames`] which of its removals look like renames left undeclared.
 
 use std::fmt;
 
 use crate::{Machine, StateId};
+use fsm_model::Rule;
 
 /// A fingerprint of what `machine` allows: its name, its states (kind, terminal)
 /// and its rules, by name and in no particular order, hashed (64-bit FNV-1a, as 16
@@ -293,6 +295,31 @@ fn matched<T>(
         .collect()
 }
 
+/// Which of `old`'s states and actions are which of `new`'s (by index).
+struct Matching {
+    states: Vec<Option<usize>>,
+    actions: Vec<Option<usize>>,
+}
+
+impl Matching {
+    fn of(old: &Machine, new: &Machine) -> Self {
+        Matching {
+            states: matched(
+                old.states(),
+                new.states(),
+                |s| &s.name,
+                |s| s.renamed_from.iter().map(|r| &**r).collect(),
+            ),
+            actions: matched(
+                old.actions(),
+                new.actions(),
+                |a| &a.name,
+                |a| a.renamed_from.iter().map(|r| &**r).collect(),
+            ),
+        }
+    }
+}
+
 /// Every difference between `old` and `new` that matters to stored objects or to
 /// callers, in the order of `old`'s states, then its actions, then what `new` adds.
 /// Reordering states or actions is not a difference.
@@ -309,18 +336,7 @@ fn matched<T>(
 /// ```
 pub fn diff(old: &Machine, new: &Machine) -> Vec<Change> {
     let mut out = Vec::new();
-    let states = matched(
-        old.states(),
-        new.states(),
-        |s| &s.name,
-        |s| s.renamed_from.iter().map(|r| &**r).collect(),
-    );
-    let actions = matched(
-        old.actions(),
-        new.actions(),
-        |a| &a.name,
-        |a| a.renamed_from.iter().map(|r| &**r).collect(),
-    );
+    let Matching { states, actions } = Matching::of(old, new);
     for (o, m) in old.states().iter().zip(&states) {
         let Some(n) = m.map(|i| &new.states()[i]) else {
             out.push(Change::StateRemoved(o.name.to_string()));
@@ -442,4 +458,193 @@ pub fn diff(old: &Machine, new: &Machine) -> Vec<Change> {
         }
     }
     out
+}
+
+/// What a [`LikelyRename`] renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Named {
+    /// A state.
+    State,
+    /// An action.
+    Action,
+}
+
+/// A state or action of the old spec that [`diff`] reports removed, beside one
+/// of the new spec it reports added with the same moves: most likely the same
+/// one, renamed without `renamed_from`, which stored objects need to read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LikelyRename {
+    /// A state or an action.
+    pub of: Named,
+    /// The old name.
+    pub from: String,
+    /// The new name.
+    pub to: String,
+}
+
+impl fmt::Display for LikelyRename {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let LikelyRename { of, from, to } = self;
+        let (what, keeps) = match of {
+            Named::State => (
+                "state",
+                format!("objects stored in `{from}` read as `{to}`"),
+            ),
+            Named::Action => (
+                "action",
+                format!("objects `{from}` holds and histories that name it read as `{to}`"),
+            ),
+        };
+        write!(
+            f,
+            "{what} `{to}` has the moves `{from}` had: if it is `{from}` renamed, declare \
+             `renamed_from = \"{from}\"` on `{to}`, so that {keeps}"
+        )
+    }
+}
+
+/// The renames [`diff`] could not see: each state (action) of `old` it reports
+/// removed, paired with the one state (action) of `new` it reports added that
+/// has the same moves, the same kind and, for an action, the same transition
+/// state and visibility. A move is compared by the names both specs share, and
+/// any name either spec alone has stands for any other, so a state and the
+/// actions through it renamed together are each found. A pair is given only
+/// when neither has another candidate, and a state or action with no move is
+/// never paired.
+///
+/// ```
+/// use fsm_core::evolve::{likely_renames, LikelyRename, Named};
+/// let old = fsm_core::spec::load_str("old.toml", "[machine]\nname = \"m\"\ninitial = \"A\"\n[states]\nA = \"a\"\nB = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"B\" }\n")?;
+/// let new = fsm_core::spec::load_str("new.toml", "[machine]\nname = \"m\"\ninitial = \"A\"\n[states]\nA = \"a\"\nDONE = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"DONE\" }\n")?;
+/// assert_eq!(
+///     likely_renames(&old, &new),
+///     [LikelyRename { of: Named::State, from: "B".into(), to: "DONE".into() }]
+/// );
+/// # Ok::<(), fsm_core::spec::SpecError>(())
+/// ```
+pub fn likely_renames(old: &Machine, new: &Machine) -> Vec<LikelyRename> {
+    let Matching { states, actions } = Matching::of(old, new);
+    // The candidate pair of states (or of actions) counts as one.
+    let old_moves = |touches: &dyn Fn(&Rule) -> bool, state_pair, action_pair| {
+        moves(
+            old,
+            touches,
+            |s| in_new(&states, s, state_pair),
+            |a| in_new(&actions, a, action_pair),
+        )
+    };
+    let new_moves = |touches: &dyn Fn(&Rule) -> bool, state_pair, action_pair| {
+        moves(
+            new,
+            touches,
+            |s| shared(&states, s, state_pair),
+            |a| shared(&actions, a, action_pair),
+        )
+    };
+    let gone = |matching: &[Option<usize>]| -> Vec<usize> {
+        (0..matching.len())
+            .filter(|&i| matching[i].is_none())
+            .collect()
+    };
+    let added = |matching: &[Option<usize>], len: usize| -> Vec<usize> {
+        (0..len).filter(|i| !matching.contains(&Some(*i))).collect()
+    };
+    let mut candidates = Vec::new();
+    for o in gone(&states) {
+        for n in added(&states, new.states().len()) {
+            let (os, ns) = (&old.states()[o], &new.states()[n]);
+            if os.kind != ns.kind || os.terminal != ns.terminal {
+                continue;
+            }
+            let touches = |s: usize| {
+                move |r: &Rule| {
+                    r.origin.0 == s || r.target.0 == s || r.via.is_some_and(|v| v.0 == s)
+                }
+            };
+            let before = old_moves(&touches(o), Some((o, n)), None);
+            if !before.is_empty() && before == new_moves(&touches(n), Some((o, n)), None) {
+                candidates.push((Named::State, o, n));
+            }
+        }
+    }
+    for o in gone(&actions) {
+        for n in added(&actions, new.actions().len()) {
+            let (oa, na) = (&old.actions()[o], &new.actions()[n]);
+            if oa.hidden != na.hidden || oa.via.is_some() != na.via.is_some() {
+                continue;
+            }
+            let before = old_moves(&|r| r.action.0 == o, None, Some((o, n)));
+            if !before.is_empty() && before == new_moves(&|r| r.action.0 == n, None, Some((o, n))) {
+                candidates.push((Named::Action, o, n));
+            }
+        }
+    }
+    let alone = |of: Named, o: usize, n: usize| {
+        candidates
+            .iter()
+            .filter(|(k, a, b)| *k == of && (*a == o || *b == n))
+            .count()
+            == 1
+    };
+    candidates
+        .iter()
+        .filter(|&&(of, o, n)| alone(of, o, n))
+        .map(|&(of, o, n)| {
+            let (from, to) = match of {
+                Named::State => (&old.states()[o].name, &new.states()[n].name),
+                Named::Action => (&old.actions()[o].name, &new.actions()[n].name),
+            };
+            LikelyRename {
+                of,
+                from: from.to_string(),
+                to: to.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// A move in the new spec's indices: its action, origin, transition state (if
+/// it has one) and target, each `None` where the name is one only its own spec
+/// has (which stands for any such name).
+type Move = (
+    Option<usize>,
+    Option<usize>,
+    Option<Option<usize>>,
+    Option<usize>,
+);
+
+/// The moves of `m` that `touches` picks, sorted, each state and action given
+/// its index in the new spec by `state` and `action`.
+fn moves(
+    m: &Machine,
+    touches: &dyn Fn(&Rule) -> bool,
+    state: impl Fn(usize) -> Option<usize>,
+    action: impl Fn(usize) -> Option<usize>,
+) -> Vec<Move> {
+    let mut moves: Vec<Move> = m
+        .rules()
+        .filter(|r| touches(r))
+        .map(|r| {
+            (
+                action(r.action.0),
+                state(r.origin.0),
+                r.via.map(|v| state(v.0)),
+                state(r.target.0),
+            )
+        })
+        .collect();
+    moves.sort();
+    moves
+}
+
+/// The new spec's index of the old spec's `i`th state (or action): the one
+/// matched to it, or the candidate of `pair` (old, new) when `i` is its old one.
+fn in_new(matching: &[Option<usize>], i: usize, pair: Option<(usize, usize)>) -> Option<usize> {
+    matching[i].or_else(|| pair.filter(|&(old, _)| old == i).map(|(_, new)| new))
+}
+
+/// The new spec's `i`th state (or action), if the old spec has it too, or it is
+/// the candidate of `pair` (old, new).
+fn shared(matching: &[Option<usize>], i: usize, pair: Option<(usize, usize)>) -> Option<usize> {
+    (matching.contains(&Some(i)) || pair.is_some_and(|(_, new)| new == i)).then_some(i)
 }

@@ -1,6 +1,7 @@
-//! `evolve::diff`: every kind of change, with whom it breaks; the fingerprint.
+//! `evolve::diff`: every kind of change, with whom it breaks; the fingerprint;
+//! the renames `diff` cannot see (`likely_renames`).
 
-use fsm_core::evolve::{Change, Impact, diff, fingerprint};
+use fsm_core::evolve::{Change, Impact, LikelyRename, Named, diff, fingerprint, likely_renames};
 
 const OLD: &str = r#"
 [machine]
@@ -223,5 +224,104 @@ fn initial_terminal_and_actions_added_removed_and_renamed() {
         }
         .impact(),
         Impact::None
+    );
+}
+
+/// `likely_renames` of OLD to `new`, as (what, from, to).
+fn renames(new: &str) -> Vec<(Named, String, String)> {
+    likely_renames(&load("old.toml", OLD), &load("new.toml", new))
+        .into_iter()
+        .map(|LikelyRename { of, from, to }| (of, from, to))
+        .collect()
+}
+
+fn renamed(of: Named, from: &str, to: &str) -> (Named, String, String) {
+    (of, from.into(), to.into())
+}
+
+#[test]
+fn a_state_renamed_without_saying_so_is_named_with_its_new_name() {
+    let new = OLD
+        .replace("PARKED = \"Parked\"", "SHELVED = \"Parked\"")
+        .replace("\"PARKED\"", "\"SHELVED\"");
+    assert_eq!(renames(&new), [renamed(Named::State, "PARKED", "SHELVED")]);
+    let hint = likely_renames(&load("old.toml", OLD), &load("new.toml", &new))[0].to_string();
+    assert_eq!(
+        hint,
+        "state `SHELVED` has the moves `PARKED` had: if it is `PARKED` renamed, declare \
+         `renamed_from = \"PARKED\"` on `SHELVED`, so that objects stored in `PARKED` read as `SHELVED`"
+    );
+    // Declared, it is a rename `diff` sees, and nothing is left to guess.
+    let declared = new.replace(
+        "SHELVED = \"Parked\"",
+        "SHELVED = { description = \"Parked\", renamed_from = \"PARKED\" }",
+    );
+    assert_eq!(renames(&declared), []);
+    // Renamed and given another way in, it no longer has PARKED's moves.
+    let moved = new.replace(
+        "park = { from = \"RUNNING\", to = \"SHELVED\" }",
+        "park = { from = [\"RUNNING\", \"HALTED\"], to = \"SHELVED\" }",
+    );
+    assert_eq!(renames(&moved), []);
+}
+
+/// An action and its transition state renamed together: each has a name the
+/// other spec lacks in its moves, which stands for any, so both are found.
+#[test]
+fn an_action_and_its_transition_state_renamed_together_are_both_found() {
+    let new = OLD
+        .replace(
+            "STARTING = { transition = true }",
+            "BOOTING = { transition = true }",
+        )
+        .replace(
+            "start = { from = \"HALTED\", via = \"STARTING\", to = \"RUNNING\" }",
+            "boot = { from = \"HALTED\", via = \"BOOTING\", to = \"RUNNING\" }",
+        );
+    assert_eq!(
+        renames(&new),
+        [
+            renamed(Named::State, "STARTING", "BOOTING"),
+            renamed(Named::Action, "start", "boot"),
+        ]
+    );
+    // A state of another kind is not the same state.
+    let static_state = new.replace(
+        "BOOTING = { transition = true }\n",
+        "BOOTING = \"Booting\"\n",
+    );
+    let static_state = static_state.replace(
+        "boot = { from = \"HALTED\", via = \"BOOTING\", to = \"RUNNING\" }",
+        "boot = { from = \"HALTED\", to = \"BOOTING\" }\nup = { from = \"BOOTING\", to = \"RUNNING\" }",
+    );
+    assert_eq!(renames(&static_state), []);
+}
+
+/// Two new states that could each be the removed one: neither is given.
+#[test]
+fn a_rename_with_two_candidates_is_not_guessed() {
+    let new = OLD
+        .replace("RETIRED = { terminal = true }", "SCRAPPED = { terminal = true }\nSOLD = { terminal = true }")
+        .replace(
+            "retire = { from = \"HALTED\", to = \"RETIRED\", roles = \"admin\" }",
+            "scrap = { from = \"HALTED\", to = \"SCRAPPED\", roles = \"admin\" }\nsell = { from = \"HALTED\", to = \"SOLD\", roles = \"admin\" }",
+        );
+    assert_eq!(renames(&new), []);
+    // With one of them, it is.
+    let one = OLD
+        .replace(
+            "RETIRED = { terminal = true }",
+            "SCRAPPED = { terminal = true }",
+        )
+        .replace(
+            "retire = { from = \"HALTED\", to = \"RETIRED\", roles = \"admin\" }",
+            "scrap = { from = \"HALTED\", to = \"SCRAPPED\", roles = \"admin\" }",
+        );
+    assert_eq!(
+        renames(&one),
+        [
+            renamed(Named::State, "RETIRED", "SCRAPPED"),
+            renamed(Named::Action, "retire", "scrap"),
+        ]
     );
 }
