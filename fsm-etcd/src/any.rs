@@ -92,6 +92,21 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.modify_async(id, decide, read).await,
         }
     }
+    fn runs_detached(&self) -> bool {
+        match self {
+            AnyStore::Memory(s) => s.runs_detached(),
+            AnyStore::Etcd(s) => s.runs_detached(),
+        }
+    }
+    async fn run_detached<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.run_detached(call).await,
+            AnyStore::Etcd(s) => s.run_detached(call).await,
+        }
+    }
     fn cached(&self, id: &ObjectId) -> Option<Record> {
         match self {
             AnyStore::Memory(s) => s.cached(id),

@@ -1157,14 +1157,26 @@ impl EtcdStore {
         &self,
         call: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
     ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
+        let call = self.detached(call);
+        async move { call.await? }
+    }
+
+    /// Runs `call` on a blocking thread of the store's runtime, to its end
+    /// whether or not the returned future is awaited: a dropped future drops
+    /// tokio's handle of the task, not the task, and what `call` returns is
+    /// then dropped on that thread.
+    pub(crate) fn detached<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
         let runtime = self.inner.runtime.as_ref().expect("running until dropped");
         let call = runtime.spawn_blocking(call);
         async move {
-            call.await.unwrap_or_else(|e| {
-                Err(unavailable(
+            call.await.map_err(|e| {
+                unavailable(
                     format!("etcd: the store's call did not finish ({e})"),
                     false,
-                ))
+                )
             })
         }
     }

@@ -289,6 +289,23 @@ impl Store for EtcdStore {
         self.off_thread(move || store.load(&id))
     }
 
+    /// Yes: an async start runs whole on a blocking thread of the store's
+    /// runtime, so that one whose future is dropped lands or not there, and
+    /// its handle, if it made one, is dropped there (the action recorded
+    /// abandoned), never left held by this live process with no handle.
+    fn runs_detached(&self) -> bool {
+        true
+    }
+
+    /// Runs `call` on a blocking thread of the store's runtime, to its end
+    /// even when the future is dropped.
+    fn run_detached<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send {
+        self.detached(call)
+    }
+
     /// Runs [`commit`](Store::commit) on the store's own runtime and awaits it, as
     /// [`load_async`](Store::load_async).
     fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {

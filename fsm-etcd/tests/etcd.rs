@@ -1853,12 +1853,14 @@ fn a_store_reconnected_under_writes_loses_and_repeats_nothing() {
 }
 
 /// An async start's future dropped while its write is on the way (a `timeout`
-/// around it, a `select!`) does not take the write back: on etcd the write goes
-/// on and lands, the object held by this process with no handle to end it, and
-/// a healer with a deadline rolls it back, as the runtime's "Cancel safety"
-/// says. (The memory store writes in the first poll: nothing is on the way.)
+/// around it, a `select!`) leaves no hold without a handle: the start runs
+/// whole on the store's own thread, lands there, and its handle, with no one
+/// to take it, is dropped there, which records the action abandoned; a healer
+/// with no deadline then rolls it back, as for any handle dropped unfinished
+/// (the runtime's "Cancel safety"). The memory store writes in the first poll:
+/// nothing is on the way there.
 #[test]
-fn a_start_whose_future_is_dropped_is_held_until_a_healer_rolls_it_back() {
+fn a_start_whose_future_is_dropped_lands_abandoned_for_the_next_healer() {
     let Some(store) = store() else { return };
     let rt = Runtime::new(machine(), store).unwrap();
     let (alice, bob) = (Actor::new("alice"), Actor::new("bob"));
@@ -1872,19 +1874,29 @@ fn a_start_whose_future_is_dropped_is_held_until_a_healer_rolls_it_back() {
             "the start finished in its first poll"
         );
     });
-    // The write lands after its future is gone: held, and no handle says so.
+    // The start lands after its future is gone (the race happened), and is
+    // recorded abandoned where it ran.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while rt.get("vm").unwrap().in_flight.is_none() {
-        assert!(Instant::now() < deadline, "the dropped start never landed");
+    let kinds = loop {
+        let kinds: Vec<EntryKind> = rt.history("vm").unwrap().iter().map(|e| e.kind).collect();
+        if kinds.contains(&EntryKind::Abandoned) {
+            break kinds;
+        }
+        assert!(Instant::now() < deadline, "never abandoned: {kinds:?}");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    assert_eq!(
+        kinds,
+        [EntryKind::Created, EntryKind::Started, EntryKind::Abandoned]
+    );
     match rt.start("vm", &bob, "start") {
         Err(RuntimeError::Busy {
             abandoned, holder, ..
-        }) => assert_eq!((abandoned, holder.as_str()), (false, "alice")),
+        }) => assert_eq!((abandoned, holder.as_str()), (true, "alice")),
         other => panic!("{other:?}"),
     }
-    let report = Healer::new().deadline(Duration::ZERO).heal(&rt).unwrap();
+    // No deadline needed: nobody holds a handle.
+    let report = Healer::new().heal(&rt).unwrap();
     assert_eq!(report.healed.len(), 1, "{report:?}");
     assert_eq!(rt.state_name("vm").unwrap(), "HALTED");
     rt.run("vm", &bob, "start").unwrap();

@@ -169,15 +169,20 @@
 //! writes in its first poll, so a dropped future either did all of it or
 //! nothing. On a store across the network (`fsm-etcd`) the write is on its
 //! way once the call was first polled, and lands all the same: an object is
-//! created or removed as asked, and an action whose start lands has no
-//! handle to end it. Its holder is the process, which lives, so the object
-//! stays held until a [`Healer`] with a [deadline](Healer::deadline) rolls it
-//! back (or the process ends and its lease expires). So bound a call with the
-//! store's own timeout (`EtcdBuilder::timeout`: the call then answers
-//! [`StoreError::Unavailable`]), not by dropping it; and run a start whose
-//! caller may go away as a task of its own (`tokio::spawn`), which ends the
-//! handle or drops it (abandoned, rolled back by the next healer pass) there,
-//! as `fsm serve` does for each request.
+//! created or removed as asked, a completion lands or the handle, dropped
+//! with the future, records the action abandoned.
+//!
+//! A start never leaves an object held with no handle to end it: on a store
+//! that [runs it detached](Store::runs_detached) (the etcd store does) the
+//! async start runs whole on the store's own thread, where its handle, if the
+//! start lands after its future is gone, is dropped, which records the
+//! action abandoned, and the next [`Healer`] pass rolls it back, with or
+//! without a deadline. So a dropped start costs the object until that pass;
+//! to bound a call without that cost, use the store's own timeout
+//! (`EtcdBuilder::timeout`: the call then answers
+//! [`StoreError::Unavailable`]) rather than dropping it, or run a start whose
+//! caller may go away as a task of its own (`tokio::spawn`) that ends what
+//! it started, as `fsm serve` does for each request.
 //!
 //! # Guards in CEL (feature `cel`)
 //!

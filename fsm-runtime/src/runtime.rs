@@ -206,6 +206,15 @@ impl<S: Store> fmt::Debug for Runtime<S> {
     }
 }
 
+/// An async start run detached ([`Store::run_detached`]), boxed.
+type DetachedStart<'a, S> = std::pin::Pin<
+    Box<
+        dyn Future<Output = Result<Result<InFlight<'static, S>, RuntimeError>, StoreError>>
+            + Send
+            + 'a,
+    >,
+>;
+
 impl<S: Store> Runtime<S> {
     /// The runtime of `machine` over `store`, for a machine with no guards (see
     /// [`Runtime::builder`] otherwise).
@@ -659,9 +668,10 @@ impl<S: Store> Runtime<S> {
     /// network never blocks the caller's thread, and the handle finishes with
     /// [`InFlight::complete_async`] or [`InFlight::fail_async`].
     ///
-    /// Not cancel safe on a store across the network: dropped after its first
-    /// poll, the start may still land, with no handle (see the crate's "Cancel
-    /// safety").
+    /// Cancel safe: dropped, the start has either done nothing, or it lands
+    /// and its handle is dropped where it ran, recording the action abandoned
+    /// (on a store that [runs starts detached](Store::runs_detached), as the
+    /// etcd store does; see the crate's "Cancel safety").
     pub async fn start_async(
         &self,
         id: impl IntoObjectId,
@@ -686,6 +696,25 @@ impl<S: Store> Runtime<S> {
         use tracing::Instrument as _;
         let id = id.into_object_id();
         let action = action.resolve(self.machine())?;
+        if self.inner.store.runs_detached() {
+            // Whole, where the store runs it to its end: dropped, this future
+            // leaves no hold without a handle (see `Store::runs_detached`).
+            let (runtime, actor) = (self.clone(), actor.clone());
+            let caller = tracing::Span::current();
+            let start = move || -> Result<InFlight<'static, S>, RuntimeError> {
+                caller.in_scope(|| {
+                    let held =
+                        runtime.start_expecting(Cow::Owned(id), &actor, action, version, data)?;
+                    Ok(held.into_owned())
+                })
+            };
+            // Boxed as `dyn Future + Send`: awaited as the store's own type,
+            // rustc cannot prove the caller's future `Send` for every lifetime
+            // (the callers' `tokio::spawn` failed). One allocation per start on
+            // a store across the network.
+            let detached: DetachedStart<'_, S> = Box::pin(self.inner.store.run_detached(start));
+            return detached.await.map_err(RuntimeError::Store)?;
+        }
         // As for `start`: with no subscriber listening, no span is built (a
         // disabled span costs the future nothing to carry).
         let span = match crate::tracing_debug() {

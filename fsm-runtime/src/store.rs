@@ -645,6 +645,34 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<Entry>, StoreError>> + Send {
         std::future::ready(self.history_after(id, after, limit))
     }
+
+    /// Whether [`run_detached`](Store::run_detached) runs a call apart from
+    /// its caller, to its end. If so, the runtime's async start runs there
+    /// whole, so that a start whose future is dropped (a `select!`, a
+    /// `timeout`) never leaves an object held with no handle: what it began
+    /// lands or not there, and a handle it made is dropped there, which
+    /// records the action abandoned (rolled back by the next
+    /// [`Healer`](crate::Healer) pass). The default is no: a store whose calls
+    /// never wait (the [`MemoryStore`](crate::MemoryStore)) decides and
+    /// writes in the start's first poll, so its future, dropped, has begun
+    /// nothing. A store across the network that says no leaves its async
+    /// starts as its `modify_async` makes them (see the crate's "Cancel
+    /// safety").
+    fn runs_detached(&self) -> bool {
+        false
+    }
+
+    /// Runs `call`, blocking calls of this store (a whole start: its guards,
+    /// its read and its write), apart from the caller's task, to its end even
+    /// when the returned future is dropped; what `call` returns is then
+    /// dropped where it ran. Used when [`runs_detached`](Store::runs_detached)
+    /// says so; the default calls `call` at once, on the caller's thread.
+    fn run_detached<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send {
+        std::future::ready(Ok(call()))
+    }
 }
 
 /// What one decision of the defaults of [`Store::modify`] and
@@ -1040,6 +1068,15 @@ impl<S: Store> Store for Arc<S> {
     }
     fn cached(&self, id: &ObjectId) -> Option<Record> {
         (**self).cached(id)
+    }
+    fn runs_detached(&self) -> bool {
+        (**self).runs_detached()
+    }
+    fn run_detached<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send {
+        (**self).run_detached(call)
     }
     fn first_version(&self, id: &ObjectId) -> u64 {
         (**self).first_version(id)

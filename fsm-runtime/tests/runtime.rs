@@ -1529,3 +1529,124 @@ fn a_machine_without_removal_refuses_every_one() {
     );
     assert_eq!(rt.history("node-1").unwrap().len(), 1);
 }
+
+/// A memory store that runs the runtime's async starts detached, as a store
+/// across the network does (`Store::runs_detached`): on a blocking thread of
+/// tokio's, each waiting at a gate this test opens.
+#[derive(Default)]
+struct Detaching {
+    store: MemoryStore,
+    gate: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl Detaching {
+    fn open(&self) {
+        *self.gate.0.lock().unwrap() = true;
+        self.gate.1.notify_all();
+    }
+}
+
+impl fsm_runtime::Store for Detaching {
+    fn load(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Record>, fsm_runtime::StoreError> {
+        self.store.load(id)
+    }
+    fn commit(&self, write: fsm_runtime::Write) -> Result<(), fsm_runtime::StoreError> {
+        self.store.commit(write)
+    }
+    fn history(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Vec<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.store.history(id)
+    }
+    fn ids(&self) -> Result<Vec<fsm_runtime::ObjectId>, fsm_runtime::StoreError> {
+        self.store.ids()
+    }
+    fn watch(&self) -> Result<fsm_runtime::Watcher, fsm_runtime::StoreError> {
+        self.store.watch()
+    }
+    fn remove(&self, removal: fsm_runtime::Removal) -> Result<(), fsm_runtime::StoreError> {
+        self.store.remove(removal)
+    }
+    fn removal(
+        &self,
+        id: &fsm_runtime::ObjectId,
+    ) -> Result<Option<fsm_runtime::Entry>, fsm_runtime::StoreError> {
+        self.store.removal(id)
+    }
+    fn runs_detached(&self) -> bool {
+        true
+    }
+    fn run_detached<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = Result<T, fsm_runtime::StoreError>> + Send {
+        let gate = self.gate.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let (open, opened) = &*gate;
+            drop(
+                opened
+                    .wait_while(open.lock().unwrap(), |open| !*open)
+                    .unwrap(),
+            );
+            call()
+        });
+        async move { task.await.map_err(|_| unavailable()) }
+    }
+}
+
+/// An async start's future dropped before its call ran, on a store that runs
+/// it detached: the call runs to its end all the same, the start lands, and
+/// its handle, with no one to take it, is dropped where it ran, recording the
+/// action abandoned, which a healer with no deadline rolls back. No hold is
+/// left live with no handle.
+#[test]
+fn a_start_dropped_on_a_store_that_runs_it_detached_lands_abandoned() {
+    let rt = Runtime::new(spec("ovc/vm.toml"), Detaching::default()).unwrap();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    // Kept to the end: its blocking thread runs the start.
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    executor.block_on(async {
+        let mut start = std::pin::pin!(rt.start_async("vm-1", &a, "deploy"));
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(start.as_mut().poll(cx)));
+        assert!(
+            first.await.is_pending(),
+            "the start did not wait at the gate"
+        );
+    });
+    // The future is gone, its start not yet run.
+    assert_eq!(rt.history("vm-1").unwrap().len(), 1);
+    rt.store().open();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let kinds = loop {
+        let kinds: Vec<EntryKind> = rt.history("vm-1").unwrap().iter().map(|e| e.kind).collect();
+        if kinds.contains(&EntryKind::Abandoned) {
+            break kinds;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never abandoned: {kinds:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(
+        kinds,
+        [EntryKind::Created, EntryKind::Started, EntryKind::Abandoned]
+    );
+    let report = fsm_runtime::Healer::new().heal(&rt).unwrap();
+    assert_eq!(report.healed.len(), 1, "{report:?}");
+    assert_eq!(rt.state_name("vm-1").unwrap(), "VIRTUAL");
+    // A start that is awaited runs there too, and hands its handle back.
+    rt.run("vm-1", &a, "deploy").unwrap();
+    let held = executor
+        .block_on(rt.start_async("vm-1", &a, "stop"))
+        .unwrap();
+    executor.block_on(held.complete_async()).unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "HALTED");
+}
