@@ -34,7 +34,8 @@ enum Command {
         /// into this directory (`<group>/<spec>.<ext>` full, `<spec>.folded.<ext>`).
         #[arg(long, value_name = "DIR")]
         diagrams: Option<PathBuf>,
-        /// Print each finding, each file that cannot be read, and the summary
+        /// Print each finding, each file (or directory given) that cannot be
+        /// read or holds no spec, and the summary
         /// as one line of JSON each (`"reason"`: `finding`, `unreadable`,
         /// `summary`) on standard output, instead of text: for CI annotations
         /// and editors. A finding's `line` and `column` are where the text at
@@ -317,7 +318,10 @@ fn load(path: &Path) -> Result<Machine, Unusable> {
 
 /// Every spec file named by `paths`: files as given, directories searched for
 /// `*.toml` (at least one each), in sorted order.
-fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unusable> {
+/// The spec files of `paths`: each file given, and every `*.toml` below each
+/// directory given; and each directory that could not be read or has no spec,
+/// with why (a wrong path, not a clean run).
+fn spec_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
         entries.sort_by_key(|e| e.path());
@@ -331,39 +335,45 @@ fn spec_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unusable> {
         }
         Ok(())
     }
-    let mut out = Vec::new();
+    let (mut out, mut wrong) = (Vec::new(), Vec::new());
     for path in paths {
-        if path.is_dir() {
-            let before = out.len();
-            walk(path, &mut out).map_err(|e| {
-                eprintln!("error: cannot read directory {}: {e}", path.display());
-                Unusable
-            })?;
-            // A directory named for its specs that has none is a wrong path,
-            // not a clean run.
-            if out.len() == before {
-                eprintln!(
-                    "error: no spec files (*.toml) in {} or below it",
-                    path.display()
-                );
-                return Err(Unusable);
-            }
-        } else {
+        if !path.is_dir() {
             out.push(path.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        match walk(path, &mut found) {
+            Err(e) => wrong.push((
+                path.clone(),
+                format!("cannot read directory {}: {e}", path.display()),
+            )),
+            Ok(()) if found.is_empty() => wrong.push((
+                path.clone(),
+                format!("no spec files (*.toml) in {} or below it", path.display()),
+            )),
+            Ok(()) => out.extend(found),
         }
     }
-    Ok(out)
+    (out, wrong)
 }
 
 fn check(paths: &[PathBuf], diagrams: Option<&Path>, json: bool) -> Result<ExitCode, Unusable> {
-    let files = spec_files(paths)?;
-    let (mut errors, mut warnings, mut unusable) = (0, 0, false);
+    let (files, wrong) = spec_files(paths);
+    // Counted: the summary line must not say `0 errors` of a run that exits 2.
+    let (mut errors, mut warnings, mut unusable) = (wrong.len(), 0, !wrong.is_empty());
+    for (path, message) in &wrong {
+        match json {
+            true => println!(
+                "{}",
+                serde_json::json!({ "reason": "unreadable", "file": path.display().to_string(), "message": message })
+            ),
+            false => eprintln!("error: {message}"),
+        }
+    }
     for path in &files {
         let file = match SpecFile::read(path) {
             Ok(file) => file,
             Err(e) => {
-                // Counted: the summary line must not say `0 errors` of a
-                // run that exits 2.
                 match json {
                     true => {
                         let mut line = serde_json::json!({ "reason": "unreadable", "file": path.display().to_string(), "message": e.to_string() });

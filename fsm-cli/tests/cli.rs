@@ -271,6 +271,37 @@ fn check_json_gives_one_line_per_finding_and_the_summary() {
         (&2.into(), &3.into(), &0.into())
     );
 
+    // A directory with no spec is an unreadable line of its own, and the
+    // specs beside it are checked all the same.
+    let empty = dir.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, stdout, stderr) = fsm(&[
+        "check",
+        "--json",
+        &empty.display().to_string(),
+        &bad.display().to_string(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.is_empty(), "{stderr}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let reasons: Vec<&str> = lines
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["unreadable", "finding", "finding", "summary"]);
+    assert_eq!(lines[0]["file"], empty.display().to_string());
+    assert_eq!(
+        lines[0]["message"],
+        format!("no spec files (*.toml) in {} or below it", empty.display())
+    );
+    assert_eq!(
+        (&lines[3]["specs"], &lines[3]["errors"]),
+        (&1.into(), &3.into())
+    );
+
     // A file name that is not UTF-8 is shown, lossily, not a panic.
     #[cfg(unix)]
     {
