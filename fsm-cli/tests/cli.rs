@@ -209,6 +209,14 @@ fn check_exits_2_on_malformed_or_missing_input() {
     );
 }
 
+/// Each line of `stdout`, as JSON.
+fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// `--json`: a line of JSON per finding (with where it starts and ends, the
 /// remark, the fix and the related places), per unreadable file, and the
 /// summary; nothing on standard error; the same exit code.
@@ -230,10 +238,7 @@ fn check_json_gives_one_line_per_finding_and_the_summary() {
     ]);
     assert_eq!(code, 2);
     assert!(stderr.is_empty(), "{stderr}");
-    let lines: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let lines = json_lines(&stdout);
     let reasons: Vec<&str> = lines
         .iter()
         .map(|l| l["reason"].as_str().unwrap())
@@ -283,10 +288,7 @@ fn check_json_gives_one_line_per_finding_and_the_summary() {
     ]);
     assert_eq!(code, 2);
     assert!(stderr.is_empty(), "{stderr}");
-    let lines: Vec<serde_json::Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let lines = json_lines(&stdout);
     let reasons: Vec<&str> = lines
         .iter()
         .map(|l| l["reason"].as_str().unwrap())
