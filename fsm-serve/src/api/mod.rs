@@ -548,11 +548,13 @@ async fn start(
     Query(query): Query<ActionQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let actor = actor(&service, &headers)?;
-    let m = machine(&service, &name)?.clone();
-    let condition = IfMatch::read(&headers)?;
-    let version = condition.version();
-    let wait = wait_for(&service, query.wait)?;
+    let Turn {
+        actor,
+        m,
+        condition,
+        version,
+        wait,
+    } = Turn::read(&service, &headers, &name, query.wait)?;
     let attempt = || {
         let (rt, key, who, action) = (m.runtime.clone(), id.clone(), actor.clone(), action.clone());
         in_task(async move {
@@ -644,6 +646,41 @@ fn wait_for(service: &Service, seconds: u64) -> Result<Wait, ApiError> {
     })
 }
 
+/// What a write that takes its turn on an object (a start, a data change, a
+/// removal) reads of its request first: who asks, the machine, the
+/// `If-Match` and the version it names, and the `?wait`.
+struct Turn {
+    actor: Actor,
+    m: Arc<MachineService>,
+    condition: IfMatch,
+    version: Option<u64>,
+    wait: Wait,
+}
+
+impl Turn {
+    /// Read in this order, the first refusal answered: the actor (401), the
+    /// machine (404), the `If-Match` (400), the wait (400, 503).
+    fn read(
+        service: &Service,
+        headers: &HeaderMap,
+        name: &str,
+        wait: u64,
+    ) -> Result<Turn, ApiError> {
+        let actor = actor(service, headers)?;
+        let m = machine(service, name)?.clone();
+        let condition = IfMatch::read(headers)?;
+        let version = condition.version();
+        let wait = wait_for(service, wait)?;
+        Ok(Turn {
+            actor,
+            m,
+            condition,
+            version,
+            wait,
+        })
+    }
+}
+
 /// `attempt`'s answer; with a `wait`, tried in the object's line (after the
 /// requests that waited before it, again at each of its writes) for as long
 /// as it is refused because an action holds the object, within `wait`.
@@ -690,11 +727,13 @@ async fn remove(
     Query(query): Query<WaitQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let actor = actor(&service, &headers)?;
-    let m = machine(&service, &name)?.clone();
-    let condition = IfMatch::read(&headers)?;
-    let version = condition.version();
-    let wait = wait_for(&service, query.wait)?;
+    let Turn {
+        actor,
+        m,
+        condition,
+        version,
+        wait,
+    } = Turn::read(&service, &headers, &name, query.wait)?;
     let attempt = || {
         let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
         in_task(async move { rt.remove_async(key, version, &who).await })
@@ -837,8 +876,13 @@ async fn patch_data(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let actor = actor(&service, &headers)?;
-    let m = machine(&service, &name)?.clone();
+    let Turn {
+        actor,
+        m,
+        condition,
+        version,
+        wait,
+    } = Turn::read(&service, &headers, &name, query.wait)?;
     let patch: Value = parse(body)?;
     let Some(action) = query.action else {
         return Err(ApiError::new(
@@ -847,9 +891,6 @@ async fn patch_data(
             "name the action that makes this change (`?action=...`): data changes pass the table's rules for it",
         ));
     };
-    let condition = IfMatch::read(&headers)?;
-    let version = condition.version();
-    let wait = wait_for(&service, query.wait)?;
     let patch = Arc::new(patch);
     let attempt = || {
         let (rt, key, who) = (m.runtime.clone(), id.clone(), actor.clone());
