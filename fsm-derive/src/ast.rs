@@ -39,6 +39,9 @@ pub struct Input {
     /// `Serialize`/`Deserialize` by the spec's names when the `serde` feature is
     /// on; `#[fsm(serde = false)]` keeps the enum's own.
     pub serde: bool,
+    /// A failed derive's stand-in (see [`stand_in`]): its markers allow every
+    /// move, so that typed moves add no error of their own.
+    pub stand_in: bool,
 }
 
 /// `#[fsm(diagram = folded | full | none)]`: which view of the machine the enum's
@@ -158,6 +161,7 @@ pub fn parse(tokens: TokenStream) -> Result<Input, Failed> {
         spec_file: source.spec_file,
         diagram: settings.diagram,
         serde: settings.serde,
+        stand_in: false,
     })
 }
 
@@ -184,10 +188,15 @@ fn markers(input: &Enum, settings: &Settings) -> Option<Ident> {
 /// on the wire) over a stand-in table of the enum's variants, every one terminal
 /// and every action changing nothing. The user's code that calls the API then
 /// compiles against it, so that the build reports the derive's own errors, not
-/// one more at each place the enum is used (thiserror does the same); only typed
-/// moves (`checked_move`) meet a table with no move. Nothing of it runs: the
+/// one more at each place the enum is used (thiserror does the same); its
+/// markers allow every move, so typed moves (`checked_move`) compile against
+/// it too (up to [`STAND_IN_MOVES`] states). Nothing of it runs: the
 /// crate does not build. `None` when the variants are not unit
 /// variants or the stand-in itself would not check (two actions of one name).
+/// The most states a stand-in's markers allow every move between (their
+/// square in `MoveTo` impls, for a build that fails anyway); past it, none.
+pub const STAND_IN_MOVES: usize = 64;
+
 fn stand_in(input: &Enum, settings: &Settings, actions: &[&str]) -> Option<Box<Input>> {
     if input.generics.is_some()
         || input.variants.is_empty()
@@ -225,6 +234,7 @@ fn stand_in(input: &Enum, settings: &Settings, actions: &[&str]) -> Option<Box<I
         spec_file: None,
         diagram: DocDiagram::None,
         serde: settings.serde,
+        stand_in: true,
     }))
 }
 

@@ -38,6 +38,7 @@ fn main() {
     let _ = (Door::ALL.len(), Door::machine().name(), Door::Open.to_string());
     let _ = generic(Door::Closed);
     let _ = door::Open;
+    let _ = fsm::typed::checked_move::<door::Closed, door::Open>();
     let _ = NodeMove::Decommission.to_string();
     let _ = Node::initial();
 }
