@@ -494,7 +494,7 @@ mod properties {
 fn the_runtime_runs_a_derived_machine() {
     use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
 
-    let rt = Runtime::new(VmState::machine().clone(), MemoryStore::new()).unwrap();
+    let rt = Runtime::of::<VmState>(MemoryStore::new()).unwrap();
     let alice = Actor::new("alice");
     rt.create("vm-1", &alice).unwrap();
     rt.run("vm-1", &alice, VmStateAction::Deploy).unwrap();

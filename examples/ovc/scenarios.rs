@@ -5,7 +5,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use fsm::StateMachine;
 use fsm_runtime::{Actor, Healer, ManualClock, MemoryStore, Queuer, Runtime, RuntimeError};
 
 use crate::machines::{CloudspaceState, CloudspaceStateAction as C, VmState, VmStateAction as A};
@@ -14,7 +13,7 @@ type Error = Box<dyn std::error::Error>;
 
 /// A VM runtime on `clock`.
 fn vms(clock: Arc<ManualClock>) -> Result<Runtime, RuntimeError> {
-    Runtime::builder(VmState::machine().clone(), MemoryStore::new())
+    Runtime::builder_of::<VmState>(MemoryStore::new())
         .clock(clock)
         .build()
 }
@@ -165,7 +164,7 @@ pub fn stuck() -> Result<Vec<String>, Error> {
 /// VFW by administrator". A user is refused all three; an admin makes them.
 pub fn cloudspace() -> Result<Vec<String>, Error> {
     let mut trace = Vec::new();
-    let spaces = Runtime::builder(CloudspaceState::machine().clone(), MemoryStore::new())
+    let spaces = Runtime::builder_of::<CloudspaceState>(MemoryStore::new())
         .clock(clock())
         .build()?;
     let (user, admin) = (

@@ -39,7 +39,7 @@ impl Registry {
     pub fn new() -> Self {
         let keys: Keys = Arc::default();
         let restarted: Arc<Mutex<HashSet<String>>> = Arc::default();
-        let machines = Runtime::builder(MachineState::machine().clone(), MemoryStore::new())
+        let machines = Runtime::builder_of::<MachineState>(MemoryStore::new())
             // "A Retiring machine can transition to Retired only when its disk
             // encryption keys have been deleted."
             .guard("keys_deleted", {

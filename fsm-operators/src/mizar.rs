@@ -508,7 +508,7 @@ impl Cluster {
                 })
             }
         };
-        let networks = Runtime::builder(N::machine().clone(), store(Kind::Network)?)
+        let networks = Runtime::builder_of::<N>(store(Kind::Network)?)
             .clock(ticks.clone())
             .guard("bouncers_provisioned", {
                 let (bouncers, related) = (bouncers.clone(), related.clone());
@@ -523,7 +523,7 @@ impl Cluster {
                 }
             })
             .build()?;
-        let vpcs = Runtime::builder(V::machine().clone(), store(Kind::Vpc)?)
+        let vpcs = Runtime::builder_of::<V>(store(Kind::Vpc)?)
             .clock(ticks.clone())
             .guard("dividers_provisioned", {
                 let (dividers, related) = (dividers.clone(), related.clone());

@@ -370,7 +370,7 @@ impl PodOps {
         };
         let rules: Arc<Mutex<HashMap<String, Vec<Rule>>>> = Arc::default();
         let clock = UniqueClock::default();
-        let runtime = Runtime::builder(S::machine().clone(), store)
+        let runtime = Runtime::builder_of::<S>(store)
             .clock(clock.clone())
             .guard("rules_passed", {
                 let (read, rules) = (read.clone(), rules.clone());
