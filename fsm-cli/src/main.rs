@@ -95,6 +95,15 @@ enum Command {
         old: PathBuf,
         /// The spec as it is to be.
         new: PathBuf,
+        /// Print each change, each hint and the summary as one line of JSON
+        /// each (`"reason"`: `change`, `hint`, `summary`) instead of text. A
+        /// change has its `kind` (`state-removed`, `target-changed`, ...), its
+        /// `impact` (`stored-objects`, `callers`, `none`), its `message`, and
+        /// the names it is about (`state`, `action`, `origin`, `role`,
+        /// `guard`, `from`, `to`, `transition`); a hint its `of` (`state` or
+        /// `action`), `from`, `to` and `message`. The exit code is the same.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the spec's table as the seed documents print it.
     Show {
@@ -244,7 +253,7 @@ fn main() -> ExitCode {
             print!("{}", paths(&m, json));
             ExitCode::SUCCESS
         }),
-        Command::Diff { old, new } => diff(&old, &new),
+        Command::Diff { old, new, json } => diff(&old, &new, json),
         Command::Show { spec } => load(&spec).map(|m| {
             print!("{}", render::table(&m));
             ExitCode::SUCCESS
@@ -570,7 +579,7 @@ fn validate(spec: &Path, from: &str, to: &str) -> Result<ExitCode, Unusable> {
     }
 }
 
-fn diff(old: &Path, new: &Path) -> Result<ExitCode, Unusable> {
+fn diff(old: &Path, new: &Path, json: bool) -> Result<ExitCode, Unusable> {
     use fsm_core::evolve::Impact;
     let (old, new) = (load(old)?, load(new)?);
     let changes = fsm_core::evolve::diff(&old, &new);
@@ -579,26 +588,86 @@ fn diff(old: &Path, new: &Path) -> Result<ExitCode, Unusable> {
         .filter(|c| c.impact() != Impact::None)
         .count();
     for change in &changes {
-        let tag = match change.impact() {
-            Impact::StoredObjects => "breaking (stored objects)",
-            Impact::Callers => "breaking (callers)",
-            Impact::None => "compatible",
+        let (tag, impact) = match change.impact() {
+            Impact::StoredObjects => ("breaking (stored objects)", "stored-objects"),
+            Impact::Callers => ("breaking (callers)", "callers"),
+            Impact::None => ("compatible", "none"),
         };
-        println!("{tag}: {change}");
+        match json {
+            true => {
+                let mut line = change_names(change);
+                line["reason"] = "change".into();
+                line["kind"] = change.kind().into();
+                line["impact"] = impact.into();
+                line["message"] = change.to_string().into();
+                println!("{line}");
+            }
+            false => println!("{tag}: {change}"),
+        }
     }
     for rename in fsm_core::evolve::likely_renames(&old, &new) {
-        println!("hint: {rename}");
+        match json {
+            true => println!(
+                "{}",
+                serde_json::json!({
+                    "reason": "hint",
+                    "of": rename.of.as_str(),
+                    "from": rename.from,
+                    "to": rename.to,
+                    "message": rename.to_string(),
+                })
+            ),
+            false => println!("hint: {rename}"),
+        }
     }
-    println!(
-        "{} change{}, {breaking} breaking",
-        changes.len(),
-        plural(changes.len())
-    );
+    match json {
+        true => println!(
+            "{}",
+            serde_json::json!({ "reason": "summary", "changes": changes.len(), "breaking": breaking })
+        ),
+        false => println!(
+            "{} change{}, {breaking} breaking",
+            changes.len(),
+            plural(changes.len())
+        ),
+    }
     Ok(if breaking > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The names a change of `fsm diff --json` is about, as fields of its line.
+fn change_names(change: &fsm_core::evolve::Change) -> serde_json::Value {
+    use fsm_core::evolve::Change;
+    use serde_json::json;
+    match change {
+        Change::StateAdded(state) | Change::StateRemoved(state) | Change::StateTerminal(state) => {
+            json!({ "state": state })
+        }
+        Change::StateRenamed { from, to } | Change::Initial { from, to } => {
+            json!({ "from": from, "to": to })
+        }
+        Change::StateKind { state, transition } => {
+            json!({ "state": state, "transition": transition })
+        }
+        Change::Owner { state, from, to } => json!({ "state": state, "from": from, "to": to }),
+        Change::Removal { state, from, to } => json!({ "state": state, "from": from, "to": to }),
+        Change::ActionAdded(action) | Change::ActionRemoved(action) => json!({ "action": action }),
+        Change::ActionRenamed { from, to } => json!({ "from": from, "to": to }),
+        Change::MoveRemoved { action, origin } | Change::MoveAdded { action, origin } => {
+            json!({ "action": action, "origin": origin })
+        }
+        Change::TargetChanged {
+            action,
+            origin,
+            from,
+            to,
+        } => json!({ "action": action, "origin": origin, "from": from, "to": to }),
+        Change::RoleAdded { action, role } => json!({ "action": action, "role": role }),
+        Change::GuardAdded { action, guard } => json!({ "action": action, "guard": guard }),
+    }
 }
 
 fn arrow(machine: &Machine, from: StateId, to: StateId) -> String {

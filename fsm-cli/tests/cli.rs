@@ -740,6 +740,65 @@ fn diff_reports_what_an_edit_breaks() {
         "{stdout}"
     );
     assert_eq!(stdout.matches("hint:").count(), 1, "{stdout}");
+
+    // --json: the same, a line each, with the names each change is about.
+    let (json_code, json, stderr) = fsm(&["diff", "--json", &old, &unsaid]);
+    assert_eq!(json_code, code, "{stderr}");
+    let lines = json_lines(&json);
+    let text: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), text.len(), "{json}");
+    let removed = &lines[0];
+    assert_eq!(
+        (
+            &removed["reason"],
+            &removed["kind"],
+            &removed["impact"],
+            &removed["state"]
+        ),
+        (
+            &"change".into(),
+            &"state-removed".into(),
+            &"stored-objects".into(),
+            &"PAUSED".into()
+        )
+    );
+    assert_eq!(
+        format!(
+            "breaking (stored objects): {}",
+            removed["message"].as_str().unwrap()
+        ),
+        text[0]
+    );
+    let moved = lines
+        .iter()
+        .find(|l| l["kind"] == "target-changed")
+        .expect("`pause` ends elsewhere");
+    assert_eq!(
+        [
+            &moved["action"],
+            &moved["origin"],
+            &moved["from"],
+            &moved["to"]
+        ],
+        ["pause", "RUNNING", "PAUSED", "SUSPENDED"]
+            .map(serde_json::Value::from)
+            .each_ref()
+    );
+    let hint = &lines[lines.len() - 2];
+    assert_eq!(
+        [&hint["reason"], &hint["of"], &hint["from"], &hint["to"]],
+        ["hint", "state", "PAUSED", "SUSPENDED"]
+            .map(serde_json::Value::from)
+            .each_ref()
+    );
+    let summary = &lines[lines.len() - 1];
+    assert_eq!(
+        format!(
+            "{} changes, {} breaking",
+            summary["changes"], summary["breaking"]
+        ),
+        text[text.len() - 1]
+    );
 }
 
 #[test]

@@ -170,6 +170,32 @@ pub enum Change {
 }
 
 impl Change {
+    /// The change's kind as a stable name (`fsm diff --json`'s `kind`):
+    /// `state-added`, `state-removed`, `state-renamed`, `state-kind`,
+    /// `state-terminal`, `owner`, `removal`, `initial`, `action-added`,
+    /// `action-removed`, `action-renamed`, `move-removed`, `move-added`,
+    /// `target-changed`, `role-added`, `guard-added`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Change::StateAdded(_) => "state-added",
+            Change::StateRemoved(_) => "state-removed",
+            Change::StateRenamed { .. } => "state-renamed",
+            Change::StateKind { .. } => "state-kind",
+            Change::StateTerminal(_) => "state-terminal",
+            Change::Owner { .. } => "owner",
+            Change::Removal { .. } => "removal",
+            Change::Initial { .. } => "initial",
+            Change::ActionAdded(_) => "action-added",
+            Change::ActionRemoved(_) => "action-removed",
+            Change::ActionRenamed { .. } => "action-renamed",
+            Change::MoveRemoved { .. } => "move-removed",
+            Change::MoveAdded { .. } => "move-added",
+            Change::TargetChanged { .. } => "target-changed",
+            Change::RoleAdded { .. } => "role-added",
+            Change::GuardAdded { .. } => "guard-added",
+        }
+    }
+
     /// Whom the change breaks.
     pub fn impact(&self) -> Impact {
         match self {
@@ -469,6 +495,16 @@ pub enum Named {
     Action,
 }
 
+impl Named {
+    /// `state` or `action`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Named::State => "state",
+            Named::Action => "action",
+        }
+    }
+}
+
 /// A state or action of the old spec that [`diff`] reports removed, beside one
 /// of the new spec it reports added with the same moves: most likely the same
 /// one, renamed without `renamed_from`, which stored objects need to read back.
@@ -485,16 +521,13 @@ pub struct LikelyRename {
 impl fmt::Display for LikelyRename {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let LikelyRename { of, from, to } = self;
-        let (what, keeps) = match of {
-            Named::State => (
-                "state",
-                format!("objects stored in `{from}` read as `{to}`"),
-            ),
-            Named::Action => (
-                "action",
-                format!("objects `{from}` holds and histories that name it read as `{to}`"),
-            ),
+        let keeps = match of {
+            Named::State => format!("objects stored in `{from}` read as `{to}`"),
+            Named::Action => {
+                format!("objects `{from}` holds and histories that name it read as `{to}`")
+            }
         };
+        let what = of.as_str();
         write!(
             f,
             "{what} `{to}` has the moves `{from}` had: if it is `{from}` renamed, declare \
