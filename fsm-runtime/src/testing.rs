@@ -70,6 +70,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     fences_outlive_removal(make());
     concurrent_actors_never_lose_a_write(make(), 4, 150);
     async_actors_share_one_thread(make(), 4, 60);
+    dropped_starts_leave_no_live_hold(make());
 }
 
 fn runtime<S: Store>(store: S) -> Runtime<S> {
@@ -1475,4 +1476,46 @@ pub fn async_actors_share_one_thread<S: Store>(store: S, tasks: usize, attempts:
         .expect(
             "async_actors_share_one_thread: stalled (a blocking call on the runtime's thread?)",
         );
+}
+
+/// An async start whose future is dropped after its first poll (a `timeout`
+/// around it, a `select!` whose other branch won) leaves no hold that nobody
+/// can end: the start lands with its action recorded abandoned (the handle
+/// dropped), or not at all, so a healer with no deadline frees the object. A
+/// store whose calls never wait does all of it in the first poll; one across
+/// the network runs the start detached ([`Store::runs_detached`]).
+pub fn dropped_starts_leave_no_live_hold<S: Store>(store: S) {
+    let rt = runtime(store);
+    let user = Actor::new("user");
+    rt.create("a", &user)
+        .expect("dropped_starts_leave_no_live_hold: create");
+    block_on(async {
+        let mut start = std::pin::pin!(rt.start_async("a", &user, "start"));
+        // Polled once, then dropped with whatever it answered.
+        let _ = std::future::poll_fn(|cx| std::task::Poll::Ready(start.as_mut().poll(cx))).await;
+    });
+    let abandoned = |rt: &Runtime<S>| {
+        rt.history("a")
+            .expect("dropped_starts_leave_no_live_hold: history")
+            .iter()
+            .any(|e| e.kind == EntryKind::Abandoned)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !abandoned(&rt) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let record = rt.get("a").expect("dropped_starts_leave_no_live_hold: get");
+    assert!(
+        record.in_flight.is_none() || abandoned(&rt),
+        "dropped_starts_leave_no_live_hold: held with no handle and not abandoned: {record:?}"
+    );
+    crate::Healer::new()
+        .heal(&rt)
+        .expect("dropped_starts_leave_no_live_hold: heal");
+    let record = rt.get("a").expect("dropped_starts_leave_no_live_hold: get");
+    assert!(
+        record.in_flight.is_none(),
+        "dropped_starts_leave_no_live_hold: still held after a healer with no deadline: {record:?}"
+    );
+    assert_eq!(state(&rt, "a"), "HALTED");
 }
