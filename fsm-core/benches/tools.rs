@@ -1,6 +1,8 @@
 //! The table tools on generated specs of three sizes: what `fsm check`, `fsm diagram
-//! --format dot` and `fsm paths` do, as library calls (the spec's text parsed and
-//! checked into a machine; the machine drawn as DOT; its test paths computed).
+//! --format dot`, `fsm paths` and `fsm diff` do, as library calls (the spec's text
+//! parsed and checked into a machine; the machine drawn as DOT; its test paths
+//! computed; the changes and likely renames from it to the same spec with every
+//! static state renamed, the most a diff has to pair).
 //!
 //! ```sh
 //! cargo bench -p fsm-core --bench tools
@@ -35,6 +37,21 @@ fn tools(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("paths", &size), &machine, |b, m| {
             b.iter(|| TestPaths::of(m))
+        });
+        let renamed = text.replace("\"S", "\"R").replace("\nS", "\nR");
+        let renamed = fsm_core::spec::load_str("renamed.toml", &renamed).expect("a valid spec");
+        assert_eq!(
+            fsm_core::evolve::likely_renames(&machine, &renamed).len(),
+            states,
+            "every renamed state found"
+        );
+        group.bench_with_input(BenchmarkId::new("diff", &size), &renamed, |b, new| {
+            b.iter(|| {
+                (
+                    fsm_core::evolve::diff(&machine, new),
+                    fsm_core::evolve::likely_renames(&machine, new),
+                )
+            })
         });
     }
     group.finish();

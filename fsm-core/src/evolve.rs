@@ -6,10 +6,10 @@
 //! way cargo-semver-checks reports an API change (`fsm diff OLD NEW`), and
 //! [`likely_renames`] which of its removals look like renames left undeclared.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use crate::{Machine, StateId};
-use fsm_model::Rule;
 
 /// A fingerprint of what `machine` allows: its name, its states (kind, terminal)
 /// and its rules, by name and in no particular order, hashed (64-bit FNV-1a, as 16
@@ -305,20 +305,39 @@ impl fmt::Display for Change {
 
 /// The states and actions of `old` matched in `new`: same name, or a new one that
 /// declares the old name in `renamed_from`.
-fn matched<T>(
-    old: &[T],
-    new: &[T],
-    name: impl Fn(&T) -> &str,
-    renames: impl Fn(&T) -> Vec<&str>,
+fn matched<'a, T>(
+    old: &'a [T],
+    new: &'a [T],
+    name: impl Fn(&'a T) -> &'a str,
+    renames: impl Fn(&'a T) -> Vec<&'a str>,
 ) -> Vec<Option<usize>> {
+    // By name, then by an earlier name; the first of `new` to claim one wins.
+    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(new.len());
+    let mut by_earlier: HashMap<&str, usize> = HashMap::new();
+    for (i, x) in new.iter().enumerate() {
+        by_name.entry(name(x)).or_insert(i);
+        for earlier in renames(x) {
+            by_earlier.entry(earlier).or_insert(i);
+        }
+    }
     old.iter()
         .map(|o| {
             let n = name(o);
-            new.iter()
-                .position(|x| name(x) == n)
-                .or_else(|| new.iter().position(|x| renames(x).contains(&n)))
+            by_name.get(n).or_else(|| by_earlier.get(n)).copied()
         })
         .collect()
+}
+
+/// For each of `len` states (actions) of the new spec, the old one matched to
+/// it, if any: `matching` read the other way.
+fn reversed(matching: &[Option<usize>], len: usize) -> Vec<Option<usize>> {
+    let mut old_of = vec![None; len];
+    for (o, n) in matching.iter().enumerate() {
+        if let Some(n) = *n {
+            old_of[n].get_or_insert(o);
+        }
+    }
+    old_of
 }
 
 /// Which of `old`'s states and actions are which of `new`'s (by index).
@@ -363,6 +382,8 @@ impl Matching {
 pub fn diff(old: &Machine, new: &Machine) -> Vec<Change> {
     let mut out = Vec::new();
     let Matching { states, actions } = Matching::of(old, new);
+    let old_state_of = reversed(&states, new.states().len());
+    let old_action_of = reversed(&actions, new.actions().len());
     for (o, m) in old.states().iter().zip(&states) {
         let Some(n) = m.map(|i| &new.states()[i]) else {
             out.push(Change::StateRemoved(o.name.to_string()));
@@ -444,9 +465,7 @@ pub fn diff(old: &Machine, new: &Machine) -> Vec<Change> {
             }
         }
         for r in new.rules_of(na) {
-            let was = states
-                .iter()
-                .position(|&s| s == Some(r.origin.0))
+            let was = old_state_of[r.origin.0]
                 .is_some_and(|old_origin| old.rule(a, StateId(old_origin)).is_some());
             if !was {
                 out.push(Change::MoveAdded {
@@ -474,12 +493,12 @@ pub fn diff(old: &Machine, new: &Machine) -> Vec<Change> {
         }
     }
     for (i, s) in new.states().iter().enumerate() {
-        if !states.contains(&Some(i)) {
+        if old_state_of[i].is_none() {
             out.push(Change::StateAdded(s.name.to_string()));
         }
     }
     for (i, a) in new.actions().iter().enumerate() {
-        if !actions.contains(&Some(i)) {
+        if old_action_of[i].is_none() {
             out.push(Change::ActionAdded(a.name.to_string()));
         }
     }
@@ -557,127 +576,101 @@ impl fmt::Display for LikelyRename {
 /// ```
 pub fn likely_renames(old: &Machine, new: &Machine) -> Vec<LikelyRename> {
     let Matching { states, actions } = Matching::of(old, new);
-    // The candidate pair of states (or of actions) counts as one.
-    let old_moves = |touches: &dyn Fn(&Rule) -> bool, state_pair, action_pair| {
-        moves(
-            old,
-            touches,
-            |s| in_new(&states, s, state_pair),
-            |a| in_new(&actions, a, action_pair),
-        )
+    // Each spec's states and actions by their index in the new spec, `OTHER`
+    // for a name only that spec has (removed, or added): it stands for any.
+    let old_names = |matching: &[Option<usize>]| -> Vec<usize> {
+        matching.iter().map(|m| m.unwrap_or(OTHER)).collect()
     };
-    let new_moves = |touches: &dyn Fn(&Rule) -> bool, state_pair, action_pair| {
-        moves(
+    let new_names = |matching: &[Option<usize>], len: usize| -> Vec<usize> {
+        let old_of = reversed(matching, len);
+        (0..len).map(|n| old_of[n].map_or(OTHER, |_| n)).collect()
+    };
+    let sides = [
+        (old, old_names(&states), old_names(&actions)),
+        (
             new,
-            touches,
-            |s| shared(&states, s, state_pair),
-            |a| shared(&actions, a, action_pair),
+            new_names(&states, new.states().len()),
+            new_names(&actions, new.actions().len()),
+        ),
+    ];
+    // Every removed (added) state's and action's moves, itself named `ITSELF`;
+    // the same moves and flags on both sides are a candidate pair.
+    let mut groups: HashMap<(Named, [bool; 2], Vec<Move>), [Vec<usize>; 2]> = HashMap::new();
+    for (side, (m, state, action)) in sides.iter().enumerate() {
+        let mut of_state: HashMap<usize, Vec<Move>> = HashMap::new();
+        let mut of_action: HashMap<usize, Vec<Move>> = HashMap::new();
+        for r in m.rules() {
+            let named = |itself: Option<usize>| {
+                let name = |s: StateId| match Some(s.0) == itself {
+                    true => ITSELF,
+                    false => state[s.0],
+                };
+                let action = match itself {
+                    None => ITSELF,
+                    Some(_) => action[r.action.0],
+                };
+                (action, name(r.origin), r.via.map(name), name(r.target))
+            };
+            let mut touched = vec![r.origin.0, r.target.0];
+            touched.extend(r.via.map(|v| v.0));
+            touched.sort_unstable();
+            touched.dedup();
+            for s in touched.into_iter().filter(|&s| state[s] == OTHER) {
+                of_state.entry(s).or_default().push(named(Some(s)));
+            }
+            if action[r.action.0] == OTHER {
+                of_action.entry(r.action.0).or_default().push(named(None));
+            }
+        }
+        for (s, mut moves) in of_state {
+            moves.sort_unstable();
+            let st = m.state(StateId(s));
+            let flags = [st.is_transition(), st.terminal];
+            groups.entry((Named::State, flags, moves)).or_default()[side].push(s);
+        }
+        for (a, mut moves) in of_action {
+            moves.sort_unstable();
+            let ac = m.action(crate::ActionId(a));
+            let flags = [ac.hidden, ac.via.is_some()];
+            groups.entry((Named::Action, flags, moves)).or_default()[side].push(a);
+        }
+    }
+    let name = |m: &Machine, of: Named, i: usize| match of {
+        Named::State => m.states()[i].name.to_string(),
+        Named::Action => m.actions()[i].name.to_string(),
+    };
+    let mut renames: Vec<(usize, LikelyRename)> = groups
+        .into_iter()
+        .filter_map(
+            |((of, _, _), [olds, news])| match (olds.as_slice(), news.as_slice()) {
+                (&[o], &[n]) => Some((
+                    // In the old spec's order: its states, then its actions.
+                    o + if of == Named::Action {
+                        old.states().len()
+                    } else {
+                        0
+                    },
+                    LikelyRename {
+                        of,
+                        from: name(old, of, o),
+                        to: name(new, of, n),
+                    },
+                )),
+                _ => None,
+            },
         )
-    };
-    let gone = |matching: &[Option<usize>]| -> Vec<usize> {
-        (0..matching.len())
-            .filter(|&i| matching[i].is_none())
-            .collect()
-    };
-    let added = |matching: &[Option<usize>], len: usize| -> Vec<usize> {
-        (0..len).filter(|i| !matching.contains(&Some(*i))).collect()
-    };
-    let mut candidates = Vec::new();
-    for o in gone(&states) {
-        for n in added(&states, new.states().len()) {
-            let (os, ns) = (&old.states()[o], &new.states()[n]);
-            if os.kind != ns.kind || os.terminal != ns.terminal {
-                continue;
-            }
-            let touches = |s: usize| {
-                move |r: &Rule| {
-                    r.origin.0 == s || r.target.0 == s || r.via.is_some_and(|v| v.0 == s)
-                }
-            };
-            let before = old_moves(&touches(o), Some((o, n)), None);
-            if !before.is_empty() && before == new_moves(&touches(n), Some((o, n)), None) {
-                candidates.push((Named::State, o, n));
-            }
-        }
-    }
-    for o in gone(&actions) {
-        for n in added(&actions, new.actions().len()) {
-            let (oa, na) = (&old.actions()[o], &new.actions()[n]);
-            if oa.hidden != na.hidden || oa.via.is_some() != na.via.is_some() {
-                continue;
-            }
-            let before = old_moves(&|r| r.action.0 == o, None, Some((o, n)));
-            if !before.is_empty() && before == new_moves(&|r| r.action.0 == n, None, Some((o, n))) {
-                candidates.push((Named::Action, o, n));
-            }
-        }
-    }
-    let alone = |of: Named, o: usize, n: usize| {
-        candidates
-            .iter()
-            .filter(|(k, a, b)| *k == of && (*a == o || *b == n))
-            .count()
-            == 1
-    };
-    candidates
-        .iter()
-        .filter(|&&(of, o, n)| alone(of, o, n))
-        .map(|&(of, o, n)| {
-            let (from, to) = match of {
-                Named::State => (&old.states()[o].name, &new.states()[n].name),
-                Named::Action => (&old.actions()[o].name, &new.actions()[n].name),
-            };
-            LikelyRename {
-                of,
-                from: from.to_string(),
-                to: to.to_string(),
-            }
-        })
-        .collect()
+        .collect();
+    renames.sort_by_key(|(place, _)| *place);
+    renames.into_iter().map(|(_, rename)| rename).collect()
 }
 
 /// A move in the new spec's indices: its action, origin, transition state (if
-/// it has one) and target, each `None` where the name is one only its own spec
-/// has (which stands for any such name).
-type Move = (
-    Option<usize>,
-    Option<usize>,
-    Option<Option<usize>>,
-    Option<usize>,
-);
+/// it has one) and target; [`OTHER`] where the name is one only its own spec
+/// has, [`ITSELF`] where it is the state or action the move is listed for.
+type Move = (usize, usize, Option<usize>, usize);
 
-/// The moves of `m` that `touches` picks, sorted, each state and action given
-/// its index in the new spec by `state` and `action`.
-fn moves(
-    m: &Machine,
-    touches: &dyn Fn(&Rule) -> bool,
-    state: impl Fn(usize) -> Option<usize>,
-    action: impl Fn(usize) -> Option<usize>,
-) -> Vec<Move> {
-    let mut moves: Vec<Move> = m
-        .rules()
-        .filter(|r| touches(r))
-        .map(|r| {
-            (
-                action(r.action.0),
-                state(r.origin.0),
-                r.via.map(|v| state(v.0)),
-                state(r.target.0),
-            )
-        })
-        .collect();
-    moves.sort();
-    moves
-}
+/// A name only one of the two specs has: it stands for any such name.
+const OTHER: usize = usize::MAX;
 
-/// The new spec's index of the old spec's `i`th state (or action): the one
-/// matched to it, or the candidate of `pair` (old, new) when `i` is its old one.
-fn in_new(matching: &[Option<usize>], i: usize, pair: Option<(usize, usize)>) -> Option<usize> {
-    matching[i].or_else(|| pair.filter(|&(old, _)| old == i).map(|(_, new)| new))
-}
-
-/// The new spec's `i`th state (or action), if the old spec has it too, or it is
-/// the candidate of `pair` (old, new).
-fn shared(matching: &[Option<usize>], i: usize, pair: Option<(usize, usize)>) -> Option<usize> {
-    (matching.contains(&Some(i)) || pair.is_some_and(|(_, new)| new == i)).then_some(i)
-}
+/// The state or action whose moves are listed.
+const ITSELF: usize = usize::MAX - 1;
