@@ -595,7 +595,7 @@ pub fn likely_renames(old: &Machine, new: &Machine) -> Vec<LikelyRename> {
     ];
     // Every removed (added) state's and action's moves, itself named `ITSELF`;
     // the same moves and flags on both sides are a candidate pair.
-    let mut groups: HashMap<(Named, [bool; 2], Vec<Move>), [Vec<usize>; 2]> = HashMap::new();
+    let mut groups: HashMap<Signature, [Vec<usize>; 2]> = HashMap::new();
     for (side, (m, state, action)) in sides.iter().enumerate() {
         let mut of_state: HashMap<usize, Vec<Move>> = HashMap::new();
         let mut of_action: HashMap<usize, Vec<Move>> = HashMap::new();
@@ -668,6 +668,11 @@ pub fn likely_renames(old: &Machine, new: &Machine) -> Vec<LikelyRename> {
 /// it has one) and target; [`OTHER`] where the name is one only its own spec
 /// has, [`ITSELF`] where it is the state or action the move is listed for.
 type Move = (usize, usize, Option<usize>, usize);
+
+/// What a removed or added state (action) is compared by: the kind, two flags
+/// (a state's transition and terminal; an action's hidden and transition
+/// state), its moves, sorted.
+type Signature = (Named, [bool; 2], Vec<Move>);
 
 /// A name only one of the two specs has: it stands for any such name.
 const OTHER: usize = usize::MAX;
