@@ -224,24 +224,11 @@ impl<S: Store> Runtime<S> {
 
     /// The runtime of the machine a state enum was derived from
     /// (`#[derive(StateMachine)]`), over `store`, for a machine with no
-    /// guards: [`new`](Self::new) with [`M::machine()`](fsm_core::typed::StateMachine::machine).
-    ///
-    /// ```
-    /// use fsm::StateMachine;
-    /// use fsm_runtime::{Actor, MemoryStore, Runtime};
-    ///
-    /// #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-    /// #[fsm(initial = Off)]
-    /// #[fsm(action(switch_on, from = Off, to = On), action(switch_off, from = On, to = Off))]
-    /// enum Light { Off, On }
-    ///
-    /// let lights = Runtime::of::<Light>(MemoryStore::new())?;
-    /// let me = Actor::new("me");
-    /// lights.create("hall", &me)?;
-    /// lights.run("hall", &me, LightAction::SwitchOn)?;
-    /// assert_eq!(lights.state_as::<Light>("hall")?, Light::On);
-    /// # Ok::<(), fsm_runtime::RuntimeError>(())
-    /// ```
+    /// guards: [`new`](Self::new) with
+    /// [`M::machine()`](fsm_core::typed::StateMachine::machine). Actions are
+    /// then given as the derived action enum's variants, and
+    /// [`state_as`](Self::state_as) reads a state back as `M` (the `fsm`
+    /// crate's README shows it).
     pub fn of<M: fsm_core::typed::StateMachine>(store: S) -> Result<Self, RuntimeError> {
         Self::new(M::machine().clone(), store)
     }
