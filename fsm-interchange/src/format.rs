@@ -21,14 +21,6 @@ pub enum Format {
 }
 
 impl Format {
-    /// Every format, in the order [`detect`](Self::detect) tries them.
-    pub const ALL: [Format; 4] = [
-        Format::Xstate,
-        Format::Scxml,
-        Format::Plantuml,
-        Format::Mermaid,
-    ];
-
     /// The format's name as `fsm import` takes it: `xstate`, `scxml`,
     /// `plantuml`, `mermaid`.
     pub fn name(self) -> &'static str {
@@ -108,10 +100,12 @@ impl Format {
                     false => (Format::Plantuml, Format::Mermaid),
                 };
                 Err(lines.pos(second).error(format!(
-                    "{} here and {} at line {}: say which to import (`fsm import plantuml` or `fsm import mermaid`)",
+                    "{} here and {} at line {}: say which to import (`fsm import {}` or `fsm import {}`)",
                     here.described(),
                     there.described(),
-                    lines.pos(first).line
+                    lines.pos(first).line,
+                    Format::Plantuml,
+                    Format::Mermaid,
                 )))
             }
             (None, None) => Err(lines.pos(start).error(
