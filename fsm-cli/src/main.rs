@@ -325,11 +325,9 @@ fn load(path: &Path) -> Result<Machine, Unusable> {
     })
 }
 
-/// Every spec file named by `paths`: files as given, directories searched for
-/// `*.toml` (at least one each), in sorted order.
-/// The spec files of `paths`: each file given, and every `*.toml` below each
-/// directory given; and each directory that could not be read or has no spec,
-/// with why (a wrong path, not a clean run).
+/// The spec files of `paths`: each file as given, and every `*.toml` below
+/// each directory given, in sorted order; and each directory that could not be
+/// read or holds no spec, with why (a wrong path, not a clean run).
 fn spec_files(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
