@@ -183,6 +183,10 @@ fn markers(input: &Enum, settings: &Settings) -> Option<Ident> {
     })
 }
 
+/// The most states a stand-in's markers allow every move between (their
+/// square in `MoveTo` impls, for a build that fails anyway); past it, none.
+pub const STAND_IN_MOVES: usize = 64;
+
 /// What the derive generates for an enum it refused, beside its errors: the same
 /// API (the action enum with the actions it could read, the traits, the names
 /// on the wire) over a stand-in table of the enum's variants, every one terminal
@@ -193,10 +197,6 @@ fn markers(input: &Enum, settings: &Settings) -> Option<Ident> {
 /// it too (up to [`STAND_IN_MOVES`] states). Nothing of it runs: the
 /// crate does not build. `None` when the variants are not unit
 /// variants or the stand-in itself would not check (two actions of one name).
-/// The most states a stand-in's markers allow every move between (their
-/// square in `MoveTo` impls, for a build that fails anyway); past it, none.
-pub const STAND_IN_MOVES: usize = 64;
-
 fn stand_in(input: &Enum, settings: &Settings, actions: &[&str]) -> Option<Box<Input>> {
     if input.generics.is_some()
         || input.variants.is_empty()
