@@ -68,12 +68,28 @@ fn machine<'s>(service: &'s Service, name: &str) -> Result<&'s Arc<MachineServic
 /// go, even when the request is dropped (its client gone) meanwhile, as
 /// [`blocking`] work does; without the hop to a blocking thread and back,
 /// which took more than a quarter of a request's time (BENCHMARKS.md).
+///
+/// What the work returns to a request that is gone (a started action's handle,
+/// whose drop records it abandoned: a store call that blocks) is dropped on a
+/// blocking thread, not on the async worker that ran the task.
 async fn in_task<T: Send + 'static>(
     work: impl std::future::Future<Output = Result<T, RuntimeError>> + Send + 'static,
 ) -> Result<T, RuntimeError> {
-    tokio::spawn(work)
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        if let Err(unclaimed) = tx.send(work.await) {
+            tokio::task::spawn_blocking(move || drop(unclaimed));
+        }
+    });
+    match rx.await {
+        Ok(done) => done,
+        // The task ended without sending: it panicked (the service's runtime
+        // does not cancel its tasks while requests run).
+        Err(_) => match task.await {
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            ended => unreachable!("a task that sends nothing panicked: {ended:?}"),
+        },
+    }
 }
 
 /// Runs blocking runtime work off the async workers: what reads many records.
@@ -1111,5 +1127,61 @@ pub fn router(service: Arc<Service>) -> Router {
     match cors {
         Some(cors) => router.layer(cors),
         None => router,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::thread::ThreadId;
+    use std::time::Duration;
+
+    use super::in_task;
+
+    /// Tells, when dropped, on which thread.
+    struct Dropped(mpsc::Sender<ThreadId>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            let _ = self.0.send(std::thread::current().id());
+        }
+    }
+
+    /// A request whose client leaves while its task runs: what the task
+    /// returns (a started action's handle, in the service) is dropped on a
+    /// blocking thread, not on the async worker that ran the task (the test's
+    /// own thread: a current-thread runtime).
+    #[tokio::test]
+    async fn what_a_request_gone_meanwhile_made_is_dropped_off_the_async_worker() {
+        let (dropped, dropped_on) = mpsc::channel();
+        let (go, ready) = tokio::sync::oneshot::channel::<()>();
+        let mut request = Box::pin(in_task(async move {
+            let _ = ready.await;
+            Ok(Dropped(dropped))
+        }));
+        tokio::select! {
+            biased;
+            _ = &mut request => panic!("the task cannot have ended: it waits for `go`"),
+            () = std::future::ready(()) => {}
+        }
+        drop(request);
+        go.send(()).expect("the task waits");
+        let on =
+            tokio::task::spawn_blocking(move || dropped_on.recv_timeout(Duration::from_secs(10)))
+                .await
+                .expect("no panic")
+                .expect("what the task made was dropped");
+        assert_ne!(
+            on,
+            std::thread::current().id(),
+            "dropped on the async worker"
+        );
+    }
+
+    /// A task's panic reaches its request, as it would without the task.
+    #[tokio::test]
+    #[should_panic(expected = "the work's own panic")]
+    async fn a_panic_in_the_task_reaches_its_request() {
+        let _ = in_task(async { panic!("the work's own panic") as Result<(), _> }).await;
     }
 }
