@@ -902,8 +902,10 @@ fn paths(m: &Machine, json: bool) -> String {
     }
     let steps: usize = paths.cover.iter().map(|p| p.rules.len()).sum();
     out += &format!(
-        "\npaths taking every action from every reachable origin ({} paths, {steps} steps):\n",
-        paths.cover.len()
+        "\npaths taking every action from every reachable origin ({} path{}, {steps} step{}):\n",
+        paths.cover.len(),
+        plural(paths.cover.len()),
+        plural(steps)
     );
     for (i, p) in paths.cover.iter().enumerate() {
         out += &format!("  {}. {}\n", i + 1, p.describe(m));

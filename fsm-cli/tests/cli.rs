@@ -580,6 +580,21 @@ paths taking every action from every reachable origin (2 paths, 5 steps):
         .map(|s| s["action"].as_str().unwrap())
         .collect();
     assert_eq!(covered.len(), 12, "{covered:?}");
+
+    // One path of one step is counted in the singular.
+    let tmp = tempfile::tempdir().unwrap();
+    let one = tmp.path().join("one.toml");
+    std::fs::write(
+        &one,
+        "[machine]\nname = \"one\"\ninitial = \"A\"\n[states]\nA = {}\nB = { terminal = true }\n[actions]\ngo = { from = \"A\", to = \"B\" }\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = fsm(&["paths", one.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.ends_with("origin (1 path, 1 step):\n  1. go -> B\n"),
+        "{stdout}"
+    );
 }
 
 #[test]
