@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("fsm-serve", 5),
     ("fsm", 5),
     ("fsm-operators", 6),
+    ("fsm-no-std", 6),
 ];
 
 /// Crates the table layers must never pull in, by name or name prefix.
@@ -241,6 +242,50 @@ fn a_crate_that_only_derives_compiles_no_runtime() {
     assert!(tree("fsm", &["runtime"]).contains("tokio"));
 }
 
+/// The crates a `#![no_std]` crate that derives builds into itself (the
+/// macro's own, which run on the host, aside): each of them is `no_std`.
+const NO_STD: &[&str] = &["fsm-no-std", "fsm", "fsm-core", "fsm-model", "once_cell"];
+
+#[test]
+fn a_crate_that_only_derives_builds_without_std() {
+    // `tests/no-std` alone, so that nothing else turns `std` on: a `#![no_std]`
+    // crate that derives a machine and uses it. `fsm`, `fsm-core` and
+    // `fsm-model` are `no_std` there (each says so without `std`), so a use of
+    // `std` in any of them fails this build. Its own target directory: the
+    // running `cargo test` holds the workspace's.
+    let target = root().join("target").join("no-std");
+    cargo([
+        "check",
+        "--offline",
+        "-q",
+        "-p",
+        "fsm-no-std",
+        "--target-dir",
+        target.to_str().expect("a UTF-8 path"),
+    ]);
+    let built = cargo([
+        "tree",
+        "--offline",
+        "-p",
+        "fsm-no-std",
+        "-e",
+        "normal,no-proc-macro",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ]);
+    let built: BTreeSet<&str> = built
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        built,
+        NO_STD.iter().copied().collect(),
+        "what a no_std derive builds"
+    );
+}
+
 #[test]
 fn the_cli_uses_the_table_layers_only() {
     let tree = tree("fsm-cli", &[]);
@@ -372,12 +417,16 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 
 #[test]
 fn no_crate_has_a_cycle_between_its_modules() {
+    let metadata = metadata();
     for (name, _) in LAYERS {
-        let src = if *name == "fsm" {
-            root().join("src")
-        } else {
-            root().join(name).join("src")
-        };
+        let manifest = metadata["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .find(|p| p["name"] == *name)
+            .and_then(|p| p["manifest_path"].as_str())
+            .unwrap_or_else(|| panic!("{name} is a package of the workspace"));
+        let src = Path::new(manifest).with_file_name("src");
         let graph = module_graph(&src);
         assert_eq!(
             cycle(&graph),

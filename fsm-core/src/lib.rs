@@ -39,6 +39,12 @@
 
 // docs.rs (`--cfg docsrs`, a nightly) marks each item a feature gates with it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Without a feature, the typed API a derive implements: `alloc` only, so that
+// a derived machine builds for a target without the standard library. Every
+// feature brings `std`.
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
 
 #[cfg(feature = "analysis")]
 pub mod analysis;

@@ -12,8 +12,12 @@
 //! checked [`Machine`] `fsm check` builds from a spec file, so a derived enum and
 //! `fsm validate` always agree.
 
-use std::fmt;
-use std::hash::Hash;
+use core::fmt;
+use core::hash::Hash;
+
+use alloc::borrow::ToOwned;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
 use crate::{ActionId, IntoActionId, IntoStateId, Machine, Move, StateId};
 
@@ -424,7 +428,7 @@ impl fmt::Display for UnknownName {
     }
 }
 
-impl std::error::Error for UnknownName {}
+impl core::error::Error for UnknownName {}
 
 /// Why a derived machine refused a move, in brief; [`InvalidTransition`]'s
 /// `Display` gives the full reason.
@@ -473,7 +477,7 @@ impl<S: StateMachine> fmt::Debug for InvalidTransition<S> {
     }
 }
 
-impl<S: StateMachine> std::error::Error for InvalidTransition<S> {}
+impl<S: StateMachine> core::error::Error for InvalidTransition<S> {}
 
 /// What one run of an action of a derived machine does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -527,7 +531,7 @@ impl<S: StateMachine> fmt::Debug for PlanError<S> {
     }
 }
 
-impl<S: StateMachine> std::error::Error for PlanError<S> {}
+impl<S: StateMachine> core::error::Error for PlanError<S> {}
 
 /// A zero-sized type standing for one state, generated per state by the derive.
 pub trait StateMarker {
@@ -565,7 +569,7 @@ where
 #[cfg(feature = "serde")]
 #[doc(hidden)]
 pub mod names_serde {
-    use std::marker::PhantomData;
+    use core::marker::PhantomData;
 
     pub use serde;
 
@@ -578,7 +582,7 @@ pub mod names_serde {
     impl<T> serde::de::Visitor<'_> for Visitor<T> {
         type Value = T;
 
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
             f.write_str("a name of the machine's spec")
         }
 

@@ -2,6 +2,7 @@
 //! enum.
 
 use crate::{ActionId, Machine};
+use alloc::{borrow::ToOwned, string::String};
 
 /// An action named for a machine: an [`ActionId`], the action's name as the spec
 /// spells it (ignoring ASCII case), or a derived action enum (`VmStateAction::Pause`).
@@ -21,8 +22,8 @@ pub struct UnknownAction {
     pub suggestion: Option<String>,
 }
 
-impl std::fmt::Display for UnknownAction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for UnknownAction {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
             "machine `{}` has no action `{}`",
@@ -35,7 +36,7 @@ impl std::fmt::Display for UnknownAction {
     }
 }
 
-impl std::error::Error for UnknownAction {}
+impl core::error::Error for UnknownAction {}
 
 impl<T: Copy + Into<ActionId>> ActionRef for T {
     fn resolve(&self, _: &Machine) -> Result<ActionId, UnknownAction> {

@@ -5,8 +5,9 @@
 //! finding. Positions in a definition are named by [`Site`], which each front end maps
 //! back to its own notion of a span (a byte range in a file, a token of a derive).
 
-use std::ops::Range;
-use std::time::Duration;
+use alloc::{format, string::String, vec::Vec};
+use core::ops::Range;
+use core::time::Duration;
 
 /// A machine as written: states, actions, guards and roles, referring to each other by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

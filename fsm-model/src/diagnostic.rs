@@ -3,7 +3,8 @@
 //! them in its own syntax (a TOML spec file, `#[fsm(...)]` attributes), which is why
 //! a fix is a [`Help`] value and not a sentence.
 
-use std::fmt;
+use alloc::{string::String, vec::Vec};
+use core::fmt;
 
 use crate::Site;
 

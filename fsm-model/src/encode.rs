@@ -8,8 +8,9 @@
 //! the same version): a version tag, then the machine's parts in a fixed order,
 //! numbers as `<digits>;`, text as `<length>:<bytes>`, absent text as `-`.
 
-use std::borrow::Cow;
-use std::time::Duration;
+use alloc::borrow::Cow;
+use alloc::{borrow::ToOwned, string::String, string::ToString, vec::Vec};
+use core::time::Duration;
 
 use crate::{Action, Guard, GuardId, Machine, Role, State, StateId, StateKind, Target};
 
@@ -244,6 +245,8 @@ pub fn decode(encoded: &'static str) -> Machine {
 
 #[cfg(test)]
 mod tests {
+    use alloc::{boxed::Box, vec};
+
     use super::*;
 
     fn state(name: &'static str, kind: StateKind, description: Option<&'static str>) -> State {

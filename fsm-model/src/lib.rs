@@ -11,6 +11,13 @@
 //! Nothing here parses, checks or draws: the front ends (`fsm-toml`, the derive) and
 //! the analysis (`fsm-analysis`) sit above this crate and the `fsm-core` crate drives
 //! them. Build a machine through `fsm_core::spec::load` or `#[derive(StateMachine)]`.
+//!
+//! `no_std`: the model needs `alloc` only, so that a derived machine builds for a
+//! target without the standard library.
+
+#![no_std]
+
+extern crate alloc;
 
 mod action_ref;
 mod def;

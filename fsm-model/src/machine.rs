@@ -1,8 +1,9 @@
 //! The checked machine: states and actions resolved to indices. What it allows is
 //! stated once, in [`crate::rules`].
 
-use std::borrow::Cow;
-use std::time::Duration;
+use alloc::borrow::Cow;
+use alloc::{boxed::Box, string::String, vec::Vec};
+use core::time::Duration;
 
 use super::def::StateKind;
 
@@ -448,22 +449,23 @@ pub mod __private {
     pub use crate::encode::{decode, encode};
 
     /// Where a derived enum keeps its machine, decoded on first use: a type of its
-    /// own, so that the generated code instantiates nothing generic. It holds a
-    /// reference (the machine lives as long as the program, like the `static` that
-    /// holds the cell) in a `ManuallyDrop` (a `static` is never dropped anyway), so
-    /// that the user's crate compiles no drop glue for it.
+    /// own, so that the generated code instantiates nothing generic. A cell without
+    /// a lock (`no_std`): callers that race to decode the machine each decode it,
+    /// the first to store its own wins and the others drop theirs. It is never
+    /// dropped (a `ManuallyDrop`: a `static` is not dropped anyway), so that the
+    /// user's crate compiles no drop glue for it.
     #[derive(Debug)]
-    pub struct MachineCell(std::mem::ManuallyDrop<std::sync::OnceLock<&'static Machine>>);
+    pub struct MachineCell(core::mem::ManuallyDrop<once_cell::race::OnceBox<Machine>>);
 
     impl MachineCell {
         /// An empty cell, for a `static`.
         pub const fn new() -> Self {
-            MachineCell(std::mem::ManuallyDrop::new(std::sync::OnceLock::new()))
+            MachineCell(core::mem::ManuallyDrop::new(once_cell::race::OnceBox::new()))
         }
 
         /// The machine `encoded` holds, decoded the first time.
         pub fn get(&'static self, encoded: &'static str) -> &'static Machine {
-            self.0.get_or_init(|| Box::leak(Box::new(decode(encoded))))
+            self.0.get_or_init(|| Box::new(decode(encoded)))
         }
     }
 

@@ -9,7 +9,8 @@
 //! tables and refusals, the runtime's admission and completion, the queue's step
 //! check.
 
-use std::fmt;
+use alloc::{borrow::ToOwned, format, string::String, string::ToString, vec, vec::Vec};
+use core::fmt;
 
 use crate::{ActionId, Machine, StateId};
 
@@ -158,7 +159,7 @@ impl fmt::Display for TransitionError {
     }
 }
 
-impl std::error::Error for TransitionError {}
+impl core::error::Error for TransitionError {}
 
 impl fmt::Display for RuleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -185,7 +186,7 @@ impl fmt::Display for RuleError {
     }
 }
 
-impl std::error::Error for RuleError {}
+impl core::error::Error for RuleError {}
 
 fn or_list(items: &[String]) -> String {
     match items {

@@ -1,5 +1,6 @@
 //! "Did you mean" hints.
 
+use alloc::{vec, vec::Vec};
 /// The candidate closest to `name` (ignoring ASCII case), if it is close enough to
 /// be a plausible typo: at most one edit per three characters (an edit inserts,
 /// removes or replaces a character, or swaps two neighbours), and at least one.
@@ -33,8 +34,8 @@ fn distance(a: &[char], b: &[char]) -> usize {
                 row[j] = row[j].min(before[j - 2] + 1);
             }
         }
-        std::mem::swap(&mut before, &mut last);
-        std::mem::swap(&mut last, &mut row);
+        core::mem::swap(&mut before, &mut last);
+        core::mem::swap(&mut last, &mut row);
     }
     last[b.len()]
 }
