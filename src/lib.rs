@@ -147,18 +147,20 @@
 //!
 //! ## Without the standard library
 //!
-//! Without features (or with `diagram` alone) this crate is `no_std` and needs
-//! `alloc` only: a `#![no_std]` crate derives machines as above, and gets the
-//! `const` table, `Display` and `FromStr`, the refusals and the checked machine
-//! (decoded on first use, without a lock). Every other feature turns `std` on.
-//! `tests/no-std` in the repository is such a crate, built alone in CI.
+//! Without features (or with only `serde` and `diagram`) this crate is `no_std`
+//! and needs `alloc` only: a `#![no_std]` crate derives machines as above, and
+//! gets the `const` table, `Display` and `FromStr`, the refusals, the checked
+//! machine (decoded on first use, without a lock) and, with `serde`, the enums'
+//! `Serialize` and `Deserialize` by name (serde without its `std`). Every other
+//! feature turns `std` on. `tests/no-std` in the repository is such a crate,
+//! built alone in CI.
 //!
 //! ## Features
 //!
 //! | feature | what it adds |
 //! |---|---|
 //! | (none) | the derive with its table in attributes, the checked model, the typed API, names on the wire: what a crate that derives needs, and nothing more (see the compile-time figures in BENCHMARKS.md); `no_std` (it needs `alloc`) |
-//! | `std` | the standard library; every feature below but `diagram` turns it on |
+//! | `std` | the standard library; every feature below but `serde` and `diagram` turns it on |
 //! | `render` | diagrams as text: `fsm::render`, and `mermaid()`, `dot()`, `plantuml()`, `diagram()` on derived enums |
 //! | `paths` | `fsm::paths`: the shortest path to every state and paths covering every rule |
 //! | `evolve` | `fsm::evolve`: what a change of spec means for objects already stored |

@@ -1,7 +1,7 @@
 //! A `#![no_std]` crate that derives a machine and uses what a derive gives
 //! without the standard library: the `const` table, names on the wire both
-//! ways, refusals with their reasons, and the checked machine, decoded on first
-//! use (`alloc`). `tests/layers.rs` checks this crate alone, where nothing turns
+//! ways (and by serde), refusals with their reasons, and the checked machine,
+//! decoded on first use (`alloc`). `tests/layers.rs` checks this crate alone, where nothing turns
 //! the facade's `std` feature on, so that `fsm`, `fsm-core` and `fsm-model` are
 //! `no_std` too; its tests run with the test harness's `std`.
 
@@ -33,6 +33,13 @@ pub enum Door {
     /// Shut and locked.
     Locked,
 }
+
+// Names on the wire, by serde without its `std`.
+const _: fn() = || {
+    fn on_the_wire<T: serde::Serialize + for<'de> serde::Deserialize<'de>>() {}
+    on_the_wire::<Door>();
+    on_the_wire::<DoorAction>();
+};
 
 // The table, asked at compile time.
 const _: () = assert!(Door::can_transition(Door::Closed, Door::Locking));
@@ -68,6 +75,8 @@ fn display(value: &impl core::fmt::Display) -> String {
 
 #[cfg(test)]
 mod tests {
+    use alloc::string::ToString;
+
     use super::*;
 
     #[test]
@@ -83,5 +92,19 @@ mod tests {
         assert_eq!(roles_of("lock").as_deref(), Some("keyholder"));
         assert_eq!(roles_of("open").as_deref(), Some(""));
         assert_eq!(roles_of("kick"), None);
+    }
+
+    #[test]
+    fn names_go_on_the_wire_by_serde() {
+        assert_eq!(
+            serde_json::to_string(&Door::Locking).unwrap(),
+            r#""Locking""#
+        );
+        assert_eq!(
+            serde_json::from_str::<DoorAction>(r#""unlock""#).unwrap(),
+            DoorAction::Unlock
+        );
+        let unknown = serde_json::from_str::<Door>(r#""Ajar""#).unwrap_err();
+        assert!(unknown.to_string().contains("Ajar"), "{unknown}");
     }
 }
