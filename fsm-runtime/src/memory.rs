@@ -407,7 +407,18 @@ impl MemoryStore {
     /// use std::time::{Duration, SystemTime};
     /// use fsm_runtime::{Actor, MemoryStore, Runtime, Store};
     ///
-    /// let rt = Runtime::new(fsm_runtime::testing::machine(), MemoryStore::new())?;
+    /// let job = fsm_core::spec::load_str("job.toml", r#"
+    ///     [machine]
+    ///     name = "job"
+    ///     initial = "IDLE"
+    ///     [states]
+    ///     IDLE = { remove = true, description = "Not running" }
+    ///     RUNNING = "Running"
+    ///     [actions]
+    ///     start = { from = "IDLE", to = "RUNNING" }
+    ///     stop = { from = "RUNNING", to = "IDLE" }
+    /// "#)?;
+    /// let rt = Runtime::new(job, MemoryStore::new())?;
     /// let ops = Actor::new("ops");
     /// rt.create("job-1", &ops)?;
     /// let job = rt.start("job-1", &ops, "start")?;
