@@ -1,8 +1,9 @@
 //! Naming an action: by its id, by its name in the spec, or by a derived action
 //! enum.
 
-use crate::{ActionId, Machine};
 use alloc::{borrow::ToOwned, string::String};
+
+use crate::{ActionId, Machine};
 
 /// An action named for a machine: an [`ActionId`], the action's name as the spec
 /// spells it (ignoring ASCII case), or a derived action enum (`VmStateAction::Pause`).

@@ -8,8 +8,9 @@
 //! the same version): a version tag, then the machine's parts in a fixed order,
 //! numbers as `<digits>;`, text as `<length>:<bytes>`, absent text as `-`.
 
-use alloc::borrow::Cow;
-use alloc::{borrow::ToOwned, string::String, string::ToString, vec::Vec};
+use alloc::borrow::{Cow, ToOwned};
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::{Action, Guard, GuardId, Machine, Role, State, StateId, StateKind, Target};

@@ -3,8 +3,7 @@
 //! quote reads the same in each; and roles' and guards' names as a diagram's
 //! arrow labels write them, so that a label reads back whatever a name holds.
 
-use alloc::borrow::Cow;
-use alloc::string::String;
+use alloc::{borrow::Cow, string::String};
 
 /// `text` escaped for XML (and HTML) element content or a quoted attribute
 /// value: `&`, `<`, `>`, `"` and `'` become entity references, everything else

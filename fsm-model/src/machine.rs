@@ -1,8 +1,7 @@
 //! The checked machine: states and actions resolved to indices. What it allows is
 //! stated once, in [`crate::rules`].
 
-use alloc::borrow::Cow;
-use alloc::{boxed::Box, string::String, vec::Vec};
+use alloc::{borrow::Cow, boxed::Box, string::String, vec::Vec};
 use core::time::Duration;
 
 use super::def::StateKind;

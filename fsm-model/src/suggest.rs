@@ -1,6 +1,7 @@
 //! "Did you mean" hints.
 
 use alloc::{vec, vec::Vec};
+
 /// The candidate closest to `name` (ignoring ASCII case), if it is close enough to
 /// be a plausible typo: at most one edit per three characters (an edit inserts,
 /// removes or replaces a character, or swaps two neighbours), and at least one.
