@@ -1,9 +1,10 @@
 //! A `#![no_std]` crate that derives a machine and uses what a derive gives
-//! without the standard library: the `const` table, names on the wire both
-//! ways (and by serde), refusals with their reasons, and the checked machine,
-//! decoded on first use (`alloc`). `tests/layers.rs` checks this crate alone, where nothing turns
-//! the facade's `std` feature on, so that `fsm`, `fsm-core` and `fsm-model` are
-//! `no_std` too; its tests run with the test harness's `std`.
+//! without the standard library: the `const` table, moves checked by the type
+//! system (markers), names on the wire both ways (and by serde), refusals with
+//! their reasons, and the checked machine, decoded on first use (`alloc`).
+//! `tests/layers.rs` checks this crate alone, where nothing turns the facade's
+//! `std` feature on, so that `fsm`, `fsm-core` and `fsm-model` are `no_std`
+//! too; its tests run with the test harness's `std`.
 
 #![no_std]
 
@@ -16,7 +17,7 @@ use fsm::StateMachine;
 
 /// A door with a lock, on a device with no operating system.
 #[derive(StateMachine, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[fsm(initial = Closed)]
+#[fsm(initial = Closed, markers)]
 #[fsm(roles(keyholder = "Whoever holds the key"))]
 #[fsm(action(open, from = Closed, to = Open))]
 #[fsm(action(close, from = Open, to = Closed))]
@@ -40,6 +41,9 @@ const _: fn() = || {
     on_the_wire::<Door>();
     on_the_wire::<DoorAction>();
 };
+
+/// Locking, a move the type system checked.
+pub const LOCKING: (Door, Door) = fsm::typed::checked_move::<door::Closed, door::Locking>();
 
 // The table, asked at compile time.
 const _: () = assert!(Door::can_transition(Door::Closed, Door::Locking));
@@ -81,6 +85,7 @@ mod tests {
 
     #[test]
     fn a_derived_machine_works_without_std() {
+        assert_eq!(LOCKING, (Door::Closed, Door::Locking));
         assert_eq!(check("Closed", "Locking"), Ok(()));
         let refused = check("Open", "Locked").unwrap_err();
         assert!(
