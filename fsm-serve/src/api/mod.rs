@@ -83,11 +83,14 @@ async fn in_task<T: Send + 'static>(
     });
     match rx.await {
         Ok(done) => done,
-        // The task ended without sending: it panicked (the service's runtime
-        // does not cancel its tasks while requests run).
+        // The task ended without sending: it panicked, or the runtime shut
+        // down under it (the service stopping).
         Err(_) => match task.await {
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            ended => unreachable!("a task that sends nothing panicked: {ended:?}"),
+            _ => Err(RuntimeError::Store(StoreError::Unavailable {
+                message: "the service is stopping".to_owned(),
+                retryable: true,
+            })),
         },
     }
 }
@@ -1136,6 +1139,8 @@ mod tests {
     use std::thread::ThreadId;
     use std::time::Duration;
 
+    use fsm_runtime::{RuntimeError, StoreError};
+
     use super::in_task;
 
     /// Tells, when dropped, on which thread.
@@ -1176,6 +1181,35 @@ mod tests {
             std::thread::current().id(),
             "dropped on the async worker"
         );
+    }
+
+    /// A task the runtime dropped (the service stopping) answers its request
+    /// with a retryable refusal, not a panic.
+    #[test]
+    fn a_task_whose_runtime_stopped_answers_that_the_service_is_stopping() {
+        let serving = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut request = Box::pin(in_task(std::future::pending::<Result<(), _>>()));
+        serving.block_on(async {
+            tokio::select! {
+                biased;
+                _ = &mut request => panic!("the task waits forever"),
+                () = std::future::ready(()) => {}
+            }
+        });
+        drop(serving);
+        let answer = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(request);
+        match answer {
+            Err(RuntimeError::Store(StoreError::Unavailable { message, retryable })) => {
+                assert!(retryable);
+                assert_eq!(message, "the service is stopping");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     /// A task's panic reaches its request, as it would without the task.
