@@ -1216,6 +1216,9 @@ mod tests {
     #[tokio::test]
     #[should_panic(expected = "the work's own panic")]
     async fn a_panic_in_the_task_reaches_its_request() {
-        let _ = in_task(async { panic!("the work's own panic") as Result<(), _> }).await;
+        fn work() -> Result<(), RuntimeError> {
+            panic!("the work's own panic")
+        }
+        let _ = in_task(async { work() }).await;
     }
 }
