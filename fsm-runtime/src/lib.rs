@@ -96,37 +96,20 @@
 //!
 //! A [`Queuer`] orders the requests of one process. A process that finds an
 //! object held by another one (several processes on one etcd prefix) and would
-//! rather wait than give up waits for the object's next write, not a fixed
-//! pause: it subscribes to the object's writes *before* it tries, so a write
-//! between a refusal and the wait is not missed, and tries again at each one
-//! (or at once when its [`Watcher`] lagged: writes were missed). It gives up
-//! at its own deadline. Only one action still runs at a time: the start's
-//! compare-and-set decides, whoever waits. (`fsm serve` does this for REST
-//! clients: `?wait=SECONDS`.)
+//! rather wait than give up calls [`Runtime::start_when_free_async`]: it waits
+//! for the object's next write, not a fixed pause, subscribing to the object's
+//! writes *before* each try, so a write between a refusal and the wait is not
+//! missed, and tries again at each one (or at once when its [`Watcher`]
+//! lagged: writes were missed), until the action starts, is refused for
+//! another reason, or the future it was given to give up on completes (a
+//! timer, a cancellation). Only one action still runs at a time: the start's
+//! compare-and-set decides, whoever waits. (`fsm serve` does the same for REST
+//! clients, `?wait=SECONDS`, and also orders its waiters first come, first
+//! served.)
 //!
 //! ```
 //! # use std::time::Duration;
-//! # use fsm_runtime::{Actor, InFlight, MemoryStore, Runtime, RuntimeError, Store};
-//! /// Starts `action` on `id`, waiting up to `wait` while another action holds it.
-//! async fn start_when_free<'r, S: Store>(
-//!     runtime: &'r Runtime<S>,
-//!     id: &str,
-//!     actor: &Actor,
-//!     action: &str,
-//!     wait: Duration,
-//! ) -> Result<InFlight<'r, S>, RuntimeError> {
-//!     let deadline = tokio::time::Instant::now() + wait;
-//!     loop {
-//!         let mut written = runtime.watch()?.only(id);
-//!         match runtime.start_async(id, actor, action).await {
-//!             Err(RuntimeError::Busy { .. }) if tokio::time::Instant::now() < deadline => {
-//!                 // The next write of the object, a lag, or the deadline.
-//!                 let _ = tokio::time::timeout_at(deadline, written.recv_async()).await;
-//!             }
-//!             answer => return answer,
-//!         }
-//!     }
-//! }
+//! # use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
 //! # let vm = fsm_core::spec::load_str("vm.toml", r#"
 //! #     [machine]
 //! #     name = "vm"
@@ -144,17 +127,14 @@
 //! # runtime.create("vm-1", &alice)?;
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
 //! let starting = runtime.start_async("vm-1", &alice, "start").await?;
-//! // `stop` waits for `start` to end, then starts from where it left the VM.
+//! // `stop` waits for `start` to end (at most five seconds), then starts from
+//! // where `start` left the VM.
 //! let (stopping, ()) = tokio::join!(
-//!     start_when_free(&runtime, "vm-1", &alice, "stop", Duration::from_secs(5)),
+//!     runtime.start_when_free_async("vm-1", &alice, "stop", tokio::time::sleep(Duration::from_secs(5))),
 //!     async { starting.complete_async().await.map(drop).unwrap() },
 //! );
 //! stopping?.complete_async().await?;
 //! assert_eq!(runtime.state_name("vm-1")?, "HALTED");
-//! // Out of time: the object's holder, as without a wait.
-//! let _held = runtime.start_async("vm-1", &alice, "start").await?;
-//! let late = start_when_free(&runtime, "vm-1", &alice, "stop", Duration::from_millis(10)).await;
-//! assert!(matches!(late, Err(RuntimeError::Busy { .. })));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -771,6 +771,102 @@ impl<S: Store> Runtime<S> {
         .await
     }
 
+    /// [`start_async`](Self::start_async), waiting while another action holds
+    /// the object: refused [`Busy`](RuntimeError::Busy), it waits for the
+    /// object's next write (whichever process made it, on a shared store) and
+    /// tries again, until the action starts, is refused for another reason
+    /// (the state the object reached does not allow it, say), or `give_up`
+    /// completes: then the last `Busy`, as without a wait. What
+    /// [`Queuer`](crate::Queuer) does inside one process, for processes that
+    /// share a store (`fsm serve`'s `?wait=SECONDS` is built the same way).
+    ///
+    /// The object's writes are watched *before* each try, so a write between a
+    /// refusal and the wait is never missed; a watcher that lagged (writes it
+    /// did not see) tries again at once. Only one action still runs at a time:
+    /// the start's compare-and-set decides between all who wait. `give_up` is
+    /// any future: a timer (`tokio::time::sleep(d)`), a cancellation, or
+    /// [`std::future::pending`] to wait as long as it takes. Cancel safe as
+    /// `start_async` is.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+    /// # let vm = fsm_core::spec::load_str("vm.toml", r#"
+    /// #     [machine]
+    /// #     name = "vm"
+    /// #     initial = "HALTED"
+    /// #     [states]
+    /// #     HALTED = "Off"
+    /// #     STARTING = { transition = true }
+    /// #     RUNNING = "On"
+    /// #     [actions]
+    /// #     start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
+    /// #     stop = { from = "RUNNING", to = "HALTED" }
+    /// # "#)?;
+    /// # let runtime = Runtime::new(vm, MemoryStore::new())?;
+    /// # let alice = Actor::new("alice");
+    /// # runtime.create("vm-1", &alice)?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+    /// let starting = runtime.start_async("vm-1", &alice, "start").await?;
+    /// // `stop` waits for `start` to end, then starts from where it left the VM.
+    /// let give_up = tokio::time::sleep(Duration::from_secs(5));
+    /// let (stopping, ()) = tokio::join!(
+    ///     runtime.start_when_free_async("vm-1", &alice, "stop", give_up),
+    ///     async { starting.complete_async().await.map(drop).unwrap() },
+    /// );
+    /// stopping?.complete_async().await?;
+    /// assert_eq!(runtime.state_name("vm-1")?, "HALTED");
+    ///
+    /// // Out of time: the object's holder, as without a wait.
+    /// let _held = runtime.start_async("vm-1", &alice, "start").await?;
+    /// let give_up = tokio::time::sleep(Duration::from_millis(10));
+    /// let late = runtime.start_when_free_async("vm-1", &alice, "stop", give_up).await;
+    /// assert!(matches!(late, Err(RuntimeError::Busy { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn start_when_free_async(
+        &self,
+        id: impl IntoObjectId,
+        actor: &Actor,
+        action: impl ActionRef,
+        give_up: impl Future<Output = ()>,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        let id = id.into_object_id();
+        let action = action.resolve(self.machine())?;
+        let mut give_up = std::pin::pin!(give_up);
+        loop {
+            let mut written = self.watch()?.only(id.clone());
+            let busy = match self.start_async(id.clone(), actor, action).await {
+                Err(busy @ RuntimeError::Busy { .. }) => busy,
+                answer => return answer,
+            };
+            // The object's next write (or a lag), or the end of the wait. A
+            // store whose watch ended tells of no more writes: only the end
+            // of the wait is left.
+            let mut next = std::pin::pin!(written.recv_async());
+            let mut watching = true;
+            let wrote = std::future::poll_fn(|cx| {
+                if give_up.as_mut().poll(cx).is_ready() {
+                    return std::task::Poll::Ready(false);
+                }
+                while watching {
+                    match next.as_mut().poll(cx) {
+                        std::task::Poll::Ready(Err(crate::Lagged::Closed)) => watching = false,
+                        std::task::Poll::Ready(_) => return std::task::Poll::Ready(true),
+                        std::task::Poll::Pending => break,
+                    }
+                }
+                std::task::Poll::Pending
+            })
+            .await;
+            if !wrote {
+                return Err(busy);
+            }
+        }
+    }
+
     fn start_expecting<'r>(
         &'r self,
         id: Cow<'r, ObjectId>,

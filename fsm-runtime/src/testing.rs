@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use fsm_core::Machine;
 
 use crate::{
-    Actor, EntryKind, Event, ObjectId, Record, Runtime, RuntimeError, Store, Watcher, check_history,
+    Actor, EntryKind, Event, InFlight, ObjectId, Record, Runtime, RuntimeError, Store, Watcher,
+    check_history,
 };
 
 /// The machine the suite runs: a server with a transition state, a back-to-origin
@@ -71,6 +72,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     concurrent_actors_never_lose_a_write(make(), 4, 150);
     async_actors_share_one_thread(make(), 4, 60);
     dropped_starts_leave_no_live_hold(make());
+    busy_objects_are_waited_for(make());
 }
 
 fn runtime<S: Store>(store: S) -> Runtime<S> {
@@ -1518,4 +1520,76 @@ pub fn dropped_starts_leave_no_live_hold<S: Store>(store: S) {
         "dropped_starts_leave_no_live_hold: still held after a healer with no deadline: {record:?}"
     );
     assert_eq!(state(&rt, "a"), "HALTED");
+}
+
+/// [`Runtime::start_when_free_async`]: a start refused `Busy` waits for the
+/// object's next write (here the holder's completion, seen through the store's
+/// watch) and starts from the state it reached; one whose wait ends first
+/// answers the holder's `Busy`; one the reached state refuses answers that at
+/// once, not at the end of its wait. The wait runs as a spawned task (its
+/// future is `Send`).
+pub fn busy_objects_are_waited_for<S: Store>(store: S) {
+    let rt = runtime(store);
+    let (user, other) = (Actor::new("user"), Actor::new("other"));
+    block_on(async {
+        let long = || tokio::time::sleep(Duration::from_secs(30));
+        rt.create_async("a", &user).await.unwrap();
+        let held = rt.start_async("a", &user, "start").await.unwrap();
+        // The race: `stop` is refused while `start` holds the object.
+        let refused = rt.start_async("a", &other, "stop").await;
+        assert!(
+            matches!(refused, Err(RuntimeError::Busy { .. })),
+            "busy_objects_are_waited_for: {refused:?}"
+        );
+        let waiting = tokio::spawn({
+            let rt = rt.clone();
+            let other = other.clone();
+            async move {
+                rt.start_when_free_async("a", &other, "stop", long())
+                    .await
+                    .map(InFlight::into_owned)
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !waiting.is_finished(),
+            "busy_objects_are_waited_for: did not wait"
+        );
+        held.complete_async().await.unwrap();
+        let stopping = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("busy_objects_are_waited_for: no start after the holder's completion")
+            .expect("no panic")
+            .expect("busy_objects_are_waited_for: the wait ends in a start");
+        assert_eq!(state(&rt, "a"), "STOPPING");
+        stopping.complete_async().await.unwrap();
+
+        // Out of time: the holder's `Busy`.
+        let held = rt.start_async("a", &user, "start").await.unwrap();
+        let short = tokio::time::sleep(Duration::from_millis(20));
+        match rt.start_when_free_async("a", &other, "resize", short).await {
+            Err(RuntimeError::Busy { holder, .. }) => assert_eq!(holder, "user"),
+            answer => panic!(
+                "busy_objects_are_waited_for: {:?}",
+                answer.map(|f| f.id().clone())
+            ),
+        }
+        // Refused by the state the object reaches: answered then, whatever
+        // the wait had left (`retire` leaves HALTED only; `start` ends RUNNING).
+        let held = held.into_owned();
+        let completing = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            held.complete_async().await.map(drop).unwrap();
+        });
+        let retiring = rt.start_when_free_async("a", &other, "retire", std::future::pending());
+        let retired = tokio::time::timeout(Duration::from_secs(10), retiring)
+            .await
+            .expect("busy_objects_are_waited_for: waited past the refusal");
+        completing.await.expect("no panic");
+        assert!(
+            matches!(retired, Err(RuntimeError::NoRule { .. })),
+            "busy_objects_are_waited_for: {:?}",
+            retired.map(|f| f.id().clone())
+        );
+    });
 }
