@@ -780,9 +780,9 @@ impl<S: Store> Runtime<S> {
     /// [`Queuer`](crate::Queuer) does inside one process, for processes that
     /// share a store (`fsm serve`'s `?wait=SECONDS` is built the same way).
     ///
-    /// The object's writes are watched *before* each try, so a write between a
-    /// refusal and the wait is never missed; a watcher that lagged (writes it
-    /// did not see) tries again at once. Only one action still runs at a time:
+    /// Once the object was found busy, its writes are watched *before* each
+    /// try, so a write between a refusal and the wait is never missed; a
+    /// watcher that lagged (writes it did not see) tries again at once. Only one action still runs at a time:
     /// the start's compare-and-set decides between all who wait. `give_up` is
     /// any future: a timer (`tokio::time::sleep(d)`), a cancellation, or
     /// [`std::future::pending`] to wait as long as it takes. Cancel safe as
@@ -835,6 +835,12 @@ impl<S: Store> Runtime<S> {
     ) -> Result<InFlight<'_, S>, RuntimeError> {
         let id = id.into_object_id();
         let action = action.resolve(self.machine())?;
+        // A free object costs no watcher: the object's writes are watched
+        // once it was found busy, and it is tried again at once.
+        match self.start_async(id.clone(), actor, action).await {
+            Err(RuntimeError::Busy { .. }) => {}
+            answer => return answer,
+        }
         let mut give_up = std::pin::pin!(give_up);
         loop {
             let mut written = self.watch()?.only(id.clone());
