@@ -96,7 +96,8 @@
 //!
 //! A [`Queuer`] orders the requests of one process. A process that finds an
 //! object held by another one (several processes on one etcd prefix) and would
-//! rather wait than give up calls [`Runtime::start_when_free_async`]: it waits
+//! rather wait than give up calls [`Runtime::start_when_free_async`] (or, on a
+//! thread of its own, [`Runtime::start_when_free`] with a time to wait): it waits
 //! for the object's next write, not a fixed pause, subscribing to the object's
 //! writes *before* each try, so a write between a refusal and the wait is not
 //! missed, and tries again at each one (or at once when its [`Watcher`]

@@ -771,6 +771,83 @@ impl<S: Store> Runtime<S> {
         .await
     }
 
+    /// [`start`](Self::start), waiting at most `wait` while another action
+    /// holds the object: what [`start_when_free_async`](Self::start_when_free_async)
+    /// does, for a caller on a thread of its own, which it blocks (do not call
+    /// it from async code). `Duration::MAX` waits as long as it takes.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime, RuntimeError};
+    /// # let vm = fsm_core::spec::load_str("vm.toml", r#"
+    /// #     [machine]
+    /// #     name = "vm"
+    /// #     initial = "HALTED"
+    /// #     [states]
+    /// #     HALTED = "Off"
+    /// #     STARTING = { transition = true }
+    /// #     RUNNING = "On"
+    /// #     [actions]
+    /// #     start = { from = "HALTED", via = "STARTING", to = "RUNNING" }
+    /// #     stop = { from = "RUNNING", to = "HALTED" }
+    /// # "#)?;
+    /// # let runtime = Runtime::new(vm, MemoryStore::new())?;
+    /// # let alice = Actor::new("alice");
+    /// # runtime.create("vm-1", &alice)?;
+    /// let starting = runtime.start("vm-1", &alice, "start")?;
+    /// std::thread::scope(|s| {
+    ///     // `stop` waits for `start` to end, then starts from where it left the VM.
+    ///     let stop = s.spawn(|| runtime.start_when_free("vm-1", &alice, "stop", Duration::from_secs(5)));
+    ///     starting.complete()?;
+    ///     stop.join().unwrap()?.complete()?;
+    ///     Ok::<_, RuntimeError>(())
+    /// })?;
+    /// assert_eq!(runtime.state_name("vm-1")?, "HALTED");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_when_free(
+        &self,
+        id: impl IntoObjectId,
+        actor: &Actor,
+        action: impl ActionRef,
+        wait: std::time::Duration,
+    ) -> Result<InFlight<'_, S>, RuntimeError> {
+        let deadline = std::time::Instant::now().checked_add(wait);
+        let id = id.into_object_id();
+        let action = action.resolve(self.machine())?;
+        match self.start(id.clone(), actor, action) {
+            Err(RuntimeError::Busy { .. }) => {}
+            answer => return answer,
+        }
+        loop {
+            let mut written = self.watch()?.only(id.clone());
+            let busy = match self.start(id.clone(), actor, action) {
+                Err(busy @ RuntimeError::Busy { .. }) => busy,
+                answer => return answer,
+            };
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            if left.is_some_and(|left| left.is_zero()) {
+                return Err(busy);
+            }
+            match written.recv_timeout(left.unwrap_or(std::time::Duration::MAX)) {
+                // Written, or writes missed: tried again.
+                Ok(Some(_)) => {}
+                Err(crate::Lagged::Closed) => {
+                    // No more writes will be told: only the end of the wait.
+                    match left {
+                        Some(left) => std::thread::sleep(left),
+                        None => loop {
+                            std::thread::park();
+                        },
+                    }
+                    return Err(busy);
+                }
+                Err(_) => {}
+                Ok(None) => return Err(busy),
+            }
+        }
+    }
+
     /// [`start_async`](Self::start_async), waiting while another action holds
     /// the object: refused [`Busy`](RuntimeError::Busy), it waits for the
     /// object's next write (whichever process made it, on a shared store) and

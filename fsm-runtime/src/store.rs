@@ -878,6 +878,58 @@ impl Watcher {
         }
     }
 
+    /// The next event, waiting for it at most `timeout`: `Ok(None)` when none
+    /// came in time. Blocks the thread as [`recv`](Watcher::recv) does; do not
+    /// call from async code.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use fsm_runtime::{Actor, EntryKind, MemoryStore, Runtime};
+    /// # let door = fsm_core::spec::load_str("door.toml", r#"
+    /// #     [machine]
+    /// #     name = "door"
+    /// #     initial = "closed"
+    /// #     [states]
+    /// #     closed = "Closed"
+    /// #     open = "Open"
+    /// #     [actions]
+    /// #     open = { from = "closed", to = "open" }
+    /// #     close = { from = "open", to = "closed" }
+    /// # "#)?;
+    /// let doors = Runtime::new(door, MemoryStore::new())?;
+    /// let mut watcher = doors.watch()?;
+    /// assert!(watcher.recv_timeout(Duration::from_millis(10))?.is_none());
+    /// doors.create("front", &Actor::new("ops"))?;
+    /// let event = watcher.recv_timeout(Duration::from_secs(1))?.expect("the creation");
+    /// assert_eq!(event.entry.kind, EntryKind::Created);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_timeout(&mut self, timeout: std::time::Duration) -> Result<Option<Event>, Lagged> {
+        /// Wakes the waiting thread: the broadcast's wake-up, as a thread's
+        /// unpark.
+        struct Unpark(std::thread::Thread);
+        impl std::task::Wake for Unpark {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut next = std::pin::pin!(self.recv_async());
+        loop {
+            if let std::task::Poll::Ready(event) = next.as_mut().poll(&mut cx) {
+                return event.map(Some);
+            }
+            // Woken by the broadcast, by the deadline, or spuriously: polled again.
+            match deadline.map(|d| d.checked_duration_since(std::time::Instant::now())) {
+                None => std::thread::park(),
+                Some(Some(left)) if !left.is_zero() => std::thread::park_timeout(left),
+                Some(_) => return Ok(None),
+            }
+        }
+    }
+
     /// The events as a [`Stream`](tokio_stream::Stream), for async code that
     /// combines streams (`StreamExt`, `select!`): each item is what
     /// [`recv_async`](Watcher::recv_async) would answer, a lag as an `Err` that

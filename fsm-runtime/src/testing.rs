@@ -1527,7 +1527,8 @@ pub fn dropped_starts_leave_no_live_hold<S: Store>(store: S) {
 /// watch) and starts from the state it reached; one whose wait ends first
 /// answers the holder's `Busy`; one the reached state refuses answers that at
 /// once, not at the end of its wait. The wait runs as a spawned task (its
-/// future is `Send`).
+/// future is `Send`). Then the same of [`Runtime::start_when_free`], on a
+/// thread of its own.
 pub fn busy_objects_are_waited_for<S: Store>(store: S) {
     let rt = runtime(store);
     let (user, other) = (Actor::new("user"), Actor::new("other"));
@@ -1592,4 +1593,70 @@ pub fn busy_objects_are_waited_for<S: Store>(store: S) {
             retired.map(|f| f.id().clone())
         );
     });
+
+    // The blocking wait, on a thread of its own.
+    rt.create("b", &user).unwrap();
+    let held = rt.start("b", &user, "start").unwrap();
+    let refused = rt.start("b", &other, "stop");
+    assert!(
+        matches!(refused, Err(RuntimeError::Busy { .. })),
+        "busy_objects_are_waited_for: {refused:?}"
+    );
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| {
+            rt.start_when_free("b", &other, "stop", Duration::from_secs(30))
+                .map(|f| f.complete().map(drop))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !waiting.is_finished(),
+            "busy_objects_are_waited_for: did not wait"
+        );
+        held.complete().unwrap();
+        let stopped = waiting.join().expect("no panic");
+        assert!(
+            matches!(stopped, Ok(Ok(()))),
+            "busy_objects_are_waited_for: {stopped:?}"
+        );
+    });
+    assert_eq!(state(&rt, "b"), "HALTED");
+    let held = rt.start("b", &user, "start").unwrap();
+    let began = Instant::now();
+    match rt.start_when_free("b", &other, "resize", Duration::from_millis(20)) {
+        Err(RuntimeError::Busy { holder, .. }) => assert_eq!(holder, "user"),
+        answer => panic!(
+            "busy_objects_are_waited_for: {:?}",
+            answer.map(|f| f.id().clone())
+        ),
+    }
+    assert!(
+        began.elapsed() >= Duration::from_millis(20),
+        "busy_objects_are_waited_for: gave up early"
+    );
+    std::thread::scope(|s| {
+        let retiring = s.spawn(|| {
+            let began = Instant::now();
+            let retired = rt.start_when_free("b", &other, "retire", Duration::from_secs(30));
+            (retired.map(|f| f.id().clone()), began.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        held.complete().unwrap();
+        let (retired, took) = retiring.join().expect("no panic");
+        assert!(
+            matches!(retired, Err(RuntimeError::NoRule { .. })),
+            "busy_objects_are_waited_for: {retired:?}"
+        );
+        assert!(
+            took < Duration::from_secs(10),
+            "busy_objects_are_waited_for: waited past the refusal"
+        );
+    });
+    // A wait too long for the clock (as long as it takes): a free object
+    // starts at once.
+    let stopping = rt.start_when_free("b", &other, "stop", Duration::MAX);
+    assert!(
+        stopping.is_ok(),
+        "busy_objects_are_waited_for: {:?}",
+        stopping.map(drop)
+    );
 }
