@@ -222,6 +222,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.records_async().await,
         }
     }
+    async fn watch_async(&self) -> Result<Watcher, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.watch_async().await,
+            AnyStore::Etcd(s) => s.watch_async().await,
+        }
+    }
     async fn for_each_record_async(
         &self,
         look: impl FnMut(&ObjectId, Result<&Record, &StoreError>) + Send,

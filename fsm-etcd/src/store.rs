@@ -313,6 +313,23 @@ impl Store for EtcdStore {
         self.off_thread(move || store.commit(write))
     }
 
+    /// Subscribes at once once the feed runs; the first watch, which reads
+    /// etcd's revision to start the feed there, runs on the store's own
+    /// runtime and is awaited.
+    fn watch_async(&self) -> impl Future<Output = Result<Watcher, StoreError>> + Send {
+        let store = self.clone();
+        async move {
+            let fed = *lock(&store.inner.fed);
+            match fed {
+                true => Ok(store.inner.publisher.watch()),
+                false => {
+                    let first = store.clone();
+                    store.off_thread(move || first.watch()).await
+                }
+            }
+        }
+    }
+
     /// Runs [`ids`](Store::ids) on the store's own runtime and awaits it, as
     /// [`load_async`](Store::load_async).
     fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {

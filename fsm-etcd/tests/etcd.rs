@@ -766,6 +766,60 @@ fn a_feed_begun_again_past_a_compaction_of_others_writes_tells_no_gap() {
     );
 }
 
+/// A task of the current runtime that counts its turns, yielding after each:
+/// the count moves only while the thread is left to other tasks.
+fn counting_turns() -> (std::sync::Arc<AtomicUsize>, tokio::task::JoinHandle<()>) {
+    let turns = std::sync::Arc::new(AtomicUsize::new(0));
+    let counting = turns.clone();
+    let counter = tokio::spawn(async move {
+        loop {
+            counting.fetch_add(1, Ordering::Relaxed);
+            tokio::task::yield_now().await;
+        }
+    });
+    (turns, counter)
+}
+
+/// A store's first watch reads etcd's revision (its feed starts there):
+/// awaited through `watch_async`, it leaves the thread to other tasks, as
+/// `awaited_etcd_calls_leave_the_thread_to_other_tasks` below shows of the
+/// other calls (a fresh store for each try: only its first watch asks etcd).
+#[test]
+fn a_first_awaited_watch_leaves_the_thread_to_other_tasks() {
+    let thread = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut most = 0;
+    for _ in 0..20 {
+        let Some(store) = store() else { return };
+        let rt = Runtime::new(machine(), store).unwrap();
+        let turns = thread.block_on(async {
+            let (turns, counter) = counting_turns();
+            let before = turns.load(Ordering::Relaxed);
+            let mut watcher = rt.watch_async().await.unwrap();
+            let during = turns.load(Ordering::Relaxed) - before;
+            counter.abort();
+            // The watch works: it sees the next write.
+            rt.create_async("w", &Actor::new("user")).await.unwrap();
+            let event = tokio::time::timeout(Duration::from_secs(10), watcher.recv_async())
+                .await
+                .expect("the creation is told")
+                .unwrap();
+            assert_eq!(event.entry.kind, EntryKind::Created);
+            during
+        });
+        most = most.max(turns);
+        if most > 0 {
+            break;
+        }
+    }
+    assert!(
+        most > 0,
+        "the counting task never ran during a first watch_async in 20 tries"
+    );
+}
+
 /// An awaited call on etcd leaves the caller's thread to its other tasks: on a
 /// current-thread runtime, a task counting its turns goes on counting while
 /// `create_async`, `start_async`, `complete_async`, `state_async` and
@@ -782,16 +836,7 @@ fn awaited_etcd_calls_leave_the_thread_to_other_tasks() {
         .build()
         .unwrap();
     thread.block_on(async {
-        let turns = std::sync::Arc::new(AtomicUsize::new(0));
-        let counter = {
-            let turns = turns.clone();
-            tokio::spawn(async move {
-                loop {
-                    turns.fetch_add(1, Ordering::Relaxed);
-                    tokio::task::yield_now().await;
-                }
-            })
-        };
+        let (turns, counter) = counting_turns();
         let user = Actor::new("user");
         let turns_now = || turns.load(Ordering::Relaxed);
         const CALLS: [&str; 5] = [

@@ -617,6 +617,17 @@ impl<S: Store> Runtime<S> {
         self.inner.store.watch().map_err(RuntimeError::Store)
     }
 
+    /// [`watch`](Self::watch) for async callers: a store whose watch asks its
+    /// backend first (the etcd store's first one) is awaited, not waited for
+    /// on the caller's thread ([`Store::watch_async`]).
+    pub async fn watch_async(&self) -> Result<Watcher, RuntimeError> {
+        self.inner
+            .store
+            .watch_async()
+            .await
+            .map_err(RuntimeError::Store)
+    }
+
     /// Starts `action` on `id` for `actor`.
     ///
     /// Refused, in this order, if the object is busy, if the table has no rule for
@@ -920,7 +931,7 @@ impl<S: Store> Runtime<S> {
         }
         let mut give_up = std::pin::pin!(give_up);
         loop {
-            let mut written = self.watch()?.only(id.clone());
+            let mut written = self.watch_async().await?.only(id.clone());
             let busy = match self.start_async(id.clone(), actor, action).await {
                 Err(busy @ RuntimeError::Busy { .. }) => busy,
                 answer => return answer,

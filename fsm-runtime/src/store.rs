@@ -599,6 +599,14 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(self.records())
     }
 
+    /// [`watch`](Store::watch) for async callers: a store whose watch asks its
+    /// backend (the etcd store's first one reads etcd's revision, to start its
+    /// feed there) awaits the answer instead of blocking the caller's thread.
+    /// The default subscribes at once.
+    fn watch_async(&self) -> impl Future<Output = Result<Watcher, StoreError>> + Send {
+        std::future::ready(self.watch())
+    }
+
     /// [`for_each_record`](Store::for_each_record) for async callers: the
     /// default looks at each of [`records_async`](Store::records_async); the
     /// memory store looks in place, and the etcd store makes each request of
@@ -1203,6 +1211,9 @@ impl<S: Store> Store for Arc<S> {
     }
     fn records_async(&self) -> impl Future<Output = Result<Records, StoreError>> + Send {
         (**self).records_async()
+    }
+    fn watch_async(&self) -> impl Future<Output = Result<Watcher, StoreError>> + Send {
+        (**self).watch_async()
     }
     fn for_each_record_async(
         &self,
