@@ -70,6 +70,16 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.commit(write),
         }
     }
+    fn commit_reading<R>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<R, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.commit_reading(write, read),
+            AnyStore::Etcd(s) => s.commit_reading(write, read),
+        }
+    }
     fn modify<T, E, R>(
         &self,
         id: &ObjectId,
@@ -208,6 +218,16 @@ impl Store for AnyStore {
         match self {
             AnyStore::Memory(s) => s.commit_async(write).await,
             AnyStore::Etcd(s) => s.commit_async(write).await,
+        }
+    }
+    async fn commit_reading_async<R: Send>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> Result<R, StoreError> {
+        match self {
+            AnyStore::Memory(s) => s.commit_reading_async(write, read).await,
+            AnyStore::Etcd(s) => s.commit_reading_async(write, read).await,
         }
     }
     async fn ids_async(&self) -> Result<Vec<ObjectId>, StoreError> {

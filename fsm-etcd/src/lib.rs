@@ -88,7 +88,9 @@
 //!   lease, kept alive in the background. The write that starts an action names
 //!   that lease in the holder
 //!   ([`Holder::session`](fsm_runtime::Holder::session)) and stands only while
-//!   the key lives; no other key is written per action. When the process dies its lease
+//!   the key lives; no other key is written per action. The record a start
+//!   answers ([`Runtime::start_with_record`](fsm_runtime::Runtime::start_with_record))
+//!   names it too. When the process dies its lease
 //!   expires after its time to live ([`EtcdBuilder::lease_ttl`]), the key goes,
 //!   and every process then reads its holders as *abandoned*: a
 //!   [`Healer`](fsm_runtime::Healer) anywhere rolls the object back at once, by
@@ -684,6 +686,36 @@ impl EtcdStore {
             .flatten()
     }
 
+    /// Commits `write` and keeps the record as stored, which it answers: a
+    /// start's holder names the session the transaction wrote. A write that
+    /// lost its compare-and-set keeps what the transaction read instead; one
+    /// that failed otherwise may have been applied, and keeps nothing.
+    fn commit_kept(&self, write: Write) -> Result<Record, StoreError> {
+        let id = write.id().clone();
+        let mut record = write.record().clone();
+        match self.write(write) {
+            Ok(Written { revision, session }) => {
+                if session.is_some() {
+                    let version = record.version;
+                    for h in [&mut record.in_flight, &mut record.hidden]
+                        .into_iter()
+                        .flatten()
+                        .filter(|h| h.version == version && !h.abandoned)
+                    {
+                        h.session = session;
+                    }
+                }
+                self.keep(&id, Some(Kept::record(&record, revision)));
+                Ok(record)
+            }
+            Err(e @ (StoreError::Conflict { .. } | StoreError::CreateAt { .. })) => Err(e),
+            Err(e) => {
+                self.keep(&id, None);
+                Err(e)
+            }
+        }
+    }
+
     /// Commits `write` by one transaction, answering the revision that wrote
     /// it. A creation whose version the store cannot tell is right (it knows
     /// neither the id's removal nor the floor it would be numbered past)
@@ -691,7 +723,7 @@ impl EtcdStore {
     /// removal forgotten, and whose version is still the right one, is made
     /// again (the runtime takes a [`StoreError::CreateAt`] naming the version
     /// it tried for a refusal).
-    fn write(&self, write: Write) -> Result<i64, StoreError> {
+    fn write(&self, write: Write) -> Result<Written, StoreError> {
         let (id, expected, record, entry) = write.into_parts();
         let mut tries = 0;
         loop {
@@ -836,7 +868,7 @@ impl EtcdStore {
         record: &Record,
         entry: &Entry,
         guard: Guard,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<Written, StoreError> {
         let key = self.object_key(id);
         let history_prefix = self.history_prefix(id);
         let history = format!("{history_prefix}{:020}", entry.version);
@@ -947,11 +979,15 @@ impl EtcdStore {
                 };
             if lost {
                 let renewed = replace_lease(&client, &prefix, ttl, &lease, held_on).await?;
-                return kv.txn(txn(renewed)).await;
+                return Ok((kv.txn(txn(renewed)).await?, renewed));
             }
-            Ok(resp)
+            Ok((resp, held_on))
         }, too_large)?;
-        self.answered(id, resp, creating)
+        let (resp, session) = resp;
+        Ok(Written {
+            revision: self.answered(id, resp, creating)?,
+            session: started.then_some(session),
+        })
     }
 
     /// Carries out `removal` by one transaction: if the object's key is as
@@ -1070,6 +1106,13 @@ impl EtcdStore {
             }
         }
     }
+}
+
+/// A write that landed: the revision that wrote it, and the session it named
+/// in the holder of the action it started, if it started one.
+pub(crate) struct Written {
+    pub(crate) revision: i64,
+    pub(crate) session: Option<i64>,
 }
 
 impl Kept {

@@ -78,21 +78,28 @@ impl Store for EtcdStore {
     /// record expected (or, for a creation, that the key holds the
     /// removal's mark, or is absent and the floor as read).
     fn commit(&self, write: Write) -> Result<(), StoreError> {
-        let id = write.id().clone();
-        let record = write.record().clone();
-        match self.write(write) {
-            Ok(revision) => {
-                self.keep(&id, Some(Kept::record(&record, revision)));
-                Ok(())
-            }
-            // What the transaction read instead is kept.
-            Err(e @ (StoreError::Conflict { .. } | StoreError::CreateAt { .. })) => Err(e),
-            Err(e) => {
-                // A write that failed may have been applied: keep nothing.
-                self.keep(&id, None);
-                Err(e)
-            }
-        }
+        self.commit_kept(write).map(drop)
+    }
+
+    /// The record as stored: with the session the start it makes names.
+    fn commit_reading<R>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<R, StoreError> {
+        Ok(read(&self.commit_kept(write)?))
+    }
+
+    /// As [`commit_reading`](Store::commit_reading), on the store's own
+    /// runtime.
+    fn commit_reading_async<R: Send>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<R, StoreError>> + Send {
+        let store = self.clone();
+        let kept = self.off_thread(move || store.commit_kept(write));
+        async move { kept.await.map(|record| read(&record)) }
     }
 
     /// A creation is first tried past the removal of the id the store keeps,

@@ -207,9 +207,9 @@ impl<S: Store> fmt::Debug for Runtime<S> {
 }
 
 /// An async start run detached ([`Store::run_detached`]), boxed.
-type DetachedStart<'a, S> = std::pin::Pin<
+type DetachedStart<'a, S, R> = std::pin::Pin<
     Box<
-        dyn Future<Output = Result<Result<InFlight<'static, S>, RuntimeError>, StoreError>>
+        dyn Future<Output = Result<Result<(InFlight<'static, S>, R), RuntimeError>, StoreError>>
             + Send
             + 'a,
     >,
@@ -653,7 +653,10 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'r, S>, RuntimeError> {
-        self.start_expecting(id.into_held_id(), actor, action, None, None)
+        let id = id.into_held_id();
+        Ok(self
+            .start_expecting(id, actor, action, None, None, |_| ())?
+            .0)
     }
 
     /// [`start`](Self::start), only if the object is at `version` (an HTTP
@@ -667,7 +670,10 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<InFlight<'r, S>, RuntimeError> {
-        self.start_expecting(id.into_held_id(), actor, action, Some(version), None)
+        let (id, version) = (id.into_held_id(), Some(version));
+        Ok(self
+            .start_expecting(id, actor, action, version, None, |_| ())?
+            .0)
     }
 
     /// [`start`](Self::start) of an action that changes the object's data to
@@ -688,7 +694,44 @@ impl<S: Store> Runtime<S> {
         action: impl ActionRef,
         data: Arc<str>,
     ) -> Result<InFlight<'r, S>, RuntimeError> {
-        self.start_expecting(id.into_held_id(), actor, action, version, Some(data))
+        let (id, data) = (id.into_held_id(), Some(data));
+        Ok(self
+            .start_expecting(id, actor, action, version, data, |_| ())?
+            .0)
+    }
+
+    /// [`start_changing`](Self::start_changing) (with no data,
+    /// [`start_at`](Self::start_at) or [`start`](Self::start)) that answers
+    /// the record as the start wrote it beside the handle: in the transition
+    /// state, at the version of the handle's [`fence`](InFlight::fence), held
+    /// by `actor`. Read with the write, not after it (on the memory store under
+    /// the same lock; on etcd, no request more): what a caller that shows the
+    /// object after a start wants, where a [`get`](Self::get) after it would
+    /// cost a read and could meet a later write.
+    ///
+    /// ```
+    /// # use fsm_runtime::{Actor, MemoryStore, Runtime};
+    /// # let machine = fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml"))?;
+    /// let vms = Runtime::new(machine, MemoryStore::new())?;
+    /// let ops = Actor::new("ops");
+    /// vms.create("vm-1", &ops)?;
+    /// let (deploy, started) = vms.start_with_record("vm-1", None, &ops, "deploy", None)?;
+    /// assert_eq!(vms.machine().state(started.state).name, "DEPLOYING");
+    /// assert_eq!(started.version, deploy.fence().0);
+    /// assert_eq!(started.in_flight.as_ref().map(|h| h.actor.as_str()), Some("ops"));
+    /// deploy.complete()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_with_record<'r>(
+        &'r self,
+        id: impl IntoHeldId<'r>,
+        version: Option<u64>,
+        actor: &Actor,
+        action: impl ActionRef,
+        data: Option<Arc<str>>,
+    ) -> Result<(InFlight<'r, S>, Record), RuntimeError> {
+        let id = id.into_held_id();
+        self.start_expecting(id, actor, action, version, data, Record::clone)
     }
 
     /// [`start`](Self::start) for async callers: the store's read and write are
@@ -721,6 +764,34 @@ impl<S: Store> Runtime<S> {
         action: impl ActionRef,
         data: Option<Arc<str>>,
     ) -> Result<InFlight<'_, S>, RuntimeError> {
+        let started = self.start_reading_async(id, version, actor, action, data, |_| ());
+        Ok(started.await?.0)
+    }
+
+    /// [`start_with_record`](Self::start_with_record) for async callers, as
+    /// [`start_async`](Self::start_async).
+    pub async fn start_with_record_async(
+        &self,
+        id: impl IntoObjectId,
+        version: Option<u64>,
+        actor: &Actor,
+        action: impl ActionRef,
+        data: Option<Arc<str>>,
+    ) -> Result<(InFlight<'_, S>, Record), RuntimeError> {
+        self.start_reading_async(id, version, actor, action, data, Record::clone)
+            .await
+    }
+
+    /// The async start, with what `read` takes of the record it wrote.
+    async fn start_reading_async<R: Send + 'static>(
+        &self,
+        id: impl IntoObjectId,
+        version: Option<u64>,
+        actor: &Actor,
+        action: impl ActionRef,
+        data: Option<Arc<str>>,
+        read: impl FnMut(&Record) -> R + Send + 'static,
+    ) -> Result<(InFlight<'_, S>, R), RuntimeError> {
         use tracing::Instrument as _;
         let id = id.into_object_id();
         let action = action.resolve(self.machine())?;
@@ -729,18 +800,19 @@ impl<S: Store> Runtime<S> {
             // leaves no hold without a handle (see `Store::runs_detached`).
             let (runtime, actor) = (self.clone(), actor.clone());
             let caller = tracing::Span::current();
-            let start = move || -> Result<InFlight<'static, S>, RuntimeError> {
+            let start = move || -> Result<(InFlight<'static, S>, R), RuntimeError> {
                 caller.in_scope(|| {
-                    let held =
-                        runtime.start_expecting(Cow::Owned(id), &actor, action, version, data)?;
-                    Ok(held.into_owned())
+                    let id = Cow::Owned(id);
+                    let (held, read) =
+                        runtime.start_expecting(id, &actor, action, version, data, read)?;
+                    Ok((held.into_owned(), read))
                 })
             };
             // Boxed as `dyn Future + Send`: awaited as the store's own type,
             // rustc cannot prove the caller's future `Send` for every lifetime
             // (the callers' `tokio::spawn` failed). One allocation per start on
             // a store across the network.
-            let detached: DetachedStart<'_, S> = Box::pin(self.inner.store.run_detached(start));
+            let detached: DetachedStart<'_, S, R> = Box::pin(self.inner.store.run_detached(start));
             return detached.await.map_err(RuntimeError::Store)?;
         }
         // As for `start`: with no subscriber listening, no span is built (a
@@ -750,7 +822,7 @@ impl<S: Store> Runtime<S> {
             false => tracing::Span::none(),
         };
         async {
-            let store = &self.inner.store;
+            let (store, mut read) = (&self.inner.store, read);
             let ask = Ask {
                 id: &id,
                 actor,
@@ -763,13 +835,17 @@ impl<S: Store> Runtime<S> {
                 true => {
                     let decide =
                         |record: Option<&Record>| self.decide_start(&ask, record, &mut expected);
-                    store.modify_async(&id, decide, |_| ()).await
+                    store.modify_async(&id, decide, &mut read).await
                 }
                 false => {
                     let seen = self.get_async(&id).await?;
                     expected = Some(seen.expected());
                     match self.guarded(&ask, &seen) {
-                        Ok(mut start) => store.modify_async(&id, |r| start.decide(r), |_| ()).await,
+                        Ok(mut start) => {
+                            store
+                                .modify_async(&id, |r| start.decide(r), &mut read)
+                                .await
+                        }
                         Err(refused) => Ok(Err(refused)),
                     }
                 }
@@ -961,21 +1037,23 @@ impl<S: Store> Runtime<S> {
         }
     }
 
-    fn start_expecting<'r>(
+    /// A start, and what `read` takes of the record it wrote.
+    fn start_expecting<'r, R>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
         action: impl ActionRef,
         version: Option<u64>,
         proposed: Option<Arc<str>>,
-    ) -> Result<InFlight<'r, S>, RuntimeError> {
+        read: impl FnMut(&Record) -> R,
+    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
         let action = action.resolve(self.machine())?;
         // The span is made, entered and closed only for a subscriber that listens:
         // with none, tracing costs one comparison per start.
         if crate::tracing_debug() {
-            return self.start_traced(id, actor, action, version, proposed);
+            return self.start_traced(id, actor, action, version, proposed, read);
         }
-        self.start_resolved(id, actor, action, version, proposed)
+        self.start_resolved(id, actor, action, version, proposed, read)
     }
 
     /// [`start_resolved`](Self::start_resolved) inside the start's span, for a
@@ -983,28 +1061,30 @@ impl<S: Store> Runtime<S> {
     /// has no span to drop.
     #[cold]
     #[inline(never)]
-    fn start_traced<'r>(
+    fn start_traced<'r, R>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
         action: ActionId,
         version: Option<u64>,
         proposed: Option<Arc<str>>,
-    ) -> Result<InFlight<'r, S>, RuntimeError> {
+        read: impl FnMut(&Record) -> R,
+    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
         let _span = self.start_span(&id, actor, action).entered();
-        self.start_resolved(id, actor, action, version, proposed)
+        self.start_resolved(id, actor, action, version, proposed, read)
     }
 
     /// [`start_expecting`](Self::start_expecting) of a resolved action.
     #[inline]
-    fn start_resolved<'r>(
+    fn start_resolved<'r, R>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
         action: ActionId,
         version: Option<u64>,
         proposed: Option<Arc<str>>,
-    ) -> Result<InFlight<'r, S>, RuntimeError> {
+        read: impl FnMut(&Record) -> R,
+    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
         let ask = Ask {
             id: &id,
             actor,
@@ -1017,13 +1097,13 @@ impl<S: Store> Runtime<S> {
             true => {
                 let decide =
                     |record: Option<&Record>| self.decide_start(&ask, record, &mut expected);
-                self.inner.store.modify(&id, decide, |_| ())
+                self.inner.store.modify(&id, decide, read)
             }
             false => {
                 let seen = self.get(&*id)?;
                 expected = Some(seen.expected());
                 match self.guarded(&ask, &seen) {
-                    Ok(mut start) => self.inner.store.modify(&id, |r| start.decide(r), |_| ()),
+                    Ok(mut start) => self.inner.store.modify(&id, |r| start.decide(r), read),
                     Err(refused) => Ok(Err(refused)),
                 }
             }
@@ -1063,15 +1143,15 @@ impl<S: Store> Runtime<S> {
 
     /// The handle of a start the store decided, or why it was refused.
     #[inline]
-    fn started<'r>(
+    fn started<'r, R>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
-        decided: Result<Result<(Start, ()), Refusal>, StoreError>,
+        decided: Result<Result<(Start, R), Refusal>, StoreError>,
         expected: Option<Expected>,
-    ) -> Result<InFlight<'r, S>, RuntimeError> {
+    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
         let refused = match decided {
-            Ok(Ok((start, ()))) => return Ok(start.begun(self, id)),
+            Ok(Ok((start, read))) => return Ok((start.begun(self, id), read)),
             Ok(Err(refused)) => refused.error(self, id.into_owned(), actor),
             Err(e) => self.refused(expected, e),
         };
@@ -1238,8 +1318,8 @@ impl<S: Store> Runtime<S> {
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
         // The handle ends here: it may borrow the caller's id.
-        self.start_expecting(id.object_id(), actor, action, None, None)?
-            .complete()
+        let (held, ()) = self.start_expecting(id.object_id(), actor, action, None, None, |_| ())?;
+        held.complete()
     }
 
     /// [`run`](Self::run) for async callers.

@@ -504,10 +504,10 @@ pub trait Store: Send + Sync + 'static {
             None => (self.load(id)?, false),
         };
         loop {
-            match attempt(id, record, kept, &mut decide, &mut read)? {
+            match attempt(id, record, kept, &mut decide)? {
                 Attempt::Refused(refused) => return Ok(Err(refused)),
-                Attempt::Write(write, value, next) => {
-                    if landed(self.commit(write), kept)? {
+                Attempt::Write(write, value) => {
+                    if let Some(next) = landed(self.commit_reading(write, &mut read), kept)? {
                         return Ok(Ok((value, next)));
                     }
                 }
@@ -533,10 +533,11 @@ pub trait Store: Send + Sync + 'static {
                 None => (self.load_async(id).await?, false),
             };
             loop {
-                match attempt(id, record, kept, &mut decide, &mut read)? {
+                match attempt(id, record, kept, &mut decide)? {
                     Attempt::Refused(refused) => return Ok(Err(refused)),
-                    Attempt::Write(write, value, next) => {
-                        if landed(self.commit_async(write).await, kept)? {
+                    Attempt::Write(write, value) => {
+                        let committed = self.commit_reading_async(write, &mut read).await;
+                        if let Some(next) = landed(committed, kept)? {
                             return Ok(Ok((value, next)));
                         }
                     }
@@ -545,6 +546,32 @@ pub trait Store: Send + Sync + 'static {
                 (record, kept) = (self.load_async(id).await?, false);
             }
         }
+    }
+
+    /// [`commit`](Store::commit), answering what `read` takes of the record
+    /// as stored. The default reads the write's own record: a store that adds
+    /// to a record as it writes it (the etcd store names the session of a
+    /// start's holder, [`Holder::session`]) answers the record as stored, so
+    /// that [`modify`](Store::modify)'s `read`, which the default calls this
+    /// for, sees what a later [`load`](Store::load) finds.
+    fn commit_reading<R>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<R, StoreError> {
+        let next = read(write.record());
+        self.commit(write).map(|()| next)
+    }
+
+    /// [`commit_reading`](Store::commit_reading) for async callers, with
+    /// [`commit_async`](Store::commit_async).
+    fn commit_reading_async<R: Send>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<R, StoreError>> + Send {
+        let next = read(write.record());
+        async move { self.commit_async(write).await.map(|()| next) }
     }
 
     /// A copy of the object's record that the store kept from its own last read
@@ -687,40 +714,36 @@ pub trait Store: Send + Sync + 'static {
 /// [`Store::modify_async`] came to.
 // Moved once per decision: boxing the write would cost an allocation per write.
 #[allow(clippy::large_enum_variant)]
-enum Attempt<T, E, R> {
+enum Attempt<T, E> {
     /// Refused, on a record that can be trusted.
     Refused(E),
-    /// The write to commit, the value to hand back and what was read of the
-    /// record after.
-    Write(Write, T, R),
+    /// The write to commit and the value to hand back.
+    Write(Write, T),
     /// Refused on a kept copy: a refusal stands only on a fresh read.
     Again,
 }
 
 /// One decision on `record` (a `kept` copy, or one read).
-fn attempt<T, E, R>(
+fn attempt<T, E>(
     id: &ObjectId,
     record: Option<Record>,
     kept: bool,
     decide: impl FnOnce(Option<&Record>) -> Result<(Change, T), E>,
-    read: impl FnOnce(&Record) -> R,
-) -> Result<Attempt<T, E, R>, StoreError> {
+) -> Result<Attempt<T, E>, StoreError> {
     Ok(match decided_write(id, record, decide)? {
-        Ok((write, value)) => {
-            let next = read(&write.record);
-            Attempt::Write(write, value, next)
-        }
+        Ok((write, value)) => Attempt::Write(write, value),
         Err(_) if kept => Attempt::Again,
         Err(refused) => Attempt::Refused(refused),
     })
 }
 
-/// Whether a decision's write landed (`false`: it lost its compare-and-set on a
-/// kept copy, which was stale: decide again on a fresh read).
-fn landed(committed: Result<(), StoreError>, kept: bool) -> Result<bool, StoreError> {
+/// What was read of a decision's write that landed (`None`: it lost its
+/// compare-and-set on a kept copy, which was stale: decide again on a fresh
+/// read).
+fn landed<R>(committed: Result<R, StoreError>, kept: bool) -> Result<Option<R>, StoreError> {
     match committed {
-        Ok(()) => Ok(true),
-        Err(StoreError::Conflict { .. }) if kept => Ok(false),
+        Ok(next) => Ok(Some(next)),
+        Err(StoreError::Conflict { .. }) if kept => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -1205,6 +1228,20 @@ impl<S: Store> Store for Arc<S> {
     }
     fn commit_async(&self, write: Write) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).commit_async(write)
+    }
+    fn commit_reading<R>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R,
+    ) -> Result<R, StoreError> {
+        (**self).commit_reading(write, read)
+    }
+    fn commit_reading_async<R: Send>(
+        &self,
+        write: Write,
+        read: impl FnOnce(&Record) -> R + Send,
+    ) -> impl Future<Output = Result<R, StoreError>> + Send {
+        (**self).commit_reading_async(write, read)
     }
     fn ids_async(&self) -> impl Future<Output = Result<Vec<ObjectId>, StoreError>> + Send {
         (**self).ids_async()

@@ -60,6 +60,7 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     lists_objects(make());
     pages_meet_objects_created_meanwhile(make());
     keeps_data(make());
+    starts_answer_the_record_they_wrote(make());
     reads_part_of_a_record(make());
     handles_end_as_they_should(make());
     lost_handles_are_resumed_by_their_fence(make());
@@ -73,6 +74,19 @@ pub fn check_store<S: Store>(make: impl Fn() -> S) {
     async_actors_share_one_thread(make(), 4, 60);
     dropped_starts_leave_no_live_hold(make());
     busy_objects_are_waited_for(make());
+}
+
+/// The suite's machine with the action declared by `action` (its line up to
+/// the closing brace) guarded by `guard`.
+fn guarded(action: &str, guard: &str) -> Machine {
+    let line = format!("{action} }}");
+    assert!(
+        SPEC.contains(&line),
+        "`{action}` is not in the suite's spec"
+    );
+    let spec = SPEC.replace(&line, &format!("{action}, guards = [\"{guard}\"] }}"))
+        + &format!("\n[guards]\n{guard} = \"a guard of the suite\"\n");
+    fsm_core::spec::load_str("server.toml", &spec).expect("the suite's spec, guarded")
 }
 
 fn runtime<S: Store>(store: S) -> Runtime<S> {
@@ -153,6 +167,66 @@ pub fn keeps_data<S: Store>(store: S) {
     rt.create("none", &user)
         .expect("keeps_data: create without");
     assert_eq!(rt.get("none").unwrap().data, None, "keeps_data: none");
+}
+
+/// `start_with_record` and `start_with_record_async` answer the record as
+/// their start wrote it: in the transition state, at the handle's fence, held
+/// by the actor, with the data it proposed kept with the hold and the object's
+/// data as it was. The same record a read finds after (nothing writes in
+/// between), and one a guarded start (read first, then written) answers too.
+pub fn starts_answer_the_record_they_wrote<S: Store>(store: S) {
+    let what = "starts_answer_the_record_they_wrote";
+    let machine = guarded(
+        "stop = { from = \"RUNNING\", via = \"STOPPING\", to = \"HALTED\"",
+        "drained",
+    );
+    let rt = Runtime::builder(machine, store)
+        .guard("drained", |_| true)
+        .build()
+        .expect("the guard is implemented");
+    let user = Actor::new("user");
+    let named = |record: &Record| rt.machine().state(record.state).name.clone();
+    let held_by = |record: &Record| record.in_flight.as_ref().map(|h| h.actor.as_str());
+    rt.create_with("r", &user, Some(r#"{"disk":1}"#.into()))
+        .unwrap_or_else(|e| panic!("{what}: create: {e}"));
+    let proposed: std::sync::Arc<str> = r#"{"disk":2}"#.into();
+    let (flight, started) = rt
+        .start_with_record("r", None, &user, "start", Some(proposed.clone()))
+        .unwrap_or_else(|e| panic!("{what}: start: {e}"));
+    assert_eq!(named(&started), "STARTING", "{what}: state");
+    assert_eq!(started.version, flight.fence().0, "{what}: version");
+    assert_eq!(held_by(&started), Some("user"), "{what}: holder");
+    let kept = started.in_flight.as_ref().and_then(|h| h.proposed.clone());
+    assert_eq!(kept, Some(proposed), "{what}: proposed data");
+    assert_eq!(
+        started.data.as_deref(),
+        Some(r#"{"disk":1}"#),
+        "{what}: data"
+    );
+    assert_eq!(rt.get("r").unwrap(), started, "{what}: read after");
+    let completed = flight
+        .complete()
+        .unwrap_or_else(|e| panic!("{what}: complete: {e}"));
+    assert_eq!(
+        completed.data.as_deref(),
+        Some(r#"{"disk":2}"#),
+        "{what}: completed"
+    );
+    // Guarded, and async: at the version asked for.
+    let version = Some(completed.version);
+    let (flight, started) = block_on(rt.start_with_record_async("r", version, &user, "stop", None))
+        .unwrap_or_else(|e| panic!("{what}: guarded start: {e}"));
+    assert_eq!(named(&started), "STOPPING", "{what}: guarded state");
+    assert_eq!(started.version, flight.fence().0, "{what}: guarded version");
+    assert_eq!(held_by(&started), Some("user"), "{what}: guarded holder");
+    assert_eq!(rt.get("r").unwrap(), started, "{what}: guarded read after");
+    block_on(flight.complete_async()).unwrap_or_else(|e| panic!("{what}: stop: {e}"));
+    // Refused: nothing written, nothing answered.
+    match rt.start_with_record("r", Some(1), &user, "start", None) {
+        Err(RuntimeError::VersionMismatch { .. }) => {}
+        other => panic!("{what}: a start at an old version answered {other:?}"),
+    }
+    assert_eq!(rt.history("r").unwrap().len(), 5, "{what}: history");
 }
 
 /// `load_with` reads the part of a record it is asked for, as `load` would
@@ -286,12 +360,10 @@ pub fn stale_writes_conflict<S: Store>(store: S) {
 pub fn guards_decide_on_the_record_written_against<S: Store>(store: S) {
     use std::sync::mpsc;
     use std::sync::{Arc, Mutex};
-    let spec = SPEC.replace(
-        "start = { from = \"HALTED\", via = \"STARTING\", to = \"RUNNING\" }",
-        "start = { from = \"HALTED\", via = \"STARTING\", to = \"RUNNING\", guards = [\"approved\"] }",
-    ) + "\n[guards]\napproved = \"an operator approved\"\n";
-    let machine =
-        fsm_core::spec::load_str("server.toml", &spec).expect("the suite's spec, guarded");
+    let machine = guarded(
+        "start = { from = \"HALTED\", via = \"STARTING\", to = \"RUNNING\"",
+        "approved",
+    );
     // The first call of the guard says it is deciding, then waits to be let go.
     let (deciding, wait) = (mpsc::channel(), mpsc::channel::<()>());
     let gate = Arc::new(Mutex::new(Some((deciding.0, wait.1))));

@@ -340,6 +340,8 @@ async fn every_status_of_the_contract() {
     let fence = started["fence"].as_u64().unwrap();
     assert_eq!(started["in_flight"]["fence"].as_u64(), Some(fence));
     assert_eq!(started["in_flight"]["actor"], "ops");
+    // The record as the start wrote it: at the fence's version.
+    assert_eq!(started["version"].as_u64(), Some(fence));
     let (status, body) = post(&c, &deploy, OPS, None).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(

@@ -577,21 +577,15 @@ async fn start(
     let attempt = || {
         let (rt, key, who, action) = (m.runtime.clone(), id.clone(), actor.clone(), action.clone());
         in_task(async move {
-            let flight = rt
-                .start_changing_async(key, version, &who, action.as_str(), None)
-                .await?
-                .into_owned();
             if query.run {
-                return flight.complete_async().await.map(|r| (r, None));
+                let flight = rt.start_changing_async(key, version, &who, action.as_str(), None);
+                return flight.await?.complete_async().await.map(|r| (r, None));
             }
-            match rt.get_async(flight.id().clone()).await {
-                Ok(record) => Ok((record, Some(flight))),
-                Err(e) => {
-                    // Let go on a blocking thread: a store call.
-                    tokio::task::spawn_blocking(move || drop(flight));
-                    Err(e)
-                }
-            }
+            // The record as the start wrote it: no read after, which would
+            // cost a request on etcd and could fail with the action held.
+            let started = rt.start_with_record_async(key, version, &who, action.as_str(), None);
+            let (flight, record) = started.await?;
+            Ok((record, Some(flight.into_owned())))
         })
     };
     let started = in_turn(&m, &id, &wait, attempt).await;
