@@ -702,9 +702,9 @@ impl<S: Store> Runtime<S> {
 
     /// [`start_changing`](Self::start_changing) (with no data,
     /// [`start_at`](Self::start_at) or [`start`](Self::start)) that answers
-    /// the record as the start wrote it beside the handle: in the transition
-    /// state, at the version of the handle's [`fence`](InFlight::fence), held
-    /// by `actor`. Read with the write, not after it (on the memory store under
+    /// the record as the start wrote it beside the handle: in the action's
+    /// transition state (its origin, for an action without one), at the
+    /// version of the handle's [`fence`](InFlight::fence), held by `actor`. Read with the write, not after it (on the memory store under
     /// the same lock; on etcd, no request more): what a caller that shows the
     /// object after a start wants, where a [`get`](Self::get) after it would
     /// cost a read and could meet a later write.
