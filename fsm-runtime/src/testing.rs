@@ -574,6 +574,23 @@ pub fn hidden_actions_keep_their_own_slot<S: Store>(store: S) {
     assert_eq!(state(&rt, "a"), "RUNNING");
     check_history(rt.machine(), &rt.history("a").unwrap())
         .expect("hidden_actions: a valid history");
+    // A user's start right after a hidden one writes the hidden holder again
+    // (on a store that keeps a copy of what it wrote, decided on that copy):
+    // both stay live, and a healer's pass, its deadline far off, leaves both.
+    rt.create("b", &user).unwrap();
+    let migration = rt.start("b", &balancer, "migrate").unwrap();
+    let start = rt.start("b", &user, "start").unwrap();
+    let report = crate::Healer::new()
+        .deadline(Duration::from_secs(3600))
+        .heal(&rt)
+        .unwrap();
+    assert!(
+        report.healed.is_empty(),
+        "hidden_actions: healed live holds: {report:?}"
+    );
+    migration.complete().unwrap();
+    start.complete().unwrap();
+    assert_eq!(state(&rt, "b"), "RUNNING");
 }
 
 /// `ids` lists every object, and only them; `records` (and `records_async`)
