@@ -32,7 +32,7 @@ use fsm_runtime::{EntryKind, ObjectId, RuntimeError, Store};
 use tokio::process::{Child, Command};
 
 use crate::machines::PodOpsState as S;
-use crate::mizar::{Cluster, DEFAULT_NETWORK, Kind, MizarError, Operator};
+use crate::mizar::{Cluster, DEFAULT_NETWORK, DEFAULT_VPC, Kind, MizarError, Operator};
 use crate::podops::{Controller, OperationController, PodOps, PodOpsError, SERVICE_AVAILABLE};
 
 /// A chaos run's settings.
@@ -348,7 +348,13 @@ pub async fn run(chaos: &Chaos, spawn: impl Fn(Operator) -> Command) -> Result<R
         // The default VPC and network, created by their operators.
         let defaults =
             |c: &Cluster| c.state(Kind::Network, DEFAULT_NETWORK).as_deref() == Some("Provisioned");
-        workflow(&cluster, &mut report, chaos.deadline, "defaults", defaults).await;
+        if !workflow(&cluster, &mut report, chaos.deadline, "defaults", defaults).await {
+            // Where each stands, for whoever reads the report.
+            for (kind, id) in [(Kind::Vpc, DEFAULT_VPC), (Kind::Network, DEFAULT_NETWORK)] {
+                let state = describe(&cluster, kind, id);
+                report.late.push(format!("  {kind:?} {id}: {state}"));
+            }
+        }
         let began = Instant::now();
         let mut round = 0;
         let mut result = Ok(());
