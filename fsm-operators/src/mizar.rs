@@ -1579,7 +1579,19 @@ impl Worker {
             .cluster
             .object(vpc)
             .is_some_and(|o| !o.delete_requested);
-        if !vpc_alive || self.cluster.object(&network).is_some() {
+        if !vpc_alive {
+            return;
+        }
+        // In the topology with its record: made. Without one, its creation
+        // was cut off (the process killed between the two): finished here,
+        // or nothing ever would.
+        if self.cluster.object(&network).is_some()
+            && self
+                .rt(Kind::Network)
+                .get_async(network.clone())
+                .await
+                .is_ok()
+        {
             return;
         }
         let parent = Some((Kind::Vpc, DEFAULT_VPC));
@@ -2182,6 +2194,31 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default network's creation cut off between the topology and the
+    /// record (the network operator killed) is finished by the operator's
+    /// next look, not left without a record for ever.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_default_network_cut_off_before_its_record_is_finished() {
+        let mizar = Cluster::with_defaults();
+        mizar.create_vpc(DEFAULT_VPC).unwrap();
+        let network = ObjectId::from(DEFAULT_NETWORK);
+        (mizar.reserve(
+            Kind::Network,
+            &network,
+            Some((Kind::Vpc, DEFAULT_VPC)),
+            false,
+        ))
+        .unwrap();
+        assert!(mizar.runtime(Kind::Network).get(network.clone()).is_err());
+        mizar.create_droplet("droplet-0").unwrap();
+        let operators = mizar.start();
+        let up =
+            |c: &Cluster| c.state(Kind::Network, DEFAULT_NETWORK).as_deref() == Some("Provisioned");
+        let made = mizar.wait_until(Duration::from_secs(20), up).await;
+        operators.stop().await;
+        assert!(made, "the default network stalled: {:#?}", mizar.trace());
+    }
 
     /// A creation cut off between the topology and the record (its process
     /// killed) is finished by the next one; a finished one is not made twice.
