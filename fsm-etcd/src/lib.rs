@@ -700,7 +700,7 @@ impl EtcdStore {
                     for h in [&mut record.in_flight, &mut record.hidden]
                         .into_iter()
                         .flatten()
-                        .filter(|h| h.version == version && !h.abandoned)
+                        .filter(|h| starts_at(version, h.version, h.abandoned))
                     {
                         h.session = session;
                     }
@@ -915,7 +915,7 @@ impl EtcdStore {
         let mut stored = codec.encode_record(record);
         // A holder this write puts in its slot: the start it makes.
         let written = record.version;
-        let starts = move |h: &&mut StoredHolder| h.version == written && !h.abandoned;
+        let starts = move |h: &&mut StoredHolder| starts_at(written, h.version, h.abandoned);
         let started = [&mut stored.in_flight, &mut stored.hidden]
             .into_iter()
             .flatten()
@@ -1106,6 +1106,12 @@ impl EtcdStore {
             }
         }
     }
+}
+
+/// Whether a holder at `version` (`abandoned` or not) is the start a write
+/// of `written` makes: the holder whose session that write names.
+fn starts_at(written: u64, version: u64, abandoned: bool) -> bool {
+    version == written && !abandoned
 }
 
 /// A write that landed: the revision that wrote it, and the session it named
