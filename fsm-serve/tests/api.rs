@@ -1464,7 +1464,8 @@ async fn a_graceful_shutdown_loses_nothing_accepted() {
 /// shows it (it watches from the summary's `last_event_id`); a request
 /// waiting for a held object shows beside it, though no write tells the page
 /// (it reads the summary again while an action holds an object), on a page
-/// that saw the hold begin and on one opened while it held; its token
+/// that saw the hold begin, on one opened while it held, and on one whose
+/// watch was cut off while it held (it reads again once back); its token
 /// refused (401) on a reconnection, the page says so and stops trying. It
 /// follows every machine by one stream: with nine machines here (OpenvCloud's
 /// six besides), a stream per machine would hold every connection Chromium
@@ -1522,6 +1523,7 @@ async fn the_page_follows_the_objects_in_a_browser() {
             "OPEN=12 on a page opened as d12 was created",
             "waiting=1",
             "waited its turn",
+            "waiting=1 after a reconnection",
             "refused",
             "stopped",
             "summaries",

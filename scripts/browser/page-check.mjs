@@ -9,12 +9,12 @@
 // written meanwhile; written faster than its summary is read, it must read one
 // summary at a time and end on the last write; opened as a write is made, it
 // must show it; a request waiting for a held object must show beside it,
-// on a page opened before the hold and on one opened while it held; its
-// token refused, it must say
-// so and stop. It must follow the machine by its summary, never by listing
-// every object, and every machine by one stream. Prints one
-// JSON line, {"ok": true, "seen": [...]} or {"ok": false, "error": ...}; exits
-// 0, 1, or 2 when Chromium or the driver is missing.
+// on a page opened before the hold, on one opened while it held, and on one
+// whose watch was cut off and came back while it held; its token refused, it
+// must say so and stop. It must follow the machine by its summary, never by
+// listing every object, and every machine by one stream. Prints one JSON
+// line, {"ok": true, "seen": [...]} or {"ok": false, "error": ...}; exits 0,
+// 1, or 2 when Chromium or the driver is missing.
 import { createRequire } from "node:module";
 import net from "node:net";
 import { dirname, join } from "node:path";
@@ -231,6 +231,26 @@ try {
   await call("POST", `/v1/door/objects/d5/in-flight/${closing.fence}/complete`);
   await page.waitForFunction(() => !document.querySelector("#inflight-door tr"), null, { timeout: 10000 });
   seen.push("waited its turn");
+  // Its watch cut off while an action holds an object, the page stops reading
+  // the summary (it reads only while the stream is open); once back, it reads
+  // every machine's again in a while, so a request that comes to wait for the
+  // hold shows, though nothing was written while it was away nor since.
+  const holding = await call("POST", "/v1/door/objects/d6/actions/paint");
+  await waitingFor(page, "d6", "");
+  mode = "cut";
+  for (const socket of sockets) socket.destroy();
+  await page.waitForFunction(() => document.getElementById("status").textContent.includes("reconnecting"), null, { timeout: 10000 });
+  // Past the re-read that was due (every 2 s while held): it finds the stream closed.
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  mode = "pass";
+  await page.waitForFunction(() => document.getElementById("status").textContent === "connected", null, { timeout: 10000 });
+  const late = call("POST", "/v1/door/objects/d6/actions/close?wait=30");
+  await waitingFor(page, "d6", "1");
+  seen.push("waiting=1 after a reconnection");
+  await call("POST", `/v1/door/objects/d6/in-flight/${holding.fence}/complete`);
+  const lateClosing = await late;
+  await call("POST", `/v1/door/objects/d6/in-flight/${lateClosing.fence}/complete`);
+  await page.waitForFunction(() => !document.querySelector("#inflight-door tr"), null, { timeout: 10000 });
   // The token refused (401) when the watch reconnects: trying again will not
   // help, so the page says why and stops; it does not knock every second.
   mode = "unauthorized";
