@@ -13,6 +13,9 @@
 //! callgrind_annotate --inclusive=yes cg.56320 | grep -E 'queue::(Request<S>|Shared)::run '
 //! ```
 //!
+//! `scripts/instructions` does this for each hot path, in CI, and fails when
+//! one costs more than its ceiling.
+//!
 //! (The programs' totals move by a few million instructions from one run to
 //! the next: the clock's calibration at its first reading takes as long as
 //! it takes. The functions of a request do not.)

@@ -211,7 +211,7 @@ pub(crate) fn removable(
 /// the table has a rule for the action from its state, the actor holds one of the
 /// action's roles and owns the state (when the action moves the object), and every
 /// guard agrees. The rule the start takes, or the first refusal.
-#[inline]
+#[inline(always)]
 pub(crate) fn admit(
     machine: &Machine,
     guards: &[GuardFn],

@@ -36,7 +36,13 @@
 //! The runtime's small non-generic functions on the hot path (the table's lookups,
 //! the admission, `Change::apply`, the memory store's lookup) are `#[inline]`: the
 //! runtime's generic code is compiled in the user's crate, and without the hint
-//! every one of them is a call it cannot see through.
+//! every one of them is a call it cannot see through. A start's decision
+//! (`decide_start`, `admit_start`, `admit::admit`) and the making of its handle
+//! (`started`, `Start::begun`) are `#[inline(always)]`: since a start also
+//! hands back what it read of its record (`start_with_record`), rustc leaves
+//! them as calls under `#[inline]`, 1,106 instructions an action against 1,001
+//! (callgrind, `examples/queue_path.rs direct`; BENCHMARKS.md, fifty-fourth
+//! session). CI's `scripts/instructions` holds each hot path to a ceiling.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -1117,7 +1123,7 @@ impl<S: Store> Runtime<S> {
     /// it (for the memory store, under one shard lock), noting its version in
     /// `expected` for a conflict's message. The store may ask again, on a fresher
     /// record (see [`Store::modify`]): the checks run again.
-    #[inline]
+    #[inline(always)]
     fn decide_start(
         &self,
         ask: &Ask<'_>,
@@ -1142,7 +1148,7 @@ impl<S: Store> Runtime<S> {
     }
 
     /// The handle of a start the store decided, or why it was refused.
-    #[inline]
+    #[inline(always)]
     fn started<'r, R>(
         &'r self,
         id: Cow<'r, ObjectId>,
@@ -1170,7 +1176,7 @@ impl<S: Store> Runtime<S> {
 
     /// A start's checks against the object's `record`, as read, and if they pass,
     /// the change that starts the action and what its handle will hold.
-    #[inline]
+    #[inline(always)]
     fn admit_start(&self, ask: &Ask<'_>, record: &Record) -> Result<(Change, Start), Refusal> {
         let Ask {
             id,
@@ -1684,7 +1690,7 @@ struct Start {
 
 impl Start {
     /// The handle of the action started on `id`.
-    #[inline]
+    #[inline(always)]
     fn begun<'r, S: Store>(
         self,
         runtime: &'r Runtime<S>,
