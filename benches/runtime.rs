@@ -18,6 +18,10 @@
 //! ratio over the rounds, its middle half and its extremes.
 //! `FSM_BENCH_ROUNDS` (default 21; 0: none) sets how many.
 //!
+//! `FSM_BENCH_COUNT=CASE,N` measures nothing: it runs one case on one thread
+//! and its own objects for N actions (`count`), for callgrind to count the
+//! case's instructions; `scripts/instructions --baselines` does so for each.
+//!
 //! One completed action is two compare-and-sets on one object: into the action's
 //! transition state, then to its target (HALTED → STARTING → RUNNING, then RUNNING →
 //! STOPPING → HALTED, and so on). Each thread works on its own 512 objects, in turn,
@@ -218,6 +222,8 @@ fn store_work(
     }
 }
 
+// Not inlined: `count` runs it for callgrind, which names it.
+#[inline(never)]
 fn mutex_map(map: &Mutex<HashMap<usize, Slot>>, objects: Objects, t: usize, iters: u64) {
     store_work(
         objects,
@@ -240,7 +246,8 @@ fn mutex_map(map: &Mutex<HashMap<usize, Slot>>, objects: Objects, t: usize, iter
 }
 
 /// The hand-written sharded store: the same work on a `DashMap`, one shard lock
-/// per access.
+/// per access. (Not inlined: `count` runs it for callgrind, which names it.)
+#[inline(never)]
 fn dash_map(map: &DashMap<usize, Slot>, objects: Objects, t: usize, iters: u64) {
     store_work(
         objects,
@@ -254,6 +261,8 @@ fn dash_map(map: &DashMap<usize, Slot>, objects: Objects, t: usize, iters: u64) 
     );
 }
 
+// Not inlined: `count` runs it for callgrind, which names it.
+#[inline(never)]
 fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iters: u64) {
     let actor = &Actor::new(format!("worker-{t}"));
     let (start, stop) = (ActionId(0), ActionId(1));
@@ -447,6 +456,7 @@ mod floor {
         }
     }
 
+    #[inline(never)] // `count` runs it for callgrind, which names it
     pub fn work(store: &Store, ids: &[Arc<str>], objects: Objects, t: usize, iters: u64) {
         let actor = ActorName::new(format!("worker-{t}"));
         let (mut i, mut done) = (0, 0);
@@ -1197,7 +1207,62 @@ fn in_rounds(
         .collect()
 }
 
+/// The cases `count` runs (`FSM_BENCH_COUNT=CASE,N`).
+const COUNTED: [&str; 5] = ["dashmap", "mutex", "floor", "fsm", "fsm-system-clock"];
+
+/// No measurement: one case's work (`COUNTED`), on this thread and its own
+/// objects, for `actions` completed actions, for callgrind to count its
+/// instructions (`scripts/instructions --baselines`), a figure no machine's
+/// speed moves. Everything else the process does (the objects made, the
+/// counter clock calibrated) comes before the case's function and stays out
+/// of its count.
+fn count(case: &str, actions: u64) {
+    let n = Objects::Own.count(1);
+    // The clock's calibration happens at its first read: here, not in the case.
+    black_box(fsm_runtime::Clock::now(&fsm_runtime::CounterClock));
+    match case {
+        "dashmap" => {
+            let dash: DashMap<usize, Slot> = (0..n).map(|i| (i, new_slot())).collect();
+            dash_map(&dash, Objects::Own, 0, actions);
+        }
+        "mutex" => {
+            let map = Mutex::new((0..n).map(|i| (i, new_slot())).collect());
+            mutex_map(&map, Objects::Own, 0, actions);
+        }
+        "floor" => {
+            let texts: Vec<Arc<str>> = (0..n).map(|i| format!("s-{i}").into()).collect();
+            let by_hand = floor::Store::new(&texts);
+            floor::work(&by_hand, &texts, Objects::Own, 0, actions);
+        }
+        "fsm" | "fsm-system-clock" => {
+            let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
+            let builder = Runtime::builder(machine, MemoryStore::new().keep_history(KEEP));
+            let rt = match case {
+                "fsm" => builder.build(),
+                _ => builder.clock(SystemClock).build(),
+            };
+            let rt = rt.unwrap();
+            let ids = created(&rt, &Actor::new("bench"), "s", n);
+            runtime_work(&rt, &ids, Objects::Own, 0, actions);
+        }
+        other => panic!(
+            "FSM_BENCH_COUNT: no case `{other}` (cases: {})",
+            COUNTED.join(", ")
+        ),
+    }
+}
+
 fn main() {
+    // `FSM_BENCH_COUNT=CASE,N`: count a case's instructions instead (`count`).
+    if let Ok(counted) = std::env::var("FSM_BENCH_COUNT") {
+        let parsed = counted
+            .split_once(',')
+            .and_then(|(case, n)| Some((case, n.trim().parse().ok()?)));
+        let (case, actions) =
+            parsed.expect("FSM_BENCH_COUNT: CASE,N (a case of `COUNTED`, a number of actions)");
+        count(case, actions);
+        return;
+    }
     report::start();
     let threads = thread_counts();
     let mut c = Criterion::default().configure_from_args();
