@@ -222,8 +222,7 @@ fn store_work(
     }
 }
 
-// Not inlined: `count` runs it for callgrind, which names it.
-#[inline(never)]
+#[inline(never)] // `count` runs it for callgrind, which names it
 fn mutex_map(map: &Mutex<HashMap<usize, Slot>>, objects: Objects, t: usize, iters: u64) {
     store_work(
         objects,
@@ -246,8 +245,8 @@ fn mutex_map(map: &Mutex<HashMap<usize, Slot>>, objects: Objects, t: usize, iter
 }
 
 /// The hand-written sharded store: the same work on a `DashMap`, one shard lock
-/// per access. (Not inlined: `count` runs it for callgrind, which names it.)
-#[inline(never)]
+/// per access.
+#[inline(never)] // `count` runs it for callgrind, which names it
 fn dash_map(map: &DashMap<usize, Slot>, objects: Objects, t: usize, iters: u64) {
     store_work(
         objects,
@@ -261,8 +260,7 @@ fn dash_map(map: &DashMap<usize, Slot>, objects: Objects, t: usize, iters: u64) 
     );
 }
 
-// Not inlined: `count` runs it for callgrind, which names it.
-#[inline(never)]
+#[inline(never)] // `count` runs it for callgrind, which names it
 fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iters: u64) {
     let actor = &Actor::new(format!("worker-{t}"));
     let (start, stop) = (ActionId(0), ActionId(1));
@@ -1207,8 +1205,16 @@ fn in_rounds(
         .collect()
 }
 
-/// The cases `count` runs (`FSM_BENCH_COUNT=CASE,N`).
-const COUNTED: [&str; 5] = ["dashmap", "mutex", "floor", "fsm", "fsm-system-clock"];
+/// The cases `count` runs (`FSM_BENCH_COUNT=CASE,N`), each with the function
+/// its work runs in, by the name callgrind gives it (`FSM_BENCH_COUNT=cases`
+/// lists them, for `scripts/instructions --baselines`).
+const COUNTED: [(&str, &str); 5] = [
+    ("dashmap", "runtime::dash_map"),
+    ("mutex", "runtime::mutex_map"),
+    ("floor", "runtime::floor::work"),
+    ("fsm", "runtime::runtime_work"),
+    ("fsm-system-clock", "runtime::runtime_work"),
+];
 
 /// No measurement: one case's work (`COUNTED`), on this thread and its own
 /// objects, for `actions` completed actions, for callgrind to count its
@@ -1245,16 +1251,26 @@ fn count(case: &str, actions: u64) {
             let ids = created(&rt, &Actor::new("bench"), "s", n);
             runtime_work(&rt, &ids, Objects::Own, 0, actions);
         }
-        other => panic!(
-            "FSM_BENCH_COUNT: no case `{other}` (cases: {})",
-            COUNTED.join(", ")
-        ),
+        other => {
+            let cases: Vec<&str> = COUNTED.iter().map(|(case, _)| *case).collect();
+            panic!(
+                "FSM_BENCH_COUNT: no case `{other}` (cases: {})",
+                cases.join(", ")
+            )
+        }
     }
 }
 
 fn main() {
-    // `FSM_BENCH_COUNT=CASE,N`: count a case's instructions instead (`count`).
+    // `FSM_BENCH_COUNT=CASE,N`: count a case's instructions instead (`count`);
+    // `FSM_BENCH_COUNT=cases`: the cases, `CASE|FUNCTION` a line.
     if let Ok(counted) = std::env::var("FSM_BENCH_COUNT") {
+        if counted == "cases" {
+            for (case, function) in COUNTED {
+                println!("{case}|{function}");
+            }
+            return;
+        }
         let parsed = counted
             .split_once(',')
             .and_then(|(case, n)| Some((case, n.trim().parse().ok()?)));
