@@ -24,11 +24,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use fsm::StateMachine;
 use fsm_etcd::{AnyStore, EtcdAccess, EtcdFlags, EtcdStore};
-use fsm_runtime::{EntryKind, ObjectId, RuntimeError, Store};
+use fsm_runtime::{EntryKind, ObjectId, RuntimeError, Store, StoreError};
 use tokio::process::{Child, Command};
 
 use crate::machines::PodOpsState as S;
@@ -158,23 +158,36 @@ async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static
         .expect("the blocking work does not panic")
 }
 
+/// A store whose removals a chaos run forgets as it goes: an etcd store
+/// ([`EtcdStore::forget_removals`]), or a test's stand-in.
+trait Forgets: Clone + Send + 'static {
+    /// Forgets the removals made before `before`; how many.
+    fn forget_removals(&self, before: SystemTime) -> Result<usize, StoreError>;
+}
+
+impl Forgets for EtcdStore {
+    fn forget_removals(&self, before: SystemTime) -> Result<usize, StoreError> {
+        EtcdStore::forget_removals(self, before)
+    }
+}
+
 /// Runs `user` while the removals older than `after` are forgotten from
 /// `stores` every half second, then, once `user` is done, once more after
 /// `after` (with nothing else running, so that every removal of the run is
 /// then older): what `user` did, and how many removals were forgotten.
 /// Forgetting that fails for a reason no retry mends is `Err`.
-async fn forgetting<R>(
-    stores: Vec<EtcdStore>,
+async fn forgetting<F: Forgets, R>(
+    stores: Vec<F>,
     after: Option<Duration>,
     user: impl Future<Output = R>,
 ) -> (R, Result<usize, String>) {
     let Some(after) = after else {
         return (user.await, Ok(0));
     };
-    let pass = async |stores: &[EtcdStore]| -> Result<usize, String> {
+    let pass = async |stores: &[F]| -> Result<usize, String> {
         let mut forgotten = 0;
         for store in stores {
-            let (store, before) = (store.clone(), std::time::SystemTime::now() - after);
+            let (store, before) = (store.clone(), SystemTime::now() - after);
             match off_thread(move || store.forget_removals(before)).await {
                 Ok(n) => forgotten += n,
                 // etcd slow under the run's load: the next pass.
@@ -709,7 +722,7 @@ pub async fn run_podops(
 
 /// The time since the Unix epoch.
 fn since_epoch() -> Duration {
-    std::time::SystemTime::now()
+    SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
 }
@@ -877,7 +890,7 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
         }
         return Ok(true);
     }
-    let nanos = std::time::SystemTime::now()
+    let nanos = SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_nanos();
     let seconds = |on: u64| Duration::from_secs(if args.chaos { on } else { 0 });
@@ -929,9 +942,85 @@ async fn on_etcd(args: &Args, plane: Plane) -> Result<bool, Box<dyn std::error::
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, SystemTime};
 
-    use super::Args;
+    use clap::Parser;
+    use fsm_runtime::StoreError;
+
+    use super::{Args, Forgets, forgetting};
+
+    /// A store standing in for etcd: its `n`th forgetting (from 0) answers
+    /// `answer(n)`.
+    #[derive(Clone)]
+    struct Stand<A>(Arc<AtomicUsize>, A);
+
+    impl<A: Fn(usize) -> Result<usize, StoreError> + Clone + Send + Sync + 'static> Forgets
+        for Stand<A>
+    {
+        fn forget_removals(&self, _before: SystemTime) -> Result<usize, StoreError> {
+            (self.1)(self.0.fetch_add(1, Ordering::SeqCst))
+        }
+    }
+
+    fn unavailable(retryable: bool) -> StoreError {
+        StoreError::Unavailable {
+            message: "etcd answered no".into(),
+            retryable,
+        }
+    }
+
+    /// The user's run: a while, then its result.
+    async fn user() -> &'static str {
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        "the user's report"
+    }
+
+    /// A failure no retry mends ends the forgetting with its message, and
+    /// the user's run still ends with its own result.
+    #[tokio::test]
+    async fn forgetting_that_fails_for_good_says_why_and_lets_the_run_end() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let store = Stand(calls.clone(), |_| Err(unavailable(false)));
+        let (done, forgotten) = forgetting(vec![store], Some(Duration::ZERO), user()).await;
+        assert_eq!(done, "the user's report");
+        assert_eq!(
+            forgotten,
+            Err("forgetting removals failed: store unavailable: etcd answered no".into())
+        );
+        // The first failure ended the passes: none came after it.
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    /// A failure a retry may mend is passed over: the next pass tries again,
+    /// and the count is of the removals forgotten, the last pass's
+    /// (after the user's run) included.
+    #[tokio::test]
+    async fn forgetting_passes_over_a_failure_a_retry_may_mend() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let store = Stand(calls.clone(), |n| match n {
+            0 => Err(unavailable(true)),
+            _ => Ok(3),
+        });
+        let (done, forgotten) = forgetting(vec![store], Some(Duration::ZERO), user()).await;
+        assert_eq!(done, "the user's report");
+        let calls = calls.load(Ordering::SeqCst);
+        // The pass at 0.5 s failed; the one at 1 s, if it came before the
+        // run ended, and the last one forgot.
+        assert!(calls >= 2, "{calls} passes");
+        assert_eq!(forgotten, Ok(3 * (calls - 1)));
+    }
+
+    /// Without `forget_after`, nothing is forgotten, nor asked to be.
+    #[tokio::test]
+    async fn without_an_age_nothing_is_forgotten() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let store = Stand(calls.clone(), |_| Ok(1));
+        let (done, forgotten) = forgetting(vec![store], None, user()).await;
+        assert_eq!((done, forgotten), ("the user's report", Ok(0)));
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
 
     /// The etcd access flags are `fsm serve`'s (one declaration), and mean
     /// nothing without `--etcd`.
