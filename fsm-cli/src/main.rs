@@ -534,12 +534,14 @@ fn write_file(path: &Path, text: &str) -> Result<(), Unusable> {
 
 /// Resolves a state name given on the command line, ignoring case.
 fn state(machine: &Machine, name: &str) -> Result<StateId, Unusable> {
-    machine.find_state(name).ok_or_else(|| {
-        let hint = machine
-            .suggest_state(name)
+    machine.resolve_state(name).map_err(|unknown| {
+        let hint = (unknown.suggestion)
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
-        eprintln!("error: `{name}` is not a state of {}{hint}", machine.name());
+        eprintln!(
+            "error: `{name}` is not a state of {}{hint}",
+            unknown.machine
+        );
         Unusable
     })
 }

@@ -62,7 +62,7 @@ pub use fsm_model::rules;
 pub use fsm_model::{
     Action, ActionId, ActionRef, Diagnostic, Guard, GuardId, Help, IntoActionId, IntoStateId, Lint,
     Machine, Move, Role, Rule, RuleError, Severity, State, StateId, StateKind, Target, Text,
-    TransitionError, UnknownAction,
+    TransitionError, UnknownAction, UnknownState,
 };
 
 #[doc(hidden)]

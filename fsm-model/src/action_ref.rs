@@ -1,5 +1,5 @@
 //! Naming an action: by its id, by its name in the spec, or by a derived action
-//! enum.
+//! enum; and a state by its name.
 
 use alloc::{borrow::ToOwned, string::String};
 
@@ -25,19 +25,57 @@ pub struct UnknownAction {
 
 impl core::fmt::Display for UnknownAction {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
+        unknown(
             f,
-            "machine `{}` has no action `{}`",
-            self.machine, self.name
-        )?;
-        match &self.suggestion {
-            Some(s) => write!(f, "; did you mean `{s}`?"),
-            None => Ok(()),
-        }
+            "action",
+            &self.machine,
+            &self.name,
+            self.suggestion.as_deref(),
+        )
     }
 }
 
 impl core::error::Error for UnknownAction {}
+
+/// A name that is not a state of the machine ([`Machine::resolve_state`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownState {
+    /// The machine.
+    pub machine: String,
+    /// The name asked for.
+    pub name: String,
+    /// The closest state name, if one is close.
+    pub suggestion: Option<String>,
+}
+
+impl core::fmt::Display for UnknownState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        unknown(
+            f,
+            "state",
+            &self.machine,
+            &self.name,
+            self.suggestion.as_deref(),
+        )
+    }
+}
+
+/// "machine `vm` has no state `RUNING`; did you mean `RUNNING`?"
+fn unknown(
+    f: &mut core::fmt::Formatter<'_>,
+    kind: &str,
+    machine: &str,
+    name: &str,
+    suggestion: Option<&str>,
+) -> core::fmt::Result {
+    write!(f, "machine `{machine}` has no {kind} `{name}`")?;
+    match suggestion {
+        Some(s) => write!(f, "; did you mean `{s}`?"),
+        None => Ok(()),
+    }
+}
+
+impl core::error::Error for UnknownState {}
 
 impl<T: Copy + Into<ActionId>> ActionRef for T {
     fn resolve(&self, _: &Machine) -> Result<ActionId, UnknownAction> {

@@ -28,7 +28,7 @@ mod machine;
 pub mod rules;
 mod suggest;
 
-pub use action_ref::{ActionRef, UnknownAction};
+pub use action_ref::{ActionRef, UnknownAction, UnknownState};
 pub use def::{
     ActionDef, MachineDef, NamedDef, Site, StateDef, StateKind, TargetDef, format_duration,
     parse_duration,

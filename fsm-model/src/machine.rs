@@ -1,10 +1,11 @@
 //! The checked machine: states and actions resolved to indices. What it allows is
 //! stated once, in [`crate::rules`].
 
-use alloc::{borrow::Cow, boxed::Box, string::String, vec::Vec};
+use alloc::{borrow::Cow, borrow::ToOwned, boxed::Box, string::String, vec::Vec};
 use core::time::Duration;
 
 use super::def::StateKind;
+use crate::UnknownState;
 
 /// A static string or an owned one: the model can be built at run time from a spec
 /// file, or as a `static` by generated code.
@@ -344,6 +345,17 @@ impl Machine {
     /// The state name closest to `name`, for a "did you mean" hint.
     pub fn suggest_state(&self, name: &str) -> Option<&str> {
         crate::suggest::closest(name, self.states.iter().map(|s| &*s.name))
+    }
+
+    /// The state called `name` as the spec spells it, ignoring ASCII case (as
+    /// [`ActionRef`](crate::ActionRef) finds an action by its name), or why there
+    /// is none, with the closest name.
+    pub fn resolve_state(&self, name: &str) -> Result<StateId, UnknownState> {
+        self.find_state(name).ok_or_else(|| UnknownState {
+            machine: self.name().to_owned(),
+            name: name.to_owned(),
+            suggestion: self.suggest_state(name).map(str::to_owned),
+        })
     }
 
     /// The action name closest to `name`, for a "did you mean" hint.

@@ -1,6 +1,6 @@
 //! Why the runtime or a store refused.
 
-use fsm_core::{RuleError, UnknownAction};
+use fsm_core::{RuleError, UnknownAction, UnknownState};
 
 use crate::{Fence, ObjectId, Record, Revocation};
 
@@ -150,6 +150,10 @@ pub enum RuntimeError {
     /// The machine has no action of this name.
     #[error(transparent)]
     UnknownAction(#[from] UnknownAction),
+    /// The machine has no state of this name (a name given to the
+    /// [`Healer`](crate::Healer)).
+    #[error(transparent)]
+    UnknownState(#[from] UnknownState),
     /// An action is running on the object (it is in a transition state, or holds a
     /// hidden or direct action): OpenvCloud's "Cannot execute action at this time".
     #[error(

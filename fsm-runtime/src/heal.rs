@@ -15,6 +15,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
+use fsm_core::{StateId, UnknownState};
+
 use crate::{Actor, ObjectId, Runtime, RuntimeError, Store};
 
 /// One object the healer restored.
@@ -88,7 +90,10 @@ pub struct HealReport {
 pub struct Healer {
     actor: Actor,
     default: Option<Duration>,
-    per_state: HashMap<String, Duration>,
+    /// By state name, as given, in order: resolved against the runtime's
+    /// machine at each pass, where a later one for a state overrides an
+    /// earlier.
+    per_state: Vec<(String, Duration)>,
 }
 
 impl Default for Healer {
@@ -105,7 +110,7 @@ impl Healer {
         Healer {
             actor: Actor::new("healer"),
             default: None,
-            per_state: HashMap::new(),
+            per_state: Vec::new(),
         }
     }
 
@@ -115,9 +120,15 @@ impl Healer {
         self
     }
 
-    /// A hard deadline for holds in `state` (by its spec name), over the spec's.
+    /// A hard deadline for holds in `state`, over the spec's. The state is
+    /// named as the spec spells it, ignoring ASCII case
+    /// ([`Machine::resolve_state`](fsm_core::Machine::resolve_state)); a later
+    /// deadline for the same state replaces an earlier one. A name the
+    /// runtime's machine does not have fails [`heal`](Self::heal) with
+    /// [`RuntimeError::UnknownState`], which suggests the closest name: a
+    /// typo is never a deadline that silently applies nowhere.
     pub fn deadline_for(mut self, state: impl Into<String>, deadline: Duration) -> Self {
-        self.per_state.insert(state.into(), deadline);
+        self.per_state.push((state.into(), deadline));
         self
     }
 
@@ -132,8 +143,13 @@ impl Healer {
     /// once), and those an action holds, and those that cannot be read, taken
     /// up in the order of their ids. Fails only when the store cannot list its
     /// objects; a failure on one object is in the report, and the pass goes on
-    /// with the others.
+    /// with the others, or when a deadline names a state the machine does not
+    /// have ([`deadline_for`](Self::deadline_for)).
     pub fn heal<S: Store>(&self, runtime: &Runtime<S>) -> Result<HealReport, RuntimeError> {
+        let machine = runtime.machine();
+        let per_state = (self.per_state.iter())
+            .map(|(name, deadline)| Ok((machine.resolve_state(name)?, *deadline)))
+            .collect::<Result<HashMap<StateId, Duration>, UnknownState>>()?;
         let mut report = HealReport::default();
         // Copied: only the objects with something to judge.
         let mut records = Vec::new();
@@ -160,13 +176,9 @@ impl Healer {
                     &record.in_flight
                 };
                 let Some(holder) = holder else { continue };
-                let stuck_in = runtime.machine().state(record.state).name.to_string();
-                let deadline = self.per_state.get(&stuck_in).copied().or_else(|| {
-                    runtime
-                        .machine()
-                        .deadline(holder.action, record.state)
-                        .or(self.default)
-                });
+                let deadline = (per_state.get(&record.state).copied())
+                    .or_else(|| machine.deadline(holder.action, record.state))
+                    .or(self.default);
                 let age = now.duration_since(holder.since).unwrap_or_default();
                 let late = deadline.is_some_and(|d| age >= d);
                 if !holder.abandoned && !late {
@@ -184,10 +196,10 @@ impl Healer {
                     Ok(restored) => {
                         let healed = Healed {
                             id: id.clone(),
-                            action: runtime.machine().action(holder.action).name.to_string(),
-                            stuck_in,
+                            action: machine.action(holder.action).name.to_string(),
+                            stuck_in: machine.state(record.state).name.to_string(),
                             since: holder.since,
-                            restored: runtime.machine().state(restored.state).name.to_string(),
+                            restored: machine.state(restored.state).name.to_string(),
                             abandoned: holder.abandoned,
                             deadline: deadline.filter(|_| !holder.abandoned),
                             hidden,

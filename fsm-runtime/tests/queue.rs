@@ -533,6 +533,46 @@ fn the_healer_waits_for_the_timeout_of_the_state_and_never_undoes_a_finished_act
     assert_eq!(&*last.actor, "selfhealing");
 }
 
+/// A deadline for a state the machine does not have fails the pass, naming
+/// the state closest to it, and heals nothing; a name in another case is the
+/// spec's state, and a later deadline for it replaces the earlier.
+#[test]
+fn a_deadline_for_a_state_the_machine_lacks_fails_the_pass_and_names_the_closest() {
+    let (clock, vms) = clocked_vms();
+    running_vm(&vms, "vm-1");
+    let rebooting = vms.start("vm-1", &Actor::new("user"), "reboot").unwrap();
+    clock.advance(Duration::from_secs(61));
+
+    let typo = Healer::new().deadline_for("REBOTING", Duration::from_secs(60));
+    match typo.heal(&vms) {
+        Err(RuntimeError::UnknownState(unknown)) => {
+            assert_eq!(unknown.name, "REBOTING");
+            assert_eq!(unknown.suggestion.as_deref(), Some("REBOOTING"));
+            assert_eq!(
+                unknown.to_string(),
+                "machine `vm` has no state `REBOTING`; did you mean `REBOOTING`?"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        vms.state_name("vm-1").unwrap(),
+        "REBOOTING",
+        "nothing healed"
+    );
+
+    let later = Healer::new()
+        .deadline_for("REBOOTING", Duration::from_secs(30))
+        .deadline_for("rebooting", Duration::from_secs(120));
+    assert!(later.heal(&vms).unwrap().healed.is_empty(), "120 s, not 30");
+    clock.advance(Duration::from_secs(60));
+    let report = later.heal(&vms).unwrap();
+    assert_eq!(report.healed.len(), 1);
+    assert_eq!(report.healed[0].stuck_in, "REBOOTING");
+    assert_eq!(report.healed[0].deadline, Some(Duration::from_secs(120)));
+    assert!(rebooting.complete().is_err());
+}
+
 fn clock_now(clock: &ManualClock) -> SystemTime {
     use fsm_runtime::Clock;
     clock.now()
