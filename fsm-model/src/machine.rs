@@ -363,6 +363,11 @@ impl Machine {
         crate::suggest::closest(name, self.actions.iter().map(|a| &*a.name))
     }
 
+    /// The role name closest to `name`, for a "did you mean" hint.
+    pub fn suggest_role(&self, name: &str) -> Option<&str> {
+        crate::suggest::closest(name, self.roles.iter().map(|r| &*r.name))
+    }
+
     /// The guard name closest to `name`, for a "did you mean" hint.
     pub fn suggest_guard(&self, name: &str) -> Option<&str> {
         crate::suggest::closest(name, self.guards.iter().map(|g| &*g.name))

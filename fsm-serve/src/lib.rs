@@ -261,7 +261,9 @@ impl std::fmt::Debug for Service {
 impl Service {
     /// Opens every spec on its store and starts its feed (on `tokio`) and its
     /// healer. Blocking (it connects to etcd): call it outside async code, or in
-    /// `spawn_blocking`.
+    /// `spawn_blocking`. Each role a token holds that no spec declares is
+    /// warned of through `tracing` ([`Tokens::undeclared_roles`]): it grants
+    /// nothing here, and is most often a typo.
     pub fn open(
         config: &Config,
         tokens: Tokens,
@@ -351,6 +353,7 @@ impl Service {
         if machines.is_empty() {
             return Err("no spec given: a service needs at least one machine".into());
         }
+        warn_undeclared_roles(&machines, &tokens);
         Ok(Arc::new(Service {
             machines,
             tokens: std::sync::RwLock::new(tokens),
@@ -385,8 +388,10 @@ impl Service {
     /// Accepts `tokens` from now on, in place of those before (`fsm serve`
     /// reads its tokens file again on SIGHUP): a token no longer in them is
     /// refused at its next request (401), and actions started with it stay
-    /// theirs, to complete or fail by the actor's new token.
+    /// theirs, to complete or fail by the actor's new token. A role no served
+    /// machine declares is warned of, as at [`open`](Self::open).
     pub fn replace_tokens(&self, tokens: Tokens) {
+        warn_undeclared_roles(&self.machines, &tokens);
         *self.tokens.write().unwrap_or_else(|e| e.into_inner()) = tokens;
     }
 
@@ -480,6 +485,16 @@ where
     let closing = service.clone();
     let _ = tokio::task::spawn_blocking(move || closing.close()).await;
     result
+}
+
+/// Warns of each role a token holds that no machine served declares
+/// ([`Tokens::undeclared_roles`]): the service starts, or takes the tokens,
+/// all the same (a tokens file may be shared by services of other machines).
+fn warn_undeclared_roles(machines: &BTreeMap<String, Arc<MachineService>>, tokens: &Tokens) {
+    let served = machines.values().map(|m| m.runtime.machine());
+    for line in tokens.undeclared_roles(served) {
+        tracing::warn!("{line}");
+    }
 }
 
 #[cfg(test)]

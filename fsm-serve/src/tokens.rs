@@ -9,6 +9,7 @@
 
 use std::path::Path;
 
+use fsm_core::Machine;
 use fsm_runtime::Actor;
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
@@ -127,6 +128,36 @@ impl Tokens {
         found
     }
 
+    /// Each role a token holds that none of `machines` declares, as a line to
+    /// warn with (no token in it): such a role grants nothing on this
+    /// service, and is most often a typo. The closest declared role is
+    /// suggested, if one is close.
+    pub fn undeclared_roles<'m>(
+        &self,
+        machines: impl IntoIterator<Item = &'m Machine> + Clone,
+    ) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (n, (_, actor)) in self.entries.iter().enumerate() {
+            for role in actor.roles() {
+                let mut declared = machines.clone().into_iter();
+                if declared.any(|m| m.roles().iter().any(|r| *r.name == *role)) {
+                    continue;
+                }
+                let hint = (machines.clone().into_iter())
+                    .find_map(|m| m.suggest_role(role))
+                    .map(|close| format!("; did you mean `{close}`?"))
+                    .unwrap_or_default();
+                lines.push(format!(
+                    "token {} (actor {}) holds the role `{role}`, which no machine of \
+                     this service declares: it grants nothing here{hint}",
+                    n + 1,
+                    actor.name()
+                ));
+            }
+        }
+        lines
+    }
+
     /// How many tokens there are.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -163,6 +194,54 @@ mod tests {
         assert!(tokens.actor("0123456789abcdef-op").is_none());
         assert!(tokens.actor("").is_none());
         assert!(!format!("{tokens:?}").contains("0123456789"));
+    }
+
+    /// A role no served machine declares is named, with the closest declared
+    /// role when one is close; a role some machine declares is not, nor is
+    /// any token.
+    #[test]
+    fn roles_no_machine_declares_are_named() {
+        let spec = |name: &str, roles: &str| {
+            let text = format!(
+                "[machine]\nname = \"{name}\"\ninitial = \"A\"\n[roles]\n{roles}\n\
+                 [states]\nA = {{}}\nB = {{ terminal = true }}\n\
+                 [actions]\ngo = {{ from = \"A\", to = \"B\" }}\n"
+            );
+            fsm_core::spec::load_str(format!("{name}.toml"), text).unwrap()
+        };
+        let door = spec("door", "keeper = \"Holds the keys\"\nuser = \"Uses it\"");
+        let gate = spec("gate", "guard = \"Watches the gate\"");
+        let tokens = Tokens::parse(
+            r#"
+            [[token]]
+            token = "0123456789abcdef-ops"
+            actor = "ops"
+            roles = ["admin", "keeper", "guard"]
+            [[token]]
+            token = "0123456789abcdef-alice"
+            actor = "alice"
+            roles = ["usr"]
+            "#,
+        )
+        .unwrap();
+        let lines = tokens.undeclared_roles([&door, &gate]);
+        assert_eq!(
+            lines,
+            [
+                "token 1 (actor ops) holds the role `admin`, which no machine of this \
+                 service declares: it grants nothing here",
+                "token 2 (actor alice) holds the role `usr`, which no machine of this \
+                 service declares: it grants nothing here; did you mean `user`?",
+            ]
+        );
+        // `guard` is the gate's: served without it, the ops token's is named too.
+        assert_eq!(tokens.undeclared_roles([&door]).len(), 3);
+        assert!(
+            tokens
+                .undeclared_roles([&door, &gate])
+                .iter()
+                .all(|l| !l.contains("0123456789"))
+        );
     }
 
     #[test]

@@ -117,6 +117,43 @@ fn a_tokens_file_others_can_read_is_refused() {
     assert!(!stderr.contains(OPS));
 }
 
+/// A role of a token that the served machines do not declare is warned of
+/// as the service starts (the ops token's `admin`: the door has keepers and
+/// users), without the token; the service starts all the same.
+#[test]
+fn a_role_no_machine_declares_is_warned_of_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    // Killed if an assertion fails first.
+    let mut child = Stopped(
+        fsm_serve(&tokens)
+            .args(["--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let mut before = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "{before}");
+        if line.contains("fsm serve: door on ") {
+            break;
+        }
+        before.push_str(&line);
+    }
+    assert!(
+        before.contains(
+            "token 1 (actor ops) holds the role `admin`, which no machine of this service \
+             declares: it grants nothing here"
+        ),
+        "{before}"
+    );
+    assert!(!before.contains("actor alice"), "{before}");
+    assert!(!before.contains(OPS), "{before}");
+    interrupted(&mut child.0, stderr);
+}
+
 /// The binary as run: where it listens, `--keep-history` bounding histories,
 /// refusals logged without tokens, SIGINT a clean stop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
