@@ -36,7 +36,8 @@ struct Args {
     /// etcd endpoints (`host:port`, comma-separated), with `--store etcd`.
     #[arg(long, value_delimiter = ',', default_value = "127.0.0.1:2379")]
     etcd: Vec<String>,
-    /// The etcd key prefix; each machine lives under `<prefix><machine>/`.
+    /// The etcd key prefix, ending with `/` (or empty); each machine lives
+    /// under `<prefix><machine>/`.
     #[arg(long, default_value = "/fsm/")]
     prefix: String,
     /// How to reach an etcd that checks who connects (`--etcd-cacert`,
@@ -106,6 +107,14 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
             Some((flag, _)) => Err(format!("{flag} is for `--store etcd`")),
             None => Ok(StoreKind::Memory),
         };
+    }
+    // Without its `/`, `--prefix /ovc` puts the machine `vm` under `/ovcvm/`.
+    let prefix = &args.prefix;
+    if !prefix.is_empty() && !prefix.ends_with('/') {
+        return Err(format!(
+            "--prefix `{prefix}` must end with `/`: each machine lives under \
+             <prefix><machine>/ (`{prefix}/`?)"
+        ));
     }
     let access = (args.etcd_flags.access(&args.etcd)).map_err(|e| e.to_string())?;
     Ok(StoreKind::Etcd {

@@ -117,6 +117,22 @@ fn a_tokens_file_others_can_read_is_refused() {
     assert!(!stderr.contains(OPS));
 }
 
+/// A `--prefix` without its closing `/` is refused before anything connects:
+/// `/door` would put the machine under `/doordoor/`.
+#[test]
+fn a_prefix_without_its_slash_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    let stderr = refused_at_start(&tokens, &["--store", "etcd", "--prefix", "/door"]);
+    assert!(
+        stderr.contains(
+            "--prefix `/door` must end with `/`: each machine lives under \
+             <prefix><machine>/ (`/door/`?)"
+        ),
+        "{stderr}"
+    );
+}
+
 /// A role of a token that the served machines do not declare is warned of
 /// as the service starts (the ops token's `admin`: the door has keepers and
 /// users), without the token; the service starts all the same.
