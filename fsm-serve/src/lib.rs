@@ -81,7 +81,8 @@
 //! [`ServeTls::reload`]), and the etcd TLS and password files, reconnecting to etcd with
 //! them ([`Service::reconnect`]): tokens and certificates are renewed without a
 //! restart, which would leave every action held over the API to the healer.
-//! Files that do not read are refused, saying why, and the ones in use stay. Tokens come from a
+//! Files that do not read are refused, saying why, and the ones in use stay.
+//! SIGINT or SIGTERM stops the binary cleanly ([`serve`]'s `shutdown`). Tokens come from a
 //! file only its owner may read (refused at start otherwise), are compared in
 //! constant time and never logged; every refusal is logged with the actor and the
 //! rule. Request bodies (`--body-limit`) and watch streams (`--max-watchers`) are

@@ -301,9 +301,20 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         // Caught before it says it listens: from then on, a SIGHUP reloads
-        // (uncaught, it would stop the process).
+        // (uncaught, it would stop the process), and a SIGINT or a SIGTERM
+        // stops it cleanly (one sent as soon as it listens included: caught
+        // later, it would be lost where the process was started with SIGINT
+        // ignored, as a shell's background job is).
         #[cfg(unix)]
-        let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+        let (hangups, mut interrupts, mut terminations) = {
+            use tokio::signal::unix::{SignalKind, signal};
+            let hangups = signal(SignalKind::hangup())?;
+            (
+                hangups,
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            )
+        };
         let machines: Vec<&str> = service.machines().collect();
         eprintln!(
             "fsm serve: {} on {}://{}",
@@ -311,7 +322,13 @@ fn main() -> ExitCode {
             if https.is_some() { "https" } else { "http" },
             listener.local_addr()?
         );
-        let shutdown = async {
+        let shutdown = async move {
+            #[cfg(unix)]
+            tokio::select! {
+                _ = interrupts.recv() => {}
+                _ = terminations.recv() => {}
+            }
+            #[cfg(not(unix))]
             let _ = tokio::signal::ctrl_c().await;
             eprintln!("fsm serve: shutting down");
         };

@@ -52,20 +52,39 @@ fn refused_at_start(tokens: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The binary started on loopback with `tokens`, its standard error piped:
+/// killed when the test ends, failed or not.
+fn on_loopback(tokens: &Path) -> Stopped {
+    Stopped(
+        fsm_serve(tokens)
+            .args(["--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// Where the started binary listens (`http://…` or `https://…`), from the
 /// first line of its standard error that says so, and the rest of that stream.
 fn listening(child: &mut Child) -> (String, BufReader<ChildStderr>) {
+    let (at, _, stderr) = said_then_listening(child);
+    (at, stderr)
+}
+
+/// [`listening`], with what the binary said before that line.
+fn said_then_listening(child: &mut Child) -> (String, String, BufReader<ChildStderr>) {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
+    let mut before = String::new();
     loop {
-        line.clear();
+        let mut line = String::new();
         assert!(
             stderr.read_line(&mut line).unwrap() > 0,
-            "it exited before listening"
+            "it exited before listening:\n{before}"
         );
         if let Some(at) = line.trim().strip_prefix("fsm serve: door on ") {
-            return (at.to_owned(), stderr);
+            return (at.to_owned(), before, stderr);
         }
+        before.push_str(&line);
     }
 }
 
@@ -90,13 +109,31 @@ async fn create_and_close(c: &reqwest::Client, base: &str) -> [u16; 2] {
 
 /// Stops the binary with SIGINT, which must be a clean stop: what it wrote
 /// to its standard error after `stderr`'s last read line.
-fn interrupted(child: &mut Child, mut stderr: BufReader<ChildStderr>) -> String {
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+fn interrupted(child: &mut Child, stderr: BufReader<ChildStderr>) -> String {
+    stopped_by(child, stderr, "INT")
+}
+
+/// Sends the binary `signal` (`INT`, `TERM`), which must stop it cleanly
+/// within half a minute (a lost signal fails here, rather than hang the
+/// test): what it wrote to its standard error after `stderr`'s last read
+/// line.
+fn stopped_by(child: &mut Child, mut stderr: BufReader<ChildStderr>, signal: &str) -> String {
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
-    assert!(killed.success());
-    let exit = child.wait().unwrap();
+    assert!(sent.success());
+    let given = std::time::Instant::now();
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            given.elapsed() < std::time::Duration::from_secs(30),
+            "still running half a minute after SIG{signal}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     assert!(exit.success(), "{exit:?}\n{rest}");
@@ -140,24 +177,8 @@ fn a_prefix_without_its_slash_is_refused() {
 fn a_role_no_machine_declares_is_warned_of_at_start() {
     let tmp = tempfile::tempdir().unwrap();
     let tokens = tokens_file(tmp.path(), 0o600);
-    // Killed if an assertion fails first.
-    let mut child = Stopped(
-        fsm_serve(&tokens)
-            .args(["--listen", "127.0.0.1:0"])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut before = String::new();
-    loop {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "{before}");
-        if line.contains("fsm serve: door on ") {
-            break;
-        }
-        before.push_str(&line);
-    }
+    let mut child = on_loopback(&tokens);
+    let (_, before, stderr) = said_then_listening(&mut child.0);
     assert!(
         before.contains(
             "token 1 (actor ops) holds the role `admin`, which no machine of this service \
@@ -168,6 +189,25 @@ fn a_role_no_machine_declares_is_warned_of_at_start() {
     assert!(!before.contains("actor alice"), "{before}");
     assert!(!before.contains(OPS), "{before}");
     interrupted(&mut child.0, stderr);
+}
+
+/// A SIGINT or a SIGTERM sent as soon as the binary says it listens stops
+/// it cleanly: both are caught before it says so (a SIGINT caught later was
+/// lost where SIGINT was ignored when the process started, as in a shell's
+/// background job, and the service ran on).
+#[test]
+fn a_stop_signal_as_soon_as_it_listens_is_a_clean_stop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(tmp.path(), 0o600);
+    for signal in ["INT", "TERM"] {
+        let mut child = on_loopback(&tokens);
+        let (_, stderr) = listening(&mut child.0);
+        let rest = stopped_by(&mut child.0, stderr, signal);
+        assert!(
+            rest.contains("fsm serve: shutting down"),
+            "SIG{signal}: {rest}"
+        );
+    }
 }
 
 /// The binary as run: where it listens, `--keep-history` bounding histories,
