@@ -60,6 +60,8 @@ impl core::fmt::Display for UnknownState {
     }
 }
 
+impl core::error::Error for UnknownState {}
+
 /// "machine `vm` has no state `RUNING`; did you mean `RUNNING`?"
 fn unknown(
     f: &mut core::fmt::Formatter<'_>,
@@ -74,8 +76,6 @@ fn unknown(
         None => Ok(()),
     }
 }
-
-impl core::error::Error for UnknownState {}
 
 impl<T: Copy + Into<ActionId>> ActionRef for T {
     fn resolve(&self, _: &Machine) -> Result<ActionId, UnknownAction> {

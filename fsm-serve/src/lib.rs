@@ -262,7 +262,9 @@ impl std::fmt::Debug for Service {
 impl Service {
     /// Opens every spec on its store and starts its feed (on `tokio`) and its
     /// healer. Blocking (it connects to etcd): call it outside async code, or in
-    /// `spawn_blocking`. Each role a token holds that no spec declares is
+    /// `spawn_blocking`. An etcd prefix must end with `/` (or be empty), and
+    /// is refused before anything connects otherwise. Each role a token holds
+    /// that no spec declares is
     /// warned of through `tracing` ([`Tokens::undeclared_roles`]): it grants
     /// nothing here, and is most often a typo.
     pub fn open(
@@ -270,6 +272,16 @@ impl Service {
         tokens: Tokens,
         tokio: &tokio::runtime::Handle,
     ) -> Result<Arc<Service>, String> {
+        // Without its `/`, the prefix `/ovc` puts the machine `vm` under `/ovcvm/`.
+        if let StoreKind::Etcd { prefix, .. } = &config.store
+            && !prefix.is_empty()
+            && !prefix.ends_with('/')
+        {
+            return Err(format!(
+                "the etcd prefix `{prefix}` (`--prefix`) must end with `/`: each machine lives under \
+                 <prefix><machine>/ (`{prefix}/`?)"
+            ));
+        }
         let mut machines = BTreeMap::new();
         let mut healers = Vec::new();
         let flights = Arc::new(flights::Flights::default());

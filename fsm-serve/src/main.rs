@@ -108,14 +108,6 @@ fn store_kind(args: &Args) -> Result<StoreKind, String> {
             None => Ok(StoreKind::Memory),
         };
     }
-    // Without its `/`, `--prefix /ovc` puts the machine `vm` under `/ovcvm/`.
-    let prefix = &args.prefix;
-    if !prefix.is_empty() && !prefix.ends_with('/') {
-        return Err(format!(
-            "--prefix `{prefix}` must end with `/`: each machine lives under \
-             <prefix><machine>/ (`{prefix}/`?)"
-        ));
-    }
     let access = (args.etcd_flags.access(&args.etcd)).map_err(|e| e.to_string())?;
     Ok(StoreKind::Etcd {
         access,
@@ -308,9 +300,8 @@ fn main() -> ExitCode {
         #[cfg(unix)]
         let (hangups, mut interrupts, mut terminations) = {
             use tokio::signal::unix::{SignalKind, signal};
-            let hangups = signal(SignalKind::hangup())?;
             (
-                hangups,
+                signal(SignalKind::hangup())?,
                 signal(SignalKind::interrupt())?,
                 signal(SignalKind::terminate())?,
             )

@@ -134,16 +134,18 @@ impl Tokens {
     /// suggested, if one is close.
     pub fn undeclared_roles<'m>(
         &self,
-        machines: impl IntoIterator<Item = &'m Machine> + Clone,
+        machines: impl IntoIterator<Item = &'m Machine>,
     ) -> Vec<String> {
+        let machines: Vec<&Machine> = machines.into_iter().collect();
         let mut lines = Vec::new();
         for (n, (_, actor)) in self.entries.iter().enumerate() {
-            for role in actor.roles() {
-                let mut declared = machines.clone().into_iter();
-                if declared.any(|m| m.roles().iter().any(|r| *r.name == *role)) {
-                    continue;
-                }
-                let hint = (machines.clone().into_iter())
+            let undeclared = (actor.roles()).filter(|&role| {
+                !machines
+                    .iter()
+                    .any(|m| m.roles().iter().any(|r| &*r.name == role))
+            });
+            for role in undeclared {
+                let hint = (machines.iter())
                     .find_map(|m| m.suggest_role(role))
                     .map(|close| format!("; did you mean `{close}`?"))
                     .unwrap_or_default();

@@ -163,7 +163,7 @@ fn a_prefix_without_its_slash_is_refused() {
     let stderr = refused_at_start(&tokens, &["--store", "etcd", "--prefix", "/door"]);
     assert!(
         stderr.contains(
-            "--prefix `/door` must end with `/`: each machine lives under \
+            "the etcd prefix `/door` (`--prefix`) must end with `/`: each machine lives under \
              <prefix><machine>/ (`/door/`?)"
         ),
         "{stderr}"
