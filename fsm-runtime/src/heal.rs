@@ -228,6 +228,11 @@ impl Healer {
 
     /// Runs [`Healer::heal`] every `every` on a thread of its own, handing each
     /// outcome to `on_report`, until the returned handle is stopped or dropped.
+    ///
+    /// `every` is the pause after each pass, so passes never overlap however
+    /// long one takes. A zero pause heals back to back and keeps a core busy
+    /// reading every record; a pause of a fraction of the shortest deadline is
+    /// what heals in time (`fsm serve` takes whole seconds, at least one).
     pub fn spawn<S: Store>(
         self,
         runtime: Runtime<S>,

@@ -130,8 +130,8 @@ impl Tokens {
 
     /// Each role a token holds that none of `machines` declares, as a line to
     /// warn with (no token in it): such a role grants nothing on this
-    /// service, and is most often a typo. The closest declared role is
-    /// suggested, if one is close.
+    /// service, and is most often a typo. The closest role any of `machines`
+    /// declares is suggested, if one is close.
     pub fn undeclared_roles<'m>(
         &self,
         machines: impl IntoIterator<Item = &'m Machine>,
@@ -145,8 +145,8 @@ impl Tokens {
                     .any(|m| m.roles().iter().any(|r| &*r.name == role))
             });
             for role in undeclared {
-                let hint = (machines.iter())
-                    .find_map(|m| m.suggest_role(role))
+                let declared = (machines.iter()).flat_map(|m| m.roles().iter().map(|r| &*r.name));
+                let hint = fsm_model::suggest(role, declared)
                     .map(|close| format!("; did you mean `{close}`?"))
                     .unwrap_or_default();
                 lines.push(format!(
@@ -238,6 +238,21 @@ mod tests {
         );
         // `guard` is the gate's: served without it, the ops token's is named too.
         assert_eq!(tokens.undeclared_roles([&door]).len(), 3);
+        // The suggestion is the closest over every machine, not the first
+        // machine's close one: `keeperss` is two edits from the door's
+        // `keeper`, one from the vault's `keepers`.
+        let vault = spec("vault", "keepers = \"Hold the vault's keys\"");
+        let typo = Tokens::parse(
+            "[[token]]\ntoken = \"0123456789abcdef-k\"\nactor = \"k\"\nroles = [\"keeperss\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            typo.undeclared_roles([&door, &vault]),
+            [
+                "token 1 (actor k) holds the role `keeperss`, which no machine of this \
+              service declares: it grants nothing here; did you mean `keepers`?"
+            ]
+        );
         assert!(
             tokens
                 .undeclared_roles([&door, &gate])

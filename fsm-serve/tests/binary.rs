@@ -598,16 +598,23 @@ fn a_certificate_that_cannot_serve_is_refused_at_start() {
 
 /// The next line of the binary's standard error that holds `what`.
 fn line_with(stderr: &mut BufReader<ChildStderr>, what: &str) -> String {
-    let mut line = String::new();
+    said_until(stderr, what).1
+}
+
+/// What the binary's standard error says before its next line that holds
+/// `what`, and that line.
+fn said_until(stderr: &mut BufReader<ChildStderr>, what: &str) -> (String, String) {
+    let mut before = String::new();
     loop {
-        line.clear();
+        let mut line = String::new();
         assert!(
             stderr.read_line(&mut line).unwrap() > 0,
-            "it exited before saying {what}"
+            "it exited before saying {what}:\n{before}"
         );
         if line.contains(what) {
-            return line;
+            return (before, line);
         }
+        before.push_str(&line);
     }
 }
 
@@ -622,8 +629,9 @@ fn hang_up(child: &Child) {
 
 /// SIGHUP: the tokens file and the certificate are read again, and serve
 /// from then on (a token taken out is refused, a new one accepted; a new
-/// connection meets the renewed certificate); files that do not read are
-/// refused, saying why, and the last good ones stay.
+/// connection meets the renewed certificate; a role the door does not declare
+/// is warned of); files that do not read are refused, saying why, and the
+/// last good ones stay.
 #[test]
 fn sighup_reloads_the_tokens_and_the_certificate() {
     const RENEWED: &str = "binary-test-token-renewed-4e1b";
@@ -661,12 +669,24 @@ fn sighup_reloads_the_tokens_and_the_certificate() {
 
     std::fs::write(
         &tokens,
-        format!("[[token]]\ntoken = \"{RENEWED}\"\nactor = \"alice\"\nroles = [\"user\"]\n"),
+        format!(
+            "[[token]]\ntoken = \"{RENEWED}\"\nactor = \"alice\"\nroles = [\"user\", \"usr\"]\n"
+        ),
     )
     .unwrap();
     certify(tmp.path(), &renewed);
     hang_up(&child.0);
-    assert!(line_with(&mut stderr, "reloaded").contains("(1 token)"));
+    // The reloaded file's role that the door does not declare is warned of
+    // before the tokens are taken, as at start.
+    let (warned, reloaded) = said_until(&mut stderr, "reloaded");
+    assert!(
+        warned.contains(
+            "token 1 (actor alice) holds the role `usr`, which no machine of this service \
+             declares: it grants nothing here; did you mean `user`?"
+        ) && !warned.contains(RENEWED),
+        "{warned}"
+    );
+    assert!(reloaded.contains("(1 token)"), "{reloaded}");
     line_with(&mut stderr, "reloaded");
     assert_eq!(status(&renewed_ca, RENEWED, "/v1/door/objects"), Ok(200));
     assert_eq!(status(&renewed_ca, USER, "/v1/door/objects"), Ok(401));
