@@ -28,6 +28,11 @@
 //! so threads contend on the store, not on objects. The runtime also checks the
 //! table, keeps the holder and writes a history entry per move (bounded to the last
 //! 16 per object here, as the mutex version keeps them, so memory stays flat).
+//! On the hot objects the runtime and the stores read the object's state
+//! first and pass over an object another thread holds, as a caller that
+//! lists before it acts would; a start that loses the race after the read is
+//! refused (the runtime's refusal is an error built with its names, as a
+//! caller gets it).
 //!
 //! The runtime reads its default clock ([`fsm_runtime::CounterClock`]: the wall
 //! clock through the processor's counter), and so does the floor; the other
@@ -280,6 +285,11 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
             }
             Objects::Hot => rt.state(id).unwrap().0 as u64,
         };
+        // Held by another thread: passed over, as `store_work` passes it over,
+        // rather than refused by a start that builds its error.
+        if state == STARTING || state == STOPPING {
+            continue;
+        }
         let action = if state == HALTED { start } else { stop };
         match rt.start(id, actor, action) {
             Ok(held) => {

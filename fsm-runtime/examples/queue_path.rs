@@ -24,7 +24,9 @@
 //! `own` queues each request on a queuer whose only worker is held, so the
 //! thread that waits for it runs it (the caller's and the worker's path, one
 //! after the other, on one thread); `burst` queues a request on each of 512
-//! objects, then waits for every ticket, with two workers. Each prints the
+//! objects, then waits for every ticket, with two workers; `busy` holds every
+//! object, then asks for another action on each: a start refused as busy,
+//! what a caller that lost a race pays (`refused`). Each prints the
 //! time per request to standard error (a wall time: use the bench for those).
 
 use std::hint::black_box;
@@ -102,9 +104,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             queuer.terminate();
         }
-        other => return Err(format!("no mode `{other}`: direct, own or burst").into()),
+        "busy" => {
+            // Every object held, then each asked for another action: every
+            // start refused as busy, its error built and dropped.
+            let held = ids
+                .iter()
+                .map(|id| rt.start(id, &actor, ActionId(0)))
+                .collect::<Result<Vec<_>, _>>()?;
+            for _ in 0..rounds {
+                for id in &ids {
+                    assert!(refused(&rt, id, &actor), "{id} is held: a start is refused");
+                }
+            }
+            for handle in held {
+                handle.complete()?;
+            }
+        }
+        other => return Err(format!("no mode `{other}`: direct, own, burst or busy").into()),
     }
     let per = started.elapsed() / (rounds * OBJECTS).max(1) as u32;
     eprintln!("{mode}: {per:?} per request");
     Ok(())
+}
+
+/// A start of `stop` on `id`, which a start holds: whether it was refused as
+/// busy. Not inlined, so that callgrind counts a refusal whole, the error's
+/// building and its drop included (`scripts/instructions`, the path `busy`).
+#[inline(never)]
+fn refused(rt: &Runtime, id: &ObjectId, actor: &Actor) -> bool {
+    matches!(
+        rt.start(id, actor, ActionId(1)),
+        Err(fsm_runtime::RuntimeError::Busy { .. })
+    )
 }

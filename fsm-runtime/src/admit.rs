@@ -104,7 +104,7 @@ impl Refusal {
                 id,
                 state: state_name(state),
                 action: action_name(action),
-                holder: holder.to_string(),
+                holder: holder.as_str().to_owned(),
                 abandoned,
             },
             Refusal::NoRule { action, state } => RuntimeError::NoRule {

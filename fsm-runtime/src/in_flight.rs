@@ -212,7 +212,7 @@ impl<'r, S: Store> InFlight<'r, S> {
                 id: id.clone(),
                 action: runtime.action_name(holder.action).to_owned(),
                 fence,
-                holder: holder.actor.to_string(),
+                holder: holder.actor.as_str().to_owned(),
                 actor: actor.name().to_owned(),
             });
         }
@@ -286,7 +286,7 @@ pub(crate) fn hold_gone_in<S: Store>(
         action: rt.action_name(action).to_owned(),
         fence,
         by: ended.map(|e| Revocation {
-            by: e.actor.to_string(),
+            by: e.actor.as_str().to_owned(),
             at: e.at,
             version: e.version,
         }),

@@ -196,7 +196,7 @@ impl Codec {
             h.as_ref().map(|h| StoredHolder {
                 action: self.action_name(h.action),
                 origin: self.state_name(h.origin),
-                actor: h.actor.to_string(),
+                actor: h.actor.as_str().to_owned(),
                 since: h.since,
                 abandoned: h.abandoned,
                 version: h.version,
@@ -245,7 +245,7 @@ impl Codec {
         StoredEntry {
             version: entry.version,
             at: entry.at,
-            actor: entry.actor.to_string(),
+            actor: entry.actor.as_str().to_owned(),
             kind: entry.kind,
             action: entry.action.map(|a| self.action_name(a)),
             from: self.state_name(entry.from),
