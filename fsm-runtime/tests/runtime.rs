@@ -192,6 +192,78 @@ fn roles_guards_and_state_preserving_actions() {
     check_history(rt.machine(), &rt.history("m-1").unwrap()).unwrap();
 }
 
+/// The async start of an action with guards: refused by its guard with the
+/// same message as the blocking start, refused while another action holds the
+/// object, admitted once the guard says yes. Its guards' read, verdict and
+/// admitted start live in a box of their own, so that every start's future
+/// (what a task awaiting it carries) is not sized for them: 1,024 bytes
+/// before, 568 after, with rustc 1.95 (the bound leaves room for other
+/// toolchains).
+#[test]
+fn an_async_start_with_guards_checks_them_and_its_future_stays_small() {
+    let keys_deleted = Arc::new(AtomicBool::new(false));
+    let rt = sabakan(keys_deleted.clone());
+    let admin = Actor::new("ops").with_role("admin");
+    let controller = Actor::new("sabakan-controller").with_role("controller");
+    rt.create("m-1", &admin).unwrap();
+    rt.run("m-1", &admin, "retire").unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+
+    let started = rt.start_async("m-1", &controller, "complete_retirement");
+    let size = size_of_val(&started);
+    assert!(size <= 640, "an async start's future takes {size} bytes");
+    let err = executor.block_on(started).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "guard `keys_deleted` refused `complete_retirement` on m-1: All disk encryption keys of the machine have been deleted"
+    );
+
+    let delete_keys = rt.start("m-1", &admin, "delete_keys").unwrap();
+    keys_deleted.store(true, Ordering::SeqCst);
+    let busy = executor.block_on(rt.start_async("m-1", &controller, "complete_retirement"));
+    assert!(matches!(busy, Err(RuntimeError::Busy { .. })), "{busy:?}");
+    delete_keys.complete().unwrap();
+
+    // At version 5 now: a start conditional on the version before is refused.
+    let stale = executor.block_on(rt.start_with_record_async(
+        "m-1",
+        Some(4),
+        &controller,
+        "complete_retirement",
+        None,
+    ));
+    assert!(
+        matches!(
+            stale,
+            Err(RuntimeError::VersionMismatch {
+                expected: 4,
+                found: 5,
+                ..
+            })
+        ),
+        "{stale:?}"
+    );
+    let (retiring, record) = executor
+        .block_on(rt.start_with_record_async(
+            "m-1",
+            Some(5),
+            &controller,
+            "complete_retirement",
+            None,
+        ))
+        .unwrap();
+    assert_eq!(record.version, 6);
+    assert_eq!(
+        record.in_flight.as_ref().unwrap().actor.as_str(),
+        "sabakan-controller"
+    );
+    executor.block_on(retiring.complete_async()).unwrap();
+    assert_eq!(rt.state_name("m-1").unwrap(), "Retired");
+    check_history(rt.machine(), &rt.history("m-1").unwrap()).unwrap();
+}
+
 #[test]
 fn a_runtime_needs_every_guard_and_only_those() {
     let err = Runtime::new(spec("sabakan/machine.toml"), MemoryStore::new()).unwrap_err();
