@@ -21,6 +21,7 @@
 //! it takes. The functions of a request do not.)
 //!
 //! The modes: `direct` runs each action on the calling thread (`Runtime::run`);
+//! `async` does so through `Runtime::run_async`, polled there (`run_async`);
 //! `own` queues each request on a queuer whose only worker is held, so the
 //! thread that waits for it runs it (the caller's and the worker's path, one
 //! after the other, on one thread); `burst` queues a request on each of 512
@@ -29,7 +30,9 @@
 //! what a caller that lost a race pays (`refused`). Each prints the
 //! time per request to standard error (a wall time: use the bench for those).
 
+use std::future::Future;
 use std::hint::black_box;
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use fsm_core::ActionId;
@@ -61,6 +64,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for round in 0..rounds {
                 for id in &ids {
                     black_box(rt.run(id, &actor, ActionId(round % 2))?);
+                }
+            }
+        }
+        "async" => {
+            for round in 0..rounds {
+                for id in &ids {
+                    black_box(run_async(&rt, id, &actor, ActionId(round % 2))?);
                 }
             }
         }
@@ -120,11 +130,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 handle.complete()?;
             }
         }
-        other => return Err(format!("no mode `{other}`: direct, own, burst or busy").into()),
+        other => {
+            return Err(format!("no mode `{other}`: direct, async, own, burst or busy").into());
+        }
     }
     let per = started.elapsed() / (rounds * OBJECTS).max(1) as u32;
     eprintln!("{mode}: {per:?} per request");
     Ok(())
+}
+
+/// `Runtime::run_async`, polled where it is called: on the memory store,
+/// which never waits, its first poll ends it. Not inlined, so that callgrind
+/// counts it whole, the futures' making and polling included
+/// (`scripts/instructions`, the path `async`).
+#[inline(never)]
+fn run_async(
+    rt: &Runtime,
+    id: &ObjectId,
+    actor: &Actor,
+    action: ActionId,
+) -> Result<fsm_runtime::Record, fsm_runtime::RuntimeError> {
+    let run = std::pin::pin!(rt.run_async(id, actor, action));
+    match run.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(done) => done,
+        Poll::Pending => unreachable!("the memory store never waits"),
+    }
 }
 
 /// A start of `stop` on `id`, which a start holds: whether it was refused as

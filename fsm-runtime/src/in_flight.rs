@@ -431,7 +431,7 @@ impl<S: Store> InFlight<'_, S> {
     /// computes from the record, and what the slot keeps. A record held by someone
     /// else (or gone) is the conflict that ends the action's hold:
     /// `Err(found)`, the state and version found instead, if any.
-    #[inline]
+    #[inline(always)]
     fn settlement<'a>(
         &self,
         record: Option<&'a Record>,
@@ -511,7 +511,12 @@ impl<S: Store> InFlight<'_, S> {
 
     /// The settlement of `outcome` as the store decides it on `record`, stamped
     /// there (later than the write before it), noting the version it read.
-    #[inline]
+    ///
+    /// (Always inlined, as `settlement`: in a program that ends actions both
+    /// blocking and async, rustc kept the two out of line, shared by both
+    /// settlements, which cost a completion 76 instructions more:
+    /// `scripts/instructions`, path direct, 1,098 against 1,022.)
+    #[inline(always)]
     fn decide_settlement(
         &self,
         record: Option<&Record>,

@@ -1342,10 +1342,12 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
-        self.start_async(id, actor, action)
-            .await?
-            .complete_async()
-            .await
+        // The start's own future, not `start_async`'s two around it: each
+        // layer of futures costs an action its making, moving and polling.
+        let (held, ()) = self
+            .start_reading_async(id, None, actor, action, None, |_| ())
+            .await?;
+        held.complete_async().await
     }
 
     /// Rolls back the (visible) action in flight on `id`, its record as read being
