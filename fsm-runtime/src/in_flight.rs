@@ -409,21 +409,24 @@ impl<S: Store> InFlight<'_, S> {
     /// Dropping the future before it is done (a `select!` that took another
     /// branch) drops the handle: the action is recorded as abandoned, as for any
     /// dropped handle, unless the completion was written already.
-    pub async fn complete_async(mut self) -> Result<Record, RuntimeError> {
+    pub fn complete_async(mut self) -> impl Future<Output = Result<Record, RuntimeError>> {
         let data = self.proposed.take();
-        self.finish_async(EntryKind::Completed, data).await
+        self.finish_async(EntryKind::Completed, data)
     }
 
     /// [`complete_with`](Self::complete_with) for async callers, as
     /// [`complete_async`](Self::complete_async).
-    pub async fn complete_with_async(mut self, data: Arc<str>) -> Result<Record, RuntimeError> {
-        self.finish_async(EntryKind::Completed, Some(data)).await
+    pub fn complete_with_async(
+        self,
+        data: Arc<str>,
+    ) -> impl Future<Output = Result<Record, RuntimeError>> {
+        self.finish_async(EntryKind::Completed, Some(data))
     }
 
     /// [`fail`](Self::fail) for async callers, as
     /// [`complete_async`](Self::complete_async).
-    pub async fn fail_async(mut self) -> Result<Record, RuntimeError> {
-        self.finish_async(EntryKind::Failed, None).await
+    pub fn fail_async(self) -> impl Future<Output = Result<Record, RuntimeError>> {
+        self.finish_async(EntryKind::Failed, None)
     }
 
     /// The change an outcome of the action held in its slot since `held` makes,
@@ -483,32 +486,6 @@ impl<S: Store> InFlight<'_, S> {
         }
     }
 
-    /// [`settle`](Self::settle), awaiting the store.
-    async fn settle_async(
-        &mut self,
-        outcome: Outcome,
-        data: Option<Arc<str>>,
-    ) -> Result<Record, RuntimeError> {
-        loop {
-            let mut expected = None;
-            let decided = self
-                .runtime
-                .store()
-                .modify_async(
-                    &self.id,
-                    |record| self.decide_settlement(record, &outcome, data.clone(), &mut expected),
-                    Record::clone,
-                )
-                .await;
-            match decided {
-                Ok(Ok(((), record))) => return Ok(record),
-                Err(StoreError::Conflict { .. }) => continue,
-                Ok(Err(found)) => return Err(self.lost(found)),
-                Err(e) => return Err(self.runtime.refused(expected, e)),
-            }
-        }
-    }
-
     /// The settlement of `outcome` as the store decides it on `record`, stamped
     /// there (later than the write before it), noting the version it read.
     ///
@@ -547,13 +524,34 @@ impl<S: Store> InFlight<'_, S> {
         result
     }
 
+    /// [`finish`](Self::finish) awaiting the store, as [`settle`](Self::settle)
+    /// decides: one future that owns the handle (a layer of futures more, one
+    /// for the settlement's loop, cost each async completion some 60
+    /// instructions of moves: BENCHMARKS.md, fifty-ninth session).
     async fn finish_async(
-        &mut self,
+        mut self,
         kind: EntryKind,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
         let outcome = self.outcome(kind);
-        let result = self.settle_async(outcome, data).await;
+        let result = loop {
+            let mut expected = None;
+            let decided = self
+                .runtime
+                .store()
+                .modify_async(
+                    &self.id,
+                    |record| self.decide_settlement(record, &outcome, data.clone(), &mut expected),
+                    Record::clone,
+                )
+                .await;
+            break match decided {
+                Ok(Ok(((), record))) => Ok(record),
+                Err(StoreError::Conflict { .. }) => continue,
+                Ok(Err(found)) => Err(self.lost(found)),
+                Err(e) => Err(self.runtime.refused(expected, e)),
+            };
+        };
         // Only now: a future dropped before this point leaves the handle to
         // `Drop`, which records the action as abandoned.
         self.done = true;
