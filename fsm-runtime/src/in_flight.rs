@@ -526,7 +526,7 @@ impl<S: Store> InFlight<'_, S> {
 
     /// [`finish`](Self::finish) awaiting the store, as [`settle`](Self::settle)
     /// decides: one future that owns the handle (a layer of futures more, one
-    /// for the settlement's loop, cost each async completion some 60
+    /// for the settlement's loop, cost each async completion some 50
     /// instructions of moves: BENCHMARKS.md, fifty-ninth session).
     async fn finish_async(
         mut self,
