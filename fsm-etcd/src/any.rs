@@ -108,6 +108,12 @@ impl Store for AnyStore {
             AnyStore::Etcd(s) => s.runs_detached(),
         }
     }
+    fn never_waits(&self) -> bool {
+        match self {
+            AnyStore::Memory(s) => s.never_waits(),
+            AnyStore::Etcd(s) => s.never_waits(),
+        }
+    }
     async fn run_detached<T: Send + 'static>(
         &self,
         call: impl FnOnce() -> T + Send + 'static,

@@ -533,6 +533,10 @@ impl<S: Store> InFlight<'_, S> {
         kind: EntryKind,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
+        if self.runtime.store().never_waits() {
+            // Written here, in the first poll, as a blocking end would.
+            return self.finish(kind, data);
+        }
         let outcome = self.outcome(kind);
         let result = loop {
             let mut expected = None;

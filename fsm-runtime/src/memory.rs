@@ -790,6 +790,12 @@ impl Store for MemoryStore {
         std::future::ready(self.for_each_record(look))
     }
 
+    /// A write holds its shard's lock for nanoseconds: the runtime's async
+    /// starts and ends run their blocking forms.
+    fn never_waits(&self) -> bool {
+        true
+    }
+
     /// `modify`: the memory store never waits.
     fn modify_async<T: Send, E: Send, R: Send>(
         &self,

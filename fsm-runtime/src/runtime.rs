@@ -801,6 +801,11 @@ impl<S: Store> Runtime<S> {
         use tracing::Instrument as _;
         let id = id.into_object_id();
         let action = action.resolve(self.machine())?;
+        if self.inner.store.never_waits() {
+            // Decided and written here, in the first poll, as a blocking
+            // start would: dropped before it, this future has begun nothing.
+            return self.start_expecting(Cow::Owned(id), actor, action, version, data, read);
+        }
         if self.inner.store.runs_detached() {
             // Whole, where the store runs it to its end: dropped, this future
             // leaves no hold without a handle (see `Store::runs_detached`).

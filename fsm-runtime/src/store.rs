@@ -697,6 +697,19 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// Whether every call of this store ends without waiting: on nothing
+    /// across a network or a disk, and on no lock held for longer than a
+    /// write takes (the [`MemoryStore`](crate::MemoryStore): a shard's lock,
+    /// held for nanoseconds). If so, the runtime's async starts and ends run
+    /// their blocking forms in their first poll, which spares them the work
+    /// of the futures around the store's own (a fifth of an async action's
+    /// time on the memory store: BENCHMARKS.md, fifty-ninth session). A
+    /// store that says so and waits blocks the executor's thread meanwhile.
+    /// The default is no: the async forms await the store's async calls.
+    fn never_waits(&self) -> bool {
+        false
+    }
+
     /// Runs `call`, blocking calls of this store (a whole start: its guards,
     /// its read and its write), apart from the caller's task, to its end even
     /// when the returned future is dropped; what `call` returns is then
@@ -1154,6 +1167,9 @@ impl<S: Store> Store for Arc<S> {
     }
     fn runs_detached(&self) -> bool {
         (**self).runs_detached()
+    }
+    fn never_waits(&self) -> bool {
+        (**self).never_waits()
     }
     fn run_detached<T: Send + 'static>(
         &self,

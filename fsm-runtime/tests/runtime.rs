@@ -264,6 +264,46 @@ fn an_async_start_with_guards_checks_them_and_its_future_stays_small() {
     check_history(rt.machine(), &rt.history("m-1").unwrap()).unwrap();
 }
 
+/// On the memory store, which never waits (as an `Arc` too), an async start
+/// and end run their blocking forms in their first poll: a future dropped
+/// before it has begun nothing, and each is over after one poll.
+#[test]
+fn on_a_store_that_never_waits_async_calls_end_in_their_first_poll() {
+    use fsm_runtime::Store as _;
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    assert!(MemoryStore::new().never_waits());
+    assert!(Arc::new(MemoryStore::new()).never_waits());
+    let rt = Runtime::new(spec("ovc/vm.toml"), Arc::new(MemoryStore::new())).unwrap();
+    let a = Actor::new("a");
+    rt.create("vm-1", &a).unwrap();
+    drop(rt.start_async("vm-1", &a, "deploy"));
+    assert_eq!(
+        rt.history("vm-1").unwrap().len(),
+        1,
+        "an unpolled start wrote"
+    );
+
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut start = std::pin::pin!(rt.start_async("vm-1", &a, "deploy"));
+    let Poll::Ready(held) = start.as_mut().poll(&mut cx) else {
+        panic!("the start waited");
+    };
+    let held = held.unwrap();
+    assert_eq!(rt.state_name("vm-1").unwrap(), "DEPLOYING");
+    let mut end = std::pin::pin!(held.complete_async());
+    let Poll::Ready(ended) = end.as_mut().poll(&mut cx) else {
+        panic!("the completion waited");
+    };
+    assert_eq!(rt.machine().state(ended.unwrap().state).name, "RUNNING");
+    let kinds: Vec<EntryKind> = rt.history("vm-1").unwrap().iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [EntryKind::Created, EntryKind::Started, EntryKind::Completed]
+    );
+}
+
 #[test]
 fn a_runtime_needs_every_guard_and_only_those() {
     let err = Runtime::new(spec("sabakan/machine.toml"), MemoryStore::new()).unwrap_err();
