@@ -307,6 +307,15 @@ mod tests {
         fsm_runtime::testing::check_store(|| AnyStore::Memory(Box::new(MemoryStore::new())));
     }
 
+    /// The runtime's async calls take the path of the store held: the
+    /// memory store's blocking forms, not the detached run etcd's needs.
+    #[test]
+    fn the_memory_variant_never_waits_and_runs_nothing_detached() {
+        let store = AnyStore::Memory(Box::new(MemoryStore::new()));
+        assert!(store.never_waits());
+        assert!(!store.runs_detached());
+    }
+
     #[test]
     fn the_memory_variant_forgets_removals() {
         let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);

@@ -71,6 +71,11 @@ fn ids_with_slashes_keep_their_histories_apart() {
 #[test]
 fn two_stores_on_one_prefix_see_each_other() {
     let Some(first) = store() else { return };
+    // The runtime's async calls await etcd's and run starts detached, as
+    // `fsm_etcd::AnyStore` says for it too.
+    assert!(!first.never_waits() && first.runs_detached());
+    let any = fsm_etcd::AnyStore::Etcd(first.clone());
+    assert!(!any.never_waits() && any.runs_detached());
     let second = EtcdStore::connect(endpoints(), first.prefix()).unwrap();
     let (a, b) = (
         Runtime::new(machine(), first).unwrap(),

@@ -148,8 +148,9 @@
 //! future: a `select!` whose other branch won, a `timeout` around the call, a
 //! request whose client went away. On the [`MemoryStore`] (a store that
 //! [never waits](Store::never_waits)) a call decides and writes in its first
-//! poll, so a dropped future either did all of it or nothing. On a store across the network (`fsm-etcd`) the write is on its
-//! way once the call was first polled, and lands all the same: an object is
+//! poll, so a dropped future either did all of it or nothing. On a store
+//! across the network (`fsm-etcd`) the write is on its way once the call was
+//! first polled, and lands all the same: an object is
 //! created or removed as asked, a completion lands or the handle, dropped
 //! with the future, records the action abandoned.
 //!

@@ -704,8 +704,8 @@ pub trait Store: Send + Sync + 'static {
     /// their blocking forms in their first poll, which spares them the work
     /// of the futures around the store's own (about a tenth of an async
     /// action's time on the memory store: BENCHMARKS.md, fifty-ninth
-    /// session). A
-    /// store that says so and waits blocks the executor's thread meanwhile.
+    /// session). A store that says so and waits blocks the executor's thread
+    /// meanwhile.
     /// The default is no: the async forms await the store's async calls.
     fn never_waits(&self) -> bool {
         false
