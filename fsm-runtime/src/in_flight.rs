@@ -388,6 +388,28 @@ impl<S: Store> InFlight<'_, S> {
         self.finish(EntryKind::Completed, data)
     }
 
+    /// [`complete`](Self::complete) right after the start that made the handle,
+    /// with nothing run between ([`Runtime::run`]): the completion is stamped
+    /// with the time of the write before it (the start's, unless a hidden
+    /// action wrote since), so that an action run at once reads the clock once
+    /// and both its entries carry that time.
+    #[inline]
+    pub(crate) fn complete_at_once(mut self) -> Result<Record, RuntimeError> {
+        let data = self.proposed.take();
+        let outcome = self.outcome(EntryKind::Completed).at_once();
+        self.end(outcome, data)
+    }
+
+    /// [`complete_at_once`](Self::complete_at_once) for async callers, as
+    /// [`complete_async`](Self::complete_async).
+    pub(crate) fn complete_at_once_async(
+        mut self,
+    ) -> impl Future<Output = Result<Record, RuntimeError>> {
+        let data = self.proposed.take();
+        let outcome = self.outcome(EntryKind::Completed).at_once();
+        self.finish_async(outcome, data)
+    }
+
     /// The action succeeded and leaves the object with `data` (JSON text, see
     /// [`Record::data`]), written with the completion in one step: a change of
     /// data passes the same checks as the action that makes it (its roles, the
@@ -411,7 +433,8 @@ impl<S: Store> InFlight<'_, S> {
     /// dropped handle, unless the completion was written already.
     pub fn complete_async(mut self) -> impl Future<Output = Result<Record, RuntimeError>> {
         let data = self.proposed.take();
-        self.finish_async(EntryKind::Completed, data)
+        let outcome = self.outcome(EntryKind::Completed);
+        self.finish_async(outcome, data)
     }
 
     /// [`complete_with`](Self::complete_with) for async callers, as
@@ -420,17 +443,20 @@ impl<S: Store> InFlight<'_, S> {
         self,
         data: Arc<str>,
     ) -> impl Future<Output = Result<Record, RuntimeError>> {
-        self.finish_async(EntryKind::Completed, Some(data))
+        let outcome = self.outcome(EntryKind::Completed);
+        self.finish_async(outcome, Some(data))
     }
 
     /// [`fail`](Self::fail) for async callers, as
     /// [`complete_async`](Self::complete_async).
     pub fn fail_async(self) -> impl Future<Output = Result<Record, RuntimeError>> {
-        self.finish_async(EntryKind::Failed, None)
+        let outcome = self.outcome(EntryKind::Failed);
+        self.finish_async(outcome, None)
     }
 
     /// The change an outcome of the action held in its slot since `held` makes,
-    /// stamped now, to the object's `record` as read: the entry's kind, the state `to`
+    /// stamped now (an outcome [`at_once`](Outcome::at_once): when the record
+    /// was last written), to the object's `record` as read: the entry's kind, the state `to`
     /// computes from the record, and what the slot keeps. A record held by someone
     /// else (or gone) is the conflict that ends the action's hold:
     /// `Err(found)`, the state and version found instead, if any.
@@ -459,7 +485,11 @@ impl<S: Store> InFlight<'_, S> {
             to: outcome.to(record),
             // The holder is this handle's own: the actor who started the action.
             actor: holder.actor,
-            at: self.runtime.stamp(record),
+            at: match outcome.at_once {
+                // Later than every write before, as `stamp` is, without the clock.
+                true => record.changed_at,
+                false => self.runtime.stamp(record),
+            },
             data,
         };
         Ok((change, record))
@@ -518,8 +548,15 @@ impl<S: Store> InFlight<'_, S> {
 
     #[inline]
     fn finish(&mut self, kind: EntryKind, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
+        self.end(self.outcome(kind), data)
+    }
+
+    /// Writes `outcome` (with `data`, if it replaces the object's).
+    #[inline]
+    fn end(&mut self, outcome: Outcome, data: Option<Arc<str>>) -> Result<Record, RuntimeError> {
         self.done = true;
-        let result = self.settle(self.outcome(kind), data);
+        let kind = outcome.kind;
+        let result = self.settle(outcome, data);
         tracing::debug!(object = %self.id, ?kind, ok = result.is_ok(), "finished");
         result
     }
@@ -530,14 +567,14 @@ impl<S: Store> InFlight<'_, S> {
     /// instructions of moves: BENCHMARKS.md, fifty-ninth session).
     async fn finish_async(
         mut self,
-        kind: EntryKind,
+        outcome: Outcome,
         data: Option<Arc<str>>,
     ) -> Result<Record, RuntimeError> {
         if self.runtime.store().never_waits() {
             // Written here, in the first poll, as a blocking end would.
-            return self.finish(kind, data);
+            return self.end(outcome, data);
         }
-        let outcome = self.outcome(kind);
+        let kind = outcome.kind;
         let result = loop {
             let mut expected = None;
             let decided = self
@@ -572,7 +609,11 @@ impl<S: Store> InFlight<'_, S> {
             EntryKind::Completed => To::State(self.rule.target),
             _ => To::State(self.rule.origin),
         };
-        Outcome { kind, to }
+        Outcome {
+            kind,
+            to,
+            at_once: false,
+        }
     }
 }
 
@@ -580,6 +621,9 @@ impl<S: Store> InFlight<'_, S> {
 struct Outcome {
     kind: EntryKind,
     to: To,
+    /// Written right after the start, nothing run between: stamped with the
+    /// time of the write before it, the clock not read again.
+    at_once: bool,
 }
 
 /// Where an outcome leaves the object.
@@ -591,6 +635,14 @@ enum To {
 }
 
 impl Outcome {
+    /// The outcome of an action run at once ([`Runtime::run`]).
+    fn at_once(self) -> Outcome {
+        Outcome {
+            at_once: true,
+            ..self
+        }
+    }
+
     fn to(&self, record: &Record) -> StateId {
         match self.to {
             To::Same => record.state,
@@ -626,6 +678,7 @@ impl<S: Store> InFlight<'_, S> {
         let abandoned = Outcome {
             kind: EntryKind::Abandoned,
             to: To::Same,
+            at_once: false,
         };
         let result = self.settle(abandoned, None);
         match result {

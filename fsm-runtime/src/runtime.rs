@@ -5,7 +5,9 @@
 //!
 //! What keeps it short, each measured in BENCHMARKS.md. The default clock,
 //! `CounterClock`, is the wall clock read through the processor's counter
-//! (`quanta`), anchored to `SystemTime::now()` every 100 ms. `modify` hands back
+//! (`quanta`), anchored to `SystemTime::now()` every 100 ms; an action run at once
+//! (`Runtime::run`) reads it once, its completion stamped with its start's time
+//! (`InFlight::complete_at_once`). `modify` hands back
 //! only what the caller `read`s of the record it leaves (a start keeps nothing of
 //! it, a completion the whole record), and `Store::load_with` reads a part of a
 //! record in place (`Runtime::state`). Holders and entries name their actor by an
@@ -1329,6 +1331,8 @@ impl<S: Store> Runtime<S> {
     }
 
     /// Starts `action` and completes it at once: a move with nothing to wait for.
+    /// Its two entries in the history (the start, the completion) carry one time:
+    /// the clock is read once.
     pub fn run(
         &self,
         id: impl IntoObjectId,
@@ -1337,7 +1341,7 @@ impl<S: Store> Runtime<S> {
     ) -> Result<Record, RuntimeError> {
         // The handle ends here: it may borrow the caller's id.
         let (held, ()) = self.start_expecting(id.object_id(), actor, action, None, None, |_| ())?;
-        held.complete()
+        held.complete_at_once()
     }
 
     /// [`run`](Self::run) for async callers.
@@ -1352,7 +1356,7 @@ impl<S: Store> Runtime<S> {
         let (held, ()) = self
             .start_reading_async(id, None, actor, action, None, |_| ())
             .await?;
-        held.complete_async().await
+        held.complete_at_once_async().await
     }
 
     /// Rolls back the (visible) action in flight on `id`, its record as read being

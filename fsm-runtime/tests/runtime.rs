@@ -477,6 +477,63 @@ fn a_lost_race_is_a_conflict_carrying_what_was_found() {
     check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
 }
 
+/// A clock a second later at each read, which counts its reads.
+#[derive(Default)]
+struct Ticking(AtomicUsize);
+
+impl fsm_runtime::Clock for Ticking {
+    fn now(&self) -> SystemTime {
+        let reads = self.0.fetch_add(1, Ordering::Relaxed) + 1;
+        SystemTime::UNIX_EPOCH + Duration::from_secs(reads as u64)
+    }
+}
+
+#[tokio::test]
+async fn an_action_run_at_once_reads_the_clock_once_and_stamps_both_entries_with_it() {
+    let clock = Arc::new(Ticking::default());
+    let rt = Runtime::builder(spec("ovc/vm.toml"), MemoryStore::new())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let user = Actor::new("user");
+    let reads = || clock.0.load(Ordering::Relaxed);
+    let second = |n: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(n);
+    let stamps =
+        |id: &str| -> Vec<SystemTime> { rt.history(id).unwrap().iter().map(|e| e.at).collect() };
+    rt.create("vm-1", &user).unwrap();
+    assert_eq!(reads(), 1);
+
+    let deployed = rt.run("vm-1", &user, "deploy").unwrap();
+    assert_eq!(reads(), 2, "run reads the clock once");
+    assert_eq!(deployed.changed_at, second(2));
+    assert_eq!(stamps("vm-1"), [second(1), second(2), second(2)]);
+
+    // An action with something between its start and its end reads it at each.
+    let held = rt.start("vm-1", &user, "pause").unwrap();
+    held.complete().unwrap();
+    assert_eq!(reads(), 4);
+    assert_eq!(stamps("vm-1")[3..], [second(3), second(4)]);
+
+    // The async run too.
+    let started = rt.run_async("vm-1", &user, "resume").await.unwrap();
+    assert_eq!(reads(), 5, "run_async reads the clock once");
+    assert_eq!(started.changed_at, second(5));
+    assert_eq!(stamps("vm-1")[5..], [second(5), second(5)]);
+
+    // A visible action run at once beside a hidden one in flight: its
+    // completion carries its own start's time, after the hidden start's.
+    let migrate = rt.start("vm-1", &user, "migrate").unwrap();
+    rt.run("vm-1", &user, "reboot").unwrap();
+    migrate.complete().unwrap();
+    assert_eq!(reads(), 8);
+    assert_eq!(
+        stamps("vm-1")[7..],
+        [second(6), second(7), second(7), second(8)],
+        "migrate (hidden) started, reboot started and completed at once, migrate completed"
+    );
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+}
+
 #[test]
 fn a_clock_stepped_back_stamps_no_write_before_the_object_s_last() {
     let hour = Duration::from_secs(3_600);
