@@ -1351,6 +1351,11 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
+        if self.inner.store.never_waits() {
+            // The blocking run, in the first poll: no future of the start's
+            // or the end's is made, and the id is lent, not copied.
+            return self.run(id, actor, action);
+        }
         // The start's own future, not `start_async`'s two around it: each
         // layer of futures costs an action its making, moving and polling.
         let (held, ()) = self

@@ -701,11 +701,13 @@ pub trait Store: Send + Sync + 'static {
     /// across a network or a disk, and on no lock held for longer than a
     /// write takes (the [`MemoryStore`](crate::MemoryStore): a shard's lock,
     /// held for nanoseconds). If so, the runtime's async starts and ends run
-    /// their blocking forms in their first poll, which spares them the work
-    /// of the futures around the store's own (about a tenth of an async
-    /// action's time on the memory store: BENCHMARKS.md, fifty-ninth
-    /// session). A store that says so and waits blocks the executor's thread
-    /// meanwhile.
+    /// their blocking forms in their first poll, and an async
+    /// [`run_async`](crate::Runtime::run_async) its blocking
+    /// [`run`](crate::Runtime::run), which spares them the work of the
+    /// futures around the store's own (on the memory store, about a tenth of
+    /// an async action's time, and a fifth of an async run's: BENCHMARKS.md,
+    /// fifty-ninth and sixtieth sessions). A store that says so and waits
+    /// blocks the executor's thread meanwhile.
     /// The default is no: the async forms await the store's async calls.
     fn never_waits(&self) -> bool {
         false

@@ -488,11 +488,22 @@ impl fsm_runtime::Clock for Ticking {
     }
 }
 
-#[tokio::test]
-async fn an_action_run_at_once_reads_the_clock_once_and_stamps_both_entries_with_it() {
+/// On the memory store, whose async run is its blocking one, and on a store
+/// that awaits its calls (`Flaky`, up), whose async run awaits a start and a
+/// completion.
+#[test]
+fn an_action_run_at_once_reads_the_clock_once_and_stamps_both_entries_with_it() {
+    run_at_once(MemoryStore::new());
+    run_at_once(Flaky::default());
+}
+
+fn run_at_once<S: fsm_runtime::Store>(store: S) {
     let clock = Arc::new(Ticking::default());
-    let rt = Runtime::builder(spec("ovc/vm.toml"), MemoryStore::new())
+    let rt = Runtime::builder(spec("ovc/vm.toml"), store)
         .clock(clock.clone())
+        .build()
+        .unwrap();
+    let executor = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
     let user = Actor::new("user");
@@ -515,7 +526,9 @@ async fn an_action_run_at_once_reads_the_clock_once_and_stamps_both_entries_with
     assert_eq!(stamps("vm-1")[3..], [second(3), second(4)]);
 
     // The async run too.
-    let started = rt.run_async("vm-1", &user, "resume").await.unwrap();
+    let started = executor
+        .block_on(rt.run_async("vm-1", &user, "resume"))
+        .unwrap();
     assert_eq!(reads(), 5, "run_async reads the clock once");
     assert_eq!(started.changed_at, second(5));
     assert_eq!(stamps("vm-1")[5..], [second(5), second(5)]);
