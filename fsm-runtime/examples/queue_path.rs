@@ -20,7 +20,8 @@
 //! the next: the clock's calibration at its first reading takes as long as
 //! it takes. The functions of a request do not.)
 //!
-//! The modes: `direct` runs each action on the calling thread (`Runtime::run`);
+//! The modes: `direct` runs each action on the calling thread (`Runtime::run`,
+//! in `run`);
 //! `async` does so through `Runtime::run_async`, polled there (`run_async`);
 //! `own` queues each request on a queuer whose only worker is held, so the
 //! thread that waits for it runs it (the caller's and the worker's path, one
@@ -63,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "direct" => {
             for round in 0..rounds {
                 for id in &ids {
-                    black_box(rt.run(id, &actor, ActionId(round % 2))?);
+                    black_box(run(&rt, id, &actor, ActionId(round % 2))?);
                 }
             }
         }
@@ -137,6 +138,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let per = started.elapsed() / (rounds * OBJECTS).max(1) as u32;
     eprintln!("{mode}: {per:?} per request");
     Ok(())
+}
+
+/// `Runtime::run`. Not inlined, so that callgrind counts it whole, whatever
+/// of it rustc inlines here (`scripts/instructions`, the path `direct`).
+#[inline(never)]
+fn run(
+    rt: &Runtime,
+    id: &ObjectId,
+    actor: &Actor,
+    action: ActionId,
+) -> Result<fsm_runtime::Record, fsm_runtime::RuntimeError> {
+    rt.run(id, actor, action)
 }
 
 /// `Runtime::run_async`, polled where it is called: on the memory store,

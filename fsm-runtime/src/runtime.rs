@@ -1339,27 +1339,76 @@ impl<S: Store> Runtime<S> {
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
-        // The handle ends here: it may borrow the caller's id.
-        let (held, ()) = self.start_expecting(id.object_id(), actor, action, None, None, |_| ())?;
-        held.complete_at_once()
+        self.run_expecting(id, None, actor, action)
+    }
+
+    /// [`run`](Self::run), only if the object is at `version` (an HTTP
+    /// `If-Match`), as [`start_at`](Self::start_at): otherwise
+    /// [`RuntimeError::VersionMismatch`], and nothing is written.
+    pub fn run_at(
+        &self,
+        id: impl IntoObjectId,
+        version: u64,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> Result<Record, RuntimeError> {
+        self.run_expecting(id, Some(version), actor, action)
     }
 
     /// [`run`](Self::run) for async callers.
-    pub async fn run_async(
+    pub fn run_async(
         &self,
         id: impl IntoObjectId,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> impl Future<Output = Result<Record, RuntimeError>> {
+        self.run_expecting_async(id, None, actor, action)
+    }
+
+    /// [`run_at`](Self::run_at) for async callers.
+    pub fn run_at_async(
+        &self,
+        id: impl IntoObjectId,
+        version: u64,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> impl Future<Output = Result<Record, RuntimeError>> {
+        self.run_expecting_async(id, Some(version), actor, action)
+    }
+
+    /// A run, at `version` if one is given.
+    #[inline]
+    fn run_expecting(
+        &self,
+        id: impl IntoObjectId,
+        version: Option<u64>,
+        actor: &Actor,
+        action: impl ActionRef,
+    ) -> Result<Record, RuntimeError> {
+        // The handle ends here: it may borrow the caller's id.
+        let id = id.object_id();
+        let (held, ()) = self.start_expecting(id, actor, action, version, None, |_| ())?;
+        held.complete_at_once()
+    }
+
+    /// [`run_expecting`](Self::run_expecting) for async callers: the future
+    /// `run_async` and `run_at_async` hand back.
+    async fn run_expecting_async(
+        &self,
+        id: impl IntoObjectId,
+        version: Option<u64>,
         actor: &Actor,
         action: impl ActionRef,
     ) -> Result<Record, RuntimeError> {
         if self.inner.store.never_waits() {
             // The blocking run, in the first poll: no future of the start's
             // or the end's is made, and the id is lent, not copied.
-            return self.run(id, actor, action);
+            return self.run_expecting(id, version, actor, action);
         }
         // The start's own future, not `start_async`'s two around it: each
         // layer of futures costs an action its making, moving and polling.
         let (held, ()) = self
-            .start_reading_async(id, None, actor, action, None, |_| ())
+            .start_reading_async(id, version, actor, action, None, |_| ())
             .await?;
         held.complete_at_once_async().await
     }

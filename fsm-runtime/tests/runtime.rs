@@ -1495,6 +1495,52 @@ fn a_start_at_a_stale_version_is_refused_and_writes_nothing() {
     assert_eq!(rt.state_name("vm-1").unwrap(), "HALTED");
 }
 
+/// `run_at` and `run_at_async`: the run happens only at the version asked for,
+/// as `start_at`'s start; otherwise it is refused and nothing is written. On
+/// the memory store and on a store that awaits its calls (`Flaky`, up).
+#[test]
+fn a_run_at_a_stale_version_is_refused_and_writes_nothing() {
+    run_at(MemoryStore::new());
+    run_at(Flaky::default());
+}
+
+fn run_at<S: fsm_runtime::Store>(store: S) {
+    let rt = Runtime::new(spec("ovc/vm.toml"), store).unwrap();
+    let a = Actor::new("a");
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.create("vm-1", &a).unwrap();
+    let stale = rt.run_at("vm-1", 0, &a, "deploy").unwrap_err();
+    assert_eq!(
+        stale.to_string(),
+        "vm-1 is at version 1 (in VIRTUAL), not 0"
+    );
+    let deployed = rt.run_at("vm-1", 1, &a, "deploy").unwrap();
+    assert_eq!(deployed.version, 3);
+    assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
+
+    let stale = executor.block_on(rt.run_at_async("vm-1", 2, &a, "stop"));
+    assert!(
+        matches!(
+            stale,
+            Err(RuntimeError::VersionMismatch {
+                expected: 2,
+                found: 3,
+                ..
+            })
+        ),
+        "{stale:?}"
+    );
+    assert_eq!(rt.history("vm-1").unwrap().len(), 3, "nothing written");
+    let stopped = executor
+        .block_on(rt.run_at_async("vm-1", 3, &a, "stop"))
+        .unwrap();
+    assert_eq!(stopped.version, 5);
+    assert_eq!(rt.state_name("vm-1").unwrap(), "HALTED");
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+}
+
 /// A start on an object that was never created is `NotFound` (decided inside
 /// the store's step, named after it), and creates nothing.
 #[test]

@@ -578,8 +578,12 @@ async fn start(
         let (rt, key, who, action) = (m.runtime.clone(), id.clone(), actor.clone(), action.clone());
         in_task(async move {
             if query.run {
-                let flight = rt.start_changing_async(key, version, &who, action.as_str(), None);
-                return flight.await?.complete_async().await.map(|r| (r, None));
+                // Started and completed at once, the clock read once.
+                let ran = match version {
+                    Some(at) => rt.run_at_async(key, at, &who, action.as_str()).await,
+                    None => rt.run_async(key, &who, action.as_str()).await,
+                };
+                return ran.map(|r| (r, None));
             }
             // The record as the start wrote it: no read after, which would
             // cost a request on etcd and could fail with the action held.
