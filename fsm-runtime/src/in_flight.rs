@@ -456,10 +456,10 @@ impl<S: Store> InFlight<'_, S> {
 
     /// The change an outcome of the action held in its slot since `held` makes,
     /// stamped now (an outcome [`at_once`](Outcome::at_once): when the record
-    /// was last written), to the object's `record` as read: the entry's kind, the state `to`
-    /// computes from the record, and what the slot keeps. A record held by someone
-    /// else (or gone) is the conflict that ends the action's hold:
-    /// `Err(found)`, the state and version found instead, if any.
+    /// was last written), to the object's `record` as read: the entry's kind,
+    /// the state `to` computes from the record, and what the slot keeps. A
+    /// record held by someone else (or gone) is the conflict that ends the
+    /// action's hold: `Err(found)`, the state and version found instead, if any.
     #[inline(always)]
     fn settlement<'a>(
         &self,

@@ -701,8 +701,8 @@ pub trait Store: Send + Sync + 'static {
     /// across a network or a disk, and on no lock held for longer than a
     /// write takes (the [`MemoryStore`](crate::MemoryStore): a shard's lock,
     /// held for nanoseconds). If so, the runtime's async starts and ends run
-    /// their blocking forms in their first poll, and an async
-    /// [`run_async`](crate::Runtime::run_async) its blocking
+    /// their blocking forms in their first poll, and
+    /// [`run_async`](crate::Runtime::run_async) is the blocking
     /// [`run`](crate::Runtime::run), which spares them the work of the
     /// futures around the store's own (on the memory store, about a tenth of
     /// an async action's time, and a fifth of an async run's: BENCHMARKS.md,
