@@ -23,6 +23,8 @@
 //! The modes: `direct` runs each action on the calling thread (`Runtime::run`,
 //! in `run`);
 //! `async` does so through `Runtime::run_async`, polled there (`run_async`);
+//! `async-start` through `Runtime::start_async` then `InFlight::complete_async`
+//! (`start_then_complete_async`);
 //! `own` queues each request on a queuer whose only worker is held, so the
 //! thread that waits for it runs it (the caller's and the worker's path, one
 //! after the other, on one thread); `burst` queues a request on each of 512
@@ -72,6 +74,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for round in 0..rounds {
                 for id in &ids {
                     black_box(run_async(&rt, id, &actor, ActionId(round % 2))?);
+                }
+            }
+        }
+        "async-start" => {
+            for round in 0..rounds {
+                for id in &ids {
+                    black_box(start_then_complete_async(
+                        &rt,
+                        id,
+                        &actor,
+                        ActionId(round % 2),
+                    )?);
                 }
             }
         }
@@ -163,8 +177,28 @@ fn run_async(
     actor: &Actor,
     action: ActionId,
 ) -> Result<fsm_runtime::Record, fsm_runtime::RuntimeError> {
-    let run = std::pin::pin!(rt.run_async(id, actor, action));
-    match run.poll(&mut Context::from_waker(Waker::noop())) {
+    first_poll(std::pin::pin!(rt.run_async(id, actor, action)))
+}
+
+/// `Runtime::start_async`, then `InFlight::complete_async`, each polled where
+/// it is called: an action an async caller runs with work between its start
+/// and its end. Not inlined, so that callgrind counts it whole
+/// (`scripts/instructions`, the path `async-start`).
+#[inline(never)]
+fn start_then_complete_async(
+    rt: &Runtime,
+    id: &ObjectId,
+    actor: &Actor,
+    action: ActionId,
+) -> Result<fsm_runtime::Record, fsm_runtime::RuntimeError> {
+    let held = first_poll(std::pin::pin!(rt.start_async(id, actor, action)))?;
+    first_poll(std::pin::pin!(held.complete_async()))
+}
+
+/// What `future`'s first poll gives: on the memory store, which never waits,
+/// every call ends there.
+fn first_poll<T>(future: std::pin::Pin<&mut impl Future<Output = T>>) -> T {
+    match future.poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(done) => done,
         Poll::Pending => unreachable!("the memory store never waits"),
     }

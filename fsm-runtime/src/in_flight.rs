@@ -505,7 +505,12 @@ impl<S: Store> InFlight<'_, S> {
             let decided = self.runtime.store().modify(
                 &self.id,
                 |record| self.decide_settlement(record, &outcome, data.clone(), &mut expected),
-                Record::clone,
+                // A closure of its own, not `Record::clone`: that function's
+                // one `FnMut` shim is shared by every caller that reads a whole
+                // record, and in a program with several of them rustc kept it
+                // out of line here, the copy (always inlined itself) with it
+                // (BENCHMARKS.md, sixtieth session).
+                |record| record.clone(),
             );
             match decided {
                 Ok(Ok(((), record))) => return Ok(record),
