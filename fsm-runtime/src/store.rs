@@ -41,7 +41,7 @@ pub struct Record {
 
 /// Always inlined: a completion hands back a copy of the record it wrote, and
 /// in a program that copies records in several places rustc kept the copy out
-/// of line, which cost a blocking action a seventh of its time
+/// of line, which cost a blocking action about 8% of its time
 /// (BENCHMARKS.md, sixtieth session). What it inlines is small: the
 /// holders' boxes, when there are any, are copied by calls.
 impl Clone for Record {
