@@ -1516,6 +1516,8 @@ fn run_at<S: fsm_runtime::Store>(store: S) {
         stale.to_string(),
         "vm-1 is at version 1 (in VIRTUAL), not 0"
     );
+    assert_eq!(rt.history("vm-1").unwrap().len(), 1, "nothing written");
+    assert!(rt.get("vm-1").unwrap().in_flight.is_none(), "nothing held");
     let deployed = rt.run_at("vm-1", 1, &a, "deploy").unwrap();
     assert_eq!(deployed.version, 3);
     assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
@@ -1533,6 +1535,7 @@ fn run_at<S: fsm_runtime::Store>(store: S) {
         "{stale:?}"
     );
     assert_eq!(rt.history("vm-1").unwrap().len(), 3, "nothing written");
+    assert!(rt.get("vm-1").unwrap().in_flight.is_none(), "nothing held");
     let stopped = executor
         .block_on(rt.run_at_async("vm-1", 3, &a, "stop"))
         .unwrap();
