@@ -497,7 +497,9 @@ fn an_action_run_at_once_reads_the_clock_once_and_stamps_both_entries_with_it() 
     run_at_once(Flaky::default());
 }
 
-fn run_at_once<S: fsm_runtime::Store>(store: S) {
+/// The VM's runtime on `store`, reading a clock that counts its reads, and
+/// an executor for its async calls.
+fn ticking<S: fsm_runtime::Store>(store: S) -> (Runtime<S>, Arc<Ticking>, tokio::runtime::Runtime) {
     let clock = Arc::new(Ticking::default());
     let rt = Runtime::builder(spec("ovc/vm.toml"), store)
         .clock(clock.clone())
@@ -506,6 +508,11 @@ fn run_at_once<S: fsm_runtime::Store>(store: S) {
     let executor = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
+    (rt, clock, executor)
+}
+
+fn run_at_once<S: fsm_runtime::Store>(store: S) {
+    let (rt, clock, executor) = ticking(store);
     let user = Actor::new("user");
     let reads = || clock.0.load(Ordering::Relaxed);
     let second = |n: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(n);
@@ -544,6 +551,72 @@ fn run_at_once<S: fsm_runtime::Store>(store: S) {
         [second(6), second(7), second(7), second(8)],
         "migrate (hidden) started, reboot started and completed at once, migrate completed"
     );
+    check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
+}
+
+/// A write that lands between the start of an action run at once and its
+/// completion (a hidden action's completion, on a store that decides on a
+/// fresh read): the completion is stamped with that write's time, the
+/// object's last, not its start's, so that no entry is stamped before the one
+/// before it; and the clock is still read once for the run. Blocking and async.
+#[test]
+fn an_action_run_at_once_after_another_write_landed_is_stamped_with_that_write_s_time() {
+    let (rt, clock, executor) = ticking(Flaky::default());
+    let user = Actor::new("user");
+    let reads = || clock.0.load(Ordering::Relaxed);
+    let second = |n: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(n);
+    rt.create("vm-1", &user).unwrap();
+    rt.run("vm-1", &user, "deploy").unwrap();
+    assert_eq!(reads(), 2);
+    let m = rt.machine();
+    let entries = |from: usize| -> Vec<(EntryKind, String, SystemTime)> {
+        let history = rt.history("vm-1").unwrap();
+        (history[from..].iter())
+            .map(|e| {
+                let action = e.action.map(|a| m.action(a).name.to_string());
+                (e.kind, action.unwrap_or_default(), e.at)
+            })
+            .collect()
+    };
+    for async_ in [false, true] {
+        let before = rt.history("vm-1").unwrap().len();
+        let read = reads() as u64;
+        // The hidden migration, started, is completed by another caller right
+        // after the reboot's start lands.
+        let migrate = rt.start("vm-1", &user, "migrate").unwrap().into_owned();
+        *rt.store().between.lock().unwrap() = Some(Box::new(move || {
+            migrate.complete().unwrap();
+        }));
+        let rebooted = match async_ {
+            false => rt.run("vm-1", &user, "reboot").unwrap(),
+            true => executor
+                .block_on(rt.run_async("vm-1", &user, "reboot"))
+                .unwrap(),
+        };
+        assert!(
+            rt.store().between.lock().unwrap().is_none(),
+            "async: {async_}"
+        );
+        assert_eq!(
+            reads() as u64,
+            read + 3,
+            "async: {async_}: the run read the clock once"
+        );
+        let (started, landed) = (second(read + 2), second(read + 3));
+        assert_eq!(
+            entries(before),
+            [
+                (EntryKind::Started, "migrate".to_owned(), second(read + 1)),
+                (EntryKind::Started, "reboot".to_owned(), started),
+                (EntryKind::Completed, "migrate".to_owned(), landed),
+                (EntryKind::Completed, "reboot".to_owned(), landed),
+            ],
+            "async: {async_}: the reboot's completion carries the migration's time, not its start's"
+        );
+        assert_eq!(rebooted.changed_at, landed, "async: {async_}");
+        assert!(rebooted.in_flight.is_none() && rebooted.hidden.is_none());
+        assert_eq!(rt.state_name("vm-1").unwrap(), "RUNNING");
+    }
     check_history(rt.machine(), &rt.history("vm-1").unwrap()).unwrap();
 }
 
@@ -811,7 +884,9 @@ fn a_bounded_history_keeps_the_latest_entries() {
 /// above zero, a commit is applied and then answered as failed, retryably (a
 /// connection lost after etcd applied the write). A commit whose entry names
 /// the actor in `refusing` fails as `down` does, while others' go through (a
-/// partition between one process and etcd).
+/// partition between one process and etcd). A write put in `between` is made
+/// once, right after the next commit lands: another caller's write landing
+/// between two of one caller's.
 #[derive(Default)]
 struct Flaky {
     store: MemoryStore,
@@ -821,6 +896,7 @@ struct Flaky {
     refusing: std::sync::Mutex<Option<&'static str>>,
     /// Set: a read panics (a store with a bug).
     panicking: AtomicBool,
+    between: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Flaky {
@@ -864,6 +940,11 @@ impl fsm_runtime::Store for Flaky {
             return Err(unavailable());
         }
         self.store.commit(write)?;
+        // Taken before it runs: the write it makes commits here too.
+        let between = self.between.lock().unwrap().take();
+        if let Some(write) = between {
+            write();
+        }
         let lie = self
             .lying
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
