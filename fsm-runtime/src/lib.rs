@@ -281,24 +281,29 @@ pub use write::Change;
 /// The name of an object in a store: `vm-42`, a UUID, a machine's serial.
 ///
 /// An id is a pointer to its text, cloned by a reference count. Beside the
-/// text, in the same allocation, it carries the text's hash, taken once when
-/// the id is made, so that the stores and the queuer find an object by an id
-/// they are given without hashing its text again (BENCHMARKS.md). The hash is
-/// keyed with a seed drawn once per process (ids sent by a client cannot be
-/// chosen to collide), so it differs between processes and is never stored or
-/// sent. Making an id from text allocates once: a caller that acts on an
-/// object often keeps its `ObjectId` and lends it (`&id`, see
-/// [`IntoObjectId`]).
+/// pointer it carries the text's hash, taken once when the id is made, so that
+/// the stores and the queuer find an object by an id they are given without
+/// hashing its text again, and without reading the text's allocation at all:
+/// that allocation's line holds the reference count, which the thread that
+/// queues a request writes as a worker on another core looks the object up
+/// (BENCHMARKS.md, sixty-first session). The hash is keyed with a seed drawn
+/// once per process (ids sent by a client cannot be chosen to collide), so it
+/// differs between processes and is never stored or sent. Making an id from
+/// text allocates once: a caller that acts on an object often keeps its
+/// `ObjectId` and lends it (`&id`, see [`IntoObjectId`]).
 #[derive(Clone)]
-pub struct ObjectId(triomphe::Arc<triomphe::HeaderSlice<u64, str>>);
+pub struct ObjectId {
+    text: triomphe::Arc<str>,
+    hash: u64,
+}
 
 /// Equal text. Two clones of one id share their text, so a store finding the id
 /// the caller holds compares one pointer, not the bytes.
 impl PartialEq for ObjectId {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        triomphe::Arc::ptr_eq(&self.0, &other.0)
-            || (self.0.header == other.0.header && self.0.slice == other.0.slice)
+        triomphe::Arc::ptr_eq(&self.text, &other.text)
+            || (self.hash == other.hash && self.text == other.text)
     }
 }
 
@@ -332,20 +337,23 @@ static ID_HASHER: std::sync::LazyLock<foldhash::fast::RandomState> =
 impl ObjectId {
     fn new(text: &str) -> ObjectId {
         let hash = std::hash::BuildHasher::hash_one(&*ID_HASHER, text);
-        ObjectId(triomphe::Arc::from_header_and_str(hash, text))
+        ObjectId {
+            text: triomphe::Arc::from(text),
+            hash,
+        }
     }
 
     /// The id as text.
     #[inline]
     pub fn as_str(&self) -> &str {
-        &self.0.slice
+        &self.text
     }
 
     /// The hash of the id's text, taken when the id was made: equal ids have
     /// equal hashes, within this process.
     #[inline]
     pub(crate) fn hash_code(&self) -> u64 {
-        self.0.header
+        self.hash
     }
 }
 
@@ -751,7 +759,7 @@ mod tests {
         let a = ObjectId::from("vm-1");
         let b = ObjectId::from(String::from("vm-1"));
         let c: ObjectId = serde_json::from_str("\"vm-1\"").unwrap();
-        assert!(!triomphe::Arc::ptr_eq(&a.0, &b.0));
+        assert!(!triomphe::Arc::ptr_eq(&a.text, &b.text));
         assert_eq!(a, b);
         assert_eq!(a, c);
         assert_eq!(a.hash_code(), b.hash_code());
@@ -779,12 +787,12 @@ mod tests {
         let ops = crate::Actor::new("ops");
         let vm = ObjectId::from("vm-1");
         rt.create(&vm, &ops).unwrap();
-        let counted = triomphe::Arc::count(&vm.0); // the caller's and the store's
+        let counted = triomphe::Arc::count(&vm.text); // the caller's and the store's
         let deploy = rt.start(&vm, &ops, "deploy").unwrap();
         assert!(std::ptr::eq(deploy.id(), &vm));
-        assert_eq!(triomphe::Arc::count(&vm.0), counted);
+        assert_eq!(triomphe::Arc::count(&vm.text), counted);
         let owned = deploy.into_owned();
-        assert_eq!(triomphe::Arc::count(&vm.0), counted + 1);
+        assert_eq!(triomphe::Arc::count(&vm.text), counted + 1);
         drop(vm);
         assert_eq!(owned.id().as_str(), "vm-1");
         owned.complete().unwrap();

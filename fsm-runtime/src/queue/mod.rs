@@ -82,8 +82,10 @@ pub enum QueueError {
         id: ObjectId,
         /// The requested action.
         action: String,
-        /// What the table says of the step, from the object's state.
-        refused: RuleError,
+        /// What the table says of the step, from the object's state. Boxed,
+        /// as this refusal is rare, so that every `Result` with a
+        /// `QueueError` (a request's, a ticket's) stays small to move.
+        refused: Box<RuleError>,
     },
     /// The queue is being stopped: it takes no more requests.
     #[error("the queue of {id} is stopping and takes no more requests")]
@@ -559,7 +561,7 @@ impl<S: Store> Request<'_, S> {
                 .map(|refused| QueueError::Step {
                     id: id.clone(),
                     action: machine.action(action).name.to_string(),
-                    refused,
+                    refused: Box::new(refused),
                 })
         };
         // Checked before the start, so that a refused request writes nothing...
@@ -608,7 +610,7 @@ impl<S: Store> Request<'_, S> {
             if let Some(e) = revoked {
                 tracing::warn!(error = %e, "revoked: no further step runs");
                 handle.relinquish();
-                return Ran::Done((false, Err(QueueError::Revoked(e))));
+                return Ran::Done((false, Err(Box::new(QueueError::Revoked(e)))));
             }
             let fence = handle.fence();
             let ended = match &failed {
@@ -723,7 +725,7 @@ impl Ticket {
             std::thread::park();
         };
         task.recycle();
-        result
+        result.map_err(|e| *e)
     }
 }
 
@@ -742,7 +744,7 @@ impl Future for Ticket {
             Some(result) => {
                 // Given: the ticket is done with its task.
                 task.take().expect(POLLED_AFTER).recycle();
-                Poll::Ready(result)
+                Poll::Ready(result.map_err(|e| *e))
             }
             None => Poll::Pending,
         }

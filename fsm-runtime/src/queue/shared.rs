@@ -272,7 +272,7 @@ impl Shared {
             }
             Err(_) => {
                 tracing::error!(queue = %job.head().key(), "an action panicked; it is left abandoned for the healer");
-                (false, Err(job.task.crashed()))
+                (false, Err(Box::new(job.task.crashed())))
             }
         };
         self.end(job, done, by_worker)
@@ -396,7 +396,7 @@ impl Shared {
                     Err(_) => {
                         tracing::error!(queue = %pending.job.head().key(), "trying an action's end again panicked; it is left for the healer");
                         let crashed = pending.job.task.crashed();
-                        self.end(pending.job, (false, Err(crashed)), false);
+                        self.end(pending.job, (false, Err(Box::new(crashed))), false);
                     }
                 }
             }

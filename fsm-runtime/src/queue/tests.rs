@@ -25,7 +25,10 @@ fn a_task_dropped_unrun_gives_its_ticket_the_crash() {
     let handle = rt.start("vm", &user, "start").unwrap();
     let (action, fence) = (handle.action(), handle.fence());
     let job = |handle: InFlight<'_>, _: &Runtime, _: &Shared, _: &ObjectId| {
-        Ran::Done((false, handle.complete().map_err(QueueError::from)))
+        Ran::Done((
+            false,
+            handle.complete().map_err(|e| Box::new(QueueError::from(e))),
+        ))
     };
     let task: Arc<dyn Queued> = Arc::new(Task {
         head: Head::new("vm".into(), None),
