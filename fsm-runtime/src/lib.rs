@@ -293,7 +293,7 @@ pub use write::Change;
 /// `ObjectId` and lends it (`&id`, see [`IntoObjectId`]).
 #[derive(Clone)]
 pub struct ObjectId {
-    text: triomphe::Arc<str>,
+    text: Arc<str>,
     hash: u64,
 }
 
@@ -302,8 +302,7 @@ pub struct ObjectId {
 impl PartialEq for ObjectId {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        triomphe::Arc::ptr_eq(&self.text, &other.text)
-            || (self.hash == other.hash && self.text == other.text)
+        Arc::ptr_eq(&self.text, &other.text) || (self.hash == other.hash && self.text == other.text)
     }
 }
 
@@ -338,7 +337,7 @@ impl ObjectId {
     fn new(text: &str) -> ObjectId {
         let hash = std::hash::BuildHasher::hash_one(&*ID_HASHER, text);
         ObjectId {
-            text: triomphe::Arc::from(text),
+            text: Arc::from(text),
             hash,
         }
     }
@@ -759,7 +758,7 @@ mod tests {
         let a = ObjectId::from("vm-1");
         let b = ObjectId::from(String::from("vm-1"));
         let c: ObjectId = serde_json::from_str("\"vm-1\"").unwrap();
-        assert!(!triomphe::Arc::ptr_eq(&a.text, &b.text));
+        assert!(!std::sync::Arc::ptr_eq(&a.text, &b.text));
         assert_eq!(a, b);
         assert_eq!(a, c);
         assert_eq!(a.hash_code(), b.hash_code());
@@ -787,12 +786,12 @@ mod tests {
         let ops = crate::Actor::new("ops");
         let vm = ObjectId::from("vm-1");
         rt.create(&vm, &ops).unwrap();
-        let counted = triomphe::Arc::count(&vm.text); // the caller's and the store's
+        let counted = std::sync::Arc::strong_count(&vm.text); // the caller's and the store's
         let deploy = rt.start(&vm, &ops, "deploy").unwrap();
         assert!(std::ptr::eq(deploy.id(), &vm));
-        assert_eq!(triomphe::Arc::count(&vm.text), counted);
+        assert_eq!(std::sync::Arc::strong_count(&vm.text), counted);
         let owned = deploy.into_owned();
-        assert_eq!(triomphe::Arc::count(&vm.text), counted + 1);
+        assert_eq!(std::sync::Arc::strong_count(&vm.text), counted + 1);
         drop(vm);
         assert_eq!(owned.id().as_str(), "vm-1");
         owned.complete().unwrap();
