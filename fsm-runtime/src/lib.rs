@@ -284,8 +284,8 @@ pub use write::Change;
 /// pointer it carries the text's hash, taken once when the id is made, so that
 /// the stores and the queuer find an object by an id they are given without
 /// hashing its text again, and without reading the text's allocation at all:
-/// that allocation's line holds the reference count, which the thread that
-/// queues a request writes as a worker on another core looks the object up
+/// that allocation's line holds the reference count, which a thread queueing
+/// a request writes while a worker on another core looks the object up
 /// (BENCHMARKS.md, sixty-first session). The hash is keyed with a seed drawn
 /// once per process (ids sent by a client cannot be chosen to collide), so it
 /// differs between processes and is never stored or sent. Making an id from

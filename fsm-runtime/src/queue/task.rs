@@ -22,7 +22,7 @@ pub(super) type Done = (bool, Ended);
 
 /// A queued action's outcome as the queuer passes it from the worker to the
 /// ticket: its error boxed, so that the outcome the worker returns, hands on
-/// and keeps is a record's size (72 bytes), not an error's (120): 17
+/// and keeps is a record's size (64 bytes), not an error's (120): 17
 /// instructions fewer on the worker's path, and no call to `memcpy` for each
 /// move once the error reaches 128 bytes (BENCHMARKS.md, sixty-first
 /// session). The ticket unboxes it.
