@@ -204,6 +204,9 @@ struct Inner<S> {
     clock: Box<dyn Clock>,
 }
 
+// The count's lines are its own only while `Inner` starts a pair of lines.
+const _: () = assert!(std::mem::align_of::<Inner<crate::MemoryStore>>() >= 128);
+
 impl<S: Store> Clone for Runtime<S> {
     fn clone(&self) -> Self {
         Runtime {
