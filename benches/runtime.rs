@@ -11,11 +11,14 @@
 //! then the table of throughput ratios (fsm ÷ baseline) by thread count, from
 //! the cases this run measured (a case a filter left out is not printed).
 //!
-//! Then the same ratios in paired rounds (`paired`): the runtime and its
-//! baselines, or the queuer and the direct run, one after the other in each
-//! round, in a rotated order, so that both sides of a ratio meet the same
-//! minute of a machine whose speed changes from minute to minute; the median
-//! ratio over the rounds, its middle half and its extremes.
+//! Then the same ratios in paired rounds (`paired`): the runtime, its
+//! baselines and its floor, or the queuer and the direct run, one after the
+//! other in each round, in a rotated order, so that both sides of a ratio
+//! meet the same minute of a machine whose speed changes from minute to
+//! minute; the median ratio over the rounds, its middle half and its
+//! extremes. The floor's rounds say how near the runtime's work could come
+//! to a baseline written lean (the floor ÷ the DashMap store) and what the
+//! runtime's own checks and plumbing cost (fsm ÷ the floor).
 //! `FSM_BENCH_ROUNDS` (default 21; 0: none) sets how many.
 //!
 //! `FSM_BENCH_COUNT=CASE,N` measures nothing: it runs one case on one thread
@@ -1138,23 +1141,40 @@ fn paired(threads_list: &[usize], rounds: usize) {
                 Mutex::new((0..n).map(|i| (i, new_slot())).collect());
             let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
             let ids = created(&rt, &actor, "s", n);
+            let texts: Vec<Arc<str>> = (0..n).map(|i| format!("s-{i}").into()).collect();
+            let by_hand = floor::Store::new(&texts);
             let iters = PAIRED_ACTIONS * threads as u64;
             let case = |c: usize| match c {
                 0 => on_threads(threads, iters, |t, k| dash_map(&dash, objects, t, k)),
                 1 => on_threads(threads, iters, |t, k| mutex_map(&map, objects, t, k)),
-                _ => on_threads(threads, iters, |t, k| {
+                2 => on_threads(threads, iters, |t, k| {
                     runtime_work(&rt, &ids, objects, t, k)
                 }),
+                _ => on_threads(threads, iters, |t, k| {
+                    floor::work(&by_hand, &texts, objects, t, k)
+                }),
             };
-            let took = in_rounds(rounds, 3, case);
-            for (c, baseline) in [(0, CASES[1]), (1, CASES[2])] {
-                let mut ratios: Vec<f64> = (took.iter()).map(|round| round[c] / round[2]).collect();
-                println!(
-                    "fsm ÷ {baseline}, {} objects, {threads} thread{}: {}",
-                    objects.name(),
-                    if threads == 1 { "" } else { "s" },
-                    spread(&mut ratios)
-                );
+            let took = in_rounds(rounds, 4, case);
+            let threads_named = format!(
+                "{} objects, {threads} thread{}",
+                objects.name(),
+                if threads == 1 { "" } else { "s" }
+            );
+            // Each line: the throughput of `case` over that of `against`
+            // (their times the other way round).
+            for (name, case, against) in [
+                (format!("fsm ÷ {}", CASES[1]), 2, 0),
+                (format!("fsm ÷ {}", CASES[2]), 2, 1),
+                // What the runtime's bookkeeping costs written lean, against
+                // the same baseline in the same minute: how near the
+                // runtime could come with its checks taken out.
+                (format!("{} ÷ {}", CASES[4], CASES[1]), 3, 0),
+                (format!("fsm ÷ {}", CASES[4]), 2, 3),
+            ] {
+                let mut ratios: Vec<f64> = (took.iter())
+                    .map(|round| round[against] / round[case])
+                    .collect();
+                println!("{name}, {threads_named}: {}", spread(&mut ratios));
             }
         }
     }
