@@ -364,6 +364,12 @@ mod floor {
     /// A started action: its object, the version its start wrote, its target.
     pub struct Held(Arc<str>, u64, u64);
 
+    /// The ids of `n` objects for the floor, as the runtime's cases name
+    /// theirs (`s-{i}`).
+    pub fn texts(n: usize) -> Vec<Arc<str>> {
+        (0..n).map(|i| format!("s-{i}").into()).collect()
+    }
+
     impl Store {
         pub fn new(ids: &[Arc<str>]) -> Store {
             let store = Store {
@@ -546,7 +552,7 @@ fn bench(c: &mut Criterion, threads_list: &[usize]) {
                 })
             });
 
-            let texts: Vec<std::sync::Arc<str>> = (0..n).map(|i| format!("s-{i}").into()).collect();
+            let texts = floor::texts(n);
             let by_hand = floor::Store::new(&texts);
             g.bench_function(CASES[4], |b| {
                 b.iter_custom(|iters| {
@@ -1141,7 +1147,7 @@ fn paired(threads_list: &[usize], rounds: usize) {
                 Mutex::new((0..n).map(|i| (i, new_slot())).collect());
             let rt = Runtime::new(machine.clone(), MemoryStore::new().keep_history(KEEP)).unwrap();
             let ids = created(&rt, &actor, "s", n);
-            let texts: Vec<Arc<str>> = (0..n).map(|i| format!("s-{i}").into()).collect();
+            let texts = floor::texts(n);
             let by_hand = floor::Store::new(&texts);
             let iters = PAIRED_ACTIONS * threads as u64;
             let case = |c: usize| match c {
@@ -1276,7 +1282,7 @@ fn count(case: &str, actions: u64) {
             mutex_map(&map, Objects::Own, 0, actions);
         }
         "floor" => {
-            let texts: Vec<Arc<str>> = (0..n).map(|i| format!("s-{i}").into()).collect();
+            let texts = floor::texts(n);
             let by_hand = floor::Store::new(&texts);
             floor::work(&by_hand, &texts, Objects::Own, 0, actions);
         }

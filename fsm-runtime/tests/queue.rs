@@ -298,7 +298,13 @@ fn a_step_is_checked_again_against_the_state_the_start_found() {
         .step("stop", |_| Ok(()))
         .submit()
         .unwrap_err();
-    assert!(matches!(err, QueueError::Step { .. }), "{err:?}");
+    let QueueError::Step { refused, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        matches!(&**refused, fsm_core::RuleError::NotFrom { action, state, .. } if action == "stop" && state == "HALTED"),
+        "{refused:?}"
+    );
     assert_eq!(vms.history("vm-1").unwrap().len(), written + 2);
 }
 

@@ -177,10 +177,10 @@ pub(super) fn work(shared: &Shared) {
 impl Shared {
     /// The stripe of `key`'s queue, by bits of its hash that its stripe's
     /// table does not place it by (the low ones, and the top seven). A mask,
-    /// as there are [`STRIPES`], a power of two: the remainder by the
-    /// slice's length was a division on every call, three a request.
+    /// as the memory store chooses its shard: there are [`STRIPES`], a power
+    /// of two (a remainder was a division on every call, three a request).
     pub(super) fn stripe(&self, key: &ObjectId) -> &Stripe {
-        &self.stripes[(key.hash_code() >> 32) as usize & (STRIPES - 1)]
+        &self.stripes[(key.hash_code() >> 32) as usize & (self.stripes.len() - 1)]
     }
 
     /// Accepts a started request into its queue (`key`, the job's), in order:
