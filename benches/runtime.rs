@@ -1,8 +1,10 @@
 //! Completed actions per second through the in-memory runtime, against a raw
 //! `AtomicU64` compare-and-set loop, a hand-written sharded store (`DashMap`) and
 //! a `Mutex<HashMap>` doing the same work, and the runtime's own work written by
-//! hand (string ids, named holders and entries: a floor, see `floor`), on each
-//! number of threads in
+//! hand (string ids, named holders and entries: a floor, see `floor`), and
+//! the same with the runtime's checks and records put back (the checked floor,
+//! see `checked`: in the paired rounds and counted, not in criterion's
+//! groups), on each number of threads in
 //! `FSM_BENCH_THREADS` (default `1,2`), each thread on its own objects ("own") or
 //! every thread on the same 64 ("hot").
 //!
@@ -18,7 +20,10 @@
 //! minute; the median ratio over the rounds, its middle half and its
 //! extremes. The floor's rounds say how near the runtime's work could come
 //! to a baseline written lean (the floor ÷ the DashMap store) and what the
-//! runtime's own checks and plumbing cost (fsm ÷ the floor).
+//! runtime's own checks and plumbing cost (fsm ÷ the floor); the checked
+//! floor's, how near it could come keeping every check and record (the
+//! checked floor ÷ the DashMap store), and so what its plumbing alone costs
+//! (fsm ÷ the checked floor).
 //! `FSM_BENCH_ROUNDS` (default 21; 0: none) sets how many.
 //!
 //! `FSM_BENCH_COUNT=CASE,N` measures nothing: it runs one case on one thread
@@ -272,6 +277,37 @@ fn dash_map(map: &DashMap<usize, Slot>, objects: Objects, t: usize, iters: u64) 
 #[inline(never)] // `count` runs it for callgrind, which names it
 fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iters: u64) {
     let actor = &Actor::new(format!("worker-{t}"));
+    act_on(
+        ids,
+        objects,
+        t,
+        iters,
+        |id| rt.state(id).unwrap().0 as u64,
+        |id, action| {
+            let held = rt.start(id, actor, action).map_err(|e| e.to_string())?;
+            black_box(held.complete().unwrap());
+            Ok(())
+        },
+    );
+}
+
+/// `iters` completed actions on `ids` through `act` (a start, then its
+/// completion: an error when the start is refused), each the action that
+/// moves its object on. Objects of this thread alternate start and stop in
+/// lockstep; a hot object's state is read first (`state`), and one another
+/// thread holds is passed over, as `store_work` passes it over, rather than
+/// refused by a start that builds its error. A start refused on a hot object
+/// lost a race (another thread held it or moved it first); on its own
+/// objects, it is a failure.
+#[inline(always)]
+fn act_on(
+    ids: &[ObjectId],
+    objects: Objects,
+    t: usize,
+    iters: u64,
+    state: impl Fn(&ObjectId) -> u64,
+    mut act: impl FnMut(&ObjectId, ActionId) -> Result<(), String>,
+) {
     let (start, stop) = (ActionId(0), ActionId(1));
     let mut i = 0;
     let mut done = 0;
@@ -279,7 +315,6 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
         let id = &ids[objects.pick(t, i)];
         i += 1;
         let state = match objects {
-            // Objects of this thread alternate start and stop, in lockstep.
             Objects::Own => {
                 if ((i - 1) / OBJECTS_PER_THREAD).is_multiple_of(2) {
                     HALTED
@@ -287,20 +322,14 @@ fn runtime_work(rt: &Runtime, ids: &[ObjectId], objects: Objects, t: usize, iter
                     RUNNING
                 }
             }
-            Objects::Hot => rt.state(id).unwrap().0 as u64,
+            Objects::Hot => state(id),
         };
-        // Held by another thread: passed over, as `store_work` passes it over,
-        // rather than refused by a start that builds its error.
         if state == STARTING || state == STOPPING {
             continue;
         }
         let action = if state == HALTED { start } else { stop };
-        match rt.start(id, actor, action) {
-            Ok(held) => {
-                black_box(held.complete().unwrap());
-                done += 1;
-            }
-            // Another thread holds it or moved it first: a lost race.
+        match act(id, action) {
+            Ok(()) => done += 1,
             Err(_) if matches!(objects, Objects::Hot) => {}
             Err(e) => panic!("{e}"),
         }
@@ -488,6 +517,357 @@ mod floor {
         }
     }
 }
+
+/// The floor with the runtime's checks and records: what the runtime does for
+/// an action, written lean by hand on the runtime's ids, actors, machine,
+/// clock and publisher, with its `Record`, `Holder` and `Entry` copied field
+/// for field, to tell how much of the gap between the runtime and the floor
+/// is its checks and how much its plumbing. Beside the floor's work it checks
+/// what the runtime checks (a holder in the action's slot, visible or hidden;
+/// the table's rule for the action from the state, through `Machine::rule`;
+/// the actor's roles; the state's owner; that the action has no guard: the
+/// runtime runs guards before it takes its lock, and the bench's actions have
+/// none), stamps no earlier than the object's last write (the clock behind a
+/// `Box<dyn Clock>`, as the runtime's), keeps every field of the record and
+/// the holder (the holder's box kept from one action to the next), checks the
+/// holder's fence at the completion, asks the watchers' `Publisher` before
+/// each entry, logs each step through `tracing` (no subscriber listens) and
+/// hands back a copy of the record at the completion, as `InFlight::complete`
+/// does. A refusal is an enum of ids, as the runtime's is before it names
+/// them. Left out: the `Store` trait between the runtime and its store, and
+/// the errors' messages. Where it differs otherwise it does more: it hashes
+/// the id's text at each call (an `ObjectId` carries its hash) and locks a
+/// `std::sync::Mutex` (the memory store, a spin lock).
+mod checked {
+    use std::hash::BuildHasher;
+    use std::sync::{Arc, Mutex};
+    use std::time::SystemTime;
+
+    use fsm::{ActionId, StateId};
+    use fsm_core::{Machine, Rule};
+    use fsm_runtime::{Actor, ActorName, Clock, CounterClock, EntryKind, ObjectId, Publisher};
+
+    use super::{KEEP, Objects, act_on, black_box};
+
+    const SHARDS: usize = 16;
+
+    /// A history entry with its ids in 32 bits, as the memory store keeps it.
+    #[allow(dead_code)] // written, never read back
+    struct Packed {
+        version: u64,
+        at: SystemTime,
+        actor: ActorName,
+        action: u32,
+        from: u32,
+        to: u32,
+        kind: EntryKind,
+    }
+
+    /// The runtime's `Holder`, field for field.
+    #[derive(Clone)]
+    #[allow(dead_code)] // written, never read back
+    struct Holder {
+        action: ActionId,
+        origin: StateId,
+        actor: ActorName,
+        since: SystemTime,
+        abandoned: bool,
+        version: u64,
+        session: Option<i64>,
+        proposed: Option<Arc<str>>,
+    }
+
+    /// The runtime's `Record`, field for field, copied as it copies one.
+    #[derive(Clone)]
+    #[allow(dead_code)] // copied, never read back
+    pub struct Record {
+        state: StateId,
+        version: u64,
+        changed_at: SystemTime,
+        in_flight: Option<Box<Holder>>,
+        hidden: Option<Box<Holder>>,
+        data: Option<Arc<str>>,
+    }
+
+    /// The runtime's `Entry`, field for field.
+    struct Entry {
+        version: u64,
+        at: SystemTime,
+        actor: ActorName,
+        kind: EntryKind,
+        action: Option<ActionId>,
+        from: StateId,
+        to: StateId,
+    }
+
+    struct Slot {
+        record: Record,
+        spare: Option<Box<Holder>>,
+        history: Vec<Packed>,
+        next: usize,
+    }
+
+    type Shard = Mutex<hashbrown::HashTable<(ObjectId, Box<Slot>)>>;
+
+    pub struct Store {
+        shards: Box<[Shard]>,
+        hasher: foldhash::fast::RandomState,
+        machine: Machine,
+        clock: Box<dyn Clock>,
+        publisher: Publisher,
+    }
+
+    /// Why a start or a completion was refused: ids, no names.
+    #[derive(Debug)]
+    #[allow(dead_code)] // read by `Debug` only
+    pub enum Refused {
+        NotFound,
+        Busy { holder: ActorName },
+        NoRule { state: StateId },
+        MissingRole,
+        NotOwner { state: StateId },
+        Guarded,
+        Lost,
+    }
+
+    /// A started action: its object, the rule it took, the version its start
+    /// wrote and whether it is hidden.
+    pub struct Held<'a> {
+        id: &'a ObjectId,
+        hash: u64,
+        rule: Rule,
+        version: u64,
+        hidden: bool,
+    }
+
+    impl Store {
+        pub fn new(machine: Machine, ids: &[ObjectId]) -> Store {
+            let store = Store {
+                shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+                hasher: Default::default(),
+                machine,
+                clock: Box::new(CounterClock),
+                publisher: Publisher::new(16),
+            };
+            let initial = store.machine.initial();
+            for id in ids {
+                let slot = Slot {
+                    record: Record {
+                        state: initial,
+                        version: 1,
+                        changed_at: SystemTime::now(),
+                        in_flight: None,
+                        hidden: None,
+                        data: None,
+                    },
+                    spare: None,
+                    history: Vec::with_capacity(KEEP),
+                    next: 0,
+                };
+                let hash = store.hasher.hash_one(id.as_str());
+                store.shards[(hash >> 32) as usize % SHARDS]
+                    .lock()
+                    .unwrap()
+                    .insert_unique(hash, (id.clone(), Box::new(slot)), |(k, _)| {
+                        store.hasher.hash_one(k.as_str())
+                    });
+            }
+            store
+        }
+
+        fn with<T>(
+            &self,
+            id: &ObjectId,
+            hash: u64,
+            f: impl FnOnce(&mut Slot) -> Result<T, Refused>,
+        ) -> Result<T, Refused> {
+            let mut shard = self.shards[(hash >> 32) as usize % SHARDS].lock().unwrap();
+            match shard.find_mut(hash, |(k, _)| k == id) {
+                Some((_, slot)) => f(slot),
+                None => Err(Refused::NotFound),
+            }
+        }
+
+        /// Publishes the entry to any watcher, then keeps it in the bounded history.
+        fn append(&self, id: &ObjectId, slot: &mut Slot, entry: Entry) {
+            // Nobody watches in the bench: the runtime's cost then is this load.
+            if self.publisher.is_watched() {
+                black_box(id);
+            }
+            let packed = Packed {
+                version: entry.version,
+                at: entry.at,
+                actor: entry.actor,
+                action: entry.action.map_or(u32::MAX, |a| a.0 as u32),
+                from: entry.from.0 as u32,
+                to: entry.to.0 as u32,
+                kind: entry.kind,
+            };
+            if slot.history.len() < KEEP {
+                slot.history.push(packed);
+            } else {
+                slot.history[slot.next] = packed;
+                slot.next = (slot.next + 1) % KEEP;
+            }
+        }
+
+        pub fn start<'a>(
+            &self,
+            id: &'a ObjectId,
+            actor: &Actor,
+            action: ActionId,
+        ) -> Result<Held<'a>, Refused> {
+            let hash = self.hasher.hash_one(id.as_str());
+            let held = self.with(id, hash, |slot| {
+                let record = &mut slot.record;
+                let def = self.machine.action(action);
+                let hidden_holder = if def.hidden {
+                    record.hidden.as_ref()
+                } else {
+                    None
+                };
+                if let Some(holder) = record.in_flight.as_ref().or(hidden_holder) {
+                    return Err(Refused::Busy {
+                        holder: holder.actor,
+                    });
+                }
+                let state = record.state;
+                let rule = (self.machine.rule(action, state)).ok_or(Refused::NoRule { state })?;
+                if !def.roles.is_empty() && !def.roles.iter().any(|r| actor.has_role(r)) {
+                    return Err(Refused::MissingRole);
+                }
+                if rule.changes_state
+                    && let Some(owner) = &self.machine.state(state).owner
+                    && !actor.has_role(owner)
+                {
+                    return Err(Refused::NotOwner { state });
+                }
+                if !def.guards.is_empty() {
+                    return Err(Refused::Guarded);
+                }
+                let at = self.clock.now().max(record.changed_at);
+                let to = rule.via.unwrap_or(state);
+                record.state = to;
+                record.version += 1;
+                record.changed_at = at;
+                let version = record.version;
+                let holder = Holder {
+                    action,
+                    origin: state,
+                    actor: actor.actor_name(),
+                    since: at,
+                    abandoned: false,
+                    version,
+                    session: None,
+                    proposed: None,
+                };
+                let boxed = match slot.spare.take() {
+                    Some(mut kept) => {
+                        *kept = holder;
+                        kept
+                    }
+                    None => Box::new(holder),
+                };
+                if def.hidden {
+                    record.hidden = Some(boxed);
+                } else {
+                    record.in_flight = Some(boxed);
+                }
+                let entry = Entry {
+                    version,
+                    at,
+                    actor: actor.actor_name(),
+                    kind: EntryKind::Started,
+                    action: Some(action),
+                    from: state,
+                    to,
+                };
+                self.append(id, slot, entry);
+                Ok(Held {
+                    id,
+                    hash,
+                    rule,
+                    version,
+                    hidden: def.hidden,
+                })
+            })?;
+            tracing::debug!(version = held.version, "started");
+            Ok(held)
+        }
+
+        pub fn complete(&self, held: Held<'_>) -> Result<Record, Refused> {
+            let Held {
+                id,
+                hash,
+                rule,
+                version,
+                hidden,
+            } = held;
+            let done = self.with(id, hash, |slot| {
+                let record = &mut slot.record;
+                let holder = match hidden {
+                    true => &mut record.hidden,
+                    false => &mut record.in_flight,
+                };
+                // The fence: the hold is still the one this start wrote.
+                let Some(mut ended) = holder.take_if(|h| h.version == version) else {
+                    return Err(Refused::Lost);
+                };
+                let at = self.clock.now().max(record.changed_at);
+                let from = record.state;
+                record.state = rule.target;
+                record.version += 1;
+                record.changed_at = at;
+                let entry = Entry {
+                    version: record.version,
+                    at,
+                    actor: ended.actor,
+                    kind: EntryKind::Completed,
+                    action: Some(rule.action),
+                    from,
+                    to: rule.target,
+                };
+                ended.proposed = None;
+                slot.spare = Some(ended);
+                self.append(id, slot, entry);
+                Ok(slot.record.clone())
+            });
+            tracing::debug!(object = %id, ok = done.is_ok(), "finished");
+            done
+        }
+    }
+
+    impl Store {
+        /// The object's state, read under its shard's lock.
+        pub fn state(&self, id: &ObjectId) -> Result<StateId, Refused> {
+            let hash = self.hasher.hash_one(id.as_str());
+            self.with(id, hash, |slot| Ok(slot.record.state))
+        }
+    }
+
+    /// As `runtime_work`, on the checked floor.
+    #[inline(never)] // `count` runs it for callgrind, which names it
+    pub fn work(store: &Store, ids: &[ObjectId], objects: Objects, t: usize, iters: u64) {
+        let actor = &Actor::new(format!("worker-{t}"));
+        act_on(
+            ids,
+            objects,
+            t,
+            iters,
+            |id| store.state(id).unwrap().0 as u64,
+            |id, action| {
+                let held = store
+                    .start(id, actor, action)
+                    .map_err(|e| format!("{e:?}"))?;
+                black_box(store.complete(held).unwrap());
+                Ok(())
+            },
+        );
+    }
+}
+
+/// The checked floor's name in the paired rounds' report (`checked`).
+const CHECKED: &str = "runtime work by hand, checked (checked floor)";
 
 const CASES: [&str; 6] = [
     "raw AtomicU64 compare-and-set",
@@ -1149,6 +1529,7 @@ fn paired(threads_list: &[usize], rounds: usize) {
             let ids = created(&rt, &actor, "s", n);
             let texts = floor::texts(n);
             let by_hand = floor::Store::new(&texts);
+            let checked_by_hand = checked::Store::new(machine.clone(), &ids);
             let iters = PAIRED_ACTIONS * threads as u64;
             let case = |c: usize| match c {
                 0 => on_threads(threads, iters, |t, k| dash_map(&dash, objects, t, k)),
@@ -1156,11 +1537,14 @@ fn paired(threads_list: &[usize], rounds: usize) {
                 2 => on_threads(threads, iters, |t, k| {
                     runtime_work(&rt, &ids, objects, t, k)
                 }),
-                _ => on_threads(threads, iters, |t, k| {
+                3 => on_threads(threads, iters, |t, k| {
                     floor::work(&by_hand, &texts, objects, t, k)
                 }),
+                _ => on_threads(threads, iters, |t, k| {
+                    checked::work(&checked_by_hand, &ids, objects, t, k)
+                }),
             };
-            let took = in_rounds(rounds, 4, case);
+            let took = in_rounds(rounds, 5, case);
             let threads_named = format!(
                 "{} objects, {threads} thread{}",
                 objects.name(),
@@ -1176,6 +1560,10 @@ fn paired(threads_list: &[usize], rounds: usize) {
                 // runtime could come with its checks taken out.
                 (format!("{} ÷ {}", CASES[4], CASES[1]), 3, 0),
                 (format!("fsm ÷ {}", CASES[4]), 2, 3),
+                // The same with the runtime's checks and records put back:
+                // how near the runtime could come keeping all it does.
+                (format!("{CHECKED} ÷ {}", CASES[1]), 4, 0),
+                (format!("fsm ÷ {CHECKED}"), 2, 4),
             ] {
                 let mut ratios: Vec<f64> = (took.iter())
                     .map(|round| round[against] / round[case])
@@ -1254,10 +1642,11 @@ fn in_rounds(
 /// The cases `count` runs (`FSM_BENCH_COUNT=CASE,N`), each with the function
 /// its work runs in, by the name callgrind gives it (`FSM_BENCH_COUNT=cases`
 /// lists them, for `scripts/instructions --baselines`).
-const COUNTED: [(&str, &str); 5] = [
+const COUNTED: [(&str, &str); 6] = [
     ("dashmap", "runtime::dash_map"),
     ("mutex", "runtime::mutex_map"),
     ("floor", "runtime::floor::work"),
+    ("checked-floor", "runtime::checked::work"),
     ("fsm", "runtime::runtime_work"),
     ("fsm-system-clock", "runtime::runtime_work"),
 ];
@@ -1285,6 +1674,12 @@ fn count(case: &str, actions: u64) {
             let texts = floor::texts(n);
             let by_hand = floor::Store::new(&texts);
             floor::work(&by_hand, &texts, Objects::Own, 0, actions);
+        }
+        "checked-floor" => {
+            let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
+            let ids: Vec<ObjectId> = (0..n).map(|i| ObjectId::from(format!("s-{i}"))).collect();
+            let by_hand = checked::Store::new(machine, &ids);
+            checked::work(&by_hand, &ids, Objects::Own, 0, actions);
         }
         "fsm" | "fsm-system-clock" => {
             let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
