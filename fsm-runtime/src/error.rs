@@ -353,6 +353,22 @@ pub enum RuntimeError {
         /// The machine's guard closest to it, if one is close.
         suggestion: Option<String>,
     },
+    /// The machine has more states or actions than the runtime numbers: it
+    /// keeps a started action's rule with its ids in 32 bits, the last
+    /// number kept for "none" (a machine that large could not be loaded:
+    /// four billion states take hundreds of gigabytes).
+    #[error(
+        "machine `{machine}` has {states} states and {actions} actions: the runtime numbers at most {} of each",
+        u32::MAX
+    )]
+    MachineTooLarge {
+        /// The machine.
+        machine: String,
+        /// How many states it has.
+        states: usize,
+        /// How many actions it has.
+        actions: usize,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(StoreError),

@@ -247,6 +247,26 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+/// Whether a machine's `states` and `actions` are numbered within 32 bits with
+/// the last number, `u32::MAX`, left for "none": the bound of the ids a
+/// started action's handle keeps (`in_flight::Taken`) and of the memory
+/// store's history entries.
+pub(crate) fn ids_fit(states: usize, actions: usize) -> bool {
+    // `n` ids are numbered 0 to `n - 1`, all under `u32::MAX` when `n` fits.
+    let fits = |n: usize| u32::try_from(n).is_ok();
+    fits(states) && fits(actions)
+}
+
+/// The runtime's refusal of `machine`, with `states` states and `actions`
+/// actions, if it numbers more of either than [`ids_fit`] allows.
+pub(crate) fn too_many_ids(machine: &str, states: usize, actions: usize) -> Option<RuntimeError> {
+    (!ids_fit(states, actions)).then(|| RuntimeError::MachineTooLarge {
+        machine: machine.to_owned(),
+        states,
+        actions,
+    })
+}
+
 /// Whether a subscriber may want the runtime's debug spans and events: the
 /// check `tracing`'s macros make first, for code that would otherwise build a
 /// span nobody records.
@@ -771,6 +791,51 @@ mod tests {
         assert_eq!(d, "vm-1");
         assert!(d != "vm-10" && *d == *"vm-1" && d.starts_with("vm-"));
         assert_eq!(d.as_ref(), "vm-1");
+    }
+
+    /// A machine that numbers more states or actions than 32 bits (the last
+    /// number kept) is refused with its counts; one at the bound is not.
+    #[test]
+    fn a_machine_numbering_more_than_32_bits_of_ids_is_refused() {
+        let most = u32::MAX as usize;
+        assert!(super::too_many_ids("vm", most, most).is_none());
+        assert!(super::too_many_ids("vm", 3, 0).is_none());
+        for (states, actions) in [(most + 1, 1), (1, most + 1)] {
+            let refused = super::too_many_ids("vm", states, actions).expect("refused");
+            assert_eq!(
+                refused,
+                crate::RuntimeError::MachineTooLarge {
+                    machine: "vm".into(),
+                    states,
+                    actions
+                }
+            );
+            assert!(
+                refused
+                    .to_string()
+                    .contains(&format!("{states} states and {actions} actions"))
+            );
+        }
+    }
+
+    /// A handle's rule, kept in 32-bit ids, is the rule it was taken from, with
+    /// or without a transition state, up to the largest id a machine may have.
+    #[test]
+    fn a_taken_rule_is_the_rule() {
+        use fsm_core::{ActionId, Rule, StateId};
+        let last = u32::MAX as usize - 1;
+        for via in [None, Some(StateId(0)), Some(StateId(last))] {
+            for changes_state in [false, true] {
+                let rule = Rule {
+                    action: ActionId(last),
+                    origin: StateId(last),
+                    via,
+                    target: StateId(7),
+                    changes_state,
+                };
+                assert_eq!(crate::in_flight::Taken::new(rule).rule(), rule);
+            }
+        }
     }
 
     /// A start given an `&ObjectId` lends it to its handle: no reference is

@@ -390,19 +390,13 @@ impl Packed {
     }
 }
 
-/// Whether a machine's `states` and `actions` are numbered within a packed
-/// entry's 32 bits, [`NO_ACTION`] left out.
-fn ids_fit(states: usize, actions: usize) -> bool {
-    // `n` ids are numbered 0 to `n - 1`, under `NO_ACTION` when `n` fits.
-    let fits = |n: usize| u32::try_from(n).is_ok();
-    fits(states) && fits(actions)
-}
-
 /// Why the memory store cannot keep `machine`'s ids in its histories, if it
 /// cannot: it has more states or actions than 32 bits number (the last
 /// number, which no id then is, is a creation's "no action").
 fn too_large(machine: &Machine) -> Option<StoreError> {
-    if ids_fit(machine.states().len(), machine.actions().len()) {
+    // The runtime refuses such a machine first (`RuntimeError::MachineTooLarge`);
+    // the store holds its own format to the bound too.
+    if crate::ids_fit(machine.states().len(), machine.actions().len()) {
         return None;
     }
     Some(StoreError::Incompatible {
@@ -952,7 +946,8 @@ mod tests {
     use fsm_core::{ActionId, StateId};
     use proptest::prelude::*;
 
-    use super::{MemoryStore, NO_ACTION, Packed, ids_fit};
+    use super::{MemoryStore, NO_ACTION, Packed};
+    use crate::ids_fit;
     use crate::{Actor, Clock as _, ObjectId, OrderedId, Runtime, Store};
     use crate::{ActorName, Entry, EntryKind};
 

@@ -132,6 +132,10 @@ impl<S: Store> RuntimeBuilder<S> {
                 guard: def.name.to_string(),
             });
         }
+        let (states, actions) = (self.machine.states().len(), self.machine.actions().len());
+        if let Some(refused) = crate::too_many_ids(&machine_name, states, actions) {
+            return Err(refused);
+        }
         self.store
             .bind(&self.machine)
             .map_err(RuntimeError::Store)?;
@@ -671,9 +675,7 @@ impl<S: Store> Runtime<S> {
         action: impl ActionRef,
     ) -> Result<InFlight<'r, S>, RuntimeError> {
         let id = id.into_held_id();
-        Ok(self
-            .start_expecting(id, actor, action, None, None, |_| ())?
-            .0)
+        self.start_expecting(id, actor, action, None, None, |_| (), handle)
     }
 
     /// [`start`](Self::start), only if the object is at `version` (an HTTP
@@ -688,9 +690,7 @@ impl<S: Store> Runtime<S> {
         action: impl ActionRef,
     ) -> Result<InFlight<'r, S>, RuntimeError> {
         let (id, version) = (id.into_held_id(), Some(version));
-        Ok(self
-            .start_expecting(id, actor, action, version, None, |_| ())?
-            .0)
+        self.start_expecting(id, actor, action, version, None, |_| (), handle)
     }
 
     /// [`start`](Self::start) of an action that changes the object's data to
@@ -712,9 +712,7 @@ impl<S: Store> Runtime<S> {
         data: Arc<str>,
     ) -> Result<InFlight<'r, S>, RuntimeError> {
         let (id, data) = (id.into_held_id(), Some(data));
-        Ok(self
-            .start_expecting(id, actor, action, version, data, |_| ())?
-            .0)
+        self.start_expecting(id, actor, action, version, data, |_| (), handle)
     }
 
     /// [`start_changing`](Self::start_changing) (with no data,
@@ -748,7 +746,7 @@ impl<S: Store> Runtime<S> {
         data: Option<Arc<str>>,
     ) -> Result<(InFlight<'r, S>, Record), RuntimeError> {
         let id = id.into_held_id();
-        self.start_expecting(id, actor, action, version, data, Record::clone)
+        self.start_expecting(id, actor, action, version, data, Record::clone, pair)
     }
 
     /// [`start`](Self::start) for async callers: the store's read and write are
@@ -815,7 +813,7 @@ impl<S: Store> Runtime<S> {
         if self.inner.store.never_waits() {
             // Decided and written here, in the first poll, as a blocking
             // start would: dropped before it, this future has begun nothing.
-            return self.start_expecting(Cow::Owned(id), actor, action, version, data, read);
+            return self.start_expecting(Cow::Owned(id), actor, action, version, data, read, pair);
         }
         if self.inner.store.runs_detached() {
             // Whole, where the store runs it to its end: dropped, this future
@@ -826,7 +824,7 @@ impl<S: Store> Runtime<S> {
                 caller.in_scope(|| {
                     let id = Cow::Owned(id);
                     let (held, read) =
-                        runtime.start_expecting(id, &actor, action, version, data, read)?;
+                        runtime.start_expecting(id, &actor, action, version, data, read, pair)?;
                     Ok((held.into_owned(), read))
                 })
             };
@@ -850,7 +848,7 @@ impl<S: Store> Runtime<S> {
                 actor,
                 action,
                 version,
-                proposed: data,
+                proposed: data.as_ref(),
             };
             let mut expected = None;
             let decided = match self.machine().action(action).guards.is_empty() {
@@ -879,9 +877,7 @@ impl<S: Store> Runtime<S> {
                     Box::pin(guarded).await?
                 }
             };
-            // `ask` borrows the id, which the handle takes.
-            drop(ask);
-            self.started(Cow::Owned(id), actor, decided, expected)
+            self.started(Cow::Owned(id), actor, decided, expected, pair)
         }
         .instrument(span)
         .await
@@ -1066,8 +1062,12 @@ impl<S: Store> Runtime<S> {
         }
     }
 
-    /// A start, and what `read` takes of the record it wrote.
-    fn start_expecting<'r, R>(
+    /// A start, and what `read` takes of the record it wrote: the handle and
+    /// that, as `make` answers them. (`make` builds the answer where the caller
+    /// takes it: a handle taken out of a pair after the start was copied, a
+    /// tenth of a handle's start in moves.)
+    #[allow(clippy::too_many_arguments)] // the start's, and how to answer it
+    fn start_expecting<'r, R, T>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
@@ -1075,14 +1075,15 @@ impl<S: Store> Runtime<S> {
         version: Option<u64>,
         proposed: Option<Arc<str>>,
         read: impl FnMut(&Record) -> R,
-    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
+        make: impl FnOnce(InFlight<'r, S>, R) -> T,
+    ) -> Result<T, RuntimeError> {
         let action = action.resolve(self.machine())?;
         // The span is made, entered and closed only for a subscriber that listens:
         // with none, tracing costs one comparison per start.
         if crate::tracing_debug() {
-            return self.start_traced(id, actor, action, version, proposed, read);
+            return self.start_traced(id, actor, action, version, proposed, read, make);
         }
-        self.start_resolved(id, actor, action, version, proposed, read)
+        self.start_resolved(id, actor, action, version, proposed, read, make)
     }
 
     /// [`start_resolved`](Self::start_resolved) inside the start's span, for a
@@ -1090,7 +1091,8 @@ impl<S: Store> Runtime<S> {
     /// has no span to drop.
     #[cold]
     #[inline(never)]
-    fn start_traced<'r, R>(
+    #[allow(clippy::too_many_arguments)] // as `start_expecting`
+    fn start_traced<'r, R, T>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
@@ -1098,14 +1100,16 @@ impl<S: Store> Runtime<S> {
         version: Option<u64>,
         proposed: Option<Arc<str>>,
         read: impl FnMut(&Record) -> R,
-    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
+        make: impl FnOnce(InFlight<'r, S>, R) -> T,
+    ) -> Result<T, RuntimeError> {
         let _span = self.start_span(&id, actor, action).entered();
-        self.start_resolved(id, actor, action, version, proposed, read)
+        self.start_resolved(id, actor, action, version, proposed, read, make)
     }
 
     /// [`start_expecting`](Self::start_expecting) of a resolved action.
-    #[inline]
-    fn start_resolved<'r, R>(
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // as `start_expecting`
+    fn start_resolved<'r, R, T>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
@@ -1113,13 +1117,14 @@ impl<S: Store> Runtime<S> {
         version: Option<u64>,
         proposed: Option<Arc<str>>,
         read: impl FnMut(&Record) -> R,
-    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
+        make: impl FnOnce(InFlight<'r, S>, R) -> T,
+    ) -> Result<T, RuntimeError> {
         let ask = Ask {
             id: &id,
             actor,
             action,
             version,
-            proposed,
+            proposed: proposed.as_ref(),
         };
         let mut expected = None;
         let decided = match self.machine().action(action).guards.is_empty() {
@@ -1137,9 +1142,7 @@ impl<S: Store> Runtime<S> {
                 }
             }
         };
-        // `ask` borrows the id, which the handle takes.
-        drop(ask);
-        self.started(id, actor, decided, expected)
+        self.started(id, actor, decided, expected, make)
     }
 
     /// A start without guards, decided on the object's `record` as the store has
@@ -1172,15 +1175,16 @@ impl<S: Store> Runtime<S> {
 
     /// The handle of a start the store decided, or why it was refused.
     #[inline(always)]
-    fn started<'r, R>(
+    fn started<'r, R, T>(
         &'r self,
         id: Cow<'r, ObjectId>,
         actor: &Actor,
         decided: Result<Result<(Start, R), Refusal>, StoreError>,
         expected: Option<Expected>,
-    ) -> Result<(InFlight<'r, S>, R), RuntimeError> {
+        make: impl FnOnce(InFlight<'r, S>, R) -> T,
+    ) -> Result<T, RuntimeError> {
         let refused = match decided {
-            Ok(Ok((start, read))) => return Ok((start.begun(self, id), read)),
+            Ok(Ok((start, read))) => return Ok(make(start.begun(self, id), read)),
             Ok(Err(refused)) => refused.error(self, id.into_owned(), actor),
             Err(e) => self.refused(expected, e),
         };
@@ -1206,7 +1210,7 @@ impl<S: Store> Runtime<S> {
             actor,
             action,
             version,
-            ref proposed,
+            proposed,
         } = *ask;
         if let Some(expected) = version.filter(|&v| v != record.version) {
             return Err(Refusal::VersionMismatch {
@@ -1222,7 +1226,7 @@ impl<S: Store> Runtime<S> {
             actor,
             action,
             record,
-            proposed.as_deref(),
+            proposed.map(|p| &**p),
         )?;
         // After the checks: a start is stamped later than every read its guards
         // made, and (inside `Store::modify`) than the write before it.
@@ -1234,17 +1238,17 @@ impl<S: Store> Runtime<S> {
             kind: EntryKind::Started,
             action,
             slot,
-            hold: Hold::Start(proposed.clone()),
+            hold: Hold::Start(proposed.cloned()),
             to,
             actor: actor.actor_name(),
             at,
             data: None,
         };
         let start = Start {
-            rule,
+            rule: crate::in_flight::Taken::new(rule),
             slot,
             held: Expected { state: to, version },
-            proposed: proposed.clone(),
+            proposed: proposed.cloned(),
         };
         Ok((change, start))
     }
@@ -1396,7 +1400,7 @@ impl<S: Store> Runtime<S> {
     ) -> Result<Record, RuntimeError> {
         // The handle ends here: it may borrow the caller's id.
         let id = id.object_id();
-        let (held, ()) = self.start_expecting(id, actor, action, version, None, |_| ())?;
+        let held = self.start_expecting(id, actor, action, version, None, |_| (), handle)?;
         held.complete_at_once()
     }
 
@@ -1732,7 +1736,8 @@ struct Ask<'a> {
     actor: &'a Actor,
     action: ActionId,
     version: Option<u64>,
-    proposed: Option<Arc<str>>,
+    /// Lent too: an `Ask` owns nothing, so nothing is moved to drop it.
+    proposed: Option<&'a Arc<str>>,
 }
 
 /// A start whose checks, its guards among them, passed on the record at `seen`.
@@ -1760,10 +1765,22 @@ impl Guarded {
     }
 }
 
+/// A started action's handle alone, as `start` answers it.
+#[inline(always)]
+fn handle<'r, S: Store>(held: InFlight<'r, S>, (): ()) -> InFlight<'r, S> {
+    held
+}
+
+/// A started action's handle beside what its start read.
+#[inline(always)]
+fn pair<'r, S: Store, R>(held: InFlight<'r, S>, read: R) -> (InFlight<'r, S>, R) {
+    (held, read)
+}
+
 /// What a start that passed its checks hands its [`InFlight`], once the store has
 /// taken its write.
 struct Start {
-    rule: fsm_core::Rule,
+    rule: crate::in_flight::Taken,
     slot: Slot,
     held: Expected,
     proposed: Option<Arc<str>>,
