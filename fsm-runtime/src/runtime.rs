@@ -1063,9 +1063,9 @@ impl<S: Store> Runtime<S> {
     }
 
     /// A start, and what `read` takes of the record it wrote: the handle and
-    /// that, as `make` answers them. (`make` builds the answer where the caller
-    /// takes it: a handle taken out of a pair after the start was copied, a
-    /// tenth of a handle's start in moves.)
+    /// that, as `make` answers them. (`make` builds the answer in the caller's
+    /// place: a handle taken out of a pair after the start was copied once
+    /// more, 22 instructions a start; BENCHMARKS.md, sixty-second session.)
     #[allow(clippy::too_many_arguments)] // the start's, and how to answer it
     fn start_expecting<'r, R, T>(
         &'r self,
@@ -1107,6 +1107,8 @@ impl<S: Store> Runtime<S> {
     }
 
     /// [`start_expecting`](Self::start_expecting) of a resolved action.
+    /// (Always inlined: out of line, its answer was one more copy, 8
+    /// instructions a start.)
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // as `start_expecting`
     fn start_resolved<'r, R, T>(
