@@ -70,14 +70,11 @@ impl<S: Store> std::ops::Deref for RuntimeRef<'_, S> {
 pub(crate) struct Taken {
     action: u32,
     origin: u32,
-    /// [`NO_STATE`] when the rule has no transition state.
+    /// [`NO_ID`](crate::NO_ID) when the rule has no transition state.
     via: u32,
     target: u32,
     changes_state: bool,
 }
-
-/// A taken rule's `via` when it has none.
-const NO_STATE: u32 = u32::MAX;
 
 impl Taken {
     /// The rule, taken from a machine the runtime accepted.
@@ -86,7 +83,7 @@ impl Taken {
         Taken {
             action: rule.action.0 as u32,
             origin: rule.origin.0 as u32,
-            via: rule.via.map_or(NO_STATE, |v| v.0 as u32),
+            via: rule.via.map_or(crate::NO_ID, |v| v.0 as u32),
             target: rule.target.0 as u32,
             changes_state: rule.changes_state,
         }
@@ -98,7 +95,7 @@ impl Taken {
         Rule {
             action: self.action(),
             origin: self.origin(),
-            via: (self.via != NO_STATE).then_some(StateId(self.via as usize)),
+            via: (self.via != crate::NO_ID).then_some(StateId(self.via as usize)),
             target: self.target(),
             changes_state: self.changes_state,
         }

@@ -247,8 +247,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+/// The 32-bit id that stands for none: a handle's rule without a transition
+/// state (`in_flight::Taken`), a memory store's entry without an action.
+pub(crate) const NO_ID: u32 = u32::MAX;
+
 /// Whether a machine's `states` and `actions` are numbered within 32 bits with
-/// the last number, `u32::MAX`, left for "none": the bound of the ids a
+/// the last number, [`NO_ID`], left for "none": the bound of the ids a
 /// started action's handle keeps (`in_flight::Taken`) and of the memory
 /// store's history entries.
 pub(crate) fn ids_fit(states: usize, actions: usize) -> bool {
@@ -797,7 +801,7 @@ mod tests {
     /// number kept) is refused with its counts; one at the bound is not.
     #[test]
     fn a_machine_numbering_more_than_32_bits_of_ids_is_refused() {
-        let most = u32::MAX as usize;
+        let most = super::NO_ID as usize;
         assert!(super::too_many_ids("vm", most, most).is_none());
         assert!(super::too_many_ids("vm", 3, 0).is_none());
         for (states, actions) in [(most + 1, 1), (1, most + 1)] {
@@ -823,7 +827,7 @@ mod tests {
     #[test]
     fn a_taken_rule_is_the_rule() {
         use fsm_core::{ActionId, Rule, StateId};
-        let last = u32::MAX as usize - 1;
+        let last = crate::NO_ID as usize - 1;
         for via in [None, Some(StateId(0)), Some(StateId(last))] {
             for changes_state in [false, true] {
                 let rule = Rule {

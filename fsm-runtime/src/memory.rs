@@ -359,7 +359,7 @@ struct Packed {
 }
 
 /// A packed entry's `action` when it has none (a creation).
-const NO_ACTION: u32 = u32::MAX;
+const NO_ACTION: u32 = crate::NO_ID;
 
 impl Packed {
     #[inline(always)]
@@ -947,7 +947,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::{MemoryStore, NO_ACTION, Packed};
-    use crate::ids_fit;
     use crate::{Actor, Clock as _, ObjectId, OrderedId, Runtime, Store};
     use crate::{ActorName, Entry, EntryKind};
 
@@ -1169,17 +1168,6 @@ mod tests {
     fn a_packed_entry_takes_48_bytes() {
         assert_eq!(size_of::<Packed>(), 48);
         assert!(size_of::<Entry>() > 48);
-    }
-
-    /// Ids up to `NO_ACTION` (the number of the last id, `NO_ACTION - 1`,
-    /// plus one) fit; one more does not.
-    #[test]
-    fn ids_fit_in_32_bits_with_one_number_kept() {
-        let most = NO_ACTION as usize;
-        assert!(ids_fit(most, most));
-        assert!(ids_fit(3, 0));
-        assert!(!ids_fit(most + 1, 1));
-        assert!(!ids_fit(1, most + 1));
     }
 
     const KINDS: [EntryKind; 7] = [
