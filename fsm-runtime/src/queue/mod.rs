@@ -544,8 +544,16 @@ impl<S: Store> Request<'_, S> {
         let machine = runtime.machine();
         // Whether a step is another action than the one requested: each such
         // step is checked against the object's state (the action itself is
-        // the start's to check). Most requests have none.
+        // the start's to check). Most requests have none; those that have
+        // keep them apart (the steps go to the job before the start).
         let composite = checked.iter().any(|&(step, _)| step != action);
+        let others: SmallVec<[ActionId; 2]> = match composite {
+            true => (checked.iter())
+                .filter(|&&(step, _)| step != action)
+                .map(|&(step, _)| step)
+                .collect(),
+            false => SmallVec::new(),
+        };
         // Most requests go to their object's own queue: keyed by the id itself.
         let routed = (queuer.shared.route.as_ref())
             .map(|route| route(machine.name(), &id))
@@ -554,10 +562,8 @@ impl<S: Store> Request<'_, S> {
         // The first step the table does not allow from `origin`, as the error. The
         // action itself is the runtime's to check, with its own message.
         let bad_step = |origin| {
-            checked
-                .iter()
-                .filter(|(step, _)| *step != action)
-                .find_map(|&(step, _)| machine.start(step, origin).err())
+            (others.iter())
+                .find_map(|&step| machine.start(step, origin).err())
                 .map(|refused| QueueError::Step {
                     id: id.clone(),
                     action: machine.action(action).name.to_string(),
@@ -576,12 +582,6 @@ impl<S: Store> Request<'_, S> {
                 Ok(_) => {}
                 Err(e) => return Err(e.into()),
             }
-        }
-        let handle = runtime.start(&id, actor, action)?;
-        // ... and again against the state the start found, which may differ.
-        if composite && let Some(e) = bad_step(handle.origin()) {
-            let _ = handle.fail();
-            return Err(e);
         }
         let own_queue = routed.is_none();
         let by = actor.actor_name();
@@ -632,9 +632,25 @@ impl<S: Store> Request<'_, S> {
                 ended => Ran::Done(settle(rt, own_queue, ended, failed)),
             }
         };
+        // A spare task of this thread's, taken before the start (see
+        // [`Task::spare_for`]), and given back if the request is refused.
+        let spare = Task::spare_for(&job);
+        let handle = match runtime.start(&id, actor, action) {
+            Ok(handle) => handle,
+            Err(e) => {
+                Task::give_back(spare);
+                return Err(e.into());
+            }
+        };
+        // ... and again against the state the start found, which may differ.
+        if composite && let Some(e) = bad_step(handle.origin()) {
+            let _ = handle.fail();
+            Task::give_back(spare);
+            return Err(e);
+        }
         let fence = handle.fence();
         let handle = handle.detach();
-        let task: Arc<dyn Queued> = Task::new(id, routed, runtime, action, handle, job);
+        let task: Arc<dyn Queued> = Task::new(spare, id, routed, runtime, action, handle, job);
         queuer
             .shared
             .push(task.head().key(), Job::new(task.clone()));

@@ -119,11 +119,32 @@ pub(super) struct Task<S: Store, F> {
 }
 
 impl<S: Store, F: Send + 'static> Task<S, F> {
-    /// A task for the job `job` of the started `handle`: written over one of
-    /// this thread's spare tasks, if one of its type is there, field by field
-    /// (a spare's outcome is taken, its job run: only what a request sets is
-    /// written), or newly allocated. A spare of another type (a runtime over
-    /// another store) is dropped.
+    /// One of this thread's spare tasks of this type, if one is there, for
+    /// [`Task::new`] to write a request over; a spare of another type (a
+    /// runtime over another store) is dropped. `job` names the type.
+    ///
+    /// A request takes its spare before its start, not in [`Task::new`]
+    /// after it: 10% off a queued request in bursts (BENCHMARKS.md,
+    /// sixty-third session).
+    #[inline(always)]
+    pub(super) fn spare_for(job: &F) -> Option<Arc<Self>> {
+        let _ = job;
+        let spare = SPARE.try_with(|spare| spare.borrow_mut().pop());
+        spare.ok().flatten()?.downcast::<Self>().ok()
+    }
+
+    /// Keeps `spare`, taken for a request that was then refused, for the
+    /// thread's next request.
+    pub(super) fn give_back(spare: Option<Arc<Self>>) {
+        if let Some(spare) = spare {
+            let _ = SPARE.try_with(|spares| spares.borrow_mut().push(spare));
+        }
+    }
+
+    /// A task for the job `job` of the started `handle`: written over
+    /// `spare` ([`Task::spare_for`]) field by field (a spare's outcome is
+    /// taken, its job run: only what a request sets is written), or newly
+    /// allocated.
     ///
     /// (Always inlined into its one caller, so that the handle and the job
     /// are written into the task where they are made rather than copied
@@ -131,6 +152,7 @@ impl<S: Store, F: Send + 'static> Task<S, F> {
     /// `scripts/instructions`, the caller's path.)
     #[inline(always)]
     pub(super) fn new(
+        spare: Option<Arc<Self>>,
         id: ObjectId,
         routed: Option<ObjectId>,
         runtime: &Runtime<S>,
@@ -138,35 +160,34 @@ impl<S: Store, F: Send + 'static> Task<S, F> {
         handle: Detached,
         job: F,
     ) -> Arc<Self> {
-        let spare = SPARE.try_with(|spare| spare.borrow_mut().pop());
-        if let Some(Ok(mut spare)) = spare.ok().flatten().map(|spare| spare.downcast::<Self>()) {
-            // (Always unique: a task becomes a spare only once nothing else
-            // holds it.)
-            if let Some(task) = Arc::get_mut(&mut spare) {
-                debug_assert!(task.job.get_mut().is_none(), "a spare's job ran");
-                debug_assert!(
-                    matches!(
-                        task.head.outcome.slot.get_mut(),
-                        OutcomeSlot {
-                            result: None,
-                            waiter: None,
-                            ended_queue: None
-                        }
-                    ),
-                    "a spare's outcome was taken"
-                );
-                // What `Head::new` and the fields below set afresh; the rest
-                // is as a taken outcome and a run job left it.
-                let head = &mut task.head;
-                head.id = id;
-                head.routed = routed;
-                *head.stage.get_mut() = QUEUED;
-                *head.outcome.given.get_mut() = false;
-                task.runtime = Some(runtime.clone());
-                task.action = action;
-                *task.job.get_mut() = Some((handle, job));
-                return spare;
-            }
+        // (Always unique: a task becomes a spare only once nothing else
+        // holds it.)
+        if let Some(mut spare) = spare
+            && let Some(task) = Arc::get_mut(&mut spare)
+        {
+            debug_assert!(task.job.get_mut().is_none(), "a spare's job ran");
+            debug_assert!(
+                matches!(
+                    task.head.outcome.slot.get_mut(),
+                    OutcomeSlot {
+                        result: None,
+                        waiter: None,
+                        ended_queue: None
+                    }
+                ),
+                "a spare's outcome was taken"
+            );
+            // What `Head::new` and the fields below set afresh; the rest is
+            // as a taken outcome and a run job left it.
+            let head = &mut task.head;
+            *head.stage.get_mut() = QUEUED;
+            *head.outcome.given.get_mut() = false;
+            head.id = id;
+            head.routed = routed;
+            task.runtime = Some(runtime.clone());
+            task.action = action;
+            *task.job.get_mut() = Some((handle, job));
+            return spare;
         }
         Arc::new(Task {
             head: Head::new(id, routed),

@@ -455,3 +455,51 @@ fn the_count_of_stopping_queues_returns_to_zero() {
         "a terminated queuer counts as stopping for good"
     );
 }
+
+/// A request the runtime refuses (its object busy) gives back the spare
+/// task it took before its start: the thread's next request is written
+/// over it.
+#[test]
+fn a_refused_request_gives_back_its_spare_task() {
+    let rt = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
+    let user = Actor::new("user");
+    rt.create("vm", &user).unwrap();
+    rt.create("other", &user).unwrap();
+    let queuer = Queuer::new(1);
+    let first = queuer
+        .request(&rt, "vm", &user, "start")
+        .run(|_| Ok(()))
+        .unwrap();
+    let spare = Arc::as_ptr(first.task.as_ref().unwrap()).cast::<()>();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Arc::strong_count(first.task.as_ref().unwrap()) > 1 {
+        assert!(Instant::now() < deadline, "the worker keeps the task");
+        std::thread::yield_now();
+    }
+    first.wait().unwrap();
+    assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
+    // "other" is held: the request is refused by its start.
+    let held = rt.start("other", &user, "start").unwrap();
+    let refused = queuer.request(&rt, "other", &user, "stop").run(|_| Ok(()));
+    assert!(
+        matches!(refused, Err(QueueError::Refused(RuntimeError::Busy { .. }))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        SPARE.with(|spare| spare.borrow().len()),
+        1,
+        "the refused request kept the spare"
+    );
+    held.complete().unwrap();
+    let next = queuer
+        .request(&rt, "vm", &user, "stop")
+        .run(|_| Ok(()))
+        .unwrap();
+    assert_eq!(
+        Arc::as_ptr(next.task.as_ref().unwrap()).cast::<()>(),
+        spare,
+        "a new task was allocated"
+    );
+    next.wait().unwrap();
+    queuer.terminate();
+}
