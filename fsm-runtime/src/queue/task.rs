@@ -123,9 +123,10 @@ impl<S: Store, F: Send + 'static> Task<S, F> {
     /// [`Task::new`] to write a request over; a spare of another type (a
     /// runtime over another store) is dropped. `job` names the type.
     ///
-    /// A request takes its spare before its start, not in [`Task::new`]
-    /// after it: 10% off a queued request in bursts (BENCHMARKS.md,
-    /// sixty-third session).
+    /// A request takes its spare (and builds its job) before its start, not
+    /// in [`Task::new`] after it: 9% off a queued request in bursts, which
+    /// wait less for the lines a worker wrote (BENCHMARKS.md, sixty-third
+    /// session).
     #[inline(always)]
     pub(super) fn spare_for(job: &F) -> Option<Arc<Self>> {
         let _ = job;
