@@ -63,6 +63,8 @@
 //! again for the rounds with the shorter round trips and for the others. On
 //! a virtual machine the round trip is where the host puts its cores, and it
 //! changes from one minute to the next (BENCHMARKS.md, thirtieth session).
+//! Contention on hot objects pays it too, so it is printed before and after
+//! each of criterion's groups of several threads as well.
 
 use std::collections::{HashMap, VecDeque};
 use std::hint::black_box;
@@ -898,12 +900,17 @@ fn group(threads: usize, objects: Objects) -> String {
     format!("runtime-{threads}-threads-{}", objects.name())
 }
 
-fn bench(c: &mut Criterion, threads_list: &[usize]) {
+fn bench(c: &mut Criterion, threads_list: &[usize]) -> Vec<(String, Duration, Duration)> {
     let machine = fsm::spec::load_str("server.toml", SPEC).unwrap();
     assert_eq!(machine.find_state("STOPPING").unwrap().0 as u64, STOPPING);
+    let mut round_trips = Vec::new();
     for &threads in threads_list {
         for objects in [Objects::Own, Objects::Hot] {
             let n = objects.count(threads);
+            // The machine's cores on either side of a group of several
+            // threads (see `line_round_trip`): where the host put them decides
+            // what contention costs, and it moves from one minute to the next.
+            let before = (threads > 1).then(line_round_trip);
             let mut g = c.benchmark_group(group(threads, objects));
             g.throughput(Throughput::Elements(1));
 
@@ -972,8 +979,12 @@ fn bench(c: &mut Criterion, threads_list: &[usize]) {
                 });
             }
             g.finish();
+            if let Some(before) = before {
+                round_trips.push((group(threads, objects), before, line_round_trip()));
+            }
         }
     }
+    round_trips
 }
 
 /// The table the issue's goals are written in: throughput of the runtime over
@@ -1723,7 +1734,7 @@ fn main() {
     report::start();
     let threads = thread_counts();
     let mut c = Criterion::default().configure_from_args();
-    bench(&mut c, &threads);
+    let round_trips = bench(&mut c, &threads);
     // The machine's cores on either side of the queue's cases (see
     // `line_round_trip`).
     let before = line_round_trip();
@@ -1733,6 +1744,16 @@ fn main() {
     for &t in &threads {
         report::print_ratios(&group(t, Objects::Own), "action", 1.0, &CASES);
         report::print_ratios(&group(t, Objects::Hot), "action", 1.0, &CASES[1..]);
+    }
+    for (group, before, after) in &round_trips {
+        if report::mean(group, CASES[3]).is_some() {
+            println!(
+                "{group}: a cache line's round trip between two threads, \
+                 before and after the group's cases: {} and {} ns",
+                before.as_nanos(),
+                after.as_nanos()
+            );
+        }
     }
     report::print_ratios("queue", "action", 1.0, &QUEUE_CASES);
     // What a queued request adds to a direct run (issue #18's "throughput
