@@ -128,14 +128,13 @@ impl<S: Store, F: Send + 'static> Task<S, F> {
     /// wait less for the lines a worker wrote (BENCHMARKS.md, sixty-third
     /// session).
     #[inline(always)]
-    pub(super) fn spare_for(job: &F) -> Option<Arc<Self>> {
-        let _ = job;
+    pub(super) fn spare_for(_job: &F) -> Option<Arc<Self>> {
         let spare = SPARE.try_with(|spare| spare.borrow_mut().pop());
         spare.ok().flatten()?.downcast::<Self>().ok()
     }
 
     /// Keeps `spare`, taken for a request that was then refused, for the
-    /// thread's next request.
+    /// thread's next request (where it was: within [`SPARE_TASKS`]).
     pub(super) fn give_back(spare: Option<Arc<Self>>) {
         if let Some(spare) = spare {
             let _ = SPARE.try_with(|spares| spares.borrow_mut().push(spare));
