@@ -99,6 +99,14 @@ impl Parking {
         }
     }
 
+    /// Whether some parked worker is not yet signalled, as this thread last
+    /// saw the count (a look without a fence: enough to skip
+    /// [`Parking::pass_on`] when nobody sleeps, not to decide a pusher's
+    /// wake-up).
+    pub fn anyone_asleep(&self) -> bool {
+        self.sleepers.load(Ordering::Relaxed) > 0
+    }
+
     /// After a worker took a job and saw more: wakes another, if one is
     /// parked and not already woken.
     pub fn pass_on(&self) {

@@ -235,8 +235,15 @@ impl Shared {
                 job.disown();
                 continue;
             }
-            // More ready than this worker takes: pass the wake-up on.
-            if !self.ready.is_empty() {
+            // More ready than this worker takes: pass the wake-up on. Asked
+            // only when a worker sleeps: looking at the list reads the line
+            // the caller writes at each push, which the caller then waits to
+            // take back (a queued request in bursts 372 -> 365 and 380 -> 366
+            // ns, BENCHMARKS.md, sixty-third session). The look at the
+            // sleepers is without a fence: the wake-up passed on is for
+            // parallelism, not the promise (see `crate::park`), which rests on
+            // the pushers' wake-ups.
+            if self.parking.anyone_asleep() && !self.ready.is_empty() {
                 self.parking.pass_on();
             }
             return Some(job);
