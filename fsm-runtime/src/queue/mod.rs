@@ -28,7 +28,7 @@
 //! a caller wakes one only when none spins (up to two spin at once, so that the one
 //! that takes a job leaves the other spinning; for 50 µs, or as
 //! `QueuerBuilder::spin` says, never when zero), and a worker that takes a job and
-//! sees more passes the wake-up on.
+//! sees more while another is parked passes the wake-up on.
 //!
 //! An end the store refuses while its backend is down is tried again on the
 //! queuer's retrier thread (`Shared::retry_later`), so a store outage holds the
