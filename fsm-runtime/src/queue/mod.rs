@@ -542,18 +542,19 @@ impl<S: Store> Request<'_, S> {
             return Err(RuntimeError::from(*e).into());
         }
         let machine = runtime.machine();
-        // Whether a step is another action than the one requested: each such
-        // step is checked against the object's state (the action itself is
-        // the start's to check). Most requests have none; those that have
-        // keep them apart (the steps go to the job before the start).
-        let composite = checked.iter().any(|&(step, _)| step != action);
-        let others: SmallVec<[ActionId; 2]> = match composite {
+        // The steps that are other actions than the one requested: each is
+        // checked against the object's state (the action itself is the
+        // start's to check), here, the steps themselves going to the job
+        // before the start. Most requests have none (and collect nothing).
+        let others: SmallVec<[ActionId; 2]> = match checked.iter().any(|&(step, _)| step != action)
+        {
             true => (checked.iter())
                 .filter(|&&(step, _)| step != action)
                 .map(|&(step, _)| step)
                 .collect(),
             false => SmallVec::new(),
         };
+        let composite = !others.is_empty();
         // Most requests go to their object's own queue: keyed by the id itself.
         let routed = (queuer.shared.route.as_ref())
             .map(|route| route(machine.name(), &id))

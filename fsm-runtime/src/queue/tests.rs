@@ -164,6 +164,26 @@ fn a_queuer_built_not_to_spin_parks_its_workers_and_still_runs_every_request() {
     queuer.terminate();
 }
 
+/// The task of a ticket not yet waited for.
+fn task(ticket: &Ticket) -> &Arc<dyn Queued> {
+    ticket.task.as_ref().expect("not taken yet")
+}
+
+/// Where a ticket's task is: the same address, the same task reused.
+fn address(ticket: &Ticket) -> *const () {
+    Arc::as_ptr(task(ticket)).cast::<()>()
+}
+
+/// Waits until the worker let go of the ticket's task (it does once it gave
+/// the outcome): only a task nothing else holds is kept as a spare.
+fn alone(ticket: &Ticket) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Arc::strong_count(task(ticket)) > 1 {
+        assert!(Instant::now() < deadline, "the worker keeps the task");
+        std::thread::yield_now();
+    }
+}
+
 /// A thread's next request writes its task over the one whose outcome
 /// its last ticket took, rather than allocate; and a spare task keeps no
 /// runtime, and so no store, alive: the store goes with the last runtime.
@@ -174,19 +194,6 @@ fn a_thread_reuses_the_task_its_ticket_let_go_and_keeps_no_store_alive() {
     let user = Actor::new("user");
     rt.create("vm", &user).unwrap();
     let queuer = Queuer::new(1);
-    fn task(ticket: &Ticket) -> &Arc<dyn Queued> {
-        ticket.task.as_ref().expect("not taken yet")
-    }
-    let address = |ticket: &Ticket| Arc::as_ptr(task(ticket)).cast::<()>();
-    // Until the worker let go of the task (it does once it gave the
-    // outcome): only a task nothing else holds is kept.
-    let alone = |ticket: &Ticket| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Arc::strong_count(task(ticket)) > 1 {
-            assert!(Instant::now() < deadline, "the worker keeps the task");
-            std::thread::yield_now();
-        }
-    };
     let first = queuer
         .request(&rt, "vm", &user, "start")
         .run(|_| Ok(()))
@@ -470,12 +477,8 @@ fn a_refused_request_gives_back_its_spare_task() {
         .request(&rt, "vm", &user, "start")
         .run(|_| Ok(()))
         .unwrap();
-    let spare = Arc::as_ptr(first.task.as_ref().unwrap()).cast::<()>();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Arc::strong_count(first.task.as_ref().unwrap()) > 1 {
-        assert!(Instant::now() < deadline, "the worker keeps the task");
-        std::thread::yield_now();
-    }
+    let spare = address(&first);
+    alone(&first);
     first.wait().unwrap();
     assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
     // "other" is held: the request is refused by its start.
@@ -495,11 +498,7 @@ fn a_refused_request_gives_back_its_spare_task() {
         .request(&rt, "vm", &user, "stop")
         .run(|_| Ok(()))
         .unwrap();
-    assert_eq!(
-        Arc::as_ptr(next.task.as_ref().unwrap()).cast::<()>(),
-        spare,
-        "a new task was allocated"
-    );
+    assert_eq!(address(&next), spare, "a new task was allocated");
     next.wait().unwrap();
     queuer.terminate();
 }
