@@ -28,15 +28,19 @@
 //! `own` queues each request on a queuer whose only worker is held, so the
 //! thread that waits for it runs it (the caller's and the worker's path, one
 //! after the other, on one thread); `burst` queues a request on each of 512
-//! objects, then waits for every ticket, with two workers; `busy` holds every
-//! object, then asks for another action on each: a start refused as busy,
-//! what a caller that lost a race pays (`refused`). Each prints the
-//! time per request to standard error (a wall time: use the bench for those).
+//! objects, then waits for every ticket, with two workers; `held-burst` does
+//! the same on the queuer of `own`, so that its waiting thread runs every
+//! request and the submitting finds each line it writes at home (no worker
+//! wrote it last); `busy` holds every object, then asks for another action on
+//! each: a start refused as busy, what a caller that lost a race pays
+//! (`refused`). Each prints the time per request to standard error, and the
+//! bursts how long their submitting took of it (wall times: use the bench
+//! for those).
 
 use std::future::Future;
 use std::hint::black_box;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fsm_core::ActionId;
 use fsm_runtime::{Actor, MemoryStore, ObjectId, Queuer, Runtime};
@@ -61,6 +65,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rt.create(id, &actor)?;
     }
     let rounds = requests / OBJECTS;
+    // How long the bursts took to submit, of the whole.
+    let mut submitting = Duration::ZERO;
     let started = Instant::now();
     match mode.as_str() {
         "direct" => {
@@ -89,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        "own" => {
+        "own" | "held-burst" => {
             // The only worker held by a job on another object until the end.
             let held = Queuer::new(1);
             let gate = ObjectId::from("held");
@@ -103,11 +109,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     released.recv().map_err(|e| e.to_string())
                 })?;
             busy.recv()?;
-            for round in 0..rounds {
-                for id in &ids {
-                    let ticket = held.request(&rt, id, &actor, ActionId(round % 2));
-                    black_box(ticket.run(|_| Ok(()))?.wait()?);
+            if mode == "own" {
+                for round in 0..rounds {
+                    for id in &ids {
+                        let ticket = held.request(&rt, id, &actor, ActionId(round % 2));
+                        black_box(ticket.run(|_| Ok(()))?.wait()?);
+                    }
                 }
+            } else {
+                submitting = bursts(&held, &rt, &ids, &actor, rounds)?;
             }
             release.send(())?;
             holding.wait()?;
@@ -115,18 +125,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         "burst" => {
             let queuer = Queuer::new(2);
-            for round in 0..rounds {
-                let tickets = ids
-                    .iter()
-                    .map(|id| {
-                        let request = queuer.request(&rt, id, &actor, ActionId(round % 2));
-                        request.run(|_| Ok(()))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                for ticket in tickets {
-                    black_box(ticket.wait()?);
-                }
-            }
+            submitting = bursts(&queuer, &rt, &ids, &actor, rounds)?;
             queuer.terminate();
         }
         "busy" => {
@@ -146,12 +145,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         other => {
-            return Err(format!("no mode `{other}`: direct, async, own, burst or busy").into());
+            return Err(format!(
+                "no mode `{other}`: direct, async, async-start, own, burst, held-burst or busy"
+            )
+            .into());
         }
     }
-    let per = started.elapsed() / (rounds * OBJECTS).max(1) as u32;
-    eprintln!("{mode}: {per:?} per request");
+    let per = |time: Duration| time / (rounds * OBJECTS).max(1) as u32;
+    if !submitting.is_zero() {
+        eprintln!("{mode}, submitting: {:?} per request", per(submitting));
+    }
+    eprintln!("{mode}: {:?} per request", per(started.elapsed()));
     Ok(())
+}
+
+/// `rounds` bursts on `queuer`: a request on each of `ids`, then every
+/// ticket waited for. How long the submitting took, of the whole.
+fn bursts(
+    queuer: &Queuer,
+    rt: &Runtime,
+    ids: &[ObjectId],
+    actor: &Actor,
+    rounds: usize,
+) -> Result<Duration, Box<dyn std::error::Error>> {
+    let mut submitting = Duration::ZERO;
+    for round in 0..rounds {
+        let submitted = Instant::now();
+        let tickets = ids
+            .iter()
+            .map(|id| {
+                let request = queuer.request(rt, id, actor, ActionId(round % 2));
+                request.run(|_| Ok(()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        submitting += submitted.elapsed();
+        for ticket in tickets {
+            black_box(ticket.wait()?);
+        }
+    }
+    Ok(submitting)
 }
 
 /// `Runtime::run`. Not inlined, so that callgrind counts it whole, whatever

@@ -1,6 +1,7 @@
 //! One behavioural suite for every [`Store`] backend: what the runtime relies on,
 //! checked through the runtime. The in-memory store and the etcd store both pass
-//! it; a new backend should too.
+//! it; a new backend should too. And [`LateRead`], a store that answers a read
+//! late, for tests of code that reads an object, decides, then writes.
 //!
 //! ```
 //! use fsm_runtime::MemoryStore;
@@ -45,6 +46,111 @@ reboot = { from = "RUNNING", to = "RUNNING" }
 retire = { from = "HALTED", to = "RETIRED" }
 migrate = { from = ["HALTED", "RUNNING"], hidden = true }
 "#;
+
+/// A store whose next [`Store::load`], once [armed](LateRead::arm), answers
+/// an earlier state than the object is in: what a reader sees when another
+/// actor moves the object between its read and its write. Everything else
+/// goes to the store it wraps, writes included. For tests of code that reads,
+/// decides, then writes: a queued composite request checks its steps against
+/// the state it read, then again against the state its start found.
+///
+/// ```
+/// use fsm_runtime::testing::{LateRead, machine};
+/// use fsm_runtime::{Actor, MemoryStore, Runtime};
+///
+/// let machine = machine();
+/// let running = machine.state_id("RUNNING").unwrap();
+/// let rt = Runtime::new(machine, LateRead::new(MemoryStore::new()))?;
+/// rt.create("vm", &Actor::new("user"))?;
+/// rt.store().arm(running);
+/// assert_eq!(rt.get("vm")?.state, running); // read late: it is HALTED
+/// assert!(!rt.store().armed());
+/// assert_eq!(rt.state_name("vm")?, "HALTED");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct LateRead<S> {
+    store: S,
+    stale: std::sync::Mutex<Option<fsm_core::StateId>>,
+}
+
+impl<S: Store> LateRead<S> {
+    /// `store`, disarmed: it reads as `store` does.
+    pub fn new(store: S) -> Self {
+        LateRead {
+            store,
+            stale: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The next [`Store::load`] answers `state` instead of the object's.
+    pub fn arm(&self, state: fsm_core::StateId) {
+        *self.stale() = Some(state);
+    }
+
+    /// Whether the next [`Store::load`] still answers the armed state: `false`
+    /// once a load answered it.
+    pub fn armed(&self) -> bool {
+        self.stale().is_some()
+    }
+
+    /// The store it wraps.
+    pub fn inner(&self) -> &S {
+        &self.store
+    }
+
+    fn stale(&self) -> std::sync::MutexGuard<'_, Option<fsm_core::StateId>> {
+        self.stale.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<S: Store> Store for LateRead<S> {
+    fn bind(&self, machine: &Machine) -> Result<(), crate::StoreError> {
+        self.store.bind(machine)
+    }
+
+    fn load(&self, id: &ObjectId) -> Result<Option<Record>, crate::StoreError> {
+        let stale = self.stale().take();
+        let record = self.store.load(id)?;
+        Ok(record.map(|mut record| {
+            record.state = stale.unwrap_or(record.state);
+            record
+        }))
+    }
+
+    fn commit(&self, write: crate::Write) -> Result<(), crate::StoreError> {
+        self.store.commit(write)
+    }
+
+    fn history(&self, id: &ObjectId) -> Result<Vec<crate::Entry>, crate::StoreError> {
+        self.store.history(id)
+    }
+
+    fn ids(&self) -> Result<Vec<ObjectId>, crate::StoreError> {
+        self.store.ids()
+    }
+
+    fn watch(&self) -> Result<Watcher, crate::StoreError> {
+        self.store.watch()
+    }
+
+    fn remove(&self, removal: crate::Removal) -> Result<(), crate::StoreError> {
+        self.store.remove(removal)
+    }
+
+    fn removal(&self, id: &ObjectId) -> Result<Option<crate::Entry>, crate::StoreError> {
+        self.store.removal(id)
+    }
+
+    fn modify<T, E, R>(
+        &self,
+        id: &ObjectId,
+        decide: impl FnMut(Option<&Record>) -> Result<(crate::Change, T), E>,
+        read: impl FnMut(&Record) -> R,
+    ) -> Result<Result<(T, R), E>, crate::StoreError> {
+        self.store.modify(id, decide, read)
+    }
+}
 
 /// The suite's machine.
 pub fn machine() -> Machine {

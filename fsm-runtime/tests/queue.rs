@@ -8,10 +8,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use fsm_core::{Machine, StateId};
+use fsm_core::Machine;
 use fsm_runtime::{
-    Actor, Change, Entry, EntryKind, Fence, Healer, ManualClock, MemoryStore, ObjectId, QueueError,
-    Queuer, Record, Runtime, RuntimeError, Store, StoreError, Watcher, Write, check_history,
+    Actor, Fence, Healer, ManualClock, MemoryStore, QueueError, Queuer, Runtime, RuntimeError,
+    check_history,
 };
 
 fn spec(path: &str) -> Machine {
@@ -189,123 +189,6 @@ fn a_refused_request_queues_nothing_and_a_step_is_checked_against_the_table() {
     assert_eq!(vms.state_name("vm-2").unwrap(), "RUNNING");
     assert_eq!(vms.history("vm-2").unwrap().len(), written);
     assert!(queuer.queues().is_empty());
-}
-
-/// A store whose next [`Store::load`] answers an earlier state than the
-/// object is in (`stale`, once armed): what a reader sees when another actor
-/// moves the object between its read and its write.
-struct LateRead {
-    store: MemoryStore,
-    stale: Mutex<Option<StateId>>,
-}
-
-impl Store for LateRead {
-    fn bind(&self, machine: &Machine) -> Result<(), StoreError> {
-        self.store.bind(machine)
-    }
-
-    fn load(&self, id: &ObjectId) -> Result<Option<Record>, StoreError> {
-        let stale = self.stale.lock().unwrap().take();
-        let record = self.store.load(id)?;
-        Ok(record.map(|mut record| {
-            record.state = stale.unwrap_or(record.state);
-            record
-        }))
-    }
-
-    fn commit(&self, write: Write) -> Result<(), StoreError> {
-        self.store.commit(write)
-    }
-
-    fn history(&self, id: &ObjectId) -> Result<Vec<Entry>, StoreError> {
-        self.store.history(id)
-    }
-
-    fn ids(&self) -> Result<Vec<ObjectId>, StoreError> {
-        self.store.ids()
-    }
-
-    fn watch(&self) -> Result<Watcher, StoreError> {
-        self.store.watch()
-    }
-
-    fn remove(&self, removal: fsm_runtime::Removal) -> Result<(), StoreError> {
-        self.store.remove(removal)
-    }
-
-    fn removal(&self, id: &ObjectId) -> Result<Option<fsm_runtime::Entry>, StoreError> {
-        self.store.removal(id)
-    }
-
-    fn modify<T, E, R>(
-        &self,
-        id: &ObjectId,
-        decide: impl FnMut(Option<&Record>) -> Result<(Change, T), E>,
-        read: impl FnMut(&Record) -> R,
-    ) -> Result<Result<(T, R), E>, StoreError> {
-        self.store.modify(id, decide, read)
-    }
-}
-
-/// A composite request is checked twice: against the state read before the
-/// start (so a refusal writes nothing), and against the state the start
-/// found, which an actor may have changed in between. Refused on that second
-/// look, the started action fails back and nothing is queued.
-#[test]
-fn a_step_is_checked_again_against_the_state_the_start_found() {
-    let machine = spec("ovc/vm.toml");
-    let running = machine.state_id("RUNNING").unwrap();
-    let store = LateRead {
-        store: MemoryStore::new(),
-        stale: Mutex::new(None),
-    };
-    let vms = Runtime::new(machine, store).unwrap();
-    let user = Actor::new("user");
-    vms.create("vm-1", &user).unwrap();
-    vms.run("vm-1", &user, "deploy").unwrap();
-    vms.run("vm-1", &user, "stop").unwrap();
-    let written = vms.history("vm-1").unwrap().len();
-    let queuer = Queuer::new(1);
-    // Read as RUNNING, where `stop` may start; started from HALTED, where it
-    // may not (`destroy` may start from both).
-    *vms.store().stale.lock().unwrap() = Some(running);
-    let err = queuer
-        .request(&vms, "vm-1", &user, "destroy")
-        .step("stop", |_| Ok(()))
-        .step("destroy", |_| Ok(()))
-        .submit()
-        .unwrap_err();
-    assert!(
-        vms.store().stale.lock().unwrap().is_none(),
-        "the request read the object before its start"
-    );
-    assert_eq!(
-        err.to_string(),
-        "vm-1: a step of `destroy` is refused: `stop` cannot start in HALTED: it starts only from RUNNING, PAUSED"
-    );
-    // Started, then failed back: HALTED again, held by nobody, nothing queued.
-    let record = vms.get("vm-1").unwrap();
-    assert_eq!(vms.machine().state(record.state).name, "HALTED");
-    assert!(record.in_flight.is_none());
-    let kinds: Vec<_> = (vms.history("vm-1").unwrap()[written..].iter())
-        .map(|entry| entry.kind)
-        .collect();
-    assert_eq!(kinds, [EntryKind::Started, EntryKind::Failed]);
-    assert!(queuer.queues().is_empty());
-    // Read right, the same request is refused before its start.
-    let err = queuer
-        .request(&vms, "vm-1", &user, "destroy")
-        .step("stop", |_| Ok(()))
-        .submit()
-        .unwrap_err();
-    let QueueError::Step { refused, .. } = &err else {
-        panic!("{err:?}")
-    };
-    assert!(
-        matches!(&**refused, fsm_core::RuleError::NotFrom { action, state, .. } if action == "stop" && state == "HALTED"),
-        "{refused:?}"
-    );
-    assert_eq!(vms.history("vm-1").unwrap().len(), written + 2);
 }
 
 #[test]

@@ -11,7 +11,8 @@ use crate::{Actor, InFlight, ObjectId, Runtime, Store};
 
 use super::*;
 use crate::park::SPINNERS;
-use crate::{Holder, MemoryStore};
+use crate::testing::LateRead;
+use crate::{EntryKind, Holder, MemoryStore};
 
 /// A task its queue drops unrun (its worker gone) gives its ticket the crash
 /// at once, and its action, in flight, is recorded as abandoned for the
@@ -184,6 +185,32 @@ fn alone(ticket: &Ticket) {
     }
 }
 
+/// Runs `action` on `id` through `queuer` and takes its outcome once the
+/// worker let go of its task, which this thread then keeps as its only
+/// spare: where that task is.
+fn make_spare<S: Store>(
+    queuer: &Queuer,
+    rt: &Runtime<S>,
+    id: &str,
+    user: &Actor,
+    action: &str,
+) -> *const () {
+    let ticket = queuer
+        .request(rt, id, user, action)
+        .run(|_| Ok(()))
+        .unwrap();
+    let spare = address(&ticket);
+    alone(&ticket);
+    ticket.wait().unwrap();
+    assert_eq!(spares(), 1);
+    spare
+}
+
+/// How many spare tasks this thread keeps.
+fn spares() -> usize {
+    SPARE.with(|spare| spare.borrow().len())
+}
+
 /// A thread's next request writes its task over the one whose outcome
 /// its last ticket took, rather than allocate; and a spare task keeps no
 /// runtime, and so no store, alive: the store goes with the last runtime.
@@ -194,13 +221,7 @@ fn a_thread_reuses_the_task_its_ticket_let_go_and_keeps_no_store_alive() {
     let user = Actor::new("user");
     rt.create("vm", &user).unwrap();
     let queuer = Queuer::new(1);
-    let first = queuer
-        .request(&rt, "vm", &user, "start")
-        .run(|_| Ok(()))
-        .unwrap();
-    let reused = address(&first);
-    alone(&first);
-    first.wait().unwrap();
+    let reused = make_spare(&queuer, &rt, "vm", &user, "start");
     // Awaited, the same.
     let mut second = queuer
         .request(&rt, "vm", &user, "stop")
@@ -217,7 +238,7 @@ fn a_thread_reuses_the_task_its_ticket_let_go_and_keeps_no_store_alive() {
         "HALTED"
     );
     // The second task is a spare now, on this thread.
-    assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
+    assert_eq!(spares(), 1);
     drop(rt);
     assert_eq!(Arc::strong_count(&store), 1, "a spare task keeps the store");
     // A runtime over another store has tasks of another type: the spare
@@ -225,14 +246,7 @@ fn a_thread_reuses_the_task_its_ticket_let_go_and_keeps_no_store_alive() {
     // block just freed), and that one kept in its place, then reused.
     let other = Runtime::new(crate::testing::machine(), MemoryStore::new()).unwrap();
     other.create("vm", &user).unwrap();
-    let third = queuer
-        .request(&other, "vm", &user, "start")
-        .run(|_| Ok(()))
-        .unwrap();
-    let allocated = address(&third);
-    alone(&third);
-    third.wait().unwrap();
-    assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
+    let allocated = make_spare(&queuer, &other, "vm", &user, "start");
     let fourth = queuer
         .request(&other, "vm", &user, "stop")
         .run(|_| Ok(()))
@@ -473,14 +487,7 @@ fn a_refused_request_gives_back_its_spare_task() {
     rt.create("vm", &user).unwrap();
     rt.create("other", &user).unwrap();
     let queuer = Queuer::new(1);
-    let first = queuer
-        .request(&rt, "vm", &user, "start")
-        .run(|_| Ok(()))
-        .unwrap();
-    let spare = address(&first);
-    alone(&first);
-    first.wait().unwrap();
-    assert_eq!(SPARE.with(|spare| spare.borrow().len()), 1);
+    let spare = make_spare(&queuer, &rt, "vm", &user, "start");
     // "other" is held: the request is refused by its start.
     let held = rt.start("other", &user, "start").unwrap();
     let refused = queuer.request(&rt, "other", &user, "stop").run(|_| Ok(()));
@@ -488,14 +495,80 @@ fn a_refused_request_gives_back_its_spare_task() {
         matches!(refused, Err(QueueError::Refused(RuntimeError::Busy { .. }))),
         "{refused:?}"
     );
-    assert_eq!(
-        SPARE.with(|spare| spare.borrow().len()),
-        1,
-        "the refused request kept the spare"
-    );
+    assert_eq!(spares(), 1, "the refused request kept the spare");
     held.complete().unwrap();
     let next = queuer
         .request(&rt, "vm", &user, "stop")
+        .run(|_| Ok(()))
+        .unwrap();
+    assert_eq!(address(&next), spare, "a new task was allocated");
+    next.wait().unwrap();
+    queuer.terminate();
+}
+
+/// A composite request is checked twice: against the state read before the
+/// start (so a refusal writes nothing), and against the state the start
+/// found, which an actor may have changed in between. Refused on that second
+/// look, the started action fails back, nothing is queued, and the spare
+/// task the request took before its start is kept for the next.
+#[test]
+fn a_step_is_checked_again_against_the_state_the_start_found() {
+    let machine =
+        fsm_core::spec::load(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/ovc/vm.toml")).unwrap();
+    let running = machine.state_id("RUNNING").unwrap();
+    let store = LateRead::new(MemoryStore::new());
+    let vms = Runtime::new(machine, store).unwrap();
+    let user = Actor::new("user");
+    vms.create("vm-1", &user).unwrap();
+    vms.run("vm-1", &user, "deploy").unwrap();
+    vms.run("vm-1", &user, "stop").unwrap();
+    let queuer = Queuer::new(1);
+    let spare = make_spare(&queuer, &vms, "vm-1", &user, "add_disk");
+    let written = vms.history("vm-1").unwrap().len();
+    // Read as RUNNING, where `stop` may start; started from HALTED, where it
+    // may not (`destroy` may start from both).
+    vms.store().arm(running);
+    let err = queuer
+        .request(&vms, "vm-1", &user, "destroy")
+        .step("stop", |_| Ok(()))
+        .step("destroy", |_| Ok(()))
+        .submit()
+        .unwrap_err();
+    assert!(
+        !vms.store().armed(),
+        "the request read the object before its start"
+    );
+    assert_eq!(
+        err.to_string(),
+        "vm-1: a step of `destroy` is refused: `stop` cannot start in HALTED: it starts only from RUNNING, PAUSED"
+    );
+    // Started, then failed back: HALTED again, held by nobody, nothing queued.
+    let record = vms.get("vm-1").unwrap();
+    assert_eq!(vms.machine().state(record.state).name, "HALTED");
+    assert!(record.in_flight.is_none());
+    let kinds: Vec<_> = (vms.history("vm-1").unwrap()[written..].iter())
+        .map(|entry| entry.kind)
+        .collect();
+    assert_eq!(kinds, [EntryKind::Started, EntryKind::Failed]);
+    assert!(queuer.queues().is_empty());
+    assert_eq!(spares(), 1, "the refused request kept the spare");
+    // Read right, the same request is refused before its start.
+    let err = queuer
+        .request(&vms, "vm-1", &user, "destroy")
+        .step("stop", |_| Ok(()))
+        .submit()
+        .unwrap_err();
+    let QueueError::Step { refused, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        matches!(&**refused, fsm_core::RuleError::NotFrom { action, state, .. } if action == "stop" && state == "HALTED"),
+        "{refused:?}"
+    );
+    assert_eq!(vms.history("vm-1").unwrap().len(), written + 2);
+    // The next accepted request writes its task over the spare.
+    let next = queuer
+        .request(&vms, "vm-1", &user, "add_disk")
         .run(|_| Ok(()))
         .unwrap();
     assert_eq!(address(&next), spare, "a new task was allocated");
