@@ -94,11 +94,6 @@ impl<S: Store> LateRead<S> {
         self.stale().is_some()
     }
 
-    /// The store it wraps.
-    pub fn inner(&self) -> &S {
-        &self.store
-    }
-
     fn stale(&self) -> std::sync::MutexGuard<'_, Option<fsm_core::StateId>> {
         self.stale.lock().unwrap_or_else(|e| e.into_inner())
     }

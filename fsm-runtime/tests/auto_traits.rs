@@ -11,7 +11,6 @@ use fsm_runtime::{
     QueueError, Queuer, Record, Runtime, RuntimeError, Store, StoreError, Ticket, Watcher,
 };
 
-fn send<T: Send>(_: &T) {}
 fn send_sync<T: Send + Sync>() {}
 fn error<E: std::error::Error + Send + Sync + 'static>() {}
 fn spawnable<F: Future + Send + 'static>(_: &F)
@@ -62,7 +61,6 @@ fn async_calls_can_be_spawned() {
             .block_on(f)
     };
     block_on(Box::pin(async {
-        let (rt, user) = (rt.clone(), user.clone());
         let create = {
             let (rt, user) = (rt.clone(), user.clone());
             async move { rt.create_async("vm", &user).await }
@@ -83,7 +81,6 @@ fn async_calls_can_be_spawned() {
             .request(&rt, "vm", &user, "stop")
             .run(|_| Ok(()))
             .unwrap();
-        send(&ticket);
         spawnable(&ticket);
         let record = ticket.await.unwrap();
         assert_eq!(rt.machine().state(record.state).name, "HALTED");
