@@ -60,7 +60,10 @@
 //! worker's and back, so the bench measures that round trip too (one line
 //! written in turn by two threads): before and after criterion's queue cases,
 //! and in each paired round of the queue, whose slowdown it then prints
-//! again for the rounds with the shorter round trips and for the others. On
+//! again for the rounds with the shorter round trips and for the others.
+//! Each paired round of the queue hands the same actions off by hand too
+//! (the floor), so that the queuer's slowdown is printed beside the least a
+//! hand-off costs on the same cores in the same minute. On
 //! a virtual machine the round trip is where the host puts its cores, and it
 //! changes from one minute to the next (BENCHMARKS.md, thirtieth session).
 //! Contention on hot objects pays it too, so it is printed before and after
@@ -1343,6 +1346,28 @@ fn bursts(
     })
 }
 
+/// `iters` actions handed off by hand ([`handoff::Floor`], the queuer's
+/// floor), in bursts over `ids` as [`bursts`] queues them: the time, scaled
+/// to `iters`.
+fn handed_off(
+    rt: &Runtime,
+    ids: &[ObjectId],
+    actor: &Actor,
+    iters: u64,
+    action: &mut impl FnMut() -> ActionId,
+) -> Duration {
+    let slots: Vec<handoff::Slot> = ids.iter().map(|_| Default::default()).collect();
+    handoff::Floor::new(false).time(iters, |floor| {
+        let a = action();
+        for (id, slot) in ids.iter().zip(&slots) {
+            floor.push(rt.start(id, actor, a).unwrap(), slot);
+        }
+        for slot in &slots {
+            black_box(slot.take());
+        }
+    })
+}
+
 /// The queuer against calling the runtime directly: throughput over 512 objects
 /// (a request on each, then every ticket awaited), and the round trip of one
 /// request on an idle queuer.
@@ -1362,18 +1387,7 @@ fn bench_queue(c: &mut Criterion) {
         b.iter_custom(|iters| bursts(&queuer, &rt, &ids, &actor, iters, &mut action))
     });
     g.bench_function(QUEUE_CASES[2], |b| {
-        b.iter_custom(|iters| {
-            let slots: Vec<handoff::Slot> = ids.iter().map(|_| Default::default()).collect();
-            handoff::Floor::new(false).time(iters, |floor| {
-                let a = action();
-                for (id, slot) in ids.iter().zip(&slots) {
-                    floor.push(rt.start(id, &actor, a).unwrap(), slot);
-                }
-                for slot in &slots {
-                    black_box(slot.take());
-                }
-            })
-        })
+        b.iter_custom(|iters| handed_off(&rt, &ids, &actor, iters, &mut action))
     });
     for (name, ordered) in [(DUTY_CASES[0], false), (DUTY_CASES[1], true)] {
         g.bench_function(name, |b| {
@@ -1590,12 +1604,16 @@ fn paired(threads_list: &[usize], rounds: usize) {
     let ids = created(&rt, &actor, "q", OBJECTS_PER_THREAD);
     let queuer = Queuer::new(2);
     let mut action = alternating();
-    // Each round also measures a cache line's round trip between two threads
-    // (a third case), so that each round's slowdown sits beside the machine's
-    // cores as they were in that round.
-    let took = in_rounds(rounds, 3, |c| match c {
+    // Each round also hands the same actions off by hand (the floor: the
+    // least any hand-off to another thread costs on these cores, so that the
+    // queuer's slowdown sits beside the one no queuer can go under), and
+    // measures a cache line's round trip between two threads (a fourth
+    // case), so that each round's slowdown sits beside the machine's cores
+    // as they were in that round.
+    let took = in_rounds(rounds, 4, |c| match c {
         0 => direct(&rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
         1 => bursts(&queuer, &rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
+        2 => handed_off(&rt, &ids, &actor, PAIRED_REQUESTS, &mut action),
         _ => line_round_trip(),
     });
     let slowdowns: Vec<f64> = took.iter().map(|round| round[1] / round[0]).collect();
@@ -1607,7 +1625,18 @@ fn paired(threads_list: &[usize], rounds: usize) {
         QUEUE_CASES[0],
         slowdown.less_one()
     );
-    let trips: Vec<f64> = took.iter().map(|round| round[2] * 1e9).collect();
+    for (case, against) in [(2, 0), (1, 2)] {
+        let mut ratios: Vec<f64> = (took.iter())
+            .map(|round| round[case] / round[against])
+            .collect();
+        println!(
+            "queue: {} ÷ {}: {}",
+            QUEUE_CASES[case],
+            QUEUE_CASES[against],
+            spread(&mut ratios)
+        );
+    }
+    let trips: Vec<f64> = took.iter().map(|round| round[3] * 1e9).collect();
     let trip = spread(&mut trips.clone());
     println!("queue: a cache line's round trip between two threads, ns: {trip:.0}");
     let (shorter, longer) = report::spread::split_by(&trips, &slowdowns, trip.median);
